@@ -1,0 +1,51 @@
+"""The `kward` command line: `kward rpc` for UI clients, plus version and help.
+
+`kward rpc` (the sole command that UI clients start) takes a fast path that imports only
+what serving the protocol needs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from kward import __version__
+
+HELP = f"""usage: kward <command> [options]
+
+kward {__version__}: a coding agent. UI clients drive it over JSON-RPC.
+
+commands:
+  rpc              serve the JSON-RPC protocol on stdin/stdout
+  help             show this help
+  version          print the version
+
+options:
+  -h, --help       show this help
+  -v, --version    print the version
+
+See kward(1) for the protocol, files and environment variables.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["rpc"]:
+        from kward.rpc.main import run
+
+        code = run(args[1:])
+        if argv is None:  # the real process: exit now, whatever a stuck thread is doing
+            import logging
+
+            logging.shutdown()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
+    if not args or args[0] in ("help", "-h", "--help"):
+        sys.stdout.write(HELP)
+        return 0 if args else 2
+    if args[0] in ("version", "-v", "--version"):
+        sys.stdout.write(f"kward {__version__}\n")
+        return 0
+    sys.stderr.write(f"kward: unknown command: {args[0]}\n(run `kward --help` for the commands)\n")
+    return 2

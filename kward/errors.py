@@ -1,0 +1,142 @@
+"""Error classes that carry their JSON-RPC code and a stable reason slug.
+
+Every failure a client can see is one of these classes. The RPC boundary turns them into
+wire form once (`KwardError.to_wire`); nothing matches on message text. Messages are for
+people and may change; `reason` slugs are a contract and are listed in `REASONS` (and in
+docs/protocol.md, which a test keeps in step with this table).
+
+Safe to import from any layer: standard library only, no side effects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+OVERLOADED = -32001
+CONFIG_ERROR = -32002
+
+#: Every stable reason slug a client may receive in ``error.data.reason``.
+REASONS: dict[str, str] = {
+    "parse_error": "The body is not valid JSON.",
+    "invalid_utf8": "The body is not valid UTF-8.",
+    "invalid_request": "The message is not a valid JSON-RPC 2.0 request.",
+    "batch_not_supported": "A JSON array (batch) was sent; kward answers each request singly.",
+    "missing_content_length": "A frame header block has no Content-Length.",
+    "invalid_content_length": "Content-Length is not a non-negative integer.",
+    "header_too_long": "A header line is longer than 8 KiB.",
+    "invalid_header": "A header block holds a line that is not a `Name: value` header.",
+    "frame_too_large": "A frame body is larger than the configured maximum; it was skipped.",
+    "method_not_found": "The method does not exist.",
+    "invalid_params": "A param is missing, of the wrong type or out of range.",
+    "internal_error": "An unexpected failure; the traceback is in the log file.",
+    "overloaded": "The client is not reading fast enough; retry later.",
+    "input_too_large": "User input is larger than the configured maximum.",
+    "shutting_down": "The server is stopping and takes no new work.",
+    "invalid_config": "config.json cannot be read or a config value has the wrong type.",
+    "workspace_not_found": "The workspace path does not exist.",
+    "not_a_directory": "The workspace path is not a directory.",
+    "session_not_found": "No RPC session has that id.",
+    "session_locked": "The session file is already open in this process.",
+    "session_busy": "Another process is running a turn on this session.",
+    "path_not_allowed": "A path lies outside the places this method may touch.",
+    "not_logged_in": "The provider has no usable credentials.",
+    "canceled": "The work was canceled.",
+}
+
+
+class KwardError(Exception):
+    """Base class: a failure with a JSON-RPC `code`, a human `message` and a stable `reason`.
+
+    `data` holds extra wire fields (plain JSON values) merged into ``error.data``.
+    """
+
+    code: int = INTERNAL_ERROR
+    reason: str = "internal_error"
+
+    def __init__(self, message: str, *, reason: str | None = None, data: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        if reason is not None:
+            if reason not in REASONS:
+                raise ValueError(f"unregistered error reason: {reason}")
+            self.reason = reason
+        self.data = dict(data or {})
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member: code, message, data{reason, errorClass, ...}."""
+        data = {"reason": self.reason, "errorClass": type(self).__name__}
+        data.update(self.data)
+        return {"code": self.code, "message": self.message, "data": data}
+
+
+class ParseError(KwardError):
+    code = PARSE_ERROR
+    reason = "parse_error"
+
+
+class InvalidRequest(KwardError):
+    code = INVALID_REQUEST
+    reason = "invalid_request"
+
+
+class MethodNotFound(KwardError):
+    code = METHOD_NOT_FOUND
+    reason = "method_not_found"
+
+
+class InvalidParams(KwardError):
+    code = INVALID_PARAMS
+    reason = "invalid_params"
+
+
+class InternalError(KwardError):
+    code = INTERNAL_ERROR
+    reason = "internal_error"
+
+
+class Overloaded(KwardError):
+    code = OVERLOADED
+    reason = "overloaded"
+
+
+class ConfigError(KwardError):
+    """config.json is unreadable or a value has the wrong type."""
+
+    code = CONFIG_ERROR
+    reason = "invalid_config"
+
+
+class PathNotAllowed(InvalidParams):
+    reason = "path_not_allowed"
+
+
+class Canceled(KwardError):
+    """Raised inside work that noticed its cancel token; never sent as a response error."""
+
+    reason = "canceled"
+
+
+class SessionNotFound(InvalidParams):
+    """The message must stay `Unknown session: <id>`: clients match that text."""
+
+    reason = "session_not_found"
+
+    def __init__(self, session_id: str):
+        super().__init__(f"Unknown session: {session_id}", data={"sessionId": session_id})
+
+
+class SessionLocked(InvalidParams):
+    """The session file is already open as another RPC session of this process."""
+
+    reason = "session_locked"
+
+
+class SessionBusy(InvalidParams):
+    """Another process holds the session's turn lock."""
+
+    reason = "session_busy"

@@ -1,0 +1,68 @@
+"""One redaction function for every result, notification, error and log line.
+
+Rules (DESIGN.md, "Where we deliberately differ from the original"):
+
+- A value under a secret-looking key (token, secret, api key, authorization, password,
+  credential) is replaced by ``[REDACTED]`` when it is a non-empty string; containers under
+  such a key are walked with every string leaf redacted. Numbers, booleans and None are
+  never redacted, so token counts and "is a key configured" flags stay readable.
+- Inside any string, ``Bearer <x>``, ``sk-...`` keys, ``access_token=...``-style query
+  parameters and ``"api_key": "..."``-style JSON fragments are masked.
+
+Pure functions, safe from any thread.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+_SECRET_KEY = re.compile(r"token|secret|api[_-]?key|authorization|password|passwd|credential|cookie", re.I)
+# Keys that look secret but hold names or kinds, never secret values.
+_PUBLIC_KEYS = frozenset({"apiKeyProviders", "storedCredentialType", "credentialStore", "tokenType"})
+
+_BEARER = re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{4,}")
+_SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+_QUERY_SECRET = re.compile(
+    r"(?i)\b(access_token|refresh_token|id_token|api[_-]?key|apikey|client_secret|password|code_verifier)"
+    r"=(?!\[REDACTED\])[^&\s\"']+"
+)
+_JSON_SECRET = re.compile(
+    r"(?i)(\"[A-Za-z0-9_\-]*(?:token|secret|api[_-]?key|authorization|password|credential)[A-Za-z0-9_\-]*\""
+    r"\s*:\s*\")(?!\[REDACTED\])((?:[^\"\\]|\\.)+)(\")"
+)
+_QUICK = re.compile(r"(?i)bearer|sk-|=|\"")
+
+
+@lru_cache(maxsize=4096)
+def is_secret_key(key: str) -> bool:
+    """True when values under `key` must never be shown."""
+    return key not in _PUBLIC_KEYS and _SECRET_KEY.search(key) is not None
+
+
+def redact_text(text: str) -> str:
+    """Mask secrets embedded in free text (error bodies, log lines, tool output)."""
+    if not _QUICK.search(text):
+        return text
+    text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+    text = _SK_KEY.sub(REDACTED, text)
+    text = _QUERY_SECRET.sub(lambda m: m.group(1) + "=" + REDACTED, text)
+    return _JSON_SECRET.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+
+
+def redact(value: Any, _secret: bool = False) -> Any:
+    """Return a redacted copy of a JSON-like value (dicts, lists, strings, numbers)."""
+    if isinstance(value, str):
+        if _secret:
+            return REDACTED if value else value
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {
+            k: redact(v, _secret or (isinstance(k, str) and is_secret_key(k))) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact(v, _secret) for v in value]
+    return value

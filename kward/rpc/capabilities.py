@@ -1,0 +1,183 @@
+"""The `initialize` capabilities, derived from what is actually implemented.
+
+Every group of the spec (and the legacy compatibility fields) is always present. A group
+is `supported: true` only when its methods are in the method table; a method is listed
+only when it exists. `tests/test_capabilities.py` checks both directions. Facts that do
+not follow from the method table (e.g. the steering mode of the active provider) are
+passed in by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from kward.config import DEFAULT_MAX_FRAME_BYTES
+
+SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
+                   "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
+                   "sessions/delete", "sessions/close", "sessions/transcript")
+TURN_METHODS = ("turns/start", "turns/cancel", "turns/status", "turns/events")
+MODEL_METHODS = ("models/list", "models/current", "models/set", "reasoning/set", "openrouter/catalog")
+RUNTIME_METHODS = ("runtime/state", "runtime/stats")
+RUNTIME_SETTING_METHODS = ("runtime/updateSetting", "runtime/reload")
+AUTH_METHODS = ("auth/status", "auth/providers", "auth/loginWithApiKey", "auth/logoutProvider",
+                "auth/loginWithOAuth", "auth/startOpenAILogin", "auth/submitOpenAICode", "auth/loginStatus")
+MEMORY_METHODS = ("memory/status", "memory/enable", "memory/disable", "memory/autoSummary/enable",
+                  "memory/autoSummary/disable", "memory/list", "memory/add", "memory/addCore", "memory/forget",
+                  "memory/promote", "memory/inspect", "memory/why", "memory/summarize")
+COMMAND_METHODS = ("commands/list", "commands/run")
+PROMPT_METHODS = ("prompts/list", "prompts/expand")
+CONFIG_METHODS = ("config/read", "config/update")
+LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
+IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+EVENT_REPLAY_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class RuntimeFacts:
+    """What the method table cannot tell: filled in by the caller."""
+
+    steering: str = "unsupported"  # "native" when the active provider steers in flight
+    logs_dir: str = "~/.kward/logs"
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_input_chars: int = 0
+    tokens_stats: bool = False
+    cost_stats: bool = False
+    oauth_providers: tuple[str, ...] = ()
+    api_key_providers: tuple[str, ...] = ()
+
+
+def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
+    names = set(methods)
+
+    def has(*ms: str) -> bool:
+        return all(m in names for m in ms)
+
+    def present(ms: Iterable[str]) -> list[str]:
+        return [m for m in ms if m in names]
+
+    sessions = present(SESSION_METHODS)
+    turns_ok = has("turns/start")
+    cancel_ok = has("turns/cancel")
+    replay_ok = has("turns/events")
+    question_ok = has("ui/answerQuestion")
+    steer = facts.steering if turns_ok else "unsupported"
+    cancellation = {"supported": cancel_ok, "behavior": "best-effort", "queuedTurns": "cancel-before-run",
+                    "runningTurns": "interrupt-at-next-safe-point"}
+    replay = {"supported": replay_ok, "behavior": "recent-in-memory", "persisted": False,
+              "limit": EVENT_REPLAY_LIMIT}
+    question = {"supported": question_ok, "notification": "ui/question", "method": "ui/answerQuestion",
+                "maxQuestions": 4, "multiSelect": False, "preview": False}
+    transcript_ok = has("sessions/transcript")
+    memory = present(MEMORY_METHODS)
+    auth = present(AUTH_METHODS)
+    caps: dict[str, Any] = {
+        "framing": "content-length",
+        "asyncTurns": turns_ok,
+        "turnCancellation": "best-effort" if cancel_ok else False,
+        "turnEventReplay": replay_ok,
+        "uiQuestions": question_ok,
+        "authLogin": has("auth/startOpenAILogin") or has("auth/loginWithApiKey"),
+        "configUpdate": has("config/update"),
+        "transcript": {
+            "supported": transcript_ok, "format": "tauren-transcript-v1", "messagesNormalized": transcript_ok,
+            "supportsImages": transcript_ok, "supportsToolCalls": transcript_ok,
+            "supportsToolResults": transcript_ok, "supportsCompactionSummaries": transcript_ok,
+            "supportsReasoningRestore": transcript_ok,
+        },
+        "sessions": {
+            "supported": bool(sessions), "mode": "explicit", "persistence": "jsonl", "methods": sessions,
+            "list": {"supported": has("sessions/list"), "source": "rpc", "ancestry": has("sessions/list"),
+                     "treeFields": has("sessions/list")},
+            "fork": {"supported": has("sessions/forkMessages", "sessions/fork"),
+                     "methods": present(("sessions/forkMessages", "sessions/fork")),
+                     "entryIdFormat": "message-index", "selectedMessage": "excludedFromForkComposerTextReturned"},
+            "compact": {"supported": has("sessions/compact"), "method": "sessions/compact",
+                        "notification": "session/event", "events": ["compactionStart", "compactionEnd"]},
+            "import": {"supported": False},
+            "tree": {"supported": False, "labels": False, "navigate": False, "summarize": False},
+            "updates": {"supported": False, "notification": "session/updated"},
+        },
+        "turns": {
+            "supported": turns_ok, "mode": "async", "perSessionConcurrency": 1,
+            "busyInput": {"steer": steer, "followUp": "queue" if turns_ok else "unsupported",
+                          "defaultWhenIdle": "newTurn", "defaultWhenBusy": "steer" if steer == "native" else "followUp"},
+            "cancellation": cancellation,
+            "eventReplay": replay,
+        },
+        "events": {
+            "supported": turns_ok, "notification": "turn/event", "assistantText": "assistantDelta",
+            "reasoning": {"start": False, "delta": turns_ok, "end": False},
+            "modelRetry": {"supported": turns_ok, "event": "modelRetry"},
+            "steering": {"supported": steer == "native", "event": "turnSteered", "mode": steer},
+            "tools": {"call": turns_ok, "update": False, "result": turns_ok, "normalizedMetadata": turns_ok,
+                      "diffs": turns_ok, "changedFiles": turns_ok},
+            "errors": turns_ok,
+            "sessionUpdates": False,
+        },
+        "attachments": {"input": {"supported": turns_ok, "method": "turns/start", "encoding": "base64",
+                                  "mimeTypes": IMAGE_MIME_TYPES, "maxBytes": MAX_IMAGE_BYTES}},
+        "models": {"supported": bool(present(MODEL_METHODS)), "methods": present(MODEL_METHODS),
+                   "fields": ["provider", "id", "name", "reasoning", "reasoningEffort", "contextWindow"],
+                   "scopedModels": False},
+        "runtime": {"supported": bool(present(RUNTIME_METHODS)), "methods": present(RUNTIME_METHODS),
+                    "state": {"supported": has("runtime/state")},
+                    "stats": {"supported": has("runtime/stats"), "messageCounts": has("runtime/stats"),
+                              "tokens": facts.tokens_stats and has("runtime/stats"),
+                              "cost": facts.cost_stats and has("runtime/stats"),
+                              "contextUsage": has("runtime/stats"), "contextUsageEstimated": has("runtime/stats")}},
+        "runtimeSettings": {"supported": bool(present(RUNTIME_SETTING_METHODS)),
+                            "methods": present(RUNTIME_SETTING_METHODS),
+                            "settings": ["defaultModel", "defaultThinkingLevel"] if has("runtime/updateSetting") else []},
+        "auth": {"supported": bool(auth), "providerFormat": "tauren-auth-v1", "methods": auth,
+                 "oauthProviders": list(facts.oauth_providers), "apiKeyProviders": list(facts.api_key_providers),
+                 "unsupportedOAuthProviders": {"github": "GitHub Copilot login is not offered by this kward."},
+                 "logout": has("auth/logoutProvider")},
+        "memory": {"supported": bool(memory), "optIn": True, "defaultEnabled": False,
+                   "autoSummaryDefaultEnabled": False, "promptInjection": "interactive",
+                   "storage": {"core": "json", "soft": "jsonl", "events": "jsonl"}, "methods": memory},
+        "commands": {"supported": has("commands/list"), "methods": present(COMMAND_METHODS),
+                     "method": "commands/list", "runMethod": "commands/run",
+                     "sources": ["prompt", "skill", "plugin"] if has("commands/list") else [],
+                     "executableSources": ["plugin"] if has("commands/run") else []},
+        "startupResources": {"supported": has("resources/startup"), "method": "resources/startup"},
+        "extensionUi": {"question": question, "select": False, "confirm": False, "input": False, "editor": False,
+                        "widgets": False, "footer": False, "custom": False, "terminalInput": False},
+        "composer": {"sessionDiff": {"supported": False, "reason": "interactiveComposerOnly"},
+                     "copy": {"supported": False, "reason": "clientClipboardOwnedByUi"}},
+        "security": {"workspaceMutationGuard": "none", "toolApproval": "none",
+                     "canRunShell": turns_ok, "canWriteFiles": turns_ok},
+        "export": {"supported": has("sessions/export"), "formats": ["markdown", "html"] if has("sessions/export") else [],
+                   "defaultFormat": "markdown"},
+        "logging": {"supported": bool(present(LOGGING_METHODS)), "defaultEnabled": False,
+                    "methods": present(LOGGING_METHODS),
+                    "stats": {"supported": has("logging/stats"), "method": "logging/stats", "defaultRange": "1 week",
+                              "units": ["minutes", "hours", "days", "weeks", "months", "years"]},
+                    "usageCsv": {"supported": has("logging/tokenCsv"), "method": "logging/tokenCsv",
+                                 "defaultRange": "1 week",
+                                 "buckets": ["second", "minute", "hour", "day", "week", "month", "year"]},
+                    "config": "logging", "envPrefix": "KWARD_LOGGING",
+                    "directory": facts.logs_dir, "format": "jsonl",
+                    "categories": ["tokens", "performance", "tools", "errors"],
+                    "rotation": {"maxBytes": 10485760, "retention": "manual"}, "content": "redacted-metadata-only"},
+        # legacy compatibility fields (0.66-era clients)
+        "session": {"supported": bool(sessions), "mode": "explicit", "persistence": "jsonl"},
+        "cancellation": cancellation,
+        "eventReplay": replay,
+        "uiQuestion": {k: v for k, v in question.items() if k != "preview"},
+        "prompts": {"supported": has("prompts/list"), "methods": present(PROMPT_METHODS)},
+        "skills": {"supported": False, "tool": "read_skill"},
+        "tools": {"supported": has("tools/list"), "method": "tools/list", "eventMetadata": turns_ok},
+        "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
+        # additions from spec/app-server-ideas.md
+        "rpc": {"batch": False, "optOutNotificationMethods": True, "initializedNotification": True,
+                "trace": {"supported": False, "field": "trace"},
+                "backpressure": {"supported": turns_ok, "errorCode": -32001, "reason": "overloaded"},
+                "inputLimits": {"supported": turns_ok and facts.max_input_chars > 0,
+                                "maxChars": facts.max_input_chars},
+                "maxFrameBytes": facts.max_frame_bytes,
+                "errorReasons": True},
+    }
+    return caps

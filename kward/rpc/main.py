@@ -1,0 +1,61 @@
+"""`kward rpc`: claim stdio for the protocol, set up logging and signals, serve.
+
+Runs on the main thread. stdin and stdout are duplicated to private descriptors for the
+protocol and the originals are pointed at /dev/null, so neither a stray `print`, a library
+writing to fd 1, nor a child process can touch the protocol streams; `sys.stdout` becomes a
+logger (`diagnostics.StrayOutput`).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sys
+from pathlib import Path
+
+from kward import diagnostics
+from kward.config import ConfigStore, resolve_paths, resolve_settings
+from kward.errors import ConfigError
+
+USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
+
+
+def _claim_stdio() -> tuple[io.BufferedReader, io.FileIO]:
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.stdout = diagnostics.StrayOutput()  # type: ignore[assignment]
+    return io.open(proto_in, "rb", buffering=256 * 1024), io.FileIO(proto_out, "wb", closefd=True)
+
+
+def run(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE)
+        return 0
+    if argv:
+        sys.stderr.write(f"kward rpc: unexpected argument: {argv[0]}\n{USAGE}")
+        return 2
+    paths = resolve_paths()
+    config = ConfigStore(paths)
+    try:
+        values = config.load()
+    except ConfigError:
+        values = {}  # initialize and config/read report it; the server still starts
+    try:
+        settings = resolve_settings(values)
+    except ConfigError as exc:
+        sys.stderr.write(f"kward rpc: {exc.message}\n")
+        return 2
+    diagnostics.configure(paths.logs_dir, settings.log_level, rpc_mode=True)
+    stdin, stdout = _claim_stdio()
+
+    from kward.rpc.server import RpcServer
+
+    server = RpcServer(stdin, stdout, paths=paths, config=config, settings=settings, launch_cwd=Path(os.path.realpath(os.getcwd())))
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: server.stop_now())
+    return server.serve()

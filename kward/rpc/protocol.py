@@ -1,0 +1,101 @@
+"""JSON-RPC 2.0 message parsing, validation and encoding.
+
+`parse(body)` turns one frame body into a `Request` or `Notification`, or raises a
+KwardError carrying the id to answer with (`.request_id`, None when unknown). Batches (JSON
+arrays) are not supported and are answered `-32600` with reason `batch_not_supported`.
+`encode(message)` produces compact UTF-8 JSON. Pure functions, safe from any thread.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
+
+_NO_ID = object()
+
+
+@dataclass
+class Request:
+    id: Any  # str, int or float, echoed unchanged
+    method: str
+    params: dict[str, Any]
+    trace: dict[str, str] | None = None
+
+
+@dataclass
+class Notification:
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    trace: dict[str, str] | None = None
+
+
+def _fail(exc: KwardError, request_id: Any = None) -> KwardError:
+    exc.request_id = request_id  # type: ignore[attr-defined]
+    return exc
+
+
+def parse(body: bytes) -> Request | Notification:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(ParseError(f"Parse error: body is not valid UTF-8 (byte {exc.start})", reason="invalid_utf8"))
+    try:
+        msg = json.loads(text)
+    except ValueError as exc:
+        detail = f": {exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise _fail(ParseError("Parse error" + detail))
+    if isinstance(msg, list):
+        raise _fail(InvalidRequest("Invalid Request: batch requests are not supported; send one request per frame",
+                                   reason="batch_not_supported"))
+    if not isinstance(msg, dict):
+        raise _fail(InvalidRequest("Invalid Request: the message must be a JSON object"))
+    raw_id = msg.get("id", _NO_ID)
+    if raw_id is _NO_ID:
+        request_id = _NO_ID
+    elif raw_id is None or (isinstance(raw_id, (str, int, float)) and not isinstance(raw_id, bool)):
+        request_id = raw_id
+    else:
+        raise _fail(InvalidRequest("Invalid Request: id must be a string, a number or null"))
+    answer_id = None if request_id is _NO_ID else request_id
+    if msg.get("jsonrpc") != "2.0":
+        raise _fail(InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"'), answer_id)
+    method = msg.get("method")
+    if not isinstance(method, str) or not method:
+        raise _fail(InvalidRequest("Invalid Request: method must be a non-empty string"), answer_id)
+    params = msg.get("params")
+    if params is None:
+        params = {}
+    elif not isinstance(params, dict):
+        err = InvalidParams("Invalid params: params must be an object")
+        if request_id is _NO_ID:
+            err.notification = True  # type: ignore[attr-defined]
+        raise _fail(err, answer_id)
+    trace = msg.get("trace")
+    if not (isinstance(trace, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in trace.items())):
+        trace = None
+    if request_id is _NO_ID:
+        return Notification(method, params, trace)
+    return Request(request_id, method, params, trace)
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON; lone surrogates (odd file names) fall back to \\u escapes."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode("ascii")
+
+
+def response(request_id: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_response(request_id: Any, error: KwardError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+
+
+def notification(method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}

@@ -1,0 +1,70 @@
+"""The method table: every wire method name beside the handler that serves it.
+
+Handlers live in `kward/rpc/methods/<namespace>.py` and are imported on first use, so
+start-up cost does not grow with the number of methods. A handler is
+`def handler(call: Call) -> result` and is a thin adapter: it validates params through
+`call.params`, calls the core, and shapes the result. Quick handlers run on the dispatcher
+thread and must not block; `slow=True` handlers run on the worker pool.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from kward.rpc.params import Params
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.app import App
+
+
+@dataclass(frozen=True)
+class Method:
+    target: str  # "module:function" inside kward.rpc.methods
+    slow: bool = False
+
+
+METHODS: dict[str, Method] = {
+    # lifecycle (methods/lifecycle.py)
+    "initialize": Method("lifecycle:initialize"),
+    "initialized": Method("lifecycle:initialized"),
+    "shutdown": Method("lifecycle:shutdown"),
+    # workspace (methods/workspace.py)
+    "workspace/validate": Method("workspace:validate"),
+    "workspace/info": Method("workspace:info"),
+    # config (methods/config.py)
+    "config/read": Method("config:read"),
+    "config/update": Method("config:update", slow=True),
+}
+
+
+@dataclass
+class Call:
+    """One request as a handler sees it. `id` is None for notifications."""
+
+    app: "App"
+    params: Params
+    id: Any = None
+    trace: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Unredacted:
+    """Wrap a result that must reach the client unredacted (`config/read` with
+    `redacted: false`). Nothing else may use it."""
+
+    value: Any
+
+
+_resolved: dict[str, Callable[[Call], Any]] = {}
+
+
+def handler_for(name: str) -> Callable[[Call], Any]:
+    """The handler of a registered method (imported on first use). KeyError if unknown."""
+    fn = _resolved.get(name)
+    if fn is None:
+        module, _, func = METHODS[name].target.partition(":")
+        fn = getattr(importlib.import_module(f"kward.rpc.methods.{module}"), func)
+        _resolved[name] = fn
+    return fn

@@ -1,0 +1,182 @@
+"""The JSON-RPC server: dispatcher loop, request execution and lifecycle.
+
+Threads (DESIGN.md "Runtime shape"):
+
+- the reader thread parses frames onto the inbox (`transport.Transport`);
+- the dispatcher is the thread that calls `serve()` (the main thread in `kward rpc`, so
+  that SIGTERM is handled there): it parses messages, answers quick methods at once and
+  hands slow ones to the worker pool;
+- the writer thread is the only one that writes stdout;
+- workers run slow requests and turns.
+
+Every outgoing message is redacted and encoded on the producing thread, then queued on the
+outbox. `serve()` returns 0 after `shutdown`, end of input or a stop signal, with running
+work cancelled, queued output flushed and every thread joined (within about 2 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from kward.config import ConfigStore, Paths, Settings
+from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError
+from kward.redact import redact
+from kward.rpc import protocol
+from kward.rpc.app import App
+from kward.rpc.framing import FrameFault, encode_frame
+from kward.rpc.params import Params
+from kward.rpc.pool import WorkerPool
+from kward.rpc.registry import METHODS, Call, Unredacted, handler_for
+from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
+
+log = logging.getLogger(__name__)
+
+STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()
+_DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a graceful stop
+
+
+class RpcServer:
+    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, *, paths: Paths, config: ConfigStore,
+                 settings: Settings, launch_cwd: Path):
+        self.transport = Transport(stdin, stdout, max_frame_bytes=settings.max_frame_bytes,
+                                   on_writer_failed=lambda: self.transport.inbox.put_control(WRITER_FAILED))
+        self.pool = WorkerPool(settings.rpc_workers)
+        self.app = App(paths=paths, config=config, settings=settings, launch_cwd=launch_cwd,
+                       send_notification=self._send_notification, request_stop=self._stop_after_response,
+                       is_overloaded=lambda: self.transport.outbox.overloaded)
+        self._inflight = 0
+        self._inflight_cond = threading.Condition()
+        self._stop_requested = False
+
+    # --- called from any thread -----------------------------------------------------
+
+    def stop_now(self) -> None:
+        """Signal-safe: end the session as soon as the dispatcher sees it."""
+        self.transport.inbox.put_control(SIGNAL)
+
+    def _stop_after_response(self) -> None:
+        self._stop_requested = True
+
+    def _send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False) -> None:
+        if not raw:
+            message = redact(message)
+        self.transport.outbox.put(encode_frame(protocol.encode(message)), urgent=urgent)
+
+    def _send_notification(self, method: str, params: Any) -> None:
+        self._send(protocol.notification(method, params), urgent=False)
+
+    # --- the dispatcher -------------------------------------------------------------
+
+    def serve(self) -> int:
+        """Run until shutdown; returns the exit status (always 0 for a clean stop)."""
+        self.transport.start()
+        inbox = self.transport.inbox
+        graceful = True
+        while True:
+            item = inbox.get()
+            if item == EOF:
+                break
+            if item in (SIGNAL, WRITER_FAILED):
+                graceful = False
+                break
+            if isinstance(item, FrameFault):
+                self._send(protocol.error_response(None, ParseError(item.message, reason=item.reason)), urgent=True)
+            else:
+                self._dispatch(item)  # type: ignore[arg-type]
+            if self._stop_requested:
+                break
+        self._stop(graceful)
+        return 0
+
+    def _dispatch(self, body: bytes) -> None:
+        try:
+            msg = protocol.parse(body)
+        except KwardError as exc:
+            if not getattr(exc, "notification", False):
+                self._send(protocol.error_response(getattr(exc, "request_id", None), exc), urgent=True)
+            return
+        is_request = isinstance(msg, protocol.Request)
+        spec = METHODS.get(msg.method)
+        if spec is None:
+            if is_request:
+                self._send(protocol.error_response(
+                    msg.id, MethodNotFound(f"Method not found: {msg.method}", data={"method": msg.method})),
+                    urgent=True)
+            return
+        call = Call(app=self.app, params=Params(msg.params), id=msg.id if is_request else None, trace=msg.trace)
+        if not spec.slow:
+            self._execute(msg.method, call, is_request)
+            return
+        with self._inflight_cond:
+            self._inflight += 1
+        if not self.pool.submit(lambda: self._execute_tracked(msg.method, call, is_request)):
+            self._finish_inflight()
+
+    def _execute_tracked(self, method: str, call: Call, is_request: bool) -> None:
+        try:
+            self._execute(method, call, is_request)
+        finally:
+            self._finish_inflight()
+
+    def _finish_inflight(self) -> None:
+        with self._inflight_cond:
+            self._inflight -= 1
+            self._inflight_cond.notify_all()
+
+    def _execute(self, method: str, call: Call, is_request: bool) -> None:
+        try:
+            result = handler_for(method)(call)
+        except KwardError as exc:
+            if is_request:
+                self._send(protocol.error_response(call.id, exc), urgent=True)
+            return
+        except Exception as exc:
+            log.exception("internal error in %s", method)
+            if is_request:
+                err = InternalError(f"Internal error in {method}: {type(exc).__name__}",
+                                    data={"errorClass": type(exc).__name__, "method": method})
+                self._send(protocol.error_response(call.id, err), urgent=True)
+            return
+        if is_request:
+            raw = isinstance(result, Unredacted)
+            self._send(protocol.response(call.id, result.value if raw else result), urgent=True, raw=raw)
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def _stop(self, graceful: bool) -> None:
+        start = time.monotonic()
+        deadline = start + STOP_BUDGET
+        if graceful:  # let requests already being served answer
+            with self._inflight_cond:
+                self._inflight_cond.wait_for(lambda: self._inflight == 0,
+                                             timeout=STOP_BUDGET * _DRAIN_SHARE)
+        self._refuse_queued()
+        self.app.shutdown(deadline - 0.4)
+        pool_done = self.pool.shutdown(max(0.05, deadline - 0.3 - time.monotonic()))
+        self.transport.close_output()
+        writer_done = self.transport.join_writer(deadline - time.monotonic())
+        reader_done = self.transport.join_reader(0.05)
+        log.info("stopped in %.0f ms (graceful=%s pool=%s writer=%s reader=%s)",
+                 1000 * (time.monotonic() - start), graceful, pool_done, writer_done, reader_done)
+
+    def _refuse_queued(self) -> None:
+        """Answer requests that arrived after the stop began, instead of dropping them."""
+        while True:
+            try:
+                item = self.transport.inbox.get(block=False)
+            except queue.Empty:
+                return
+            if not isinstance(item, bytes):
+                continue
+            try:
+                msg = protocol.parse(item)
+            except KwardError:
+                continue
+            if isinstance(msg, protocol.Request):
+                self._send(protocol.error_response(msg.id, InvalidRequest(
+                    "The server is shutting down", reason="shutting_down")), urgent=True)

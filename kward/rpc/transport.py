@@ -1,0 +1,182 @@
+"""The stdio transport: the bounded inbox, the byte-bounded outbox, the reader and the
+writer threads.
+
+    stdin -> [reader thread] -> Inbox -> dispatcher (RpcServer.serve)
+    producers (any thread) -> Outbox -> [writer thread] -> stdout
+
+Ownership: `Transport` owns both threads; `start()` launches them, `close_output()` asks
+the writer to flush what is queued and stop, `join_writer(timeout)` waits for it. The reader
+is a daemon thread: a blocking read of stdin cannot be interrupted, so at shutdown it is
+joined only when it already reached end of input.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import deque
+from typing import BinaryIO, Callable
+
+from kward.rpc.framing import FrameReader
+
+log = logging.getLogger(__name__)
+
+EOF = "eof"  # control items on the inbox
+SIGNAL = "signal"
+WRITER_FAILED = "writer_failed"
+
+
+class Inbox:
+    """Frames from the reader (bounded: the reader blocks when `limit` are waiting) plus
+    control items from anywhere. `put_control` is safe inside a signal handler
+    (SimpleQueue.put is reentrant). `get` is called by the dispatcher only."""
+
+    def __init__(self, limit: int = 1024):
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._slots = threading.Semaphore(limit)
+
+    def put_frame(self, item: object) -> None:
+        self._slots.acquire()
+        self._q.put((True, item))
+
+    def put_control(self, item: str) -> None:
+        self._q.put((False, item))
+
+    def get(self, block: bool = True) -> object:
+        """Next item; raises queue.Empty when `block` is False and nothing waits."""
+        counted, item = self._q.get(block)
+        if counted:
+            self._slots.release()
+        return item
+
+
+class Outbox:
+    """FIFO of encoded frames, bounded in bytes.
+
+    `put` blocks the producer while more than `limit` bytes wait (a client that stops
+    reading slows the turns that stream to it instead of growing memory); `urgent` puts
+    (responses from the dispatcher) may use twice the limit. `overloaded` is true past the
+    high-water mark: new turns are then refused. After `close()` nothing more is accepted
+    and the writer drains what is queued; after `kill()` (stdout is gone) everything is
+    dropped and blocked producers are released. Thread-safe.
+    """
+
+    def __init__(self, high_water: int = 8 << 20, limit: int = 32 << 20):
+        self._cond = threading.Condition(threading.Lock())
+        self._items: deque[bytes] = deque()
+        self._bytes = 0
+        self._high = high_water
+        self._limit = limit
+        self._closed = False
+        self._dead = False
+        self._writer_waiting = False
+
+    @property
+    def overloaded(self) -> bool:
+        return self._bytes > self._high
+
+    @property
+    def queued_bytes(self) -> int:
+        return self._bytes
+
+    def put(self, data: bytes, *, urgent: bool = False) -> bool:
+        """Queue one frame; False when it was dropped (closed or writer gone)."""
+        limit = self._limit * 2 if urgent else self._limit
+        with self._cond:
+            while self._bytes > limit and not (self._closed or self._dead):
+                self._cond.wait()
+            if self._closed or self._dead:
+                return False
+            self._items.append(data)
+            self._bytes += len(data)
+            if self._writer_waiting:
+                self._cond.notify_all()
+            return True
+
+    def take(self) -> list[bytes] | None:
+        """Writer only: everything queued (waits for something), or None when finished."""
+        with self._cond:
+            while not self._items and not self._closed and not self._dead:
+                self._writer_waiting = True
+                self._cond.wait()
+            self._writer_waiting = False
+            if self._dead or not self._items:
+                return None
+            batch = list(self._items)
+            self._items.clear()
+            self._bytes = 0
+            self._cond.notify_all()  # release producers blocked on the limit
+            return batch
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def kill(self) -> None:
+        with self._cond:
+            self._dead = True
+            self._items.clear()
+            self._bytes = 0
+            self._cond.notify_all()
+
+
+class Transport:
+    """Owns the reader and writer threads over a binary input and a raw binary output."""
+
+    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, *, max_frame_bytes: int,
+                 on_writer_failed: Callable[[], None]):
+        self.inbox = Inbox()
+        self.outbox = Outbox()
+        self._frames = FrameReader(stdin, max_frame_bytes)
+        self._out = stdout
+        self._on_writer_failed = on_writer_failed
+        self._reader = threading.Thread(target=self._read_loop, name="kward-reader", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, name="kward-writer", daemon=True)
+
+    def start(self) -> None:
+        self._reader.start()
+        self._writer.start()
+
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                item = self._frames.read()
+                if item is None:
+                    break
+                self.inbox.put_frame(item)
+        except Exception:  # a broken stdin ends the session like EOF does
+            log.exception("reading stdin failed")
+        self.inbox.put_control(EOF)
+
+    def _write_loop(self) -> None:
+        while True:
+            batch = self.outbox.take()
+            if batch is None:
+                break
+            data = memoryview(b"".join(batch) if len(batch) > 1 else batch[0])
+            try:
+                while data:
+                    n = self._out.write(data)
+                    data = data[n:] if n is not None else data[len(data):]
+            except (OSError, ValueError):
+                log.warning("stdout is closed; dropping further output")
+                self.outbox.kill()
+                self._on_writer_failed()
+                break
+        try:
+            self._out.flush()
+        except (OSError, ValueError):
+            pass
+
+    def close_output(self) -> None:
+        self.outbox.close()
+
+    def join_writer(self, timeout: float) -> bool:
+        self._writer.join(max(0.0, timeout))
+        return not self._writer.is_alive()
+
+    def join_reader(self, timeout: float) -> bool:
+        self._reader.join(max(0.0, timeout))
+        return not self._reader.is_alive()

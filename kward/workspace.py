@@ -1,0 +1,54 @@
+"""Workspace roots: resolve and describe the directory a client works in.
+
+Pure functions over the filesystem; safe from any thread.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from kward.errors import InvalidParams
+
+
+@dataclass(frozen=True)
+class WorkspaceInfo:
+    root: Path
+    basename: str
+    writable: bool
+
+
+def resolve_root(path: str | None, default: Path) -> Path:
+    """The real path of an existing directory; `path` is relative to `default` if relative.
+
+    `default` must already be a real path (the server resolves its launch directory once),
+    so the common no-path case costs one stat. Raises InvalidParams (`workspace_not_found`
+    / `not_a_directory`) with a clear message.
+    """
+    if path is None:
+        candidate = real = default
+    else:
+        if "\0" in path:
+            raise InvalidParams("Invalid params: 'workspaceRoot' contains a NUL byte", data={"param": "workspaceRoot"})
+        candidate = Path(os.path.expanduser(path))
+        if not candidate.is_absolute():
+            candidate = default / candidate
+        real = Path(os.path.realpath(candidate))
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        raise InvalidParams(f"Workspace path does not exist: {candidate}", reason="workspace_not_found",
+                            data={"path": str(candidate)}) from None
+    except OSError as exc:  # e.g. a name too long, a loop of symlinks, no permission
+        raise InvalidParams(f"Workspace path is not usable: {candidate}: {exc.strerror}",
+                            reason="workspace_not_found", data={"path": str(candidate)}) from None
+    if not stat.S_ISDIR(mode):
+        raise InvalidParams(f"Workspace path is not a directory: {candidate}", reason="not_a_directory",
+                            data={"path": str(candidate)})
+    return real
+
+
+def describe(root: Path) -> WorkspaceInfo:
+    return WorkspaceInfo(root=root, basename=root.name or str(root), writable=os.access(root, os.W_OK))

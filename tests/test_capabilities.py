@@ -1,0 +1,68 @@
+"""Capabilities claim exactly what the method table implements."""
+
+import json
+from pathlib import Path
+
+from kward.rpc import capabilities, registry
+
+ORIGINAL = json.loads((Path(__file__).resolve().parents[2] / "shared" / "reference" /
+                       "initialize-original.json").read_text())["capabilities"] \
+    if (Path(__file__).resolve().parents[2] / "shared").exists() else None
+
+
+def walk(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield path + (k,), v
+            yield from walk(v, path + (k,))
+
+
+def test_every_registered_handler_exists():
+    for name in registry.METHODS:
+        assert callable(registry.handler_for(name)), name
+
+
+def test_listed_methods_exist_and_supported_groups_have_methods():
+    caps = capabilities.build(registry.METHODS)
+    for path, value in walk(caps):
+        if path[-1] == "methods":
+            for m in value:
+                assert m in registry.METHODS, (path, m)
+        if path[-1] == "supported" and value is True:
+            group = caps
+            for key in path[:-1]:
+                group = group[key]
+            listed = group.get("methods") or ([group["method"]] if "method" in group else [])
+            assert all(m in registry.METHODS for m in listed), path
+
+
+def test_unimplemented_groups_say_so():
+    caps = capabilities.build(["initialize", "shutdown"])
+    for group in ("sessions", "turns", "models", "runtime", "auth", "memory", "commands", "transcript",
+                  "export", "logging", "config", "prompts", "tools"):
+        assert caps[group]["supported"] is False, group
+    assert caps["extensionUi"]["question"]["supported"] is False
+    assert caps["attachments"]["input"]["supported"] is False
+    assert caps["asyncTurns"] is False and caps["uiQuestions"] is False
+
+
+def test_flags_follow_the_table():
+    caps = capabilities.build(list(registry.METHODS) + ["sessions/create", "turns/start", "turns/cancel"])
+    assert caps["sessions"]["supported"] is True and caps["sessions"]["methods"] == ["sessions/create"]
+    assert caps["turns"]["supported"] is True and caps["turnCancellation"] == "best-effort"
+
+
+def test_every_group_and_field_of_the_original_is_present():
+    if ORIGINAL is None:  # the shared reference is not beside this checkout
+        return
+    ours = capabilities.build(registry.METHODS)
+    ours_paths = {p for p, _ in walk(ours)}
+    missing = [p for p, _ in walk(ORIGINAL) if p not in ours_paths]
+    assert missing == []
+
+
+def test_numbers_and_flags_survive_redaction():
+    from kward.redact import redact
+
+    caps = capabilities.build(registry.METHODS)
+    assert redact(caps) == caps  # e.g. runtime.stats.tokens stays a boolean

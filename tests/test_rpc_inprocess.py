@@ -1,0 +1,106 @@
+"""Server behaviour that needs a method added to the table: blocking, raising, printing."""
+
+import threading
+import time
+
+import pytest
+
+from kward.rpc import registry
+from lib.inprocess import InProcessServer
+
+GATE = threading.Event()
+
+
+def slow_method(call):
+    GATE.wait(30)
+    return {"slow": True}
+
+
+def stuck_method(call):
+    threading.Event().wait(60)  # ignores every stop request
+
+
+def boom_method(call):
+    raise ZeroDivisionError("secret sk-abcdefghijklmnop in a message")
+
+
+def notify_method(call):
+    call.app.notify("test/one", {"token": "t0ps3cret", "n": 1})
+    call.app.notify("test/two", {"n": 2})
+    return {}
+
+
+@pytest.fixture
+def extra_methods(monkeypatch):
+    table = dict(registry.METHODS)
+    for name, fn, slow in [("test/slow", slow_method, True), ("test/stuck", stuck_method, True),
+                           ("test/boom", boom_method, False), ("test/notify", notify_method, False)]:
+        table[name] = registry.Method("x:y", slow=slow)
+        monkeypatch.setitem(registry._resolved, name, fn)
+    monkeypatch.setattr(registry, "METHODS", table)
+    monkeypatch.setattr("kward.rpc.server.METHODS", table)
+    GATE.clear()
+    yield
+    GATE.set()
+
+
+def test_slow_method_does_not_delay_quick_ones(isolated_home, extra_methods):
+    s = InProcessServer(isolated_home)
+    slow_id = s.send("test/slow")
+    assert s.request("workspace/info")["root"]  # answered while test/slow blocks
+    with pytest.raises(TimeoutError):
+        s.response(slow_id, timeout=0.05)
+    GATE.set()
+    assert s.response(slow_id)["result"] == {"slow": True}
+    s.close_input()
+    assert s.join(5) and s.exit_code == 0
+
+
+def test_unexpected_exception_is_32603_without_secrets_or_frames(isolated_home, extra_methods, caplog):
+    s = InProcessServer(isolated_home)
+    err = s.error("test/boom")
+    assert err.code == -32603 and err.reason == "internal_error"
+    assert err.error["data"]["errorClass"] == "ZeroDivisionError"
+    text = repr(err.error)
+    assert "sk-abcdef" not in text and "Traceback" not in text and ".py" not in text
+    assert "ZeroDivisionError" in caplog.text  # the traceback went to the log
+    s.close_input()
+    assert s.join(5)
+
+
+def test_notifications_redacted_and_opt_out(isolated_home, extra_methods):
+    s = InProcessServer(isolated_home)
+    s.request("initialize", {"capabilities": {"optOutNotificationMethods": ["test/two"]}})
+    s.request("test/notify")
+    s.request("workspace/info")  # ordering: notifications were queued before this answer
+    methods = [n["method"] for n in s.notifications]
+    assert methods == ["test/one"]
+    assert s.notifications[0]["params"] == {"token": "[REDACTED]", "n": 1}
+    assert "id" not in s.notifications[0]
+    s.close_input()
+    assert s.join(5)
+
+
+def test_stop_within_two_seconds_with_stuck_work(isolated_home, extra_methods):
+    s = InProcessServer(isolated_home)
+    s.send("test/stuck")
+    s.request("workspace/info")
+    t0 = time.monotonic()
+    s.request("shutdown")
+    assert s.join(2.5), "serve() did not return"
+    assert time.monotonic() - t0 < 2.2 and s.exit_code == 0
+
+
+def test_requests_after_shutdown_are_refused(isolated_home, extra_methods):
+    s = InProcessServer(isolated_home)
+    from lib.rpc_client import frame
+
+    s.write(frame({"jsonrpc": "2.0", "id": 1, "method": "test/slow"})
+            + frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+            + frame({"jsonrpc": "2.0", "id": 3, "method": "workspace/info"}))
+    assert s.response(2)["result"] == {"ok": True}
+    GATE.set()  # frame 3 sits in the inbox while the in-flight request is drained
+    assert s.response(1)["result"] == {"slow": True}  # in flight: allowed to finish
+    late = s.response(3)
+    assert late["error"]["data"]["reason"] == "shutting_down"
+    assert s.join(5)

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""kward benchmarks: whole-process and in-process figures, each beside a baseline measured
+in the same run. Medians of several runs; no figure here is a pass/fail test.
+
+    python3 tools/bench.py                 # everything, markdown table on stdout
+    python3 tools/bench.py --only startup,rpc --quick
+
+Sections: startup (cold start to the `initialize` response vs `python3 -c pass`), rpc
+(sequential round trips and pipelined throughput, vs a minimal single-threaded framing echo
+loop), plus the sections other modules in tools/ provide (bench_<name>.py with a
+`bench(quick) -> rows` function).
+
+Bytecode: the kward package is byte-compiled first (what `pip install` does), so start-up
+is not charged for compiling sources when PYTHONDONTWRITEBYTECODE is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import importlib
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+
+Row = dict
+
+
+def frame(obj) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def env_for(home: Path) -> dict:
+    env = dict(os.environ, HOME=str(home), KWARD_CONFIG_PATH=str(home / ".kward" / "config.json"),
+               PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    return env
+
+
+def read_frame(stream) -> dict | None:
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            length = int(value)
+    return json.loads(stream.read(length))
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+# --- startup -----------------------------------------------------------------------------
+
+def time_initialize(cmd: list[str], env: dict, cwd: Path) -> float:
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
+    p.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
+    p.stdin.flush()
+    msg = read_frame(p.stdout)
+    elapsed = time.perf_counter() - t0
+    assert msg and msg.get("id") == 1 and "result" in msg, msg
+    p.stdin.close()
+    p.wait(10)
+    p.stdout.close()
+    return elapsed
+
+
+def time_command(cmd: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0
+
+
+def bench_startup(quick: bool) -> list[Row]:
+    runs = 10 if quick else 21
+    home = Path(tempfile.mkdtemp(prefix="kward-bench-"))
+    env = env_for(home)
+    py = sys.executable
+    base, rpc, version = [], [], []
+    for _ in range(runs):  # interleaved so that machine noise hits all three alike
+        base.append(time_command([py, "-c", "pass"], env))
+        rpc.append(time_initialize([py, "-m", "kward", "rpc"], env, home))
+        version.append(time_command([py, "-m", "kward", "--version"], env))
+    b, r = statistics.median(base), statistics.median(rpc)
+    return [
+        {"name": "baseline: python3 -c pass (median of %d)" % runs, "value": b * 1000, "unit": "ms", "target": "-"},
+        {"name": "kward rpc: spawn to initialize response (median of %d)" % runs, "value": r * 1000, "unit": "ms",
+         "target": "<= 2x baseline"},
+        {"name": "kward rpc start-up / baseline", "value": r / b, "unit": "x", "target": "<= 2"},
+        {"name": "python3 -m kward --version (median of %d)" % runs, "value": statistics.median(version) * 1000,
+         "unit": "ms", "target": "-"},
+    ]
+
+
+# --- rpc round trips and throughput ------------------------------------------------------
+
+ECHO_BASELINE = r'''
+import io, json, os, sys
+inp = io.open(0, "rb", buffering=262144); out = io.FileIO(1, "wb")
+while True:
+    line = inp.readline()
+    if not line: break
+    n = int(line.split(b":")[1]); inp.readline()
+    msg = json.loads(inp.read(n))
+    body = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"root": "/x", "basename": "x", "writable": True}}).encode()
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+'''
+
+
+class Peer:
+    """A child process speaking frames; `run_pipelined` and `round_trips` drive it."""
+
+    def __init__(self, cmd: list[str], env: dict, cwd: Path):
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
+
+    def round_trips(self, n: int) -> list[float]:
+        out = []
+        req = frame({"jsonrpc": "2.0", "id": 1, "method": "workspace/info"})
+        for _ in range(n):
+            t0 = time.perf_counter()
+            self.p.stdin.write(req)
+            self.p.stdin.flush()
+            read_frame(self.p.stdout)
+            out.append(time.perf_counter() - t0)
+        return out
+
+    def pipelined(self, n: int) -> float:
+        data = b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(n))
+
+        def write():
+            self.p.stdin.write(data)
+            self.p.stdin.flush()
+
+        t0 = time.perf_counter()
+        w = threading.Thread(target=write)
+        w.start()
+        for _ in range(n):
+            read_frame(self.p.stdout)
+        elapsed = time.perf_counter() - t0
+        w.join()
+        return n / elapsed
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.wait(10)
+        self.p.stdout.close()
+
+
+def bench_rpc(quick: bool) -> list[Row]:
+    home = Path(tempfile.mkdtemp(prefix="kward-bench-"))
+    env = env_for(home)
+    n_rt = 300 if quick else 1000
+    n_pipe = 10_000
+    reps = 3 if quick else 5
+    rows: list[Row] = []
+    for label, cmd in (("baseline: minimal 1-thread framing echo", [sys.executable, "-c", ECHO_BASELINE]),
+                       ("kward rpc", [sys.executable, "-m", "kward", "rpc"])):
+        peer = Peer(cmd, env, home)
+        peer.round_trips(50)  # warm up
+        rt = peer.round_trips(n_rt)
+        rates = [peer.pipelined(n_pipe) for _ in range(reps)]
+        peer.close()
+        rows += [
+            {"name": f"{label}: sequential round trip p50 ({n_rt} x workspace/info)",
+             "value": percentile(rt, 50) * 1000, "unit": "ms", "target": "-"},
+            {"name": f"{label}: sequential round trip p99", "value": percentile(rt, 99) * 1000, "unit": "ms",
+             "target": "-"},
+            {"name": f"{label}: pipelined {n_pipe} requests (median of {reps})", "value": statistics.median(rates),
+             "unit": "req/s", "target": ">= 10,000" if label == "kward rpc" else "-"},
+        ]
+    rows += bench_inprocess(quick)
+    return rows
+
+
+def bench_inprocess(quick: bool) -> list[Row]:
+    """The same pipelined load against an RpcServer in this process (no process start, no
+    child interpreter): isolates the server's own cost per request."""
+    from kward.config import ConfigStore, resolve_paths, resolve_settings
+    from kward.rpc.server import RpcServer
+
+    home = Path(tempfile.mkdtemp(prefix="kward-bench-"))
+    paths = resolve_paths({"HOME": str(home)})
+    n = 10_000
+    rates = []
+    for _ in range(3 if quick else 5):
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        server = RpcServer(io.open(in_r, "rb", buffering=262144), io.FileIO(out_w, "wb"), paths=paths,
+                           config=ConfigStore(paths), settings=resolve_settings({}, {}), launch_cwd=home)
+        t = threading.Thread(target=server.serve)
+        t.start()
+        data = b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(n))
+        reader = io.open(out_r, "rb")
+        t0 = time.perf_counter()
+        w = threading.Thread(target=lambda: os.write(in_w, data) and None)
+        w.start()
+        for _ in range(n):
+            read_frame(reader)
+        rates.append(n / (time.perf_counter() - t0))
+        w.join()
+        os.close(in_w)
+        t.join(10)
+        reader.close()
+    return [{"name": f"in-process RpcServer: pipelined {n} requests (median)", "value": statistics.median(rates),
+             "unit": "req/s", "target": "-"}]
+
+
+SECTIONS = {"startup": bench_startup, "rpc": bench_rpc}
+
+
+def discover() -> dict:
+    sections = dict(SECTIONS)
+    for path in sorted((REPO / "tools").glob("bench_*.py")):
+        name = path.stem[len("bench_"):]
+        sections[name] = lambda quick, mod=path.stem: importlib.import_module(mod).bench(quick)
+    return sections
+
+
+def fmt(value: float) -> str:
+    if value >= 1000:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}" if value < 1 else f"{value:.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="comma-separated sections")
+    ap.add_argument("--quick", action="store_true", help="fewer runs")
+    args = ap.parse_args()
+    compileall.compile_dir(str(REPO / "kward"), quiet=1)
+    sections = discover()
+    chosen = args.only.split(",") if args.only else list(sections)
+    print(f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, "
+          f"{os.cpu_count()} cpus, {time.strftime('%Y-%m-%d')}")
+    print()
+    print("| section | figure | value | unit | target |")
+    print("|---|---|---:|---|---|")
+    for name in chosen:
+        for row in sections[name](args.quick):
+            print(f"| {name} | {row['name']} | {fmt(row['value'])} | {row['unit']} | {row['target']} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
