@@ -43,8 +43,14 @@ REASONS: dict[str, str] = {
     "session_not_found": "No RPC session has that id.",
     "session_locked": "The session file is already open in this process.",
     "session_busy": "Another process is running a turn on this session.",
+    "turn_not_found": "No turn has that id (finished turns are forgotten after a while).",
+    "question_not_found": "No pending UI question has that id in that session.",
     "path_not_allowed": "A path lies outside the places this method may touch.",
     "not_logged_in": "The provider has no usable credentials.",
+    "rate_limited": "The provider refused the request for now (HTTP 429) even after retries.",
+    "usage_limit": "The account's usage limit or quota is reached; wait until it resets.",
+    "context_overflow": "The conversation is too long for the model's context window.",
+    "provider_error": "The model provider failed the request (server error, bad response, broken stream).",
     "canceled": "The work was canceled.",
 }
 

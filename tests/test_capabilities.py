@@ -47,9 +47,10 @@ def test_unimplemented_groups_say_so():
 
 
 def test_flags_follow_the_table():
-    caps = capabilities.build(list(registry.METHODS) + ["sessions/create", "turns/start", "turns/cancel"])
+    caps = capabilities.build(["initialize", "sessions/create", "turns/start", "turns/cancel"])
     assert caps["sessions"]["supported"] is True and caps["sessions"]["methods"] == ["sessions/create"]
     assert caps["turns"]["supported"] is True and caps["turnCancellation"] == "best-effort"
+    assert caps["sessions"]["fork"]["supported"] is False and caps["turnEventReplay"] is False
 
 
 def test_every_group_and_field_of_the_original_is_present():
@@ -66,3 +67,15 @@ def test_numbers_and_flags_survive_redaction():
 
     caps = capabilities.build(registry.METHODS)
     assert redact(caps) == caps  # e.g. runtime.stats.tokens stays a boolean
+
+
+def test_steering_table_matches_the_provider_classes():
+    from kward.providers.codex import CodexProvider
+    from kward.providers.openai_compat import OpenAICompatibleProvider
+    from kward.providers.openrouter import OpenRouterProvider
+    from kward.providers.scripted import ScriptedProvider
+    from kward.providers.select import STEERING
+
+    classes = {"codex": CodexProvider, "openrouter": OpenRouterProvider,
+               "openai-compatible": OpenAICompatibleProvider, "scripted": ScriptedProvider}
+    assert {k: c.supports_steering for k, c in classes.items()} == STEERING

@@ -8,13 +8,20 @@ Handlers reach everything through `call.app`. Nothing here speaks JSON-RPC excep
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kward.config import ConfigStore, Paths, Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.engine import AgentEngine
+    from kward.agent.questions import QuestionBroker
+    from kward.agent.turns import TurnManager
+    from kward.sessions.manager import SessionManager
 
 
 @dataclass
@@ -36,10 +43,58 @@ class App:
     send_notification: Callable[[str, Any], None]
     request_stop: Callable[[], None]  # stop after the current response is queued
     is_overloaded: Callable[[], bool]
+    submit: Callable[[Callable[[], None]], bool]  # run a job on the worker pool
+    env: Any = field(default_factory=lambda: os.environ)  # the process environment (tests may pass another)
     client: ClientState = field(default_factory=ClientState)
     started_at: float = field(default_factory=time.monotonic)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _shutdown_hooks: list[Callable[[float], None]] = field(default_factory=list, repr=False)
+    _services: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # --- core services, built on first use (any thread) -----------------------------
+
+    def _service(self, name: str, build: Callable[[], Any]) -> Any:
+        service = self._services.get(name)
+        if service is None:
+            with self._lock:
+                service = self._services.get(name)
+                if service is None:
+                    service = self._services[name] = build()
+        return service
+
+    @property
+    def sessions(self) -> "SessionManager":
+        from kward.sessions.manager import SessionManager
+
+        return self._service("sessions", lambda: SessionManager(self.paths.sessions_dir, str(self.launch_cwd)))
+
+    @property
+    def questions(self) -> "QuestionBroker":
+        from kward.agent.questions import QuestionBroker
+
+        def notify(session_id: str, request_id: str, questions: list) -> None:
+            self.notify("ui/question", {"sessionId": session_id, "questionRequestId": request_id,
+                                        "questions": questions})
+
+        return self._service("questions", lambda: QuestionBroker(notify))
+
+    @property
+    def engine(self) -> "AgentEngine":
+        from kward.agent.engine import AgentEngine
+
+        return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
+                                                           questions=self.questions, env=self.env))
+
+    @property
+    def turns(self) -> "TurnManager":
+        from kward.agent.turns import TurnManager
+
+        def build() -> "TurnManager":
+            engine = self.engine
+            return TurnManager(submit=self.submit, publish=lambda event: self.notify("turn/event", event),
+                               execute=engine.execute, steering_supported=engine.steering_supported)
+
+        return self._service("turns", build)
 
     def notify(self, method: str, params: Any) -> None:
         """Send a notification unless the client opted out of `method`. Any thread."""
@@ -53,10 +108,15 @@ class App:
             self._shutdown_hooks.append(hook)
 
     def shutdown(self, deadline: float) -> None:
-        """Main thread, once, at the end: run the shutdown hooks."""
+        """Main thread, once, at the end: cancel turns, close sessions, run the hooks."""
         with self._lock:
             hooks = list(reversed(self._shutdown_hooks))
             self._shutdown_hooks.clear()
+            services = dict(self._services)
+        if "turns" in services:
+            hooks.insert(0, lambda _deadline: services["turns"].shutdown())
+        if "sessions" in services:
+            hooks.append(lambda _deadline: services["sessions"].shutdown_all())
         for hook in hooks:
             try:
                 hook(deadline)

@@ -36,6 +36,28 @@ METHODS: dict[str, Method] = {
     # config (methods/config.py)
     "config/read": Method("config:read"),
     "config/update": Method("config:update", slow=True),
+    # sessions (methods/sessions.py)
+    "sessions/create": Method("sessions:create", slow=True),
+    "sessions/resume": Method("sessions:resume", slow=True),
+    "sessions/list": Method("sessions:list_", slow=True),
+    "sessions/rename": Method("sessions:rename"),
+    "sessions/clone": Method("sessions:clone", slow=True),
+    "sessions/forkMessages": Method("sessions:fork_messages", slow=True),
+    "sessions/fork": Method("sessions:fork", slow=True),
+    "sessions/export": Method("sessions:export", slow=True),
+    "sessions/delete": Method("sessions:delete", slow=True),
+    "sessions/close": Method("sessions:close", slow=True),
+    "sessions/transcript": Method("sessions:transcript", slow=True),
+    # turns (methods/turns.py)
+    "turns/start": Method("turns:start"),
+    "turns/cancel": Method("turns:cancel"),
+    "turns/status": Method("turns:status"),
+    "turns/events": Method("turns:events"),
+    "ui/answerQuestion": Method("ui:answer_question"),
+    # tools and runtime (methods/tools.py, methods/runtime.py)
+    "tools/list": Method("tools:list_"),
+    "runtime/state": Method("runtime:state"),
+    "runtime/stats": Method("runtime:stats"),
 }
 
 

@@ -36,6 +36,7 @@ from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
 
 log = logging.getLogger(__name__)
 
+SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
 STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()
 _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a graceful stop
 
@@ -48,7 +49,7 @@ class RpcServer:
         self.pool = WorkerPool(settings.rpc_workers)
         self.app = App(paths=paths, config=config, settings=settings, launch_cwd=launch_cwd,
                        send_notification=self._send_notification, request_stop=self._stop_after_response,
-                       is_overloaded=lambda: self.transport.outbox.overloaded)
+                       is_overloaded=lambda: self.transport.outbox.overloaded, submit=self.pool.submit)
         self._inflight = 0
         self._inflight_cond = threading.Condition()
         self._stop_requested = False
@@ -78,7 +79,10 @@ class RpcServer:
         inbox = self.transport.inbox
         graceful = True
         while True:
-            item = inbox.get()
+            try:
+                item = inbox.get(timeout=SIGNAL_POLL)
+            except queue.Empty:
+                continue  # gives a pending signal handler its chance to run
             if item == EOF:
                 break
             if item in (SIGNAL, WRITER_FAILED):

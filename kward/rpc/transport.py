@@ -30,7 +30,9 @@ WRITER_FAILED = "writer_failed"
 class Inbox:
     """Frames from the reader (bounded: the reader blocks when `limit` are waiting) plus
     control items from anywhere. `put_control` is safe inside a signal handler
-    (SimpleQueue.put is reentrant). `get` is called by the dispatcher only."""
+    (SimpleQueue.put is reentrant). `get` is called by the dispatcher only; it waits with a
+    timeout because a signal delivered to another thread does not wake a blocked main
+    thread, so Python runs the handler only when the main thread next runs bytecode."""
 
     def __init__(self, limit: int = 1024):
         self._q: queue.SimpleQueue = queue.SimpleQueue()
@@ -43,9 +45,9 @@ class Inbox:
     def put_control(self, item: str) -> None:
         self._q.put((False, item))
 
-    def get(self, block: bool = True) -> object:
-        """Next item; raises queue.Empty when `block` is False and nothing waits."""
-        counted, item = self._q.get(block)
+    def get(self, block: bool = True, timeout: float | None = None) -> object:
+        """Next item; raises queue.Empty when nothing arrives (non-blocking or timeout)."""
+        counted, item = self._q.get(block, timeout)
         if counted:
             self._slots.release()
         return item

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kward import __version__
-from kward.errors import ConfigError, InvalidParams
+from kward.errors import InvalidParams, KwardError
 from kward.rpc import capabilities
 from kward.rpc.registry import METHODS, Call
 
@@ -27,15 +27,26 @@ def initialize(call: Call) -> dict[str, Any]:
     app.client.opt_out = frozenset(opt_out)
     app.client.experimental_api = experimental
     warnings = []
-    try:
-        app.config.load()
-    except ConfigError as exc:  # reported, never fatal for initialize
+    steering = "unsupported"
+    try:  # problems are reported, never fatal for initialize
+        from kward.providers.select import STEERING, choose
+
+        key, _ = choose(app.config.load(), app.env, app.paths.auth_file)
+        steering = "native" if STEERING[key] else "unsupported"
+    except KwardError as exc:  # an invalid config.json, an unreadable script, ...
         warnings.append({"reason": exc.reason, "message": exc.message})
     facts = capabilities.RuntimeFacts(
+        steering=steering,
+        tokens_stats=True,
+        cost_stats=True,
         logs_dir=str(app.paths.logs_dir),
         max_frame_bytes=app.settings.max_frame_bytes,
         max_input_chars=app.settings.max_input_chars,
     )
+    return _result(facts, warnings)
+
+
+def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "protocolVersion": 1,
         "serverName": "kward",

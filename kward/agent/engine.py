@@ -1,0 +1,89 @@
+"""The engine behind turns: picks the provider, builds the system prompt and the tool
+context, names new sessions, and runs the agent loop for one turn.
+
+Thread contract: `execute` runs on a pool worker, concurrently for different sessions
+(never twice at once for one session). `_lock` guards the cached provider selection, which
+is rebuilt when config.json or auth.json changes, or on `reload()`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from kward.agent.loop import TurnSetup, run_agent
+from kward.agent.prompt import build_instructions
+from kward.agent.questions import QuestionBroker
+from kward.agent.turns import Turn
+from kward.config import ConfigStore, Paths
+from kward.providers.select import Selection, select_provider
+from kward.tools import ToolContext, ToolRegistry, default_registry
+
+NAME_CHARS = 120
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def compact_name(text: str) -> str:
+    name = " ".join(text.split())
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 3] + "..."
+
+
+class AgentEngine:
+    def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
+                 env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None):
+        self.paths = paths
+        self.config = config
+        self.questions = questions
+        self.env = env
+        self.tools = tools or default_registry()
+        self._lock = threading.Lock()
+        self._key: Any = None
+        self._selection: Selection | None = None
+
+    def selection(self) -> Selection:
+        """The provider selection for the current config (cached; ConfigError if invalid)."""
+        config = self.config.load()
+        key = (json.dumps(config, sort_keys=True), _stat_key(self.paths.auth_file))
+        with self._lock:
+            if self._selection is None or key != self._key:
+                self._selection = select_provider(config, self.paths.auth_file, self.env)
+                self._key = key
+            return self._selection
+
+    def reload(self) -> Selection:
+        with self._lock:
+            self._selection = None
+        return self.selection()
+
+    def steering_supported(self) -> bool:
+        try:
+            return self.selection().provider.supports_steering
+        except Exception:
+            return False
+
+    def execute(self, turn: Turn, session: Any) -> str:
+        selection = self.selection()
+        if session.name is None and not any(m.get("role") == "user" for m in session.entry_messages()):
+            session.rename(compact_name(turn.input) or None)
+        content: Any = turn.input
+        if turn.attachments:
+            content = [{"type": "text", "text": turn.input}, *turn.attachments]
+        ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
+                          cancel=turn.cancel,
+                          ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
+        setup = TurnSetup(provider=selection.provider, tools=self.tools, tool_ctx=ctx,
+                          instructions=build_instructions(self.paths.config_dir, session.workspace_root),
+                          model=selection.model, reasoning_effort=selection.reasoning_effort, cancel=turn.cancel,
+                          emit=turn.emit, steering=turn.steering, headers=dict(turn.headers),
+                          session_key=session.persistent_id, has_ui=True)
+        return run_agent(session, {"role": "user", "content": content}, setup)

@@ -1,0 +1,160 @@
+"""The agent loop: one user input becomes model calls and tool calls until the model answers.
+
+A plain function over a session, a provider, the tools and an `emit(type, payload)`
+callback; it knows nothing of JSON-RPC. It runs on the turn's worker thread and holds no
+lock of its own: the caller guarantees one turn per session at a time.
+
+Persistence rule: every message and `tool_execution_end` record is appended to the
+session (one whole line, written before `append_*` returns) *before* the event that
+reports it is emitted, so a client never sees what the file does not hold.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from kward.agent import payloads
+from kward.cancel import CancelToken
+from kward.errors import Canceled, KwardError
+from kward.providers.base import ModelRequest, ModelResponse, Provider, RetryInfo
+from kward.steering import SteeringInbox, SteerInput
+from kward.tools import CANCELLED, ToolContext, ToolRegistry, ToolResult
+
+Emit = Callable[[str, dict[str, Any]], None]
+DEFAULT_MAX_STEPS = 50
+
+
+class SessionPort(Protocol):
+    """What the loop needs from an open session (kward.sessions.OpenSession)."""
+
+    def append_message(self, message: dict[str, Any]) -> None: ...
+
+    def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]: ...
+
+    def entry_messages(self) -> list[dict[str, Any]]: ...
+
+
+class StepLimitReached(KwardError):
+    reason = "internal_error"
+
+
+@dataclass
+class TurnSetup:
+    """Everything one run of the loop needs besides the session."""
+
+    provider: Provider
+    tools: ToolRegistry
+    tool_ctx: ToolContext
+    instructions: str
+    model: str
+    reasoning_effort: str | None
+    cancel: CancelToken
+    emit: Emit
+    steering: SteeringInbox | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    session_key: str | None = None
+    has_ui: bool = False
+    max_steps: int = DEFAULT_MAX_STEPS
+
+
+def now_iso() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+class _Sink:
+    """Forwards streaming progress as events (on the turn's thread)."""
+
+    def __init__(self, emit: Emit):
+        self._emit = emit
+
+    def text_delta(self, delta: str) -> None:
+        if delta:
+            self._emit("assistantDelta", {"delta": delta})
+
+    def reasoning_delta(self, delta: str) -> None:
+        if delta:
+            self._emit("reasoningDelta", {"delta": delta})
+
+    def retry(self, info: RetryInfo) -> None:
+        self._emit("modelRetry", {"provider": info.provider, "model": info.model, "attempt": info.attempt,
+                                  "maxAttempts": info.max_attempts, "delaySeconds": info.delay_seconds,
+                                  "error": info.error})
+
+
+def run_agent(session: SessionPort, user_message: dict[str, Any], setup: TurnSetup) -> str:
+    """Run one turn; returns the final answer text. Raises Canceled when cancelled, or the
+    provider's/tools' KwardError when the turn fails (the caller reports it)."""
+    setup.cancel.raise_if_cancelled()
+    session.append_message(user_message)
+    sink = _Sink(setup.emit)
+    schemas = setup.tools.schemas(setup.has_ui)
+    for _ in range(setup.max_steps):
+        setup.cancel.raise_if_cancelled()
+        request = ModelRequest(instructions=setup.instructions, messages=session.entry_messages(), tools=schemas,
+                               model=setup.model, reasoning_effort=setup.reasoning_effort, headers=setup.headers,
+                               session_id=setup.session_key, steering=setup.steering)
+        response = setup.provider.complete(request, sink, setup.cancel)
+        message = assistant_message(response)
+        session.append_message(message)
+        setup.emit("assistantMessage", {"message": message})
+        if response.tool_calls:
+            _run_tools(session, message["tool_calls"], setup)
+            _apply_steering(session, setup, final=False)
+            continue
+        if _apply_steering(session, setup, final=True):
+            continue
+        setup.emit("answer", {"content": response.text})
+        return response.text
+    raise StepLimitReached(f"The turn stopped after {setup.max_steps} model calls without a final answer")
+
+
+def assistant_message(response: ModelResponse) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": response.text}
+    if response.reasoning:
+        message["reasoning_summary"] = response.reasoning
+    if response.tool_calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                 for c in response.tool_calls]
+    if response.usage is not None:
+        message["usage"] = response.usage.to_record()
+    message["provider"] = response.provider
+    message["model"] = response.model
+    message.update(response.message_extras or {})
+    return message
+
+
+def _run_tools(session: SessionPort, calls: list[dict[str, Any]], setup: TurnSetup) -> None:
+    canceled = False
+    for call in calls:
+        name = call["function"]["name"]
+        setup.emit("toolCall", payloads.tool_call(call))
+        if canceled:
+            result = ToolResult.text(CANCELLED)
+        else:
+            try:
+                result = setup.tools.run(name, call["function"]["arguments"], setup.tool_ctx)
+            except Canceled:
+                canceled = True
+                result = ToolResult.text(CANCELLED)
+        session.append_message({"role": "tool", "tool_call_id": call["id"], "name": name, "content": result.content})
+        record = payloads.tool_execution_record(call, result)
+        session.append_record("tool_execution_end", **record)
+        setup.emit("toolResult", payloads.tool_result(call, result))
+    if canceled:
+        raise Canceled("Canceled.")
+
+
+def _apply_steering(session: SessionPort, setup: TurnSetup, *, final: bool) -> bool:
+    """Append steered input as user messages; True when there was any. On the final answer
+    the inbox is closed atomically so that later input becomes a follow-up turn."""
+    if setup.steering is None:
+        return False
+    items: list[SteerInput] = setup.steering.close_if_empty() if final else setup.steering.drain()
+    for item in items:
+        content: Any = item.text if not item.attachments else [{"type": "text", "text": item.text}, *item.attachments]
+        session.append_message({"role": "user", "content": content})
+        setup.emit("turnSteered", {"input": item.text, "createdAt": item.created_at})
+    return bool(items)

@@ -1,0 +1,1 @@
+"""Model providers: one interface (`base.Provider`), one module per provider."""

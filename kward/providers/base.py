@@ -1,0 +1,123 @@
+"""The provider interface: what the agent loop asks of a model, and what it gets back.
+
+Messages are the session's v1 conversation records (see
+`../shared/reference/original-behavior.md` section 4): user `{role, content}`, assistant
+`{role, content, reasoning_summary?, tool_calls?[{id, type:"function", function:{name,
+arguments}}], usage?, provider, model}`, tool `{role:"tool", tool_call_id, name, content}`,
+and `{role:"compactionSummary", summary, ...}`. Each provider converts them to its wire
+format. Providers know nothing of JSON-RPC; they report progress through a `StreamSink`.
+
+Thread contract: `Provider.complete` runs on a turn's worker thread and blocks until the
+model answered, failed, or `cancel` fired (it must return or raise `Canceled` within
+200 ms of cancellation). A provider object may serve several sessions at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kward.cancel import CancelToken
+from kward.errors import KwardError
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text exactly as the model produced it
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    total_tokens: int = 0
+    cost: float | None = None  # USD, when the provider reports it
+
+    def to_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "total_tokens": self.total_tokens,
+            "estimated": False,
+        }
+        if self.cost is not None:
+            out["cost"] = self.cost
+        return out
+
+
+@dataclass
+class ModelRequest:
+    instructions: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]  # [{"type": "function", "function": {name, description, parameters}}]
+    model: str
+    reasoning_effort: str | None = None  # None or "off": no reasoning requested
+    headers: dict[str, str] = field(default_factory=dict)  # extra headers, e.g. traceparent
+    session_id: str | None = None  # stable per conversation (Codex session_id / prompt_cache_key)
+    steering: Any = None  # kward.steering.SteeringInbox of the running turn (Scripted's waitForSteer)
+
+
+@dataclass
+class ModelResponse:
+    text: str
+    reasoning: str
+    tool_calls: list[ToolCall]
+    usage: Usage | None
+    provider: str
+    model: str
+    # Provider fields to store on the assistant message so the next request can replay
+    # them (Codex `reasoning_items`, OpenRouter `reasoning_details`); may be empty.
+    message_extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetryInfo:
+    provider: str
+    model: str
+    attempt: int  # the attempt about to be made (2 for the first retry)
+    max_attempts: int
+    delay_seconds: float
+    error: str  # redacted, human readable
+
+
+class StreamSink(Protocol):
+    """Receives streaming progress; called on the provider's (the turn's) thread."""
+
+    def text_delta(self, delta: str) -> None: ...
+
+    def reasoning_delta(self, delta: str) -> None: ...
+
+    def retry(self, info: RetryInfo) -> None: ...
+
+
+class ProviderError(KwardError):
+    """A model request failed. `kind` is one of: auth, rate_limit, usage_limit,
+    context_overflow, server, network, timeout, stream_incomplete, bad_request."""
+
+    def __init__(self, message: str, *, provider: str, kind: str, status: int | None = None,
+                 retryable: bool = False, retry_after: float | None = None, reason: str | None = None,
+                 data: dict[str, Any] | None = None):
+        super().__init__(message, reason=reason, data=data)
+        self.provider = provider
+        self.kind = kind
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class Provider:
+    """Base class of every provider. Subclasses set `name` and implement `complete`."""
+
+    name: str = "Provider"
+    supports_steering: bool = False
+
+    def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
+        raise NotImplementedError

@@ -1,0 +1,304 @@
+"""Model listing data: what models each provider offers, and which reasoning efforts fit.
+
+- Codex: `GET {base}/models?client_version=...` with the login's headers (wire notes 1.8),
+  falling back to the built-in `CODEX_MODELS` (ids, names, context windows and efforts
+  from the original kward and wire notes 1.9).
+- OpenRouter: `GET /models/user` (models usable with the key), falling back to the public
+  `GET /models` catalog, then to `OPENROUTER_DEFAULTS`. `openrouter_catalog` is the full
+  public catalog (`openrouter/catalog`).
+- OpenAICompatible: the server's `GET {base}/models`.
+
+Entries are `ModelEntry` dataclasses; `to_wire` gives the protocol shape `{provider, id,
+name, reasoning, reasoningEffort, contextWindow, current, model}`. `validate_effort`
+refuses an effort the model cannot use with `InvalidParams` (-32602).
+
+Thread contract: the listing functions block on HTTP and run on a worker thread; they never
+raise for network or HTTP failures (they fall back and say so in `ModelList.error`), only
+`Canceled`. `ModelCatalog` caches lists for a while; its lock guards only the cache dict.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import urljoin
+
+from kward.cancel import CancelToken
+from kward.config import EFFORTS
+from kward.errors import Canceled, InvalidParams, KwardError
+from kward.providers.codex import CodexProvider
+from kward.providers.http import HttpClient, TransportError
+from kward.providers.openai_compat import OpenAICompatibleProvider
+from kward.providers.openrouter import OpenRouterProvider
+
+log = logging.getLogger(__name__)
+
+CODEX_CLIENT_VERSION = "0.99.0"  # any recent Codex CLI version; the endpoint requires one
+DEFAULT_CODEX_MODEL = "gpt-5.5"
+DEFAULT_OPENROUTER_MODEL = "openai/gpt-5.5"
+REASONING_EFFORTS = tuple(e for e in EFFORTS if e != "off")  # minimal .. xhigh
+_FULL = ("low", "medium", "high", "xhigh")
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model. `efforts` None = unknown (any effort accepted); () = no reasoning."""
+
+    provider: str
+    id: str
+    name: str
+    context_window: int | None = None
+    efforts: tuple[str, ...] | None = ()
+    default_effort: str | None = None
+
+    @property
+    def reasoning(self) -> bool:
+        return self.efforts is None or bool(self.efforts)
+
+    def to_wire(self, *, current: bool = False, reasoning_effort: str | None = None) -> dict[str, Any]:
+        """The protocol's model entry (plus legacy `model` and the supported efforts)."""
+        return {"provider": self.provider, "id": self.id, "name": self.name, "reasoning": self.reasoning,
+                "reasoningEffort": reasoning_effort if reasoning_effort is not None else self.default_effort,
+                "contextWindow": self.context_window, "current": current, "model": self.id,
+                "reasoningEfforts": list(self.efforts) if self.efforts is not None else None}
+
+
+def _codex(mid: str, name: str, ctx: int, efforts: tuple[str, ...] = _FULL) -> ModelEntry:
+    return ModelEntry("Codex", mid, name, ctx, efforts, "medium")
+
+
+CODEX_MODELS: tuple[ModelEntry, ...] = (
+    _codex("gpt-5.5", "GPT-5.5", 400_000),
+    _codex("gpt-5.4", "GPT-5.4", 400_000),
+    _codex("gpt-5.4-mini", "GPT-5.4 Mini", 400_000),
+    _codex("gpt-5.3-codex-spark", "GPT-5.3 Codex Spark", 128_000),
+    _codex("gpt-5.3-codex", "GPT-5.3 Codex", 400_000),
+    _codex("gpt-5.2-codex", "GPT-5.2 Codex", 400_000),
+    _codex("gpt-5.2", "GPT-5.2", 400_000),
+    _codex("gpt-5.1-codex-max", "GPT-5.1 Codex Max", 400_000),
+    _codex("gpt-5.1-codex", "GPT-5.1 Codex", 400_000, ("low", "medium", "high")),
+    _codex("gpt-5.1-codex-mini", "GPT-5.1 Codex Mini", 400_000, ("medium", "high")),
+    _codex("gpt-5.1", "GPT-5.1", 400_000, ("low", "medium", "high")),
+)
+
+OPENROUTER_DEFAULTS: tuple[ModelEntry, ...] = (
+    ModelEntry("OpenRouter", "openai/gpt-5.5", "OpenAI: GPT-5.5", 400_000, REASONING_EFFORTS, "medium"),
+    ModelEntry("OpenRouter", "anthropic/claude-sonnet-4.5", "Anthropic: Claude Sonnet 4.5", 1_000_000,
+               REASONING_EFFORTS, "medium"),
+    ModelEntry("OpenRouter", "google/gemini-2.5-pro", "Google: Gemini 2.5 Pro", 1_048_576,
+               REASONING_EFFORTS, "medium"),
+)
+
+
+@dataclass
+class ModelList:
+    """A listing and where it came from: endpoint | builtin | user | catalog | defaults."""
+
+    entries: list[ModelEntry]
+    source: str
+    error: str | None = None  # why a fallback was used
+
+
+class _Failed(Exception):
+    pass
+
+
+def _get_json(http: HttpClient, url: str, headers: dict[str, str], timeout: float,
+              cancel: CancelToken | None) -> Any:
+    try:
+        result = http.get(url, headers=headers, timeout=timeout, cancel=cancel)
+    except TransportError as exc:
+        raise _Failed(str(exc)) from None
+    if result.status != 200:
+        raise _Failed(f"HTTP {result.status}")
+    try:
+        return result.json()
+    except ValueError:
+        raise _Failed("the answer is not JSON") from None
+
+
+def _efforts(raw: Any) -> tuple[str, ...]:
+    out = []
+    for level in raw if isinstance(raw, list) else []:
+        effort = level.get("effort") if isinstance(level, dict) else level
+        if isinstance(effort, str) and effort.lower() in REASONING_EFFORTS:
+            out.append(effort.lower())
+    return tuple(out)
+
+
+def parse_codex_models(payload: Any) -> list[ModelEntry]:
+    """Entries from a Codex `/models` answer, hidden ones dropped, by priority."""
+    models = payload.get("models") if isinstance(payload, dict) else None
+    rows = [m for m in models or [] if isinstance(m, dict) and m.get("slug") and m.get("visibility") != "hide"]
+    rows.sort(key=lambda m: m.get("priority") if isinstance(m.get("priority"), int) else 1 << 30)
+    out = []
+    for m in rows:
+        ctx = m.get("context_window")
+        default = m.get("default_reasoning_level")
+        out.append(ModelEntry("Codex", str(m["slug"]), str(m.get("display_name") or m["slug"]),
+                              ctx if isinstance(ctx, int) else None, _efforts(m.get("supported_reasoning_levels")),
+                              default if isinstance(default, str) else None))
+    return out
+
+
+def codex_models(provider: CodexProvider, cancel: CancelToken | None = None) -> ModelList:
+    """The Codex models endpoint, or the built-in table when it is unreachable or we are
+    not logged in."""
+    try:
+        headers = provider.auth_headers()
+        url = f"{provider.settings.codex_base_url.rstrip('/')}/models?client_version={CODEX_CLIENT_VERSION}"
+        entries = parse_codex_models(_get_json(provider.http, url, headers, provider.settings.catalog_timeout, cancel))
+        if entries:
+            return ModelList(entries, "endpoint")
+        error = "the models endpoint listed no models"
+    except Canceled:
+        raise
+    except (_Failed, KwardError) as exc:
+        error = str(exc)
+    log.info("Codex models endpoint unavailable (%s); using the built-in table", error)
+    return ModelList(list(CODEX_MODELS), "builtin", error)
+
+
+def parse_openrouter_models(payload: Any, provider: str = "OpenRouter") -> list[ModelEntry]:
+    """Entries from an OpenRouter-style `{"data": [...]}` answer."""
+    rows = payload.get("data") if isinstance(payload, dict) else None
+    out = []
+    for m in rows or []:
+        if not isinstance(m, dict) or not m.get("id"):
+            continue
+        params = m.get("supported_parameters")
+        if isinstance(params, list):
+            efforts: tuple[str, ...] | None = (
+                REASONING_EFFORTS if {"reasoning", "include_reasoning"} & set(params) else ())
+        else:
+            efforts = None
+        ctx = m.get("context_length") or (m.get("top_provider") or {}).get("context_length")
+        out.append(ModelEntry(provider, str(m["id"]), str(m.get("name") or m["id"]),
+                              ctx if isinstance(ctx, int) else None, efforts,
+                              "medium" if efforts else None))
+    return out
+
+
+def _paged(http: HttpClient, url: str, headers: dict[str, str], timeout: float,
+           cancel: CancelToken | None, provider: str) -> list[ModelEntry]:
+    entries: list[ModelEntry] = []
+    for _ in range(20):  # follow `links.next` when the API pages
+        payload = _get_json(http, url, headers, timeout, cancel)
+        entries += parse_openrouter_models(payload, provider)
+        nxt = (payload.get("links") or {}).get("next") if isinstance(payload, dict) else None
+        if not isinstance(nxt, str) or not nxt:
+            break
+        url = urljoin(url, nxt)
+    return entries
+
+
+def openrouter_models(provider: OpenRouterProvider, cancel: CancelToken | None = None) -> ModelList:
+    """Models for the key (`/models/user`), else the public catalog, else defaults."""
+    timeout = provider.settings.catalog_timeout
+    errors = []
+    try:
+        headers = provider.auth_headers()
+        entries = _paged(provider.http, provider.base_url + "/models/user", headers, timeout, cancel, provider.name)
+        if entries:
+            return ModelList(entries, "user")
+        errors.append("no models are available to this key")
+    except Canceled:
+        raise
+    except (_Failed, KwardError) as exc:
+        errors.append(f"models for the key: {exc}")
+    listing = openrouter_catalog(provider, cancel)
+    if listing.source == "catalog":
+        return ModelList(listing.entries, "catalog", "; ".join(errors))
+    return ModelList(listing.entries, "defaults", "; ".join(errors + [listing.error or ""]))
+
+
+def openrouter_catalog(provider: OpenRouterProvider, cancel: CancelToken | None = None) -> ModelList:
+    """The full public OpenRouter catalog (no key sent), else the defaults."""
+    try:
+        entries = _paged(provider.http, provider.base_url + "/models", {}, provider.settings.catalog_timeout,
+                         cancel, "OpenRouter")
+        if entries:
+            return ModelList(entries, "catalog")
+        error = "the catalog is empty"
+    except Canceled:
+        raise
+    except (_Failed, KwardError) as exc:
+        error = f"catalog: {exc}"
+    log.info("OpenRouter catalog unavailable (%s); using defaults", error)
+    return ModelList(list(OPENROUTER_DEFAULTS), "defaults", error)
+
+
+def compat_models(provider: OpenAICompatibleProvider, cancel: CancelToken | None = None) -> ModelList:
+    """The OpenAI-compatible server's `GET /models` (efforts unknown); [] when unreachable."""
+    try:
+        payload = _get_json(provider.http, provider.base_url + "/models", provider.auth_headers(),
+                            provider.settings.catalog_timeout, cancel)
+        return ModelList(parse_openrouter_models(payload, provider.name), "endpoint")
+    except Canceled:
+        raise
+    except (_Failed, KwardError) as exc:
+        return ModelList([], "none", str(exc))
+
+
+def find_entry(entries: list[ModelEntry] | tuple[ModelEntry, ...], model_id: str) -> ModelEntry | None:
+    return next((e for e in entries if e.id == model_id), None)
+
+
+def builtin_entry(provider: str, model_id: str) -> ModelEntry | None:
+    """The built-in entry for a model id (Codex table or OpenRouter defaults), if any."""
+    table = CODEX_MODELS if provider == "Codex" else OPENROUTER_DEFAULTS if provider == "OpenRouter" else ()
+    return find_entry(table, model_id)
+
+
+def validate_effort(effort: str, entry: ModelEntry | None, model_id: str | None = None) -> str:
+    """The normalized effort, or InvalidParams when unknown or unusable with the model.
+
+    `off` is always allowed (no reasoning is requested); an unknown model accepts any
+    known effort.
+    """
+    value = effort.strip().lower() if isinstance(effort, str) else ""
+    if value not in EFFORTS:
+        raise InvalidParams(f"Unknown reasoning effort {effort!r}. Use one of: {', '.join(EFFORTS)}.",
+                            data={"param": "effort"})
+    if value == "off" or entry is None or entry.efforts is None:
+        return value
+    name = model_id or entry.id
+    if not entry.efforts:
+        raise InvalidParams(f"Model {name} does not support reasoning; use off.", data={"param": "effort"})
+    if value not in entry.efforts:
+        raise InvalidParams(f"Model {name} does not support reasoning effort {value!r}; choose one of: "
+                            f"{', '.join(entry.efforts)} (or off).", data={"param": "effort"})
+    return value
+
+
+class ModelCatalog:
+    """A time-limited cache of listings, keyed by the caller (e.g. ("Codex", base URL)).
+
+    Any thread may call `get`; the loader runs outside the lock (two threads may load the
+    same key at once; the later result wins), so a slow endpoint never blocks other keys.
+    """
+
+    def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic):
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cache: dict[Any, tuple[float, ModelList]] = {}
+
+    def get(self, key: Any, loader: Callable[[], ModelList], refresh: bool = False) -> ModelList:
+        now = self._clock()
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit and not refresh and now - hit[0] < self._ttl:
+            return hit[1]
+        listing = loader()
+        if listing.source not in ("builtin", "defaults", "none"):  # do not cache fallbacks
+            with self._lock:
+                self._cache[key] = (now, listing)
+        return listing
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()

@@ -1,0 +1,223 @@
+"""OpenAI-style chat completions wire format (OpenRouter and compatible servers).
+
+`build_messages` converts v1 conversation messages; `ChatAssembler` assembles a streamed
+answer from `chat.completion.chunk` events (wire notes 3.1-3.3): text and reasoning
+deltas, tool-call fragments joined by `index`, the usage chunk (with `cost` on
+OpenRouter), mid-stream error chunks, and `[DONE]`.
+
+Reasoning continuity: OpenRouter's `reasoning_details` are merged per item and returned
+in `ModelResponse.message_extras["reasoning_details"]`; when stored on the assistant
+message they are echoed back unmodified on the next request to the same model.
+
+Pure functions plus a per-response assembler owned by the request's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
+from kward.providers.content import arguments_json, image_url, text_of
+from kward.providers.retry import SERVER, classify
+from kward.providers.sse import SSEEvent
+from kward.providers.streaming import Assembler
+
+log = logging.getLogger(__name__)
+
+
+def _user_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, str):
+            parts.append({"type": "text", "text": part})
+        elif isinstance(part, dict) and part.get("type") in ("text", "input_text") and part.get("text"):
+            parts.append({"type": "text", "text": part["text"]})
+        elif isinstance(part, dict) and part.get("type") in ("image", "image_url", "input_image"):
+            url = image_url(part)
+            if url:
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+    if all(p["type"] == "text" for p in parts):
+        return "".join(p["text"] for p in parts)
+    return parts
+
+
+def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """System prompt first, then the conversation in chat completions form."""
+    system = [request.instructions] if request.instructions else []
+    out: list[dict[str, Any]] = []
+    for msg in request.messages:
+        role = msg.get("role")
+        if role in ("system", "developer"):
+            text = text_of(msg.get("content"))
+            if text:
+                system.append(text)
+        elif role == "user":
+            out.append({"role": "user", "content": _user_content(msg.get("content"))})
+        elif role == "assistant":
+            text = text_of(msg.get("content"))
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
+            calls = [{"id": c.get("id", ""), "type": "function",
+                      "function": {"name": (c.get("function") or {}).get("name", ""),
+                                   "arguments": arguments_json((c.get("function") or {}).get("arguments"))}}
+                     for c in msg.get("tool_calls") or []]
+            if calls:
+                entry["tool_calls"] = calls
+            details = msg.get("reasoning_details")
+            if details and msg.get("model") in (None, request.model):
+                entry["reasoning_details"] = details
+            if text or calls:
+                out.append(entry)
+        elif role in ("tool", "toolResult"):
+            out.append({"role": "tool", "tool_call_id": msg.get("tool_call_id", ""),
+                        "content": text_of(msg.get("content"))})
+        elif role == "compactionSummary":
+            summary = msg.get("summary") or text_of(msg.get("content"))
+            if summary:
+                out.append({"role": "assistant", "content": summary})
+    if system:
+        out.insert(0, {"role": "system", "content": "\n\n".join(system)})
+    return out
+
+
+def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tools in the nested chat form `{type:"function", function:{name, description, parameters}}`."""
+    out = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        out.append({"type": "function", "function": {
+            "name": fn.get("name", ""), "description": fn.get("description", ""),
+            "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}})
+    return out
+
+
+def history_has_tool_calls(request: ModelRequest) -> bool:
+    return any(m.get("tool_calls") for m in request.messages if m.get("role") == "assistant")
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def parse_usage(raw: Any) -> Usage | None:
+    """Chat usage -> Usage. prompt includes cached tokens; completion includes reasoning."""
+    if not isinstance(raw, dict):
+        return None
+    prompt = raw.get("prompt_tokens_details") or {}
+    completion = raw.get("completion_tokens_details") or {}
+    inp, out = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
+    cost = raw.get("cost")
+    return Usage(input_tokens=inp, output_tokens=out,
+                 cache_read_tokens=_int(prompt.get("cached_tokens")),
+                 cache_write_tokens=_int(prompt.get("cache_write_tokens")),
+                 reasoning_tokens=_int(completion.get("reasoning_tokens")),
+                 total_tokens=_int(raw.get("total_tokens")) or inp + out,
+                 cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
+
+
+def error_detail(error: Any) -> tuple[str, str]:
+    """(code, message) of an OpenAI/OpenRouter error object, with upstream detail appended."""
+    if not isinstance(error, dict):
+        return "", str(error or "")
+    code = error.get("code") if error.get("code") is not None else error.get("type")
+    message = str(error.get("message") or "")
+    meta = error.get("metadata")
+    if isinstance(meta, dict):
+        raw = meta.get("raw")
+        if raw:
+            message += f" ({meta.get('provider_name') or 'upstream'}: {str(raw)[:300]})"
+    return ("" if code is None else str(code)), message
+
+
+class ChatAssembler(Assembler):
+    """Assembles one streamed chat completion; owned by the request's thread."""
+
+    def __init__(self, provider: str, model: str, sink: Any, auth_hint: str = ""):
+        super().__init__(provider=provider, model=model, sink=sink)
+        self.auth_hint = auth_hint
+        self.finish_reason: str | None = None
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._details: list[dict[str, Any]] = []
+
+    def on_event(self, event: SSEEvent) -> bool:
+        if event.data == "[DONE]":
+            return True
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            log.debug("%s: skipping an unparsable chunk", self.provider)
+            return False
+        if not isinstance(data, dict):
+            return False
+        if "error" in data or data.get("object") == "error":
+            code, message = error_detail(data.get("error") or data)
+            status = int(code) if code.isdigit() else None
+            raise classify(self.provider, status=status, code="" if status else code,
+                           detail=message or "the stream reported an error", auth_hint=self.auth_hint,
+                           fallback=SERVER)
+        if data.get("usage"):
+            self.usage = parse_usage(data["usage"])
+        for choice in data.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            self.emit_reasoning(delta.get("reasoning_content") or delta.get("reasoning")
+                                or delta.get("reasoning_text") or "")
+            if delta.get("reasoning_details"):
+                self._merge_details(delta["reasoning_details"])
+            self.emit_text(delta.get("content") or "")
+            for frag in delta.get("tool_calls") or []:
+                self._tool_fragment(frag)
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return False
+
+    def _tool_fragment(self, frag: dict[str, Any]) -> None:
+        index = frag.get("index")
+        if not isinstance(index, int):  # a few upstreams omit it: match by id, else 0
+            index = next((i for i, c in self._calls.items() if frag.get("id") and c["id"] == frag.get("id")),
+                         len(self._calls) if frag.get("id") and self._calls else 0)
+        slot = self._calls.setdefault(index, {"id": "", "name": "", "args": []})
+        fn = frag.get("function") or {}
+        if frag.get("id"):
+            slot["id"] = frag["id"]
+        if fn.get("name"):
+            slot["name"] = fn["name"]
+        if fn.get("arguments"):
+            slot["args"].append(fn["arguments"] if isinstance(fn["arguments"], str) else json.dumps(fn["arguments"]))
+
+    def _merge_details(self, items: list[Any]) -> None:
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            same = next((d for d in self._details if d.get("type") == item.get("type")
+                         and d.get("index", 0) == item.get("index", 0) and item.get("index") is not None), None)
+            if same is None:
+                self._details.append(dict(item))
+                continue
+            for key in ("text", "summary", "data"):
+                if isinstance(item.get(key), str):
+                    same[key] = (same.get(key) or "") + item[key]
+            for key, value in item.items():
+                if key not in ("text", "summary", "data") and value is not None:
+                    same[key] = value
+
+    def end_of_stream(self) -> None:
+        if self.finish_reason == "error":
+            raise ProviderError(f"{self.provider} ended the answer with an error. Try again.",
+                                provider=self.provider, kind="server", retryable=True,
+                                data={"provider": self.provider, "kind": "server"})
+        if not self.done and self.finish_reason is None:
+            super().end_of_stream()
+
+    def finish(self):  # type: ignore[override]
+        for index in sorted(self._calls):
+            slot = self._calls[index]
+            self.tool_calls.append(ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"],
+                                            arguments="".join(slot["args"]) or "{}"))
+        if self._details:
+            self.extras["reasoning_details"] = self._details
+        return super().finish()

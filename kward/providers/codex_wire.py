@@ -1,0 +1,226 @@
+"""Codex (ChatGPT backend, Responses API) wire format: request body and stream events.
+
+Wire notes section 1.3 (body, input items, tools) and 1.4 (events). `build_body` turns a
+`ModelRequest` (v1 conversation messages) into the JSON body; `CodexAssembler` turns the
+SSE events of one response into sink deltas and a `ModelResponse`.
+
+Replay of reasoning: the assembler returns the completed reasoning items (with
+`encrypted_content`, without `id`) in `ModelResponse.message_extras["reasoning_items"]`;
+when the agent stores them on the assistant message they are sent back before that
+message's text and tool calls, but only to the model that produced them.
+
+Pure functions plus a per-response assembler owned by the request's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
+from kward.providers.content import arguments_json, image_url, reasoning_enabled, text_of
+from kward.providers.retry import SERVER, classify, retry_hint_from_text
+from kward.providers.sse import SSEEvent
+from kward.providers.streaming import Assembler
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INSTRUCTIONS = "You are a helpful assistant."
+_CALL_ID_BAD = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def normalize_call_id(call_id: str) -> str:
+    """Call ids the backend accepts: [A-Za-z0-9_-], at most 64 chars, no trailing '_'."""
+    out = _CALL_ID_BAD.sub("_", str(call_id))[:64].rstrip("_")
+    return out or "call"
+
+
+def _parts(content: Any, text_type: str) -> list[dict[str, Any]]:
+    """Message content (a string or a list of parts) as Responses content parts."""
+    if isinstance(content, str):
+        return [{"type": text_type, "text": content}] if content else []
+    out: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, str):
+            out.append({"type": text_type, "text": part})
+            continue
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in ("text", "input_text", "output_text"):
+            if part.get("text"):
+                out.append({"type": text_type, "text": part["text"]})
+        elif kind in ("image", "image_url", "input_image"):
+            url = image_url(part)
+            if url and text_type == "input_text":
+                out.append({"type": "input_image", "image_url": url})
+    return out
+
+
+def build_input(messages: list[dict[str, Any]], model: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """(system texts to add to the instructions, Responses input items)."""
+    system: list[str] = []
+    items: list[dict[str, Any]] = []
+    for msg in messages:
+        role = msg.get("role")
+        if role in ("system", "developer"):
+            text = text_of(msg.get("content"))
+            if text:
+                system.append(text)
+        elif role == "user":
+            parts = _parts(msg.get("content"), "input_text")
+            if parts:
+                items.append({"type": "message", "role": "user", "content": parts})
+        elif role == "assistant":
+            if msg.get("model") in (None, model):
+                for item in msg.get("reasoning_items") or []:
+                    if isinstance(item, dict) and item.get("type") == "reasoning":
+                        items.append({k: v for k, v in item.items() if k != "id"})
+            parts = _parts(msg.get("content"), "output_text")
+            if parts:
+                items.append({"type": "message", "role": "assistant", "content": parts})
+            for call in msg.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                items.append({"type": "function_call", "call_id": normalize_call_id(call.get("id", "")),
+                              "name": fn.get("name", ""), "arguments": arguments_json(fn.get("arguments"))})
+        elif role in ("tool", "toolResult"):
+            content = msg.get("content")
+            output: Any = content if isinstance(content, str) else _parts(content, "input_text")
+            if isinstance(output, list) and all(p["type"] == "input_text" for p in output):
+                output = "".join(p["text"] for p in output)
+            items.append({"type": "function_call_output",
+                          "call_id": normalize_call_id(msg.get("tool_call_id", "")), "output": output})
+        elif role == "compactionSummary":
+            summary = msg.get("summary") or text_of(msg.get("content"))
+            if summary:
+                items.append({"type": "message", "role": "assistant",
+                              "content": [{"type": "output_text", "text": summary}]})
+    return system, items
+
+
+def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat-style `{type, function:{name, description, parameters}}` -> flat Responses tools."""
+    out = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        out.append({"type": "function", "name": fn.get("name", ""), "description": fn.get("description", ""),
+                    "parameters": fn.get("parameters") or {"type": "object", "properties": {}},
+                    "strict": False})
+    return out
+
+
+def build_body(request: ModelRequest, cache_key: str) -> dict[str, Any]:
+    """The JSON body of POST {base}/responses for `request`."""
+    system, items = build_input(request.messages, request.model)
+    instructions = "\n\n".join(t for t in [request.instructions, *system] if t) or DEFAULT_INSTRUCTIONS
+    body: dict[str, Any] = {
+        "model": request.model,
+        "instructions": instructions,
+        "input": items,
+        "tools": build_tools(request.tools),
+        "tool_choice": "auto",
+        "parallel_tool_calls": False,
+        "store": False,
+        "stream": True,
+        "include": [],
+        "prompt_cache_key": cache_key,
+    }
+    if reasoning_enabled(request.reasoning_effort):
+        body["reasoning"] = {"effort": str(request.reasoning_effort).lower(), "summary": "auto"}
+        body["include"] = ["reasoning.encrypted_content"]
+    return body
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def parse_usage(raw: Any) -> Usage | None:
+    """Responses usage -> Usage. input includes cached tokens; output includes reasoning."""
+    if not isinstance(raw, dict):
+        return None
+    inp, out = _int(raw.get("input_tokens")), _int(raw.get("output_tokens"))
+    details_in = raw.get("input_tokens_details") or {}
+    details_out = raw.get("output_tokens_details") or {}
+    return Usage(input_tokens=inp, output_tokens=out,
+                 cache_read_tokens=_int(details_in.get("cached_tokens")),
+                 reasoning_tokens=_int(details_out.get("reasoning_tokens")),
+                 total_tokens=_int(raw.get("total_tokens")) or inp + out)
+
+
+class CodexAssembler(Assembler):
+    """Routes Responses events by `data.type`; owned by the request's thread."""
+
+    def __init__(self, provider: str, model: str, sink: Any, auth_hint: str = ""):
+        super().__init__(provider=provider, model=model, sink=sink)
+        self.auth_hint = auth_hint
+        self.response_id: str | None = None
+        self._streamed_items: set[str] = set()  # message item ids whose text was streamed
+        self._reasoning_key: tuple[Any, ...] | None = None
+        self._reasoning_items: list[dict[str, Any]] = []
+
+    def on_event(self, event: SSEEvent) -> bool:
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            log.debug("%s: skipping an unparsable event", self.provider)
+            return False
+        if not isinstance(data, dict):
+            return False
+        kind = data.get("type") or event.event
+        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+            self._streamed_items.add(str(data.get("item_id")))
+            self.emit_text(data.get("delta") or "")
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            key = (data.get("item_id"), kind, data.get("summary_index", data.get("content_index")))
+            if self._reasoning_key is not None and key != self._reasoning_key and self.reasoning:
+                self.emit_reasoning("\n\n")
+            self._reasoning_key = key
+            self.emit_reasoning(data.get("delta") or "")
+        elif kind == "response.output_item.done":
+            self._item_done(data.get("item") or {})
+        elif kind == "response.created":
+            self.response_id = (data.get("response") or {}).get("id")
+        elif kind in ("response.completed", "response.done"):
+            response = data.get("response") or {}
+            self.usage = parse_usage(response.get("usage"))
+            if self._reasoning_items:
+                self.extras["reasoning_items"] = list(self._reasoning_items)
+            return True
+        elif kind == "response.incomplete":
+            response = data.get("response") or {}
+            self.usage = parse_usage(response.get("usage"))
+            why = (response.get("incomplete_details") or {}).get("reason") or "unknown reason"
+            raise ProviderError(f"{self.provider} stopped the response early ({why}).",
+                                provider=self.provider, kind="bad_request",
+                                data={"provider": self.provider, "kind": "bad_request", "incompleteReason": str(why)})
+        elif kind == "response.failed":
+            error = (data.get("response") or {}).get("error") or {}
+            raise self._stream_error(error.get("code") or error.get("type"), error.get("message"))
+        elif kind == "error":
+            raise self._stream_error(data.get("code") or data.get("type"), data.get("message"))
+        return False
+
+    def _item_done(self, item: dict[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == "function_call":
+            self.tool_calls.append(ToolCall(id=str(item.get("call_id") or item.get("id") or ""),
+                                            name=str(item.get("name") or ""),
+                                            arguments=arguments_json(item.get("arguments"))))
+        elif kind == "custom_tool_call":
+            self.tool_calls.append(ToolCall(id=str(item.get("call_id") or item.get("id") or ""),
+                                            name=str(item.get("name") or ""),
+                                            arguments=arguments_json(item.get("input"))))
+        elif kind == "reasoning":
+            self._reasoning_items.append({k: v for k, v in item.items() if k not in ("id", "status")})
+        elif kind == "message" and str(item.get("id")) not in self._streamed_items:
+            # Nothing was streamed for this message: deliver its full text now.
+            self.emit_text(text_of([p for p in item.get("content") or []
+                                     if isinstance(p, dict) and p.get("type") == "output_text"]))
+
+    def _stream_error(self, code: Any, message: Any) -> ProviderError:
+        text = str(message or "the response failed")
+        return classify(self.provider, status=None, code=str(code or ""), detail=text,
+                        retry_after=retry_hint_from_text(text), auth_hint=self.auth_hint, fallback=SERVER)

@@ -1,0 +1,371 @@
+"""HTTP transport for the providers: a pooled `requests.Session`, streaming POSTs that
+read raw bytes, an idle-read timeout, and cancellation that interrupts a blocked read.
+
+`requests` is imported lazily, inside functions only, so `import kward.providers.*` stays
+cheap (kward must start without importing it).
+
+Cancellation (wire notes 4.3): closing a response does not unblock a thread blocked in a
+socket read; shutting the socket down does. Every request runs with an `_Inflight`
+record. The pool's connection classes report themselves to the record of the request
+being made on the current thread (a thread-local set around `session.request`), so a
+cancel can shut the socket down even while waiting for the response headers. After the
+headers the record also holds the response and targets the connection that response
+still owns. When the request ends the record is detached (under its lock) before the
+connection can go back to the pool, so a late cancel never touches a pooled connection.
+A connection whose socket was shut down is closed and discarded; the pool opens a fresh
+one for the next request.
+
+Thread contract: an `HttpClient` is shared by every thread of a provider; its session is
+created once under `_lock` and used concurrently (one connection per request from the
+pool). An `HttpStream` belongs to the thread that opened it; `_Inflight.abort` may run on
+any thread (the cancelling one) and only takes the record's own lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from kward.cancel import CancelToken
+from kward.errors import Canceled
+from kward.redact import redact_text
+
+log = logging.getLogger(__name__)
+
+__all__ = ["HttpClient", "HttpStream", "HttpResult", "TransportError"]
+
+READ_SIZE = 65536
+ERROR_BODY_LIMIT = 256 * 1024
+
+_tls = threading.local()  # .inflight: the _Inflight of the request made on this thread
+
+
+class TransportError(Exception):
+    """The request failed below HTTP: connect failure, reset, idle timeout, cut body.
+
+    `timeout` is True for connect/idle timeouts; `phase` is "connect", "headers" or "body".
+    The message never contains credentials (requests' messages hold only host and path).
+    """
+
+    def __init__(self, message: str, *, timeout: bool = False, phase: str = "body"):
+        super().__init__(message)
+        self.timeout = timeout
+        self.phase = phase
+
+
+class _Inflight:
+    """Cancellation handle of one request; `abort` may be called from any thread."""
+
+    __slots__ = ("conn", "resp", "cancelled", "detached", "lock")
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.resp: Any = None
+        self.cancelled = False
+        self.detached = False
+        self.lock = threading.Lock()
+
+    def attach(self, conn: Any) -> None:
+        """Called on the requesting thread when a connection is used or connected."""
+        with self.lock:
+            if self.detached:
+                return
+            self.conn = conn
+            if self.cancelled:
+                _shutdown(conn)
+
+    def abort(self) -> None:
+        with self.lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            if self.detached:
+                return
+            if self.resp is not None:
+                conn = getattr(self.resp.raw, "connection", None)  # None once released
+            else:
+                conn = self.conn
+            _shutdown(conn)
+
+    def detach(self) -> None:
+        with self.lock:
+            self.detached = True
+            self.conn = None
+
+
+def _shutdown(conn: Any) -> None:
+    sock = getattr(conn, "sock", None)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _tracked(base: type) -> type:
+    """A subclass of a urllib3 connection class that reports itself to `_tls.inflight`."""
+
+    class Tracked(base):  # type: ignore[misc, valid-type]
+        def connect(self) -> None:
+            super().connect()
+            inflight = getattr(_tls, "inflight", None)
+            if inflight is not None:
+                inflight.attach(self)
+
+        def putrequest(self, *args: Any, **kwargs: Any) -> None:
+            inflight = getattr(_tls, "inflight", None)
+            if inflight is not None:
+                inflight.attach(self)
+            return super().putrequest(*args, **kwargs)
+
+    Tracked.__name__ = "Tracked" + base.__name__
+    return Tracked
+
+
+_POOL_CLASSES: dict[str, type] | None = None
+
+
+def _pool_classes() -> dict[str, type]:
+    global _POOL_CLASSES
+    if _POOL_CLASSES is None:
+        from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+        class TrackedHTTPPool(HTTPConnectionPool):
+            ConnectionCls = _tracked(HTTPConnectionPool.ConnectionCls)
+
+        class TrackedHTTPSPool(HTTPSConnectionPool):
+            ConnectionCls = _tracked(HTTPSConnectionPool.ConnectionCls)
+
+        _POOL_CLASSES = {"http": TrackedHTTPPool, "https": TrackedHTTPSPool}
+    return _POOL_CLASSES
+
+
+def _make_adapter(pool_maxsize: int) -> Any:
+    from requests.adapters import HTTPAdapter
+
+    class TrackingAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = _pool_classes()
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            if proxy.lower().startswith(("http://", "https://")):
+                manager.pool_classes_by_scheme = _pool_classes()
+            return manager
+
+    return TrackingAdapter(pool_connections=4, pool_maxsize=pool_maxsize)
+
+
+@dataclass
+class HttpResult:
+    """A complete (non-streamed) response: status, lower-cased headers, body text/JSON."""
+
+    status: int
+    headers: dict[str, str]
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+class HttpStream:
+    """An open streamed response. Use as a context manager; read with `chunks()`.
+
+    Owned by the thread that opened it. `close()` is idempotent and returns the
+    connection to the pool (or discards it when the body was not fully read).
+    """
+
+    def __init__(self, resp: Any, inflight: _Inflight, unregister: Any, idle_timeout: float):
+        self._resp = resp
+        self._inflight = inflight
+        self._unregister = unregister
+        self._idle_timeout = idle_timeout
+        self.status: int = resp.status_code
+        self.headers: dict[str, str] = {k.lower(): v for k, v in resp.headers.items()}
+        self._closed = False
+
+    def __enter__(self) -> "HttpStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def chunks(self) -> Iterator[bytes]:
+        """Yield body bytes as they arrive (one HTTP chunk at a time for chunked bodies).
+
+        Raises `Canceled` when the cancel token fired, `TransportError` on an idle timeout
+        (no byte for `idle_timeout` seconds) or a broken connection.
+        """
+        raw = self._resp.raw
+        try:
+            if raw.chunked and raw.supports_chunked_reads():
+                for data in raw.read_chunked(READ_SIZE, decode_content=True):
+                    if data:
+                        yield data
+            else:  # Content-Length or close-delimited body: read1 returns what is there
+                read = getattr(raw, "read1", None) or raw.read
+                while True:
+                    data = read(READ_SIZE, decode_content=True)
+                    if not data:
+                        break
+                    yield data
+        except Exception as exc:
+            if self._inflight.cancelled:
+                raise Canceled("Canceled.") from None
+            raise _transport_error(exc, "body", self._idle_timeout) from None
+        if self._inflight.cancelled:
+            raise Canceled("Canceled.")
+
+    def set_read_timeout(self, seconds: float) -> None:
+        """Shorten the idle timeout for the rest of this body (e.g. draining its end)."""
+        conn = getattr(self._resp.raw, "connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            try:
+                sock.settimeout(seconds)
+            except OSError:
+                pass
+        self._idle_timeout = seconds
+
+    def read_text(self, limit: int = ERROR_BODY_LIMIT) -> str:
+        """Read up to `limit` bytes of the body as text (for error responses)."""
+        parts: list[bytes] = []
+        size = 0
+        for data in self.chunks():
+            parts.append(data)
+            size += len(data)
+            if size >= limit:
+                break
+        return b"".join(parts)[:limit].decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._unregister()
+        self._inflight.detach()
+        try:
+            self._resp.close()
+        except Exception:  # a response torn down by a cancel may fail to close cleanly
+            log.debug("closing a response failed", exc_info=True)
+
+
+def _transport_error(exc: BaseException, phase: str, idle_timeout: float) -> TransportError:
+    from requests import exceptions as rex
+    from urllib3 import exceptions as uex
+
+    text = redact_text(str(exc))
+    if isinstance(exc, (rex.ConnectTimeout, uex.ConnectTimeoutError)):
+        return TransportError(f"connection timed out ({text})", timeout=True, phase="connect")
+    if isinstance(exc, (rex.ReadTimeout, uex.ReadTimeoutError, socket.timeout)):
+        return TransportError(
+            f"no data received for {idle_timeout:g} s while waiting for the "
+            f"{'response' if phase == 'headers' else 'stream'}; the request was abandoned",
+            timeout=True, phase=phase)
+    if isinstance(exc, rex.ConnectionError) and "Connection refused" in text:
+        return TransportError(f"could not connect ({text})", phase="connect")
+    return TransportError(f"connection error ({type(exc).__name__}: {text})", phase=phase)
+
+
+class HttpClient:
+    """A requests.Session with a connection pool, shared by one provider's threads."""
+
+    def __init__(self, *, pool_maxsize: int = 32, user_agent: str | None = None):
+        self._pool_maxsize = pool_maxsize
+        self._user_agent = user_agent
+        self._session: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def session(self) -> Any:
+        """The shared session, created (and `requests` imported) on first use."""
+        with self._lock:
+            if self._session is None:
+                import requests
+
+                s = requests.Session()
+                adapter = _make_adapter(self._pool_maxsize)
+                s.mount("http://", adapter)
+                s.mount("https://", adapter)
+                if self._user_agent:
+                    s.headers["User-Agent"] = self._user_agent
+                self._session = s
+            return self._session
+
+    def close(self) -> None:
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def _send(self, method: str, url: str, *, headers: Mapping[str, str], data: bytes | None,
+              stream: bool, timeout: tuple[float, float], cancel: CancelToken | None,
+              idle_timeout: float) -> tuple[Any, _Inflight, Any]:
+        session = self.session
+        inflight = _Inflight()
+        unregister = cancel.on_cancel(inflight.abort) if cancel is not None else (lambda: None)
+        if inflight.cancelled:
+            unregister()
+            raise Canceled("Canceled.")
+        _tls.inflight = inflight
+        try:
+            resp = session.request(method, url, headers=dict(headers), data=data, stream=stream,
+                                   timeout=timeout, allow_redirects=method == "GET")
+        except Exception as exc:
+            unregister()
+            inflight.detach()
+            if inflight.cancelled:
+                raise Canceled("Canceled.") from None
+            raise _transport_error(exc, "headers", idle_timeout) from None
+        finally:
+            _tls.inflight = None
+        with inflight.lock:
+            inflight.resp = resp
+            cancelled = inflight.cancelled
+        if cancelled:  # cancelled between the headers and now: the socket may be intact
+            unregister()
+            inflight.detach()
+            resp.close()
+            raise Canceled("Canceled.")
+        return resp, inflight, unregister
+
+    def open_stream(self, url: str, *, headers: Mapping[str, str], body: Any, cancel: CancelToken,
+                    connect_timeout: float = 10.0, idle_timeout: float = 300.0) -> HttpStream:
+        """POST `body` as JSON and return the open response (any status) once headers arrived.
+
+        Called on the request's own (worker) thread; blocks until the headers arrive.
+        Raises `Canceled` or `TransportError`. The caller must close the stream.
+        """
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        h = {"Content-Type": "application/json", "Accept": "text/event-stream",
+             "Accept-Encoding": "identity"}
+        h.update(headers)
+        resp, inflight, unregister = self._send("POST", url, headers=h, data=data, stream=True,
+                                                timeout=(connect_timeout, idle_timeout),
+                                                cancel=cancel, idle_timeout=idle_timeout)
+        log.debug("POST %s -> %s", redact_text(url), resp.status_code)
+        return HttpStream(resp, inflight, unregister, idle_timeout)
+
+    def get(self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 10.0,
+            cancel: CancelToken | None = None, limit: int = 64 * 1024 * 1024) -> HttpResult:
+        """GET `url` and read the whole body (at most `limit` bytes). Any thread.
+
+        Raises `Canceled` or `TransportError`; HTTP error statuses are returned, not raised.
+        """
+        h = {"Accept": "application/json"}
+        h.update(headers or {})
+        token = cancel if cancel is not None else CancelToken()
+        resp, inflight, unregister = self._send("GET", url, headers=h, data=None, stream=True,
+                                                timeout=(timeout, timeout), cancel=token,
+                                                idle_timeout=timeout)
+        stream = HttpStream(resp, inflight, unregister, timeout)
+        with stream:
+            text = stream.read_text(limit)
+        log.debug("GET %s -> %s", redact_text(url), stream.status)
+        return HttpResult(stream.status, stream.headers, text)

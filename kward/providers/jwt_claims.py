@@ -1,0 +1,58 @@
+"""Read claims from an OpenAI OAuth JWT without verifying it (wire notes 2.7).
+
+The signature is not checked: the token is only used to find our own account id and
+expiry; the server verifies it. Pure functions, any thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+AUTH_CLAIM = "https://api.openai.com/auth"
+PROFILE_CLAIM = "https://api.openai.com/profile"
+
+
+def decode_claims(token: str) -> dict[str, Any]:
+    """The payload (middle segment) of a JWT as a dict; {} when it is not a readable JWT."""
+    parts = token.split(".") if isinstance(token, str) else []
+    if len(parts) < 2 or not parts[1]:
+        return {}
+    segment = parts[1]
+    try:
+        raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+        claims = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+def account_id_from_claims(claims: dict[str, Any]) -> str | None:
+    """chatgpt_account_id from the namespaced auth claim, top level, or first organization."""
+    auth = claims.get(AUTH_CLAIM)
+    if isinstance(auth, dict) and isinstance(auth.get("chatgpt_account_id"), str) and auth["chatgpt_account_id"]:
+        return auth["chatgpt_account_id"]
+    if isinstance(claims.get("chatgpt_account_id"), str) and claims["chatgpt_account_id"]:
+        return claims["chatgpt_account_id"]
+    orgs = claims.get("organizations")
+    if isinstance(orgs, list) and orgs and isinstance(orgs[0], dict) and isinstance(orgs[0].get("id"), str):
+        return orgs[0]["id"]
+    return None
+
+
+def account_id(token: str) -> str | None:
+    """The ChatGPT account id carried by an access or id token, if any."""
+    return account_id_from_claims(decode_claims(token))
+
+
+def plan_type(token: str) -> str | None:
+    auth = decode_claims(token).get(AUTH_CLAIM)
+    value = auth.get("chatgpt_plan_type") if isinstance(auth, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def expires_at(token: str) -> float | None:
+    """The `exp` claim (unix seconds), if present."""
+    exp = decode_claims(token).get("exp")
+    return float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None

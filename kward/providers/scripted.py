@@ -1,0 +1,193 @@
+"""The Scripted provider: an offline, deterministic "model" that plays a script.
+
+It is a real provider behind the same interface as the HTTP ones, for UI development and
+demos with no account and no network. The script format is documented in
+docs/scripted.md. In short, a JSON file holds `{"steps": [...], "loop": false}`; each model
+call plays one step, chosen by how many assistant messages the conversation already holds
+(so a tool call and the answer after it are consecutive steps, and a resumed session goes
+on where it stopped). A step is a list of events (or `{"events": [...], "usage": {...}}`):
+
+    {"type": "reasoning", "text": "...", "repeat": 1}
+    {"type": "text", "text": "...", "repeat": 1}
+    {"type": "toolCall", "name": "read_file", "arguments": {...} | "raw json", "id": "call_1"}
+    {"type": "delay", "seconds": 0.5}
+    {"type": "retry", "delaySeconds": 1, "error": "429 Too Many Requests"}
+    {"type": "error", "message": "...", "kind": "server", "status": 500}
+    {"type": "waitForSteer", "timeout": 30}
+
+Without a script it runs a built-in demo that explores the workspace with the real tools
+(list the root, read a README-like file) and summarizes what it found.
+
+Thread contract: `complete` runs on the calling turn's thread; the provider holds no
+mutable state after construction, so sessions may share it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kward.cancel import CancelToken
+from kward.errors import Canceled
+from kward.providers.base import (ModelRequest, ModelResponse, Provider, ProviderError, RetryInfo, StreamSink,
+                                  ToolCall, Usage)
+
+NAME = "Scripted"
+DEMO_MODEL = "scripted-demo"
+CONTEXT_WINDOW = 200_000  # the nominal window of the scripted "model" (for context-usage figures)
+EVENT_TYPES = {"reasoning", "text", "toolCall", "delay", "retry", "error", "waitForSteer"}
+_CHECK_EVERY = 256  # deltas between cancellation checks in a repeat run
+
+
+class ScriptError(ProviderError):
+    def __init__(self, message: str):
+        super().__init__(message, provider=NAME, kind="bad_request")
+
+
+def load_script(path: str | os.PathLike) -> dict[str, Any]:
+    """Read and validate a script file; ScriptError names the file and the problem."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ScriptError(f"Cannot read Scripted provider script {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ScriptError(f"Scripted provider script {path} is not valid JSON: {exc}") from None
+    return validate_script(data, str(path))
+
+
+def validate_script(data: Any, where: str = "script") -> dict[str, Any]:
+    if isinstance(data, list):
+        data = {"steps": data}
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data["steps"]:
+        raise ScriptError(f"{where}: expected an object with a non-empty \"steps\" array")
+    steps = []
+    for i, step in enumerate(data["steps"]):
+        if isinstance(step, list):
+            step = {"events": step}
+        if not isinstance(step, dict) or not isinstance(step.get("events"), list):
+            raise ScriptError(f"{where}: steps[{i}] must be an array of events or {{\"events\": [...]}}")
+        for j, event in enumerate(step["events"]):
+            kind = event.get("type") if isinstance(event, dict) else None
+            if kind not in EVENT_TYPES:
+                raise ScriptError(f"{where}: steps[{i}].events[{j}] has unknown type {kind!r}; "
+                                  f"expected one of {', '.join(sorted(EVENT_TYPES))}")
+            if kind == "toolCall" and not isinstance(event.get("name"), str):
+                raise ScriptError(f"{where}: steps[{i}].events[{j}] (toolCall) needs a \"name\"")
+            if kind in ("reasoning", "text") and not isinstance(event.get("text"), str):
+                raise ScriptError(f"{where}: steps[{i}].events[{j}] ({kind}) needs a \"text\" string")
+        steps.append(step)
+    return {"steps": steps, "loop": bool(data.get("loop", False)), "model": data.get("model")}
+
+
+class ScriptedProvider(Provider):
+    name = NAME
+    supports_steering = True
+
+    def __init__(self, script: dict[str, Any] | None = None):
+        self.script = script
+        self.model = (script or {}).get("model") or ("scripted" if script else DEMO_MODEL)
+
+    def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
+        cancel.raise_if_cancelled()
+        if self.script is None:
+            from kward.providers.scripted_demo import demo_step
+
+            step = demo_step(request.messages)
+        else:
+            step = self._step(request.messages)
+        return _Player(self, request, sink, cancel).play(step)
+
+    def _step(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        steps = self.script["steps"]
+        index = sum(1 for m in messages if m.get("role") == "assistant")
+        if index >= len(steps):
+            if not self.script["loop"]:
+                raise ProviderError(f"The script has no step {index + 1} (it has {len(steps)}); "
+                                    "add steps or set \"loop\": true", provider=NAME, kind="bad_request")
+            index %= len(steps)
+        return steps[index]
+
+
+class _Player:
+    """Plays one step for one request. Lives on the turn's thread for one call."""
+
+    def __init__(self, provider: ScriptedProvider, request: ModelRequest, sink: StreamSink, cancel: CancelToken):
+        self.provider = provider
+        self.request = request
+        self.sink = sink
+        self.cancel = cancel
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: list[ToolCall] = []
+
+    def play(self, step: dict[str, Any]) -> ModelResponse:
+        for event in step["events"]:
+            self.cancel.raise_if_cancelled()
+            getattr(self, "_" + event["type"])(event)
+        self.cancel.raise_if_cancelled()
+        text, reasoning = "".join(self.text), "".join(self.reasoning)
+        return ModelResponse(text=text, reasoning=reasoning, tool_calls=self.calls,
+                             usage=self._usage(step.get("usage"), text, reasoning),
+                             provider=NAME, model=self.request.model or self.provider.model)
+
+    def _deltas(self, event: dict[str, Any], out: list[str], emit) -> None:
+        text, repeat = event["text"], max(1, int(event.get("repeat", 1)))
+        for i in range(repeat):
+            if i % _CHECK_EVERY == 0:
+                self.cancel.raise_if_cancelled()
+            out.append(text)
+            emit(text)
+
+    def _reasoning(self, event: dict[str, Any]) -> None:
+        self._deltas(event, self.reasoning, self.sink.reasoning_delta)
+
+    def _text(self, event: dict[str, Any]) -> None:
+        self._deltas(event, self.text, self.sink.text_delta)
+
+    def _toolCall(self, event: dict[str, Any]) -> None:
+        args = event.get("arguments", {})
+        raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        call_id = event.get("id") or f"call_{len(self.calls) + 1}_{os.urandom(4).hex()}"
+        self.calls.append(ToolCall(id=str(call_id), name=event["name"], arguments=raw))
+
+    def _delay(self, event: dict[str, Any]) -> None:
+        if self.cancel.wait(float(event.get("seconds", 0))):
+            raise Canceled("Canceled.")
+
+    def _retry(self, event: dict[str, Any]) -> None:
+        delay = float(event.get("delaySeconds", 0))
+        self.sink.retry(RetryInfo(provider=NAME, model=self.request.model or self.provider.model,
+                                  attempt=int(event.get("attempt", 2)), max_attempts=int(event.get("maxAttempts", 3)),
+                                  delay_seconds=delay, error=str(event.get("error", "Scripted transient error"))))
+        self._delay({"seconds": delay})
+
+    def _error(self, event: dict[str, Any]) -> None:
+        raise ProviderError(str(event.get("message", "Scripted provider error")), provider=NAME,
+                            kind=str(event.get("kind", "server")), status=event.get("status"))
+
+    def _waitForSteer(self, event: dict[str, Any]) -> None:
+        steering = self.request.steering
+        if steering is None:
+            return
+        unregister = self.cancel.on_cancel(steering.close)
+        try:
+            steering.wait(float(event.get("timeout", 30)))
+        finally:
+            unregister()
+        self.cancel.raise_if_cancelled()
+
+    def _usage(self, declared: Any, text: str, reasoning: str) -> Usage:
+        if isinstance(declared, dict):
+            fields = {k: int(v) for k, v in declared.items() if k in Usage.__dataclass_fields__ and k != "cost"}
+            usage = Usage(**fields)
+            if "cost" in declared:
+                usage.cost = float(declared["cost"])
+            if not usage.total_tokens:
+                usage.total_tokens = usage.input_tokens + usage.output_tokens
+            return usage
+        prompt_chars = len(self.request.instructions) + sum(len(json.dumps(m)) for m in self.request.messages)
+        output = (len(text) + len(reasoning) + sum(len(c.arguments) for c in self.calls)) // 4
+        return Usage(input_tokens=prompt_chars // 4, output_tokens=output, reasoning_tokens=len(reasoning) // 4,
+                     total_tokens=prompt_chars // 4 + output)

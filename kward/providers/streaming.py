@@ -1,0 +1,215 @@
+"""The request/stream/retry loop shared by every HTTP provider.
+
+A concrete provider supplies three things: `_prepare` (URL, headers, JSON body for one
+attempt), `_assembler` (turns SSE events into sink calls and a `ModelResponse`) and
+`_http_error` (classifies a non-2xx response). `StreamingProvider.complete` does the rest:
+credentials per attempt, the POST, one re-authorization on 401 when the provider has a
+hook for it, SSE parsing, retries through `retry.run_with_retries`, and cancellation.
+
+Partial output is never duplicated: once a delta reached the sink, a failure of that
+attempt is final (not retried), since the sink cannot take deltas back.
+
+Thread contract: `complete` runs on the calling (turn's) thread and blocks; a provider
+object is shared by many sessions and keeps no per-request state on `self` (the
+`HttpClient` is thread-safe; everything else is local to the call). Cancellation comes
+from the `CancelToken`, fired on another thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kward.cancel import CancelToken
+from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, StreamSink, ToolCall, Usage
+from kward.providers.http import HttpClient, HttpStream, TransportError
+from kward.providers.retry import run_with_retries, transport_failure
+from kward.providers.settings import ProviderSettings
+from kward.providers.sse import SSEEvent, SSEParser
+
+log = logging.getLogger(__name__)
+
+DRAIN_TIMEOUT = 2.0  # after the final event, wait at most this long for the body's end
+
+
+@dataclass
+class PreparedRequest:
+    """One attempt's HTTP request. `headers` must not be logged unredacted."""
+
+    url: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    secrets: tuple[str, ...] = ()  # credential values scrubbed from any error message
+
+
+@dataclass
+class Assembler:
+    """Collects one streamed answer; owned by the request's thread.
+
+    Subclasses implement `on_event` (return True at the terminal event) and may override
+    `finish`. `emitted` turns True with the first delta delivered to the sink.
+    """
+
+    provider: str
+    model: str
+    sink: StreamSink
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    emitted: bool = False
+    done: bool = False
+
+    def emit_text(self, delta: str) -> None:
+        if delta:
+            self.emitted = True
+            self.text.append(delta)
+            self.sink.text_delta(delta)
+
+    def emit_reasoning(self, delta: str) -> None:
+        if delta:
+            self.emitted = True
+            self.reasoning.append(delta)
+            self.sink.reasoning_delta(delta)
+
+    def on_event(self, event: SSEEvent) -> bool:
+        raise NotImplementedError
+
+    def end_of_stream(self) -> None:
+        """The body ended. Raise ProviderError when the terminal event never came."""
+        if not self.done:
+            raise ProviderError(
+                f"{self.provider} stream ended before the response was complete. Try again.",
+                provider=self.provider, kind="stream_incomplete", retryable=True,
+                data={"provider": self.provider, "kind": "stream_incomplete"})
+
+    def finish(self) -> ModelResponse:
+        return ModelResponse(text="".join(self.text), reasoning="".join(self.reasoning),
+                             tool_calls=list(self.tool_calls), usage=self.usage,
+                             provider=self.provider, model=self.model, message_extras=dict(self.extras))
+
+
+@dataclass
+class _CallState:
+    """Per-call state shared by the attempts of one `complete` call (one thread)."""
+
+    reauthorized: bool = False
+    secrets: tuple[str, ...] = ()
+
+
+def _scrub(err: ProviderError, secrets: tuple[str, ...]) -> None:
+    """Remove literal credential values from an error (servers sometimes echo them)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret in err.message:
+            err.message = err.message.replace(secret, "[REDACTED]")
+            err.args = (err.message,)
+
+
+class StreamingProvider(Provider):
+    """Base of Codex, OpenRouter and OpenAICompatible. See the module docstring."""
+
+    auth_hint = "Check your credentials."
+
+    def __init__(self, settings: ProviderSettings, *, http: HttpClient | None = None):
+        self.settings = settings
+        self.http = http or HttpClient(user_agent=settings.user_agent)
+
+    # --- hooks ------------------------------------------------------------------------
+
+    def _prepare(self, request: ModelRequest) -> PreparedRequest:
+        raise NotImplementedError
+
+    def _assembler(self, request: ModelRequest, sink: StreamSink) -> Assembler:
+        raise NotImplementedError
+
+    def _http_error(self, status: int, headers: dict[str, str], body: str) -> ProviderError:
+        raise NotImplementedError
+
+    def _reauthorize(self) -> bool:
+        """Called once per request after a 401; True when fresh credentials are available."""
+        return False
+
+    # --- the loop ---------------------------------------------------------------------
+
+    def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
+        """Stream one model answer; see the module docstring for the thread contract."""
+        cancel.raise_if_cancelled()
+        state = _CallState()
+
+        def attempt(number: int) -> ModelResponse:
+            try:
+                return self._attempt(request, sink, cancel, state)
+            except ProviderError as err:
+                _scrub(err, state.secrets)
+                raise
+
+        return run_with_retries(attempt, policy=self.settings.retry, provider=self.name,
+                                model=request.model, sink=sink, cancel=cancel)
+
+    def _attempt(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken,
+                 state: "_CallState") -> ModelResponse:
+        while True:
+            prepared = self._prepare(request)
+            state.secrets = prepared.secrets
+            try:
+                stream = self.http.open_stream(
+                    prepared.url, headers=prepared.headers, body=prepared.body, cancel=cancel,
+                    connect_timeout=self.settings.connect_timeout, idle_timeout=self.settings.idle_timeout)
+            except TransportError as exc:
+                raise transport_failure(self.name, str(exc), timeout=exc.timeout) from None
+            with stream:
+                if stream.status == 401 and not state.reauthorized:
+                    state.reauthorized = True
+                    body = stream.read_text(64 * 1024)
+                    if self._reauthorize():
+                        log.info("%s answered 401; retrying with refreshed credentials", self.name)
+                        continue
+                    raise self._http_error(401, stream.headers, body)
+                if not 200 <= stream.status < 300:
+                    raise self._error_from_response(stream)
+                return self._read_stream(stream, request, sink)
+
+    def _error_from_response(self, stream: HttpStream) -> ProviderError:
+        try:
+            body = stream.read_text(64 * 1024)
+        except TransportError as exc:
+            body = f"(the error body could not be read: {exc})"
+        request_id = stream.headers.get("x-request-id") or stream.headers.get("x-oai-request-id")
+        log.warning("%s answered HTTP %s%s", self.name, stream.status,
+                    f" (request id {request_id})" if request_id else "")
+        return self._http_error(stream.status, stream.headers, body)
+
+    def _read_stream(self, stream: HttpStream, request: ModelRequest, sink: StreamSink) -> ModelResponse:
+        asm = self._assembler(request, sink)
+        parser = SSEParser()
+        try:
+            try:
+                # One generator for the whole body: abandoning it would close the connection.
+                # After the terminal event the rest is drained briefly so the connection
+                # can go back to the pool.
+                for chunk in stream.chunks():
+                    if asm.done:
+                        continue
+                    for event in parser.feed(chunk):
+                        if asm.on_event(event):
+                            asm.done = True
+                            break
+                    if asm.done:
+                        stream.set_read_timeout(DRAIN_TIMEOUT)
+                if not asm.done:
+                    for event in parser.close():
+                        if asm.on_event(event):
+                            asm.done = True
+                            break
+            except TransportError as exc:
+                if not asm.done:
+                    raise transport_failure(self.name, str(exc), timeout=exc.timeout) from None
+                log.debug("%s: the body did not end cleanly after the final event: %s", self.name, exc)
+            asm.end_of_stream()
+        except ProviderError as err:
+            if asm.emitted:
+                err.retryable = False  # the sink already showed partial output
+            raise
+        return asm.finish()

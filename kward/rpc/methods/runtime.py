@@ -1,0 +1,77 @@
+"""runtime/state and runtime/stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kward.agent.prompt import build_instructions
+from kward.agent.stats import context_usage, message_counts, token_totals
+from kward.rpc.registry import Call
+
+
+def model_entry(selection: Any) -> dict[str, Any]:
+    """The current model as a protocol model entry."""
+    if selection.key == "scripted":
+        from kward.providers.scripted import CONTEXT_WINDOW
+
+        window, reasoning = CONTEXT_WINDOW, True
+    else:
+        from kward.providers.catalog import builtin_entry
+
+        entry = builtin_entry(selection.label, selection.model)
+        window = entry.context_window if entry else None
+        reasoning = entry.reasoning if entry else selection.reasoning_effort is not None
+    return {"provider": selection.label, "id": selection.model, "name": selection.model, "reasoning": reasoning,
+            "reasoningEffort": selection.reasoning_effort, "contextWindow": window, "current": True,
+            "model": selection.model}
+
+
+def _ids(session: Any) -> dict[str, Any]:
+    return {"sessionFile": session.path, "sessionId": session.persistent_id, "sessionName": session.name,
+            "rpcSessionId": session.id, "persistentSessionId": session.persistent_id}
+
+
+def state(call: Call) -> dict[str, Any]:
+    app = call.app
+    session = app.sessions.get(call.params.str("sessionId", required=True))
+    selection = app.engine.selection()
+    steering = selection.provider.supports_steering
+    running = app.turns.running_turn(session.id) if "turns" in app._services else None
+    pending = app.turns.pending_count(session.id) if "turns" in app._services else 0
+    config = app.config.load()
+    compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
+    out = {
+        "model": model_entry(selection), "thinkingLevel": selection.reasoning_effort or "off",
+        "isStreaming": running is not None, "isCompacting": False,
+        "steeringMode": "in-flight" if steering else "one-at-a-time", "followUpMode": "one-at-a-time",
+        **_ids(session),
+        "autoCompactionEnabled": False, "autoCompactionReserveTokens": compaction.get("reserve_tokens", 16384),
+        "workspaceGuardrailsEnabled": True, "autoRetryEnabled": selection.key != "scripted",
+        "defaultProvider": selection.label, "defaultModel": f"{selection.label}/{selection.model}",
+        "defaultThinkingLevel": selection.reasoning_effort or "off", "providerReason": selection.reason,
+        "hideThinkingBlock": False, "quietStartup": False, "transport": "kward-rpc", "imageAutoResize": False,
+        "blockImages": False, "enabledModels": [], "enableSkillCommands": False,
+        "messageCount": message_counts(session.entry_messages())["totalMessages"], "pendingMessageCount": pending,
+        "workspaceRoot": session.workspace_root,
+    }
+    return out
+
+
+def stats(call: Call) -> dict[str, Any]:
+    app = call.app
+    session = app.sessions.get(call.params.str("sessionId", required=True))
+    messages = session.entry_messages()
+    out: dict[str, Any] = {**_ids(session), **message_counts(messages)}
+    totals, cost = token_totals(messages)
+    out["tokens"] = totals
+    if cost is not None:
+        out["cost"] = round(cost, 6)
+    try:
+        selection = app.engine.selection()
+        window = model_entry(selection)["contextWindow"]
+    except Exception:
+        window = None
+    usage = context_usage(messages, build_instructions(app.paths.config_dir, session.workspace_root), window)
+    if usage is not None:
+        out["contextUsage"] = usage
+    return out

@@ -1,0 +1,77 @@
+"""sessions/*: thin adapters onto kward.sessions.SessionManager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kward.rpc.registry import Call
+
+FORMATS = ("markdown", "html")
+
+
+def _stop_turns(call: Call, session_id: str) -> None:
+    """Cancel queued and running turns before a session is closed or deleted."""
+    if "turns" in call.app._services:  # no turn was ever started: nothing to stop
+        call.app.turns.cancel_session(session_id)
+
+
+def create(call: Call) -> dict[str, Any]:
+    p = call.params
+    name = p.str("name", max_len=10_000)
+    return call.app.sessions.create(p.str("workspaceRoot"), name or None).payload()
+
+
+def resume(call: Call) -> dict[str, Any]:
+    p = call.params
+    return call.app.sessions.resume(p.str("path", required=True, non_empty=True), p.str("workspaceRoot")).payload()
+
+
+def list_(call: Call) -> dict[str, Any]:
+    p = call.params
+    limit = p.int("limit", 20, min=1, max=100_000)
+    return {"sessions": call.app.sessions.list(p.str("workspaceRoot"), limit)}
+
+
+def rename(call: Call) -> dict[str, Any]:
+    p = call.params
+    session_id = p.str("sessionId", required=True)
+    name = p.str("name", max_len=10_000)
+    return call.app.sessions.rename(session_id, name if name and name.strip() else None).payload()
+
+
+def clone(call: Call) -> dict[str, Any]:
+    return call.app.sessions.clone(call.params.str("sessionId", required=True)).payload()
+
+
+def fork_messages(call: Call) -> dict[str, Any]:
+    return {"messages": call.app.sessions.fork_messages(call.params.str("sessionId", required=True))}
+
+
+def fork(call: Call) -> dict[str, Any]:
+    p = call.params
+    session, text = call.app.sessions.fork(p.str("sessionId", required=True), p.str("entryId", required=True))
+    return {"session": session.payload(), "text": text, "cancelled": False}
+
+
+def export(call: Call) -> dict[str, Any]:
+    p = call.params
+    fmt = p.choice("format", FORMATS, "markdown", aliases={"md": "markdown"})
+    return call.app.sessions.export(p.str("sessionId", required=True), p.str("path"), fmt)
+
+
+def delete(call: Call) -> dict[str, Any]:
+    session_id = call.params.str("sessionId", required=True)
+    call.app.sessions.get(session_id)
+    _stop_turns(call, session_id)
+    return call.app.sessions.delete(session_id)
+
+
+def close(call: Call) -> dict[str, Any]:
+    session_id = call.params.str("sessionId", required=True)
+    call.app.sessions.get(session_id)
+    _stop_turns(call, session_id)
+    return call.app.sessions.close(session_id)
+
+
+def transcript(call: Call) -> dict[str, Any]:
+    return call.app.sessions.transcript(call.params.str("sessionId", required=True))

@@ -1,0 +1,15 @@
+"""ui/answerQuestion: the UI's answer to a `ui/question` notification."""
+
+from __future__ import annotations
+
+from kward.rpc.registry import Call
+
+
+def answer_question(call: Call) -> dict[str, bool]:
+    p = call.params
+    session_id = p.str("sessionId", required=True)
+    request_id = p.str("questionRequestId", required=True)
+    answers = p.list("answers", required=True)
+    call.app.sessions.get(session_id)
+    call.app.questions.answer(session_id, request_id, answers)
+    return {"ok": True}

@@ -1,0 +1,22 @@
+"""Sessions: the JSONL store, live session state, listing, clone/fork, export, transcript.
+
+Public entry points:
+
+- `SessionManager` (``kward.sessions.manager``): the process-wide registry of open RPC
+  sessions and every ``sessions/*`` operation, in Python terms.
+- `OpenSession` (``kward.sessions.session``): one open session; what the agent loop uses
+  (``append_message``, ``append_record``, ``conversation``, ``read_paths``, ``turn_lock``...).
+- ``kward.sessions.opening``: `create_session`, `load_session`, `derive_session` (no registry).
+- `SessionFile` (``kward.sessions.store``): the append-only file with its locks.
+- ``kward.sessions.normalize``: session-side helpers over ``kward.tools.normalize`` (the one
+  tool-name/argument normalization), e.g. `tool_execution_end_fields` for the agent loop.
+
+This package knows nothing of JSON-RPC; it raises the classes of ``kward.errors``.
+"""
+
+from kward.sessions.manager import SessionManager
+from kward.sessions.opening import create_session, derive_session, load_session
+from kward.sessions.session import OpenSession
+from kward.sessions.store import SessionFile
+
+__all__ = ["OpenSession", "SessionFile", "SessionManager", "create_session", "derive_session", "load_session"]

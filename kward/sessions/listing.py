@@ -1,0 +1,206 @@
+"""Recent sessions of one workspace, decorated as a parent/child tree.
+
+Cost model: one ``scandir`` plus one ``stat`` per ``*.jsonl`` file to order them by mtime;
+only the newest files needed to fill `limit` items are opened and read. A file that is not
+a readable kward session is passed over (and the next one read). Reading never writes:
+listing deletes nothing.
+
+Pure functions over the file system: safe from any thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from kward.errors import KwardError
+from kward.sessions.messages import (
+    CONTENT_ROLES,
+    COUNTED_ROLES,
+    compacted,
+    display_text,
+    first_kept_id,
+    role_of,
+)
+from kward.sessions.reader import SessionReader
+from kward.sessions.records import iso_from_ns, normalize_iso
+from kward.sessions.replay import clean_name
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 20
+# Records that never change a listing: passed over without JSON decoding.
+_SKIP_PREFIXES = (b'{"type":"tool_execution_end"', b'{"type":"memory_state"')
+
+
+@dataclass
+class SessionSummary:
+    """What a listing shows about one file, plus its tree decoration."""
+
+    id: str
+    path: str
+    cwd: str
+    created_at: str
+    modified_at: str
+    mtime_ns: int
+    name: str | None
+    first_message: str
+    message_count: int
+    content_messages: int
+    parent_id: str | None
+    parent_path: str | None
+    depth: int = 0
+    is_last: bool = True
+    ancestor_continues: list[bool] = field(default_factory=list)
+
+    def to_payload(self, workspace_root: str) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "id": self.id,
+            "path": self.path,
+            "cwd": self.cwd or workspace_root,
+            "workspaceRoot": workspace_root,
+            "createdAt": self.created_at,
+            "modifiedAt": self.modified_at,
+            "name": self.name,
+            "firstMessage": self.first_message,
+            "messageCount": self.message_count,
+            "parentId": self.parent_id,
+            "parentPath": self.parent_path,
+            "depth": self.depth,
+            "isLast": self.is_last,
+            "ancestorContinues": list(self.ancestor_continues),
+        }
+        return {k: v for k, v in item.items() if v is not None}
+
+
+def _role(item: tuple[str, Any, Any]) -> str:
+    return item[0]
+
+
+def _ident(item: tuple[str, Any, Any]) -> Any:
+    return item[1]
+
+
+def summarize(path: str, mtime_ns: int) -> SessionSummary:
+    """Read one file into a summary (InvalidParams when it is not a kward session).
+
+    The live list is replayed with light stand-ins ``(role, id, message-if-shown)`` so a
+    big session costs no more memory than its user messages.
+    """
+    live: list[tuple[str, Any, Any]] = []
+    name: str | None = None
+    content = 0
+    with SessionReader(path) as reader:
+        header = reader.header
+        assert header is not None
+        for record in reader.records(_SKIP_PREFIXES):
+            kind = record.get("type")
+            message = record.get("message")
+            if kind == "message" and isinstance(message, dict):
+                role = role_of(message)
+                content += role in CONTENT_ROLES
+                shown = message if role in ("user", "compactionSummary") else None
+                live.append((role, message.get("id"), shown))
+            elif kind == "compaction" and isinstance(message, dict):
+                item = ("compactionSummary", message.get("id"), message)
+                live = compacted(live, item, first_kept_id(message), _role, _ident)
+            elif kind == "session_info":
+                name = clean_name(record.get("name"))
+    first = next((item[2] for item in live if item[2] is not None), None)
+    modified = iso_from_ns(mtime_ns)
+    return SessionSummary(
+        id=header.id,
+        path=path,
+        cwd=header.cwd,
+        created_at=normalize_iso(header.timestamp) or modified,
+        modified_at=modified,
+        mtime_ns=mtime_ns,
+        name=name,
+        first_message=display_text(first) if first is not None else "",
+        message_count=sum(1 for item in live if item[0] in COUNTED_ROLES),
+        content_messages=content,
+        parent_id=header.parent_id,
+        parent_path=header.parent_path,
+    )
+
+
+def newest_files(directory: str) -> list[tuple[int, str]]:
+    """(mtime_ns, absolute path) of the ``*.jsonl`` files in `directory`, newest first."""
+    found: list[tuple[int, str, str]] = []
+    try:
+        entries = os.scandir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    with entries:
+        for entry in entries:
+            if not entry.name.endswith(".jsonl"):
+                continue
+            try:
+                if not entry.is_file():
+                    continue
+                st = entry.stat()
+            except OSError:
+                continue  # deleted while we looked
+            found.append((st.st_mtime_ns, entry.name, entry.path))
+    found.sort(reverse=True)  # mtime desc, then name desc (names start with the time)
+    return [(mtime, os.path.abspath(path)) for mtime, _, path in found]
+
+
+def recent_sessions(directory: str, limit: int = DEFAULT_LIMIT, skip: Iterable[str] = ()) -> list[SessionSummary]:
+    """The newest `limit` readable sessions in `directory`, undecorated, newest first.
+    Paths in `skip` are passed over without being read."""
+    skipped = set(skip)
+    result: list[SessionSummary] = []
+    for mtime_ns, path in newest_files(directory):
+        if len(result) >= limit:
+            break
+        if path in skipped:
+            continue
+        try:
+            result.append(summarize(path, mtime_ns))
+        except (OSError, KwardError) as exc:
+            log.info("Not listing %s: %s", path, exc)
+    return result
+
+
+def decorate_tree(sessions: list[SessionSummary]) -> list[SessionSummary]:
+    """Order as a tree: roots newest first, each followed by its children (newest first).
+
+    A session whose parent is not in the list is a root. ``ancestorContinues`` follows
+    the original: children of a root get ``[]``; deeper rows get their parent's list plus
+    whether the parent has later siblings. Rows caught in a parent cycle become roots.
+    """
+    ids = {s.id for s in sessions}
+    children: dict[str | None, list[SessionSummary]] = {}
+    for s in sessions:
+        key = s.parent_id if s.parent_id in ids and s.parent_id != s.id else None
+        children.setdefault(key, []).append(s)
+    for group in children.values():
+        group.sort(key=lambda s: s.mtime_ns, reverse=True)
+    result: list[SessionSummary] = []
+    seen: set[int] = set()
+
+    def visit(group: list[SessionSummary], depth: int, continues: list[bool]) -> None:
+        group = [s for s in group if id(s) not in seen]
+        for index, s in enumerate(group):
+            seen.add(id(s))
+            s.depth, s.is_last = depth, index == len(group) - 1
+            s.ancestor_continues = list(continues)
+            result.append(s)
+            visit(children.get(s.id, []), depth + 1, [] if depth == 0 else continues + [not s.is_last])
+
+    visit(children.get(None, []), 0, [])
+    for s in sorted(sessions, key=lambda s: s.mtime_ns, reverse=True):
+        if id(s) not in seen:  # only rows caught in a parent cycle end up here
+            visit([s], 0, [])
+    return result
+
+
+def list_sessions(directory: str, workspace_root: str, limit: int = DEFAULT_LIMIT,
+                  skip: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """``sessions/list`` items for one workspace's session directory."""
+    if limit <= 0:
+        limit = DEFAULT_LIMIT
+    return [s.to_payload(workspace_root) for s in decorate_tree(recent_sessions(directory, limit, skip))]

@@ -1,0 +1,85 @@
+"""Opening sessions: create a new file, load an existing one, derive a clone or fork.
+
+Each function returns an OpenSession that no registry knows yet (SessionManager registers
+it). Safe from any thread; the work happens on the calling thread.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from kward.errors import PathNotAllowed
+from kward.sessions.paths import new_session_name, workspace_session_dir
+from kward.sessions.reader import SessionReader
+from kward.sessions.records import SessionHeader
+from kward.sessions.replay import Replay, clean_name
+from kward.sessions.session import OpenSession
+from kward.sessions.store import SessionFile
+
+
+def create_session(sessions_dir: Path, workspace_root: str, *, name: str | None = None,
+                   model: str | None = None, reasoning_effort: str | None = None,
+                   parent: OpenSession | None = None) -> OpenSession:
+    """A new session file in the workspace's session directory (header fsynced)."""
+    file_name, session_id, stamp = new_session_name()
+    header = SessionHeader(id=session_id, timestamp=stamp, cwd=workspace_root, model=model,
+                           reasoning_effort=reasoning_effort,
+                           parent_id=parent.persistent_id if parent else None,
+                           parent_path=parent.path if parent else None)
+    file = SessionFile.create(workspace_session_dir(sessions_dir, workspace_root), file_name, header)
+    session = OpenSession(file, header, Replay(header, workspace_root), file.size(), workspace_root)
+    if clean_name(name) is not None:
+        session.rename(name)
+        session.sync()
+    return session
+
+
+def load_session(path: str, fallback_root: str) -> OpenSession:
+    """Open an existing session file (InvalidParams when it is not a kward session).
+
+    The workspace root is the header's cwd when that directory still exists, else
+    `fallback_root`. An unopenable file is PathNotAllowed.
+    """
+    try:
+        file = SessionFile.open(Path(path))
+    except OSError as exc:
+        raise PathNotAllowed(f"Cannot open session file {path}: {exc.strerror}", data={"path": path}) from None
+    try:
+        with SessionReader(path) as reader:
+            header = reader.header
+            assert header is not None
+            root = fallback_root
+            if header.cwd and os.path.isdir(header.cwd):
+                root = os.path.realpath(header.cwd)
+            replay = Replay(header, root)
+            for record in reader.records():
+                if not replay.apply(record):
+                    reader.report.note("invalid", reader.where)
+            reader.report.emit()
+            offset = reader.end_offset
+    except BaseException:
+        file.close()
+        raise
+    return OpenSession(file, header, replay, offset, root)
+
+
+def derive_session(sessions_dir: Path, source: OpenSession, messages: list[dict[str, Any]],
+                   read_paths: set[str] | None = None) -> OpenSession:
+    """A clone/fork of `source`: new file with parentId/parentPath, the source's name and
+    runtime, then `messages` re-appended. `read_paths` replaces the rebuilt read state when
+    given. The source file is untouched."""
+    session = create_session(sessions_dir, source.workspace_root, name=source.name, model=source.model,
+                             reasoning_effort=source.reasoning_effort, parent=source)
+    try:
+        for message in messages:
+            session.append_message(message)
+        if read_paths is not None:
+            session.read_paths.clear()
+            session.read_paths.update(read_paths)
+        session.sync()
+    except BaseException:
+        session.delete()
+        raise
+    return session

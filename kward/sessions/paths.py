@@ -1,0 +1,83 @@
+"""Where session files live and how user-given paths are resolved.
+
+Layout (DESIGN.md, reference section 4)::
+
+    <config>/sessions/--<workspace path, leading slash removed, / \\ : replaced by ->--/
+        <UTC ISO time with ms, ':' -> '-'>_<uuid>.jsonl
+
+Pure functions over the file system (they stat, never write): safe from any thread.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kward.errors import InvalidParams, PathNotAllowed
+from kward.sessions.records import iso_ms
+
+_SEPARATORS = re.compile(r"[/\\:]")
+
+
+def safe_cwd(workspace_root: str) -> str:
+    """``/home/u/proj`` -> ``--home-u-proj--``."""
+    path = os.path.abspath(workspace_root)
+    if path[:1] in ("/", "\\"):
+        path = path[1:]
+    return f"--{_SEPARATORS.sub('-', path)}--"
+
+
+def workspace_session_dir(sessions_dir: Path, workspace_root: str) -> Path:
+    """The directory holding every session of one workspace (not created here)."""
+    return Path(sessions_dir) / safe_cwd(workspace_root)
+
+
+def new_session_name(now: datetime | None = None) -> tuple[str, str, str]:
+    """(file name, session uuid, header timestamp) for a session created now."""
+    now = now or datetime.now(timezone.utc)
+    stamp = iso_ms(now)
+    session_id = str(uuid.uuid4())
+    return f"{stamp.replace(':', '-')}_{session_id}.jsonl", session_id, stamp
+
+
+def resolve_session_path(path: str | os.PathLike[str], workspace_root: str) -> str:
+    """Resolve a session path (``~`` expanded, relative to the workspace) to an existing file.
+
+    A missing path is InvalidParams; something that exists but is not a regular file (a
+    directory, a FIFO, a device) is PathNotAllowed: reading it could block or mislead.
+    The returned path is the real path (symlinks resolved), so one file has one key.
+    """
+    raw = os.fspath(path)
+    if not raw.strip():
+        raise InvalidParams("Session path is empty", data={"param": "path"})
+    expanded = os.path.expanduser(raw)
+    full = os.path.normpath(os.path.join(workspace_root, expanded))
+    try:
+        st = os.stat(full)
+    except FileNotFoundError:
+        raise InvalidParams(f"Session file not found: {full}", data={"path": full}) from None
+    except OSError as exc:
+        raise PathNotAllowed(f"Session file cannot be read: {full}: {exc.strerror}", data={"path": full}) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise PathNotAllowed(f"Session path is not a regular file: {full}", data={"path": full})
+    return os.path.realpath(full)
+
+
+def is_inside(path: str, root: str) -> bool:
+    """True when `path` equals `root` or lies below it (both already absolute/real)."""
+    root = root.rstrip(os.sep) or os.sep
+    return path == root or path.startswith(root + os.sep) or root == os.sep
+
+
+def lock_path_for(session_path: Path) -> Path:
+    """The sidecar file whose flock is the session's turn lock."""
+    return session_path.with_name(session_path.name + ".lock")
+
+
+def presence_path_for(session_path: Path) -> Path:
+    """The sidecar every process with the session open holds a shared flock on."""
+    return session_path.with_name(session_path.name + ".open")

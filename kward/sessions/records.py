@@ -1,0 +1,152 @@
+"""Record shapes of the linear ("version 1") session format, and timestamps.
+
+A session file is JSONL: a header line, then one record per line. The shapes follow the
+original kward (see reference/original-behavior.md, section 4):
+
+- ``{type:"session", version:1, id, timestamp, cwd, model?, reasoningEffort?, parentId?, parentPath?}``
+- ``{type:"message", timestamp, message}``
+- ``{type:"compaction", timestamp, message:{role:"compactionSummary", summary, first_kept_entry_id, ...}}``
+- ``{type:"tool_execution_end", timestamp, toolCallId, toolName, args, result, isError}``
+- ``{type:"memory_state", timestamp, sessionMemories, lastRetrieval}``
+- ``{type:"session_info", timestamp, name?, model?, reasoningEffort?}``
+
+Pure functions and immutable data: safe from any thread.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+SESSION_VERSION = 1
+
+#: Record types written after the header. Anything else is skipped (and logged) on read.
+BODY_TYPES = frozenset({"message", "compaction", "tool_execution_end", "memory_state", "session_info"})
+#: Types a caller may append through ``append_record`` (messages go through ``append_message``).
+EXTRA_TYPES = frozenset({"compaction", "tool_execution_end", "memory_state", "session_info"})
+
+
+def iso_ms(dt: datetime) -> str:
+    """``2026-06-12T10:11:12.345Z`` for an aware or naive-UTC datetime."""
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def utc_now_iso() -> str:
+    return iso_ms(datetime.now(timezone.utc))
+
+
+def iso_from_ns(ns: int) -> str:
+    """ISO UTC with milliseconds for a nanosecond epoch time (a file's st_mtime_ns)."""
+    dt = datetime.fromtimestamp(ns // 1_000_000_000, timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(ns // 1_000_000) % 1000:03d}Z"
+
+
+def normalize_iso(value: Any) -> str | None:
+    """Re-format an ISO-8601 timestamp as UTC with milliseconds; None when unparseable."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    # Python 3.10's fromisoformat wants 0, 3 or 6 fraction digits: pad or cut to 6.
+    head, sep, rest = text.partition(".")
+    if sep:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        frac, tail = rest[:digits], rest[digits:]
+        text = f"{head}.{(frac + '000000')[:6]}{tail}"
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return iso_ms(dt)
+
+
+@dataclass(frozen=True)
+class SessionHeader:
+    """The first record of a session file."""
+
+    id: str
+    timestamp: str
+    cwd: str
+    model: str | None = None
+    reasoning_effort: str | None = None
+    parent_id: str | None = None
+    parent_path: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "type": "session",
+            "version": SESSION_VERSION,
+            "id": self.id,
+            "timestamp": self.timestamp,
+            "cwd": self.cwd,
+            "model": self.model,
+            "reasoningEffort": self.reasoning_effort,
+            "parentId": self.parent_id,
+            "parentPath": self.parent_path,
+        }
+        return {k: v for k, v in record.items() if v not in (None, "")}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "SessionHeader":
+        """Build from a record already checked by ``header_problem``."""
+
+        def text(key: str) -> str | None:
+            value = record.get(key)
+            return value if isinstance(value, str) and value else None
+
+        return cls(
+            id=record["id"],
+            timestamp=text("timestamp") or "",
+            cwd=text("cwd") or "",
+            model=text("model"),
+            reasoning_effort=text("reasoningEffort"),
+            parent_id=text("parentId"),
+            parent_path=text("parentPath"),
+        )
+
+
+def header_problem(record: Any) -> str | None:
+    """Why `record` is not a usable v1 header, or None when it is one."""
+    if not isinstance(record, dict) or record.get("type") != "session":
+        return "the first record is not a session header"
+    version = record.get("version")
+    if version != SESSION_VERSION or isinstance(version, bool):
+        return f"unsupported session format version {version!r} (kward reads version {SESSION_VERSION})"
+    if not isinstance(record.get("id"), str) or not record["id"]:
+        return "the session header has no id"
+    return None
+
+
+def make_record(record_type: str, **fields: Any) -> dict[str, Any]:
+    """``{type, timestamp, **fields}`` with the type first (readers may peek at it)."""
+    record: dict[str, Any] = {"type": record_type, "timestamp": utc_now_iso()}
+    record.update(fields)
+    return record
+
+
+def message_record(message: dict[str, Any]) -> dict[str, Any]:
+    return make_record("message", message=message)
+
+
+def session_info_record(name: str | None, **runtime: Any) -> dict[str, Any]:
+    """A rename (``name`` may be None to clear) or a runtime change carrying the name."""
+    fields: dict[str, Any] = {"name": name}
+    fields.update({k: v for k, v in runtime.items() if v not in (None, "")})
+    if name is None and runtime:
+        fields.pop("name")  # as the original: empty values are omitted on runtime records
+    return make_record("session_info", **fields)
+
+
+def encode_line(record: dict[str, Any]) -> bytes:
+    """One compact JSON line ending in ``\\n`` (UTF-8; lone surrogates escaped)."""
+    try:
+        return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")

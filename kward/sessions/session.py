@@ -1,0 +1,317 @@
+"""An open session: the file, its live state, and the busy/idle bookkeeping cleanup needs.
+
+Thread contract: one `threading.RLock` per OpenSession (``_lock``) guards the live state
+(conversation, name, read paths, the file offset the state reflects) and the busy/closing
+flags. Every append happens under it, so this process's view changes in file order.
+Records appended by other processes are folded in by `refresh` (called by `turn_lock`,
+`payload`, `rename` and before cleanup decisions) and automatically when our own append
+lands after them. Any thread may call any method; the agent loop's worker thread calls
+`append_message`/`append_record` inside `turn_lock`.
+
+Messages are treated as immutable once appended: they are shared, not copied, between the
+live list, clones and forks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from typing import Any, Callable, Iterator
+
+from kward.errors import SessionNotFound
+from kward.sessions.reader import SkipReport, split_chunk
+from kward.sessions.records import (
+    EXTRA_TYPES,
+    SessionHeader,
+    iso_from_ns,
+    make_record,
+    message_record,
+    normalize_iso,
+    session_info_record,
+)
+from kward.sessions.replay import Replay, clean_name
+from kward.sessions.store import SessionFile, try_turn_lock
+
+log = logging.getLogger(__name__)
+
+
+class OpenSession:
+    """One session opened by this process under a fresh RPC id. Build with
+    ``kward.sessions.opening`` (`create_session`, `load_session`, `derive_session`)."""
+
+    def __init__(self, file: SessionFile, header: SessionHeader, replay: Replay, offset: int,
+                 workspace_root: str, rpc_id: str | None = None):
+        self.id = rpc_id or str(uuid.uuid4())
+        self.header = header
+        self.workspace_root = workspace_root
+        self._file = file
+        self._replay = replay
+        self._offset = offset
+        self._lock = threading.RLock()
+        self._busy = 0
+        self._closing = False
+        self._finalized = False
+
+    # --- read-only views -------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return str(self._file.path)
+
+    @property
+    def persistent_id(self) -> str:
+        return self.header.id
+
+    @property
+    def name(self) -> str | None:
+        return self._replay.name
+
+    @property
+    def conversation(self) -> list[dict[str, Any]]:
+        """The live message list (not a copy): read it, never mutate it."""
+        return self._replay.conversation
+
+    @property
+    def read_paths(self) -> set[str]:
+        """Real paths read successfully in this conversation (the tools layer may add)."""
+        return self._replay.read_paths
+
+    @property
+    def memory_state(self) -> dict[str, Any] | None:
+        return self._replay.memory_state
+
+    @property
+    def model(self) -> str | None:
+        return self._replay.model
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        return self._replay.reasoning_effort
+
+    @property
+    def is_empty(self) -> bool:
+        """No user/assistant/tool message was ever written and no name is set."""
+        with self._lock:
+            return self._replay.content_messages == 0 and self._replay.name is None
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return self._busy > 0
+
+    @property
+    def closed(self) -> bool:
+        with self._lock:
+            return self._closing
+
+    def entry_messages(self) -> list[dict[str, Any]]:
+        """Non-system live messages: the list ``message:<n>`` entry ids index."""
+        with self._lock:
+            return [m for m in self._replay.conversation if m.get("role") != "system"]
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], set[str]]:
+        """(non-system live messages, copy of the read paths), consistent with each other
+        and with everything other processes appended so far."""
+        with self._lock:
+            self.refresh()
+            return self.entry_messages(), set(self._replay.read_paths)
+
+    # --- writing ---------------------------------------------------------------------
+
+    def append_message(self, message: dict[str, Any]) -> None:
+        """Persist `message` (one line, written before return) and add it to the live list."""
+        if not isinstance(message, dict):
+            raise TypeError("a message must be a dict")
+        with self._lock:
+            self._append(message_record(message), lambda: self._replay.add_message(message))
+
+    def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]:
+        """Persist a ``compaction``, ``tool_execution_end``, ``memory_state`` or
+        ``session_info`` record and apply it to the live state; return the record.
+
+        A session_info without ``name`` carries the current name (so it does not clear it);
+        a compaction (``message=<compactionSummary>``) rebuilds the live list and clears the
+        read paths exactly as a reload would.
+        """
+        if record_type not in EXTRA_TYPES:
+            raise ValueError(f"append_record cannot write {record_type!r} records")
+        with self._lock:
+            if record_type == "session_info" and "name" not in fields:
+                self.refresh()  # the current name may have been set by another process
+                if self._replay.name is not None:
+                    fields = {"name": self._replay.name, **fields}
+            if record_type == "compaction" and not isinstance(fields.get("message"), dict):
+                raise ValueError("a compaction record needs message={...compactionSummary...}")
+            record = make_record(record_type, **fields)
+            self._append(record, lambda: self._replay.apply(record))
+            return record
+
+    def rename(self, name: str | None) -> None:
+        """Set or clear (empty/None) the name: appends a session_info record."""
+        with self._lock:
+            self.refresh()
+            record = session_info_record(clean_name(name))
+            self._append(record, lambda: self._replay.apply(record))
+
+    def sync(self) -> None:
+        """fsync what was appended (end of a turn, close)."""
+        self._file.sync()
+
+    def _append(self, record: dict[str, Any], apply: Callable[[], Any]) -> None:
+        if self._finalized:
+            raise SessionNotFound(self.id)
+        start, end = self._file.append(record)
+        if start > self._offset:  # another process appended since our last look
+            self._catch_up(start)
+        apply()
+        self._offset = end
+
+    # --- other processes -------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Fold in complete records other processes appended since our last look."""
+        with self._lock:
+            if self._finalized:
+                return
+            size = self._file.size()
+            if size > self._offset:
+                self._catch_up(size)
+
+    def _catch_up(self, upto: int) -> None:
+        report = SkipReport(self.path)
+        records, consumed = split_chunk(self._file.read_range(self._offset, upto), self._offset, report)
+        for record in records:
+            if not self._replay.apply(record):
+                report.note("invalid", f"byte {self._offset}")
+        self._offset += consumed
+        report.emit()
+
+    # --- turns, busy state, closing --------------------------------------------------
+
+    def begin_work(self) -> None:
+        """Mark a queued or running turn (not idle: cleanup leaves the session alone).
+        Raises SessionNotFound when the session was closed."""
+        with self._lock:
+            if self._closing:
+                raise SessionNotFound(self.id)
+            self._busy += 1
+
+    def end_work(self) -> None:
+        """Undo one `begin_work`; a close requested meanwhile completes here."""
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0 and self._closing and not self._finalized:
+                self._finalize(delete_if_unused=True)
+
+    @contextlib.contextmanager
+    def work(self) -> Iterator["OpenSession"]:
+        self.begin_work()
+        try:
+            yield self
+        finally:
+            self.end_work()
+
+    @contextlib.contextmanager
+    def turn_lock(self) -> Iterator["OpenSession"]:
+        """Hold the cross-process turn lock for a turn or compaction; SessionBusy at once
+        when another process holds it. Catches up with others' records on entry and
+        fsyncs on exit. The session counts as busy meanwhile."""
+        with self.work():
+            with self._file.turn_lock(label=f"session {self.id} ({self.path})"):
+                self.refresh()
+                try:
+                    yield self
+                finally:
+                    self.sync()
+
+    def close(self, *, delete_if_unused: bool = True) -> bool:
+        """Stop accepting work; fsync and close the file (at once, or when the running
+        turn ends). Returns True when the file was deleted as unused (idle, empty,
+        unnamed, turn lock free)."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._closing = True
+            if self._busy:
+                return False
+            return self._finalize(delete_if_unused=delete_if_unused)
+
+    def delete_if_unused(self) -> bool:
+        """Close and delete the file if idle, empty and unnamed, re-checked against the
+        file under the turn lock (skipped if another process holds it). When it returns
+        False the session stays open and usable."""
+        with self._lock:
+            if self._closing or self._busy or not self._try_delete_unused():
+                return False
+            self._closing = True
+            self._finalized = True
+            return True
+
+    def delete(self) -> str:
+        """Close and remove the file and its sidecar lock, whatever they hold."""
+        with self._lock:
+            self._closing = True
+            self._finalized = True
+            self._file.delete()
+            return self.path
+
+    def _finalize(self, *, delete_if_unused: bool) -> bool:
+        """Under `_lock`, closing and not busy: delete when unused, else fsync and close."""
+        try:
+            deleted = delete_if_unused and self._try_delete_unused()
+        except OSError as exc:  # e.g. the directory became read-only: keep the file
+            log.warning("Could not remove unused session %s: %s", self.path, exc)
+            deleted = False
+        self._finalized = True
+        if not deleted:
+            self._file.close()
+        return deleted
+
+    def _try_delete_unused(self) -> bool:
+        """Under `_lock`: delete the file when empty and unnamed, no other process runs a
+        turn on it (turn lock) and no other process has it open (presence lock), re-checking
+        emptiness against the file meanwhile. True when deleted."""
+        if not self.is_empty:
+            return False
+        lock_fd = try_turn_lock(self._file.lock_path)
+        if lock_fd is None:
+            return False  # another process runs a turn on it
+        try:
+            with self._file.exclusive_presence() as alone:
+                if not alone:
+                    return False  # another process has it open
+                self.refresh()
+                if not self.is_empty:
+                    return False
+                self._file.delete()
+            log.info("Deleted unused session %s", self.path)
+            return True
+        finally:
+            os.close(lock_fd)
+
+    # --- payload ---------------------------------------------------------------------
+
+    def payload(self) -> dict[str, Any]:
+        """The session payload of the protocol (None fields omitted)."""
+        self.refresh()
+        try:
+            mtime = iso_from_ns(os.stat(self.path).st_mtime_ns)
+        except OSError:
+            mtime = None
+        header = self.header
+        payload = {
+            "id": self.id,
+            "persistentId": header.id,
+            "path": self.path,
+            "workspaceRoot": self.workspace_root,
+            "cwd": header.cwd or self.workspace_root,
+            "name": self.name,
+            "createdAt": normalize_iso(header.timestamp) or mtime,
+            "modifiedAt": mtime,
+            "parentId": header.parent_id,
+            "parentPath": header.parent_path,
+        }
+        return {k: v for k, v in payload.items() if v is not None}

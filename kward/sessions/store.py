@@ -1,0 +1,270 @@
+"""One session file on disk: O_EXCL creation, whole-line appends, fsync, and its locks.
+
+Concurrency contract (DESIGN.md "Where we deliberately differ"):
+
+- Every append is ONE ``os.write`` of a whole line on an ``O_APPEND`` descriptor, made
+  while holding a short ``flock(LOCK_EX)`` on the session file itself (serializes writers
+  of all processes) and this object's ``threading.Lock`` (serializes threads of this
+  process). Lines never interleave, and a line is in the file (page cache) when
+  ``append`` returns; ``sync`` makes it durable (fsync).
+- If the file does not end in a newline when we append (a writer crashed mid-line), the
+  line we write starts with ``\\n`` so the torn fragment stays a separate, skippable line.
+- Turn lock: ``flock(LOCK_EX|LOCK_NB)`` on the sidecar ``<file>.lock``, held for a whole
+  turn or compaction. Another holder (any process, or another descriptor in this one)
+  makes ``turn_lock`` raise SessionBusy at once.
+- Presence lock: every open SessionFile holds ``flock(LOCK_SH)`` on the sidecar
+  ``<file>.open`` until it is closed, so a process can tell whether any *other* process
+  has the session open (``exclusive_presence``) before deleting an unused session.
+
+Any thread may call any method; the internal lock makes appends, reads, sync and close
+atomic with respect to each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from kward.errors import InvalidParams, SessionBusy
+from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
+from kward.sessions.paths import lock_path_for, presence_path_for
+from kward.sessions.records import SessionHeader, encode_line
+
+log = logging.getLogger(__name__)
+
+
+class SessionFile:
+    """An open append descriptor on one session file. Build with `create` or `open`."""
+
+    def __init__(self, path: Path, fd: int, presence_fd: int):
+        self.path = Path(path)
+        self._fd: int | None = fd
+        self._presence_fd: int | None = presence_fd
+        self._lock = threading.Lock()
+        self._dirty = False
+        self._warned_unlinked = False
+
+    # --- construction ----------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, file_name: str, header: SessionHeader) -> "SessionFile":
+        """Create ``directory/file_name`` (O_EXCL, 0600; directory 0700) holding `header`.
+
+        The header line and the directory entry are fsynced before returning.
+        """
+        ensure_private_dir(directory)
+        path = Path(directory) / file_name
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            session = cls(path, fd, _take_presence(path))
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
+        try:
+            session.append(header.to_record())
+            session.sync()
+        except BaseException:
+            session.delete()
+            raise
+        fsync_dir(Path(directory))
+        return session
+
+    @classmethod
+    def open(cls, path: Path) -> "SessionFile":
+        """Open an existing file for appending (never truncated or created).
+
+        InvalidParams when the file was deleted while we opened it."""
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            presence = _take_presence(Path(path))
+        except BaseException:
+            os.close(fd)
+            raise
+        session = cls(Path(path), fd, presence)
+        if os.fstat(fd).st_nlink == 0:  # removed as unused between our open and our lock
+            session.close()
+            raise InvalidParams(f"Session file not found: {path}", data={"path": str(path)})
+        return session
+
+    # --- writing ---------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def append(self, record: dict[str, Any]) -> tuple[int, int]:
+        """Write `record` as one line; return the (start, end) byte offsets of the line.
+
+        Raises ValueError when closed.
+        """
+        return self.append_line(encode_line(record))
+
+    def append_line(self, line: bytes) -> tuple[int, int]:
+        """Append pre-encoded bytes that end in ``\\n`` (one JSON record)."""
+        with self._lock:
+            fd = self._require_fd()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                st = os.fstat(fd)
+                size = st.st_size
+                if st.st_nlink == 0 and not self._warned_unlinked:
+                    self._warned_unlinked = True
+                    log.warning("Session file %s was deleted by another process; appends are lost", self.path)
+                data = line
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + line  # terminate a torn line left by a crashed writer
+                written = os.write(fd, data)
+                while written < len(data):  # regular files: only on ENOSPC-like trouble
+                    more = os.write(fd, data[written:])
+                    if more <= 0:
+                        raise OSError(errno.EIO, "short write to session file", str(self.path))
+                    written += more
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            self._dirty = True
+        end = size + len(data)
+        return end - len(line), end
+
+    def sync(self) -> None:
+        """fsync the file if anything was appended since the last sync (no-op when closed)."""
+        with self._lock:
+            if self._fd is not None and self._dirty:
+                os.fsync(self._fd)
+                self._dirty = False
+
+    def size(self) -> int:
+        with self._lock:
+            return os.fstat(self._require_fd()).st_size
+
+    def read_range(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the file (lines already written never change)."""
+        chunks = []
+        with self._lock:  # held so that a concurrent close cannot recycle the descriptor
+            fd = self._require_fd()
+            while start < end:
+                chunk = os.pread(fd, min(end - start, 1 << 20), start)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                start += len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        """fsync, close, and drop the presence lock; idempotent."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+            presence, self._presence_fd = self._presence_fd, None
+            try:
+                if fd is not None and self._dirty:
+                    os.fsync(fd)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+                if presence is not None:
+                    os.close(presence)
+
+    def _require_fd(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"session file is closed: {self.path}")
+        return self._fd
+
+    # --- locks -----------------------------------------------------------------------
+
+    @property
+    def lock_path(self) -> Path:
+        return lock_path_for(self.path)
+
+    @contextlib.contextmanager
+    def turn_lock(self, label: str | None = None) -> Iterator[None]:
+        """Hold the sidecar flock for the block; SessionBusy at once if someone holds it.
+
+        `label` names the session in the error message (defaults to the file path).
+        """
+        fd = try_turn_lock(self.lock_path)
+        if fd is None:
+            name = label or str(self.path)
+            raise SessionBusy(f"Session is busy: another process is running a turn on {name}",
+                              data={"path": str(self.path)})
+        try:
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    @contextlib.contextmanager
+    def exclusive_presence(self) -> Iterator[bool]:
+        """Yield True when no other descriptor (another process) has this session open.
+
+        Call it only while holding the turn lock: a failed LOCK_SH -> LOCK_EX conversion
+        drops our shared lock for a moment, and the turn lock keeps every other process
+        from making the same check in that moment. While the block runs with True nobody
+        can open the session (their presence lock waits). Our shared lock is restored after.
+        """
+        with self._lock:
+            presence = self._presence_fd
+        if presence is None:
+            yield False
+            return
+        try:
+            fcntl.flock(presence, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            alone = True
+        except BlockingIOError:
+            alone = False
+        try:
+            yield alone
+        finally:
+            with self._lock:
+                if self._presence_fd is not None:  # a failed conversion may have dropped it
+                    fcntl.flock(self._presence_fd, fcntl.LOCK_SH)
+
+    def delete(self) -> None:
+        """Close, then remove the file and its sidecars (missing files are fine)."""
+        self.close()
+        remove_session_files(self.path)
+
+
+def _take_presence(path: Path) -> int:
+    fd = os.open(presence_path_for(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def try_turn_lock(lock_path: Path) -> int | None:
+    """Open `lock_path` (0600) and take LOCK_EX|LOCK_NB; the fd, or None when held elsewhere."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def remove_session_files(path: Path) -> bool:
+    """Unlink a session file and its sidecars; True when the session file was removed."""
+    removed = False
+    try:
+        os.unlink(path)
+        removed = True
+    except FileNotFoundError:
+        pass
+    for sidecar in (lock_path_for(Path(path)), presence_path_for(Path(path))):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(sidecar)
+    fsync_dir(Path(path).parent)
+    return removed

@@ -1,0 +1,53 @@
+"""The tools the model can call: a core library that knows nothing of JSON-RPC or sessions.
+
+Public API (all importable from ``kward.tools``)::
+
+    ctx = ToolContext(workspace_root=Path, read_paths=set[str], cancel=CancelToken,
+                      ask_user=Callable[[list[dict]], list | None] | None, env=dict[str, str])
+    registry = default_registry()            # or ToolRegistry(specs)
+    registry.schemas(has_ui: bool) -> list[dict]   # {type:"function", function:{name, ...}}
+    registry.names(has_ui: bool) -> list[str]
+    registry.run(name: str, arguments: str | dict, ctx) -> ToolResult   # raises only Canceled
+    result.content, result.is_error, result.diff, result.changed_files, result.images
+    result.to_payload() -> {content, isError, images, diff?, changedFiles?}
+
+    normalize_tool_name(name) -> str         # read_file -> read, ... (kward.tools.normalize)
+    normalize_args(name, args: dict) -> dict # camelCase; bash -> {command, timeout}
+    parse_arguments(raw) -> dict             # lenient JSON decode for event payloads
+    validate_questions(questions) -> list[dict]     # raises QuestionError (InvalidParams)
+    normalize_answers(answers, questions) -> list[{question, answer}] | None
+
+Tools: list_directory, read_file, write_file, edit_file, run_shell_command, search_files,
+and ask_user_question (advertised only when a UI question bridge is attached, i.e.
+``schemas(has_ui=True)``; `run` answers ``Unknown tool`` for it when ``ctx.ask_user`` is None).
+
+Cancellation contract: `ToolRegistry.run` raises `kward.errors.Canceled` when
+``ctx.cancel`` is already cancelled, or when a running shell command, search or question
+is interrupted by it (a shell command's whole process group is killed and reaped before
+the raise). It never returns a "cancelled" result for turn cancellation; the agent loop
+catches `Canceled`, records a tool result of its choosing (``base.CANCELLED`` is the
+original's text ``Cancelled.``) and finishes the turn as canceled. A ``Cancelled.`` result
+*returned* by ask_user_question means the user dismissed the questions while the turn
+goes on.
+
+Threading: `run` executes on the calling (turn worker) thread and may block for the
+duration of a shell command or a UI answer; `ctx.cancel.cancel()` from any other thread
+interrupts it promptly. A registry is immutable and shared; a `ToolContext` belongs to
+one turn at a time (its `read_paths` is the session's set, unlocked: one turn per session).
+
+Modules: base (types), paths (workspace confinement), diff (single-hunk unified diff),
+reading (list/read), writing (write/edit), process (child process runner), shell,
+search, question, normalize, registry.
+"""
+
+from kward.tools.base import CANCELLED, Args, ToolContext, ToolError, ToolResult, ToolSpec, is_error_text
+from kward.tools.normalize import extract_diff, normalize_args, normalize_tool_name, parse_arguments
+from kward.tools.question import QuestionError, normalize_answers, validate_questions
+from kward.tools.registry import DEFAULT_SPECS, ToolRegistry, default_registry
+
+__all__ = [
+    "CANCELLED", "Args", "ToolContext", "ToolError", "ToolResult", "ToolSpec", "is_error_text",
+    "extract_diff", "normalize_args", "normalize_tool_name", "parse_arguments",
+    "QuestionError", "normalize_answers", "validate_questions",
+    "DEFAULT_SPECS", "ToolRegistry", "default_registry",
+]

@@ -1,0 +1,119 @@
+"""The canonical tool-name and argument normalization for RPC tool events and transcripts.
+
+Clients (Tauren) show tool cards by normalized name and camelCase args:
+
+- `normalize_tool_name`: read_file -> ``read``, edit_file -> ``edit``, write_file ->
+  ``write``, run_shell_command -> ``bash``; every other name unchanged.
+- `normalize_args(name, args)`: edit -> ``{path, edits: [{oldText, newText}]}``; write ->
+  ``{path, content}``; bash -> ``{command, timeout}`` (timeout from `timeout` or
+  `timeout_seconds`, default 30); any other tool -> keys camelCased recursively
+  (``max_results`` -> ``maxResults``). Accepts raw or already-normalized names, and
+  already-camelCased args (normalizing twice changes nothing).
+- `parse_arguments(raw)`: the model's JSON argument text -> dict (``{}`` when empty,
+  invalid or not an object); a dict passes through.
+- `extract_diff(text)`: the unified diff inside a write/edit result text (from the first
+  line starting with ``--- ``), or None.
+
+Pure functions, safe from any thread. `kward.sessions` should import these rather than
+keep its own copy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+TOOL_NAME_MAP: dict[str, str] = {
+    "read_file": "read",
+    "edit_file": "edit",
+    "write_file": "write",
+    "run_shell_command": "bash",
+}
+
+DEFAULT_BASH_TIMEOUT = 30
+
+_SNAKE = re.compile(r"_([a-z])")
+_DIFF_START = re.compile(r"^--- ", re.M)
+
+
+def normalize_tool_name(name: str) -> str:
+    """The client-facing tool name (see the module doc)."""
+    return TOOL_NAME_MAP.get(name, name)
+
+
+def camelize_key(key: str) -> str:
+    """``old_text`` -> ``oldText`` (an underscore before a lowercase letter is dropped)."""
+    return _SNAKE.sub(lambda m: m.group(1).upper(), key)
+
+
+def camelize(value: Any) -> Any:
+    """A copy of `value` with every dict key camelCased, recursively through lists."""
+    if isinstance(value, dict):
+        return {camelize_key(str(k)): camelize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [camelize(v) for v in value]
+    return value
+
+
+def _first(obj: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if obj.get(key) is not None:
+            return obj[key]
+    return None
+
+
+def normalize_args(name: str, args: Any) -> dict[str, Any]:
+    """Client-facing args of a tool call (see the module doc). `name` may be raw or normalized."""
+    if not isinstance(args, dict):
+        return {}
+    kind = normalize_tool_name(name)
+    if kind == "edit":
+        out: dict[str, Any] = {}
+        if args.get("path") is not None:
+            out["path"] = args["path"]
+        edits = []
+        raw_edits = args.get("edits")
+        for edit in raw_edits if isinstance(raw_edits, list) else []:
+            if not isinstance(edit, dict):
+                continue
+            item = {}
+            old = _first(edit, "oldText", "old_text")
+            new = _first(edit, "newText", "new_text")
+            if old is not None:
+                item["oldText"] = old
+            if new is not None:
+                item["newText"] = new
+            edits.append(item)
+        if edits:
+            out["edits"] = edits
+        return out
+    if kind == "write":
+        return {k: args[k] for k in ("path", "content") if args.get(k) is not None}
+    if kind == "bash":
+        out = {}
+        if args.get("command") is not None:
+            out["command"] = args["command"]
+        timeout = _first(args, "timeout", "timeout_seconds", "timeoutSeconds")
+        out["timeout"] = DEFAULT_BASH_TIMEOUT if timeout is None else timeout
+        return out
+    return camelize(args)
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """The model's argument JSON text as a dict; ``{}`` when empty, invalid or not an object."""
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, (str, bytes)) or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def extract_diff(text: str) -> str | None:
+    """The unified diff in a tool result text, from its first ``--- `` line; or None."""
+    match = _DIFF_START.search(text or "")
+    return text[match.start():] if match else None

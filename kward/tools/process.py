@@ -1,0 +1,251 @@
+"""Run one shell command as its own process group with bounded capture, a timeout and
+cancellation; always reap.
+
+`run_command` is called on the turn's worker thread and blocks until the command ended,
+timed out or was cancelled. It reads stdout and stderr itself through a selector (no
+reader threads): each stream keeps at most `cap` bytes and the rest is read and
+discarded, so the child never blocks on a full pipe and memory stays bounded.
+
+- stdin is /dev/null; the child runs ``/bin/sh -c <command>`` with
+  ``start_new_session=True``, so the shell and everything it starts share one process
+  group whose id is the shell's pid.
+- Timeout: SIGTERM to the group, up to 0.2 s grace for the shell, then SIGKILL to the group.
+- Cancellation: `cancel.on_cancel` SIGKILLs the whole group at once from the cancelling
+  thread and wakes the selector through a self-pipe; `run_command` then reaps and raises
+  `kward.errors.Canceled`.
+- When the shell exits but a background child still holds the pipes, reading stops
+  after a short linger (`LINGER_SECONDS`); background children are not killed then.
+
+Locking: `_Group._lock` guards "is the leader reaped" and the self-pipe's lifetime.
+Signals go to the group only while the leader is unreaped (a zombie leader keeps the
+group id reserved, so a signal can never hit a recycled id), and the cancel callback
+never writes to a closed (possibly reused) descriptor.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+from kward.cancel import CancelToken
+from kward.errors import Canceled
+
+log = logging.getLogger(__name__)
+
+MAX_STREAM_BYTES = 128 * 1024
+TERM_GRACE_SECONDS = 0.2
+LINGER_SECONDS = 0.2
+_POLL_SECONDS = 0.02  # leader-exit polling when pidfd is unavailable
+_READ_SIZE = 64 * 1024
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What a finished command left: exit status (128+N when killed by signal N, None on
+    timeout), the kept bytes of each stream and whether each was cut."""
+
+    exit_status: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    timed_out: bool
+    pid: int
+
+
+class _Capture:
+    """Keeps the first `cap` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.buf = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.buf)
+        if room > 0:
+            self.buf += chunk[:room]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.buf)
+
+
+class _Group:
+    """The child process and its process group (id == leader pid)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.pid = proc.pid
+        self._lock = threading.Lock()
+        self._reaped = False
+        self._wake_r, self._wake_w = os.pipe()
+        self._wake_open = True
+
+    @property
+    def wake_fd(self) -> int:
+        return self._wake_r
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the whole group unless the leader was already reaped."""
+        with self._lock:
+            if self._reaped:
+                return
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def interrupt(self) -> None:
+        """The cancel callback: SIGKILL the group at once and wake the pump loop."""
+        self.signal(signal.SIGKILL)
+        with self._lock:
+            if self._wake_open:
+                try:
+                    os.write(self._wake_w, b"x")
+                except OSError:
+                    pass
+
+    def leader_exited(self) -> bool:
+        """True once the leader has exited (it is not reaped by this check)."""
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def wait_leader(self, timeout: float, pidfd: int | None) -> None:
+        """Wait up to `timeout` seconds for the leader to exit, without reaping it."""
+        if pidfd is not None:
+            select.select([pidfd], [], [], timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while not self.leader_exited() and time.monotonic() < deadline:
+            time.sleep(_POLL_SECONDS)
+
+    def reap(self) -> int:
+        """Block until the leader exits, reap it and return its exit status."""
+        try:
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # exit without reaping
+        except ChildProcessError:
+            pass
+        with self._lock:
+            code = self.proc.wait()  # immediate: the leader has exited
+            self._reaped = True
+        return 128 - code if code < 0 else code
+
+    def close(self) -> None:
+        with self._lock:
+            self._wake_open = False
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+
+def _pidfd(pid: int) -> int | None:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except OSError:
+        return None
+
+
+def run_command(command: str, *, cwd: str, timeout: float, cancel: CancelToken,
+                env: Mapping[str, str] | None = None, cap: int = MAX_STREAM_BYTES) -> CommandOutcome:
+    """Run `command` through ``/bin/sh -c`` in `cwd`; see the module doc for the rules.
+
+    Raises `Canceled` when `cancel` fired before or during the run (the group is killed
+    and the shell reaped first), `OSError` when the shell cannot be started.
+    """
+    cancel.raise_if_cancelled()
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command], cwd=cwd, env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, close_fds=True,
+    )
+    group = _Group(proc)
+    pidfd = _pidfd(proc.pid)
+    out, err = _Capture(cap), _Capture(cap)
+    unregister = cancel.on_cancel(group.interrupt)
+    outcome = "error"
+    try:
+        outcome = _pump(group, proc, pidfd, out, err, time.monotonic() + timeout, cancel)
+        if outcome == "timeout":
+            group.signal(signal.SIGTERM)
+            group.wait_leader(TERM_GRACE_SECONDS, pidfd)
+            group.signal(signal.SIGKILL)  # the shell's children, even when the shell left
+    finally:
+        unregister()
+        if outcome not in ("exit", "timeout"):  # cancelled or an unexpected failure
+            group.signal(signal.SIGKILL)
+        status = group.reap()
+        group.close()
+        if pidfd is not None:
+            os.close(pidfd)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    log.debug("command pid=%d ended: %s, status %s", proc.pid, outcome, status)
+    if outcome == "cancel":
+        raise Canceled("Canceled.")
+    return CommandOutcome(
+        exit_status=None if outcome == "timeout" else status,
+        stdout=bytes(out.buf), stderr=bytes(err.buf),
+        stdout_truncated=out.truncated, stderr_truncated=err.truncated,
+        timed_out=outcome == "timeout", pid=proc.pid,
+    )
+
+
+def _pump(group: _Group, proc: subprocess.Popen, pidfd: int | None, out: _Capture, err: _Capture,
+          deadline: float, cancel: CancelToken) -> str:
+    """Read both pipes until the command is over; returns "exit", "timeout" or "cancel"."""
+    assert proc.stdout is not None and proc.stderr is not None
+    with selectors.DefaultSelector() as sel:
+        for stream, capture in ((proc.stdout, out), (proc.stderr, err)):
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream.fileno(), selectors.EVENT_READ, capture)
+        sel.register(group.wake_fd, selectors.EVENT_READ, "wake")
+        if pidfd is not None:
+            sel.register(pidfd, selectors.EVENT_READ, "exit")
+        open_streams = 2
+        exited_at: float | None = None
+        while True:
+            if cancel.cancelled:
+                return "cancel"
+            now = time.monotonic()
+            if exited_at is None and pidfd is None and group.leader_exited():
+                exited_at = now
+            if exited_at is not None and (open_streams == 0 or now - exited_at >= LINGER_SECONDS):
+                return "exit"
+            if now >= deadline:
+                return "timeout"
+            wait = deadline - now
+            if exited_at is not None:
+                wait = min(wait, exited_at + LINGER_SECONDS - now)
+            elif pidfd is None:
+                wait = min(wait, _POLL_SECONDS)
+            for key, _ in sel.select(max(wait, 0.0)):
+                if key.data == "wake":
+                    os.read(group.wake_fd, 64)
+                elif key.data == "exit":
+                    sel.unregister(pidfd)
+                    exited_at = time.monotonic()
+                else:
+                    try:
+                        chunk = os.read(key.fd, _READ_SIZE)
+                    except BlockingIOError:
+                        continue
+                    if chunk:
+                        key.data.feed(chunk)
+                    else:
+                        sel.unregister(key.fd)
+                        open_streams -= 1

@@ -1,0 +1,131 @@
+"""list_directory and read_file: the read-only file tools.
+
+Limits and texts are the original's: files over 256 KiB are refused; one read shows at
+most 2,000 lines and 51,200 bytes, ending with a continuation notice; a file containing
+a NUL byte is refused as binary. A successful read records the file's realpath in
+`ctx.read_paths` (the read-before-write rule of writing.py).
+
+Handlers run on the turn's worker thread; they take no locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
+from kward.tools.paths import resolve_existing
+
+log = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 256 * 1024
+MAX_READ_LINES = 2000
+MAX_READ_BYTES = 50 * 1024
+
+
+def list_directory(args: Args, ctx: ToolContext) -> ToolResult:
+    """Sorted children of a directory, directories suffixed ``/``, one per line."""
+    path = args.string("path", required=False, default=".") or "."
+    real = resolve_existing(ctx.workspace_root, path)
+    if not os.path.isdir(real):
+        raise ToolError(f"not a directory: {path}")
+    names = sorted(os.listdir(real))
+    lines = [name + "/" if os.path.isdir(os.path.join(real, name)) else name for name in names]
+    return ToolResult.text("\n".join(lines))
+
+
+def load_text_file(path: str, real: str) -> bytes:
+    """The bytes of a regular text file within the size cap (shared with edit_file)."""
+    if not os.path.isfile(real):
+        raise ToolError(f"not a file: {path}")
+    size = os.path.getsize(real)
+    if size > MAX_FILE_BYTES:
+        raise ToolError(f"file too large: {path} is {size} bytes; limit is {MAX_FILE_BYTES} bytes")
+    with open(real, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # grew since the stat
+        raise ToolError(f"file too large: {path} is over {MAX_FILE_BYTES} bytes; limit is {MAX_FILE_BYTES} bytes")
+    if b"\x00" in data:
+        raise ToolError(f"not a text file: {path} (binary content, NUL byte found)")
+    return data
+
+
+def read_file(args: Args, ctx: ToolContext) -> ToolResult:
+    """A slice of a text file with the original's continuation notices."""
+    path = args.string("path")
+    offset = args.integer("offset")
+    limit = args.integer("limit")
+    real = resolve_existing(ctx.workspace_root, path)
+    data = load_text_file(path, real)
+    content = slice_text(data.decode("utf-8", "replace"), offset=offset, limit=limit)
+    ctx.read_paths.add(real)
+    return ToolResult.text(content)
+
+
+def slice_text(content: str, *, offset: int | None, limit: int | None,
+               max_lines: int = MAX_READ_LINES, max_bytes: int = MAX_READ_BYTES) -> str:
+    """Lines ``offset..offset+limit-1`` (1-based) of `content`, capped at `max_lines`
+    lines and `max_bytes` bytes, plus the continuation notice when anything is left."""
+    lines = content.split("\n")  # a trailing newline yields a last empty line, as the original
+    total = len(lines)
+    start = max((offset or 1) - 1, 0)
+    if start >= total:
+        raise ToolError(f"offset {offset} is beyond end of file ({total} lines total)")
+    if limit is not None and limit <= 0:
+        raise ToolError("limit must be positive")
+    end = min(start + limit, total) if limit is not None else total
+    selected = lines[start:end]
+
+    first_bytes = len(selected[0].encode("utf-8"))
+    if first_bytes > max_bytes:
+        raise ToolError(
+            f"first line is {first_bytes} bytes, exceeds {max_bytes} byte read limit. "
+            "Use run_shell_command with sed/head to inspect smaller chunks."
+        )
+    shown: list[str] = []
+    used = 0
+    truncated_by = None
+    for line in selected:
+        if len(shown) >= max_lines:
+            truncated_by = "lines"
+            break
+        cost = len(line.encode("utf-8")) + (1 if shown else 0)
+        if used + cost > max_bytes:
+            truncated_by = "bytes"
+            break
+        shown.append(line)
+        used += cost
+
+    out = "\n".join(shown)
+    if truncated_by is not None:
+        last = start + len(shown)
+        detail = f"{max_lines} line limit" if truncated_by == "lines" else f"{max_bytes} byte limit"
+        out += f"\n\n[Showing lines {start + 1}-{last} of {total} ({detail}). Use offset={last + 1} to continue.]"
+    elif limit is not None and end < total:
+        out += f"\n\n[{total - end} more lines in file. Use offset={end + 1} to continue.]"
+    return out
+
+
+SPECS = (
+    ToolSpec(
+        name="list_directory",
+        description="List workspace directory entries (sorted; directories end with /).",
+        properties={"path": {"type": "string", "description": "Workspace-relative directory."}},
+        required=("path",),
+        handler=list_directory,
+    ),
+    ToolSpec(
+        name="read_file",
+        description=(
+            "Read a workspace text file. Output is capped at 2000 lines / 51200 bytes; "
+            "use offset/limit to continue."
+        ),
+        properties={
+            "path": {"type": "string", "description": "Workspace-relative path."},
+            "offset": {"type": "integer", "description": "1-indexed start line."},
+            "limit": {"type": "integer", "description": "Maximum lines to return."},
+        },
+        required=("path",),
+        handler=read_file,
+    ),
+)

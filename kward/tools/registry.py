@@ -1,0 +1,102 @@
+"""The tool table: which tools exist, their schemas, and the one entry point that runs a
+model's tool call.
+
+`ToolRegistry.run` never raises for tool-level problems: an unknown tool answers
+``Unknown tool: <name>`` (is_error true), bad JSON or mistyped arguments answer
+``Error: ...``, an unexpected exception is logged with its traceback and answered
+``Error: <tool> failed: <ExceptionClass>: <message>``. The one exception it lets through is
+`kward.errors.Canceled`: raised when `ctx.cancel` was already cancelled before the tool
+started, or when a long tool (shell, search, question) was interrupted by it. The agent
+records whatever it wants (e.g. `base.CANCELLED`) for that call and ends the turn.
+
+A registry is immutable after construction and may be shared by every session and
+thread; `run` executes on the caller's (the turn's worker) thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Iterable
+
+from kward.errors import Canceled, InvalidParams
+from kward.tools import question, reading, search, shell, writing
+from kward.tools.base import Args, ToolContext, ToolResult, ToolSpec
+
+log = logging.getLogger(__name__)
+
+#: The built-in tools in advertised order.
+DEFAULT_SPECS: tuple[ToolSpec, ...] = (
+    *reading.SPECS, *writing.SPECS, *shell.SPECS, *search.SPECS, *question.SPECS,
+)
+
+
+def decode_arguments(name: str, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+    """The model's JSON argument text as a dict; `InvalidParams` when it is not one.
+    Empty text means no arguments."""
+    if isinstance(arguments, dict):
+        return arguments
+    if arguments is None or not str(arguments).strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError as exc:
+        raise InvalidParams(f"invalid JSON arguments for {name}: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InvalidParams(f"arguments for {name} must be a JSON object")
+    return value
+
+
+class ToolRegistry:
+    """A fixed set of tools by name."""
+
+    def __init__(self, specs: Iterable[ToolSpec] = DEFAULT_SPECS):
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ValueError(f"duplicate tool name: {spec.name}")
+            self._specs[spec.name] = spec
+
+    def names(self, has_ui: bool) -> list[str]:
+        """Names of the tools advertised with (`has_ui`) or without a UI question bridge."""
+        return [s.name for s in self._specs.values() if has_ui or not s.needs_ui]
+
+    def schemas(self, has_ui: bool) -> list[dict[str, Any]]:
+        """The function-tool schemas to send to the model (and to `tools/list`)."""
+        return [s.schema() for s in self._specs.values() if has_ui or not s.needs_ui]
+
+    def run(self, name: str, arguments: str | dict[str, Any] | None, ctx: ToolContext) -> ToolResult:
+        """Run one tool call; see the module doc for what is returned and what is raised."""
+        spec = self._specs.get(name)
+        if spec is None or (spec.needs_ui and ctx.ask_user is None):
+            return ToolResult(content=f"Unknown tool: {name}", is_error=True)
+        ctx.cancel.raise_if_cancelled()
+        try:
+            args = Args(decode_arguments(name, arguments))
+            result = spec.handler(args, ctx)
+        except Canceled:
+            log.debug("tool %s cancelled", name)
+            raise
+        except InvalidParams as exc:  # ToolError, PathNotAllowed, QuestionError
+            result = ToolResult.error(exc.message)
+        except OSError as exc:
+            detail = exc.strerror or str(exc)
+            where = f": {exc.filename}" if exc.filename else ""
+            log.info("tool %s: %s%s", name, detail, where)
+            result = ToolResult.error(f"{detail}{where}")
+        except Exception as exc:  # a bug: keep the turn alive, keep the traceback in the log
+            log.exception("tool %s failed", name)
+            result = ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+        log.debug("tool %s -> %s (%d chars)", name, "error" if result.is_error else "ok", len(result.content))
+        return result
+
+
+_default: ToolRegistry | None = None
+
+
+def default_registry() -> ToolRegistry:
+    """The shared registry of the built-in tools (built on first use)."""
+    global _default
+    if _default is None:
+        _default = ToolRegistry()
+    return _default

@@ -1,0 +1,80 @@
+"""run_shell_command: one command through /bin/sh in the workspace root.
+
+Output format (the original's)::
+
+    Exit status: N
+    <blank>
+    STDOUT:
+    ...
+    ... truncated to 131072 bytes      (only when stdout was cut)
+    <blank>
+    STDERR:
+    ...
+
+An empty stream is left out. A timeout answers ``Error: command timed out after N
+seconds`` after the whole process group was terminated. Turn cancellation kills the
+group at once and raises `kward.errors.Canceled` (see process.py for the mechanics).
+
+The handler runs on the turn's worker thread and blocks for the command's duration.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
+from kward.tools.process import MAX_STREAM_BYTES, CommandOutcome, run_command
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_SECONDS = 30
+
+
+def format_outcome(outcome: CommandOutcome, cap: int = MAX_STREAM_BYTES) -> str:
+    """The model-facing text of a finished (not timed-out) command."""
+    out = f"Exit status: {outcome.exit_status}\n"
+    for label, data, cut in (("STDOUT", outcome.stdout, outcome.stdout_truncated),
+                             ("STDERR", outcome.stderr, outcome.stderr_truncated)):
+        if not data:
+            continue
+        out += f"\n{label}:\n{data.decode('utf-8', 'replace')}"
+        if cut:
+            out += f"\n... truncated to {cap} bytes"
+    return out
+
+
+def run_shell_command(args: Args, ctx: ToolContext) -> ToolResult:
+    """Run the command; see the module doc."""
+    command = (args.string("command") or "").strip()
+    if not command:
+        raise ToolError("command is required")
+    timeout = args.integer("timeout_seconds")
+    if timeout is None or timeout <= 0:
+        timeout = DEFAULT_TIMEOUT_SECONDS
+    env = {**os.environ, **ctx.env} if ctx.env else None
+    try:
+        outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel, env=env)
+    except OSError as exc:
+        log.warning("run_shell_command could not start /bin/sh: %s", exc)
+        raise ToolError(f"could not start command: {exc.strerror or exc}") from exc
+    if outcome.timed_out:
+        return ToolResult.error(f"command timed out after {timeout} seconds")
+    return ToolResult.text(format_outcome(outcome))
+
+
+SPECS = (
+    ToolSpec(
+        name="run_shell_command",
+        description=(
+            "Run a shell command (/bin/sh -c) from the workspace root. stdin is closed; "
+            "stdout and stderr are returned with the exit status."
+        ),
+        properties={
+            "command": {"type": "string", "description": "Command to run."},
+            "timeout_seconds": {"type": "integer", "description": "Timeout seconds; default 30."},
+        },
+        required=("command",),
+        handler=run_shell_command,
+    ),
+)

@@ -1,0 +1,186 @@
+"""write_file and edit_file: the mutating file tools.
+
+Rules (the original's): an existing file must have been read in this conversation
+(its realpath is in `ctx.read_paths`) before it is written or edited; edits are exact,
+non-empty, unique, non-overlapping replacements applied against the original content.
+Files are replaced atomically (temp file in the same directory, fsync, rename) keeping
+the existing file's permission bits; new files get ``0666 & ~umask`` and their missing
+parent directories are created inside the workspace. File bytes that are not valid
+UTF-8 survive an edit unchanged (surrogateescape round trip).
+
+Handlers run on the turn's worker thread; they take no locks (one turn per session).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from kward.fsutil import atomic_write_bytes
+from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
+from kward.tools.diff import truncated_diff
+from kward.tools.paths import ensure_parent_dirs, resolve_existing, resolve_for_write
+from kward.tools.reading import load_text_file
+
+log = logging.getLogger(__name__)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask is a
+    process-wide set-and-restore that would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write(target: str, data: bytes) -> None:
+    """Atomically replace `target`, keeping its mode (or the umask default when new)."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    atomic_write_bytes(Path(target), data, mode)
+
+
+def _diff_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def write_file(args: Args, ctx: ToolContext) -> ToolResult:
+    """Write complete file content; ``Wrote N bytes to P`` plus a diff on change."""
+    path = args.string("path")
+    content = args.string("content")
+    target = resolve_for_write(ctx.workspace_root, path)
+    old: bytes | None = None
+    if os.path.lexists(target):
+        if not os.path.isfile(target):
+            raise ToolError(f"not a file: {path}")
+        if target not in ctx.read_paths:
+            raise ToolError(f"existing file must be read before writing: {path}")
+        with open(target, "rb") as f:
+            old = f.read()
+    else:
+        ensure_parent_dirs(ctx.workspace_root, target, path)
+    data = content.encode("utf-8", "surrogateescape")
+    _write(target, data)
+    ctx.read_paths.add(os.path.realpath(target))
+    log.debug("write_file wrote %d bytes to %s", len(data), target)
+
+    out = f"Wrote {len(data)} bytes to {path}"
+    diff = None
+    if old is not None and old != data:
+        diff = truncated_diff(path, _diff_text(old), _diff_text(data))
+        out += "\n" + diff
+    return ToolResult.text(out, diff=diff, changed_files=[path])
+
+
+def apply_edits(path: str, content: str, edits: list[Any]) -> tuple[str, int]:
+    """Apply exact replacements to `content`; returns (new content, block count).
+
+    Raises `ToolError` with the original's messages (indices are 0-based, as the model
+    sent them).
+    """
+    if not edits:
+        raise ToolError("edits must contain at least one replacement")
+    spans: list[tuple[int, int, int, str]] = []  # (start, length, index, new_text)
+    for i, edit in enumerate(edits):
+        old_text = edit.get("old_text") if isinstance(edit, dict) else None
+        new_text = edit.get("new_text") if isinstance(edit, dict) else None
+        if not isinstance(old_text, str):
+            raise ToolError(f"edits[{i}].old_text must be a string")
+        if not isinstance(new_text, str):
+            raise ToolError(f"edits[{i}].new_text must be a string")
+        if not old_text:
+            raise ToolError(f"edits[{i}].old_text must not be empty")
+        first = content.find(old_text)
+        if first < 0:
+            raise ToolError(f"edits[{i}].old_text was not found in {path}")
+        count = content.count(old_text)  # non-overlapping, like the original's scan
+        if count > 1:
+            raise ToolError(f"edits[{i}].old_text appears {count} times in {path}; provide more context")
+        spans.append((first, len(old_text), i, new_text))
+
+    spans.sort()
+    for left, right in zip(spans, spans[1:]):
+        if left[0] + left[1] > right[0]:
+            raise ToolError(f"edits[{left[2]}] and edits[{right[2]}] overlap in {path}")
+    parts: list[str] = []
+    pos = 0
+    for start, length, _, new_text in spans:
+        parts.append(content[pos:start])
+        parts.append(new_text)
+        pos = start + length
+    parts.append(content[pos:])
+    result = "".join(parts)
+    if result == content:
+        raise ToolError(f"no changes made to {path}")
+    return result, len(spans)
+
+
+def edit_file(args: Args, ctx: ToolContext) -> ToolResult:
+    """Exact block replacements in a previously read file; ``Edited P: replaced N block(s)``."""
+    path = args.string("path")
+    edits = args.array("edits")
+    real = resolve_existing(ctx.workspace_root, path)
+    if not os.path.isfile(real):
+        raise ToolError(f"not a file: {path}")
+    if real not in ctx.read_paths:
+        raise ToolError(f"existing file must be read before editing: {path}")
+    old_bytes = load_text_file(path, real)
+    content = old_bytes.decode("utf-8", "surrogateescape")
+    new_content, count = apply_edits(path, content, edits or [])
+    new_bytes = new_content.encode("utf-8", "surrogateescape")
+    _write(real, new_bytes)
+    log.debug("edit_file replaced %d block(s) in %s", count, real)
+    diff = truncated_diff(path, _diff_text(old_bytes), _diff_text(new_bytes))
+    return ToolResult.text(f"Edited {path}: replaced {count} block(s)\n{diff}", diff=diff, changed_files=[path])
+
+
+SPECS = (
+    ToolSpec(
+        name="write_file",
+        description="Write a workspace file (complete content). Existing files must be read first.",
+        properties={
+            "path": {"type": "string", "description": "Workspace-relative path."},
+            "content": {"type": "string", "description": "Complete file content."},
+        },
+        required=("path", "content"),
+        handler=write_file,
+    ),
+    ToolSpec(
+        name="edit_file",
+        description=(
+            "Edit a read workspace file by exact replacements. Each old_text must match once; "
+            "edits must not overlap."
+        ),
+        properties={
+            "path": {"type": "string", "description": "Workspace-relative path."},
+            "edits": {
+                "type": "array",
+                "description": "Non-overlapping replacements against original content.",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "new_text": {"type": "string", "description": "Replacement text."},
+                        "old_text": {"type": "string", "description": "Unique exact text to replace."},
+                    },
+                    "required": ["new_text", "old_text"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        required=("edits", "path"),
+        handler=edit_file,
+    ),
+)

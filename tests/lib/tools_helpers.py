@@ -1,0 +1,64 @@
+"""Helpers for the kward.tools tests: a workspace context, a one-line tool call, and
+/proc-based checks that processes and process groups are really gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from kward.tools import ToolContext, ToolResult, default_registry
+
+
+def make_ctx(root: Path, **kw: Any) -> ToolContext:
+    root.mkdir(parents=True, exist_ok=True)
+    return ToolContext(workspace_root=root, **kw)
+
+
+def call(ctx: ToolContext, name: str, **args: Any) -> ToolResult:
+    """Run tool `name` with keyword arguments sent as JSON text, as a model would."""
+    return default_registry().run(name, json.dumps(args), ctx)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            data = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # comm may contain spaces; fields after the closing paren are well-formed
+    return data[data.rindex(")") + 2:].split()
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` is a live (not zombie) process."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids of live (not zombie) processes whose process group is `pgid`."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fields = _stat_fields(int(entry))
+        if fields and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Wait for a condition the kernel settles asynchronously (a killed process leaving
+    the process table); True when it held before `timeout`."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        pause.wait(0.01)

@@ -1,0 +1,109 @@
+"""Model listings (endpoint, fallbacks, cache) and reasoning-effort validation."""
+
+import pytest
+
+from kward.errors import InvalidParams
+from kward.providers import catalog
+from kward.providers.codex import CodexProvider
+from kward.providers.openai_compat import OpenAICompatibleProvider
+from kward.providers.openrouter import OpenRouterProvider
+from kward.providers.settings import ProviderSettings
+from lib.fake_codex import FakeCodex, make_jwt
+from lib.fake_http import json_response
+from lib.fake_openrouter import FakeOpenRouter
+
+
+def test_codex_models_from_endpoint():
+    with FakeCodex() as fake:
+        provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url), lambda: (make_jwt("acct_m"), None))
+        listing = catalog.codex_models(provider)
+        assert listing.source == "endpoint"
+        assert [e.id for e in listing.entries] == ["gpt-5.5", "gpt-5.1-codex-mini"]
+        mini = listing.entries[1]
+        assert mini.efforts == ("medium", "high") and mini.context_window == 272000
+        rec = fake.requests("models")[0]
+        assert rec.query["client_version"] == [catalog.CODEX_CLIENT_VERSION]
+        assert rec.headers["chatgpt-account-id"] == "acct_m"
+
+
+def test_codex_models_fall_back_to_builtin():
+    with FakeCodex() as fake:
+        fake.script("models", json_response(500, {"detail": "down"}))
+        provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url), lambda: (make_jwt(), None))
+        listing = catalog.codex_models(provider)
+        assert listing.source == "builtin" and "HTTP 500" in listing.error
+        assert listing.entries[0].id == "gpt-5.5" and listing.entries[0].context_window == 400_000
+        # not logged in: built-in table, no request
+        listing = catalog.codex_models(CodexProvider(ProviderSettings(codex_base_url=fake.base_url), lambda: None))
+        assert listing.source == "builtin" and len(fake.requests()) == 1
+
+
+def test_openrouter_models_for_the_key_then_catalog_then_defaults():
+    with FakeOpenRouter() as fake:
+        settings = ProviderSettings(openrouter_base_url=fake.base_url)
+        listing = catalog.openrouter_models(OpenRouterProvider(settings, lambda: "sk-or-v1-k"))
+        assert listing.source == "user" and [e.id for e in listing.entries] == [m["id"] for m in fake.user_models]
+        assert fake.requests("models_user")[0].headers["authorization"] == "Bearer sk-or-v1-k"
+        llama = catalog.openrouter_catalog(OpenRouterProvider(settings, lambda: None)).entries[2]
+        assert not llama.reasoning and llama.context_window == 131072
+        assert "authorization" not in fake.requests("models")[0].headers
+        # no key: /models/user is skipped, the catalog is used
+        listing = catalog.openrouter_models(OpenRouterProvider(settings, lambda: None))
+        assert listing.source == "catalog" and len(listing.entries) == 3
+        fake.script("models_user", json_response(404, {"error": {"code": 404, "message": "No eligible endpoints found"}}))
+        fake.script("models", json_response(503, {}))
+        listing = catalog.openrouter_models(OpenRouterProvider(settings, lambda: "k"))
+        assert listing.source == "defaults" and listing.entries == list(catalog.OPENROUTER_DEFAULTS)
+
+
+def test_compat_models():
+    with FakeOpenRouter() as fake:
+        provider = OpenAICompatibleProvider(ProviderSettings(openai_compat_base_url=fake.base_url))
+        listing = catalog.compat_models(provider)
+        assert listing.source == "endpoint" and listing.entries[0].provider == "OpenAICompatible"
+    assert catalog.compat_models(OpenAICompatibleProvider(ProviderSettings())).entries == []
+
+
+def test_entry_wire_shape():
+    entry = catalog.builtin_entry("Codex", "gpt-5.3-codex-spark")
+    assert entry.to_wire(current=True, reasoning_effort="high") == {
+        "provider": "Codex", "id": "gpt-5.3-codex-spark", "name": "GPT-5.3 Codex Spark", "reasoning": True,
+        "reasoningEffort": "high", "contextWindow": 128_000, "current": True, "model": "gpt-5.3-codex-spark",
+        "reasoningEfforts": ["low", "medium", "high", "xhigh"]}
+
+
+def test_validate_effort():
+    mini = catalog.builtin_entry("Codex", "gpt-5.1-codex-mini")
+    assert catalog.validate_effort("HIGH", mini) == "high"
+    assert catalog.validate_effort("off", mini) == "off"
+    assert catalog.validate_effort("minimal", None) == "minimal"
+    with pytest.raises(InvalidParams) as info:
+        catalog.validate_effort("low", mini)
+    assert info.value.code == -32602 and "medium, high" in info.value.message
+    with pytest.raises(InvalidParams):
+        catalog.validate_effort("max", mini)
+    no_reasoning = catalog.ModelEntry("OpenRouter", "x/y", "Y", efforts=())
+    with pytest.raises(InvalidParams, match="does not support reasoning"):
+        catalog.validate_effort("low", no_reasoning)
+    unknown = catalog.ModelEntry("OpenAICompatible", "local", "local", efforts=None)
+    assert catalog.validate_effort("xhigh", unknown) == "xhigh"
+
+
+def test_cache_keeps_real_listings_only():
+    now = [0.0]
+    cache = catalog.ModelCatalog(ttl=10, clock=lambda: now[0])
+    calls = []
+
+    def loader(source):
+        def load():
+            calls.append(source)
+            return catalog.ModelList([], source)
+        return load
+
+    cache.get("k", loader("endpoint"))
+    cache.get("k", loader("endpoint"))
+    assert calls == ["endpoint"]
+    now[0] = 11
+    cache.get("k", loader("builtin"))
+    cache.get("k", loader("builtin"))
+    assert calls == ["endpoint", "builtin", "builtin"]

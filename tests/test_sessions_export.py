@@ -1,0 +1,93 @@
+"""sessions/export: Markdown and HTML rendering, default and explicit paths, confinement."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from kward.errors import InvalidParams, PathNotAllowed
+from kward.sessions.export import render_html, render_markdown
+from lib.sessions_helpers import new_manager, tool, user
+
+
+@pytest.fixture
+def env(tmp_path):
+    manager, ws = new_manager(tmp_path)
+    s = manager.create(name="x")
+    yield manager, ws, s
+    manager.shutdown_all()
+
+
+def test_markdown_rendering():
+    md = render_markdown([
+        {"role": "system", "content": "hidden"},
+        user("plain"),
+        user([{"type": "text", "text": "see"}, {"type": "image", "mimeType": "image/png", "path": "/a/b.png"},
+              {"type": "image", "data": "AAA"}], display_content="shown instead"),
+        user([{"type": "text", "text": "see"}, {"type": "image", "mimeType": "image/png", "path": "/a/b.png"}]),
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}]},
+        tool("c", "read_file", "file text"),
+        {"role": "compactionSummary", "summary": "so far"},
+    ])
+    assert md == "\n".join([
+        "# Kward Session", "",
+        "## User", "", "plain", "",
+        "## User", "", "shown instead", "",
+        "## User", "", "see\n[image/png: /a/b.png]", "",
+        "## Assistant", "", "Reasoning:\nhmm\nok", "",
+        "## Tool", "Tool: `read_file`", "", "file text", "",
+        "## Compactionsummary", "", "so far", "",
+    ])
+
+
+def test_html_escapes_everything():
+    page = render_html(render_markdown([user("<script>alert('x') & \"y\"</script>")]))
+    assert "<title>Kward Session</title>" in page
+    body = page[page.index("<pre>") + 5:page.index("</pre>")]
+    assert "<" not in body and ">" not in body and "'" not in body and '"' not in body
+    assert "&lt;script&gt;alert(&#x27;x&#x27;) &amp; &quot;y&quot;&lt;/script&gt;" in body
+
+
+def test_default_paths_and_formats(env):
+    manager, _, s = env
+    s.append_message(user("<b>hi</b>"))
+    base = s.path[:-len(".jsonl")]
+    assert manager.export(s.id) == {"path": base + ".md", "format": "markdown"}
+    assert manager.export(s.id, format="md") == {"path": base + ".md", "format": "markdown"}
+    assert manager.export(s.id, format=" HTML ") == {"path": base + ".html", "format": "html"}
+    assert "&lt;b&gt;hi&lt;/b&gt;" in Path(base + ".html").read_text()
+    assert Path(base + ".md").read_text().startswith("# Kward Session\n\n## User\n\n<b>hi</b>")
+    assert stat.S_IMODE(os.stat(base + ".md").st_mode) == 0o600
+    with pytest.raises(InvalidParams):
+        manager.export(s.id, format="pdf")
+
+
+def test_explicit_paths_inside_workspace_or_session_dir(env):
+    manager, ws, s = env
+    (ws / "out").mkdir()
+    result = manager.export(s.id, path="out/t.md")
+    assert result["path"] == str((ws / "out" / "t.md").resolve()) and os.path.exists(result["path"])
+    manager.export(s.id, path="out/t.md")  # overwriting a regular file is fine
+    inside_sessions = str(Path(s.path).parent / "copy.html")
+    assert manager.export(s.id, path=inside_sessions, format="html")["path"] == inside_sessions
+
+
+def test_paths_outside_are_refused(env, tmp_path):
+    manager, ws, s = env
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "real").mkdir()
+    os.symlink(outside, ws / "link")  # a symlinked parent that escapes
+    os.symlink(ws / "real", ws / "inner-link")  # a symlinked parent that stays inside
+    os.symlink(outside, ws / "real" / "deep")
+    (outside / "sub").mkdir()  # reached through a symlink in the middle of the path
+    os.symlink(outside / "target.md", ws / "file-link.md")  # the target itself is a symlink
+    for bad in (str(outside / "x.md"), "../outside/x.md", "link/x.md", "inner-link/x.md",
+                "real/deep/x.md", "real/deep/sub/x.md", "missing-dir/x.md", "file-link.md", ".", "real", "/etc/passwd"):
+        with pytest.raises(PathNotAllowed) as err:
+            manager.export(s.id, path=bad)
+        assert err.value.reason == "path_not_allowed", bad
+    assert os.listdir(outside) == ["sub"] and os.listdir(outside / "sub") == []

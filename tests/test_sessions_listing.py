@@ -1,0 +1,148 @@
+"""sessions/list: newest first, only the needed files read, tree decoration, no deletion."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kward.sessions import listing
+from kward.sessions.listing import list_sessions
+from kward.sessions.paths import workspace_session_dir
+from lib.sessions_helpers import assistant, header, message_rec, new_manager, tool, user, write_lines
+
+
+def make(directory, n, *, mtime, parent=None, lines=(), **hdr):
+    sid = f"00000000-0000-0000-0000-{n:012d}"
+    extra = {"parentId": parent, "parentPath": "/p"} if parent else {}
+    path = write_lines(directory / f"2026-01-01T00-00-00.000Z_{sid}.jsonl",
+                       [header(sid, cwd="/ws", **extra, **hdr), *lines])
+    os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
+    return sid, str(path)
+
+
+def test_item_fields(tmp_path):
+    d = tmp_path / "d"
+    sid, path = make(d, 1, mtime=1_700_000_000, lines=[
+        message_rec({"role": "system", "content": "sys"}),
+        message_rec(user("  hello\n\n  world  ")),
+        message_rec(assistant("hi", calls=[("c", "read_file", {"path": "x"})])),
+        message_rec(tool("c", "read_file", "x")),
+        {"type": "tool_execution_end", "toolCallId": "c"},
+        {"type": "session_info", "name": "Named"},
+    ])
+    [item] = list_sessions(str(d), "/root")
+    assert item == {
+        "id": sid, "path": path, "cwd": "/ws", "workspaceRoot": "/root",
+        "createdAt": "2026-01-02T03:04:05.678Z", "modifiedAt": "2023-11-14T22:13:20.000Z",
+        "name": "Named", "firstMessage": "hello world", "messageCount": 3,
+        "depth": 0, "isLast": True, "ancestorContinues": [],
+    }
+
+
+def test_first_message_and_count_follow_compaction_and_display_content(tmp_path):
+    d = tmp_path / "d"
+    make(d, 1, mtime=10, lines=[
+        message_rec(user("x" * 500)), message_rec(assistant("a")), message_rec(user("keep")),
+        {"type": "compaction", "message": {"role": "compactionSummary", "summary": "The\tsummary",
+                                           "first_kept_entry_id": "message:2"}},
+    ])
+    make(d, 2, mtime=5, lines=[message_rec(user([{"type": "text", "text": "raw"}], display_content="shown " * 40))])
+    first, second = list_sessions(str(d), "/r")
+    assert (first["firstMessage"], first["messageCount"]) == ("The summary", 2)
+    assert second["firstMessage"] == ("shown " * 40).strip()[:120] and len(second["firstMessage"]) == 120
+    assert "name" not in second
+
+
+def test_newest_first_limit_and_default(tmp_path):
+    d = tmp_path / "d"
+    for n in range(25):
+        make(d, n, mtime=1000 + n)
+    items = list_sessions(str(d), "/r")
+    assert len(items) == 20  # default limit
+    assert [i["id"][-2:] for i in items[:3]] == ["24", "23", "22"]
+    assert len(list_sessions(str(d), "/r", limit=3)) == 3
+    assert len(list_sessions(str(d), "/r", limit=0)) == 20  # non-positive -> default
+    assert list_sessions(str(tmp_path / "missing"), "/r") == []
+
+
+def test_reads_only_what_the_limit_needs_and_skips_bad_files(tmp_path, monkeypatch):
+    d = tmp_path / "d"
+    for n in range(50):
+        make(d, n, mtime=1000 + n)
+    (d / "zz-not-a-session.jsonl").write_text("hello\n")
+    os.utime(d / "zz-not-a-session.jsonl", (5000, 5000))
+    (d / "notes.txt").write_text("ignored")
+    (d / "dir.jsonl").mkdir()
+    opened = []
+    real = listing.summarize
+    monkeypatch.setattr(listing, "summarize", lambda path, mtime: (opened.append(path), real(path, mtime))[1])
+    items = list_sessions(str(d), "/r", limit=5)
+    assert len(items) == 5 and len(opened) == 6  # the bad newest file, then five sessions
+    assert all(i["id"].endswith(("49", "48", "47", "46", "45")) for i in items)
+    assert (d / "zz-not-a-session.jsonl").exists()
+
+
+def test_listing_never_deletes_empty_sessions(tmp_path):
+    d = tmp_path / "d"
+    _, path = make(d, 1, mtime=100)
+    [item] = list_sessions(str(d), "/r")
+    assert item["messageCount"] == 0 and os.path.exists(path)
+
+
+def test_tree_decoration(tmp_path):
+    d = tmp_path / "d"
+    ids = {}
+    # root A (newest root) with children B (newer) and C; B has child D; C has child E; F root; G's parent absent
+    ids["F"] = make(d, 6, mtime=50)[0]
+    ids["A"] = make(d, 1, mtime=100)[0]
+    ids["B"] = make(d, 2, mtime=90, parent=ids["A"])[0]
+    ids["C"] = make(d, 3, mtime=80, parent=ids["A"])[0]
+    ids["D"] = make(d, 4, mtime=70, parent=ids["B"])[0]
+    ids["E"] = make(d, 5, mtime=60, parent=ids["C"])[0]
+    ids["G"] = make(d, 7, mtime=55, parent="not-listed")[0]
+    names = {v: k for k, v in ids.items()}
+    rows = [(names[i["id"]], i["depth"], i["isLast"], i["ancestorContinues"]) for i in list_sessions(str(d), "/r")]
+    assert rows == [
+        ("A", 0, False, []),
+        ("B", 1, False, []),
+        ("D", 2, True, [True]),
+        ("C", 1, True, []),
+        ("E", 2, True, [False]),
+        ("G", 0, False, []),
+        ("F", 0, True, []),
+    ]
+
+
+def test_parent_cycles_still_list_every_row(tmp_path):
+    d = tmp_path / "d"
+    a = "00000000-0000-0000-0000-000000000001"
+    b = "00000000-0000-0000-0000-000000000002"
+    make(d, 1, mtime=10, parent=b)
+    make(d, 2, mtime=20, parent=a)
+    make(d, 3, mtime=5, parent="00000000-0000-0000-0000-000000000003")  # its own parent
+    assert len(list_sessions(str(d), "/r")) == 3
+
+
+def test_manager_list_hides_own_empty_sessions_and_deletes_nothing(tmp_path):
+    manager, ws = new_manager(tmp_path)
+    empty = manager.create()
+    used = manager.create()  # the first, empty one is cleaned up here
+    used.append_message(user("hello"))
+    blank = manager.create(name="")  # empty and open: hidden from the list, not deleted by it
+    items = manager.list()
+    assert [i["path"] for i in items] == [used.path]
+    assert os.path.exists(blank.path) and not os.path.exists(empty.path)
+    assert items[0]["workspaceRoot"] == str(ws.resolve())
+    d = workspace_session_dir(manager.sessions_dir, str(ws.resolve()))
+    assert d.is_dir()
+    manager.shutdown_all()
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_manager_list_limit(tmp_path, limit):
+    manager, _ = new_manager(tmp_path)
+    for n in range(3):
+        manager.create(name=f"s{n}")
+    assert len(manager.list(limit=limit)) == limit
+    manager.shutdown_all()

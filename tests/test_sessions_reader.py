@@ -1,0 +1,159 @@
+"""Reading session files: forgiving (skips what it cannot use) and honest (logs it)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from kward.errors import InvalidParams
+from kward.sessions.opening import load_session
+from lib.sessions_helpers import assistant, header, message_rec, tool, user, write_lines
+
+READER_LOG = "kward.sessions.reader"
+
+
+def load(path, root):
+    return load_session(str(path), str(root))
+
+
+def contents(session):
+    return [m.get("content", m.get("summary")) for m in session.conversation]
+
+
+def test_torn_blank_undecodable_and_unknown_lines_are_skipped_and_logged(tmp_path, caplog, capsys):
+    path = write_lines(tmp_path / "s.jsonl", [
+        header(),
+        "",
+        message_rec(user("one")),
+        "   ",
+        b"\xff\xfe not json",
+        "[1, 2]",
+        {"type": "frobnicate", "x": 1},
+        {"type": "message", "message": "not an object"},
+        message_rec(assistant("two")),
+        '{"type":"message","message":{"role":"user","content":"torn',
+    ], trailing_newline=False)
+    with caplog.at_level(logging.DEBUG, logger="kward.sessions"):
+        session = load(path, tmp_path)
+    assert contents(session) == ["one", "two"]
+    [warning] = [r for r in caplog.records if r.name == READER_LOG and r.levelno == logging.WARNING]
+    text = warning.getMessage()
+    assert "torn last line" in text and "2 undecodable" in text and "frobnicate" in text
+    assert "1 malformed" in text and "2 blank" in text and str(path) in text
+    assert capsys.readouterr().err == ""  # never stderr
+    session.close(delete_if_unused=False)
+
+
+def test_clean_file_logs_nothing(tmp_path, caplog):
+    path = write_lines(tmp_path / "s.jsonl", [header(), message_rec(user("hi"))])
+    with caplog.at_level(logging.DEBUG, logger="kward.sessions"):
+        load(path, tmp_path).close(delete_if_unused=False)
+    assert not [r for r in caplog.records if r.name.startswith("kward.sessions")]
+
+
+def test_complete_last_record_without_newline_is_kept(tmp_path):
+    path = write_lines(tmp_path / "s.jsonl", [header(), message_rec(user("a")), message_rec(user("b"))],
+                       trailing_newline=False)
+    session = load(path, tmp_path)
+    assert contents(session) == ["a", "b"]
+    session.append_message(user("c"))  # lands on its own line
+    assert contents(load(path, tmp_path)) == ["a", "b", "c"]
+    session.close()
+
+
+@pytest.mark.parametrize("lines", [
+    [],
+    ["just some text", "more"],
+    [message_rec(user("no header"))],
+    [{"type": "session", "version": 2, "id": "x", "cwd": "/"}],
+    [{"type": "session", "version": "1", "id": "x"}],
+    [{"type": "session", "version": 1}],
+])
+def test_non_session_files_are_refused(tmp_path, lines):
+    path = write_lines(tmp_path / "x.jsonl", lines) if lines else tmp_path / "x.jsonl"
+    if not lines:
+        path.write_bytes(b"")
+    with pytest.raises(InvalidParams) as err:
+        load(path, tmp_path)
+    assert "Not a Kward session file" in err.value.message and err.value.reason == "invalid_params"
+
+
+def test_garbage_before_the_header_is_skipped(tmp_path):
+    path = write_lines(tmp_path / "s.jsonl", ["", "garbage", header(), message_rec(user("x"))])
+    assert contents(load(path, tmp_path)) == ["x"]
+
+
+def compaction(first_kept, summary="S", **extra):
+    return {"type": "compaction", "timestamp": "t",
+            "message": {"role": "compactionSummary", "summary": summary, "first_kept_entry_id": first_kept,
+                        "tokens_before": 10, **extra}}
+
+
+def test_compaction_keeps_summary_and_messages_from_the_entry(tmp_path):
+    path = write_lines(tmp_path / "s.jsonl", [
+        header(),
+        message_rec({"role": "system", "content": "sys"}),
+        message_rec(user("u0")), message_rec(assistant("a1")), message_rec(user("u2")), message_rec(assistant("a3")),
+        compaction("message:2", "S1"),
+        message_rec(user("u4")),
+        compaction("message:2", "S2"),  # positional within the branch: [S1, u2, a3, u4] -> a3
+        message_rec(user("u5", id="keep-me")),
+        message_rec(assistant("a6")),
+        compaction("keep-me", "S3"),  # by message id
+    ])
+    session = load(path, tmp_path)
+    assert contents(session) == ["S3", "u5", "a6"]
+    session.close(delete_if_unused=False)
+
+
+def test_compaction_with_unknown_or_missing_entry_keeps_only_the_summary(tmp_path):
+    path = write_lines(tmp_path / "s.jsonl", [header(), message_rec(user("u0")), compaction("message:99")])
+    assert contents(load(path, tmp_path)) == ["S"]
+    path = write_lines(tmp_path / "t.jsonl", [header(), message_rec(user("u0")), compaction(None)])
+    assert contents(load(path, tmp_path)) == ["S"]
+
+
+def test_name_is_the_last_session_info(tmp_path):
+    info = lambda **kw: {"type": "session_info", "timestamp": "t", **kw}  # noqa: E731
+    path = write_lines(tmp_path / "a.jsonl", [header(), info(name="first"), info(name="  second  ")])
+    assert load(path, tmp_path).name == "second"
+    for cleared in (info(name=""), info(name=None), info(name="   "), info(model="m")):
+        path = write_lines(tmp_path / "b.jsonl", [header(), info(name="x"), cleared])
+        assert load(path, tmp_path).name is None
+    path = write_lines(tmp_path / "c.jsonl", [header(model="h"), info(name="n", model="m2", reasoningEffort="high")])
+    session = load(path, tmp_path)
+    assert (session.name, session.model, session.reasoning_effort) == ("n", "m2", "high")
+
+
+def test_read_paths_come_from_successful_read_file_results(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a")
+    (ws / "b.txt").write_text("b")
+    path = write_lines(tmp_path / "s.jsonl", [
+        header(cwd=str(ws)),
+        message_rec(assistant(calls=[("c1", "read_file", {"path": "a.txt"}), ("c2", "read_file", {"path": "b.txt"}),
+                                     ("c3", "read_file", {"path": "gone.txt"}),
+                                     ("c4", "write_file", {"path": "w.txt", "content": ""})])),
+        message_rec(tool("c1", "read_file", "a")),
+        message_rec(tool("c2", "read_file", "Error: too big")),
+        message_rec(tool("c3", "read_file", "gone")),
+        message_rec(tool("c4", "write_file", "Wrote 0 bytes")),
+    ])
+    session = load(path, tmp_path)
+    assert session.workspace_root == str(ws.resolve())  # the header's cwd wins when it exists
+    assert session.read_paths == {str((ws / "a.txt").resolve())}
+    session.append_record("compaction", message={"role": "compactionSummary", "summary": "s"})
+    assert session.read_paths == set() and contents(session) == ["s"]
+    session.close()
+    assert load(path, tmp_path).read_paths == set()  # a reload agrees with the live view
+
+
+def test_memory_state_is_the_last_record(tmp_path):
+    path = write_lines(tmp_path / "s.jsonl", [
+        header(),
+        {"type": "memory_state", "timestamp": "t", "sessionMemories": ["a"], "lastRetrieval": None},
+        {"type": "memory_state", "timestamp": "t", "sessionMemories": ["b"], "lastRetrieval": {"q": 1}},
+    ])
+    assert load(path, tmp_path).memory_state == {"sessionMemories": ["b"], "lastRetrieval": {"q": 1}}

@@ -1,0 +1,102 @@
+"""Workspace confinement: `..`, absolute paths, symlinked files and directories pointing
+out, and new files under a symlinked directory."""
+
+import os
+
+import pytest
+
+from kward.errors import PathNotAllowed
+from kward.tools.paths import resolve_existing, resolve_for_write
+from lib.tools_helpers import call, make_ctx
+
+
+@pytest.fixture
+def outside(tmp_path):
+    d = tmp_path / "outside"
+    d.mkdir()
+    (d / "secret.txt").write_text("TOP SECRET\n")
+    return d
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return make_ctx(tmp_path / "ws")
+
+
+@pytest.fixture
+def ws(ctx):
+    return ctx.workspace_root
+
+
+def assert_outside(result, path):
+    assert (result.content, result.is_error) == (f"Error: path outside workspace: {path}", True)
+
+
+def test_dotdot_and_absolute_outside(ctx, ws, outside):
+    assert_outside(call(ctx, "read_file", path="../outside/secret.txt"), "../outside/secret.txt")
+    assert_outside(call(ctx, "read_file", path=str(outside / "secret.txt")), str(outside / "secret.txt"))
+    assert_outside(call(ctx, "list_directory", path=".."), "..")
+    assert_outside(call(ctx, "write_file", path="../evil.txt", content="x"), "../evil.txt")
+    assert_outside(call(ctx, "write_file", path="/tmp/../etc/kward-evil", content="x"), "/tmp/../etc/kward-evil")
+    assert not (ws.parent / "evil.txt").exists()
+
+
+def test_absolute_path_inside_is_allowed_and_dotdot_back_in(ctx, ws):
+    (ws / "a.txt").write_text("hi")
+    assert call(ctx, "read_file", path=str(ws / "a.txt")).content == "hi"
+    assert call(ctx, "read_file", path=f"sub/../a.txt").content == "hi"
+
+
+def test_symlink_file_pointing_out(ctx, ws, outside):
+    os.symlink(outside / "secret.txt", ws / "leak.txt")
+    assert_outside(call(ctx, "read_file", path="leak.txt"), "leak.txt")
+    ctx.read_paths.add(str(outside / "secret.txt"))  # even a poisoned read set does not help
+    assert_outside(call(ctx, "write_file", path="leak.txt", content="pwned"), "leak.txt")
+    assert_outside(call(ctx, "edit_file", path="leak.txt", edits=[{"old_text": "TOP", "new_text": "x"}]),
+                   "leak.txt")
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+
+
+def test_dangling_symlink_pointing_out_is_not_written(ctx, ws, outside):
+    os.symlink(outside / "new.txt", ws / "dangling.txt")
+    assert_outside(call(ctx, "write_file", path="dangling.txt", content="x"), "dangling.txt")
+    assert not (outside / "new.txt").exists()
+
+
+def test_symlinked_directory_pointing_out(ctx, ws, outside):
+    os.symlink(outside, ws / "linkdir")
+    assert_outside(call(ctx, "list_directory", path="linkdir"), "linkdir")
+    assert_outside(call(ctx, "read_file", path="linkdir/secret.txt"), "linkdir/secret.txt")
+    assert_outside(call(ctx, "write_file", path="linkdir/new.txt", content="x"), "linkdir/new.txt")
+    assert_outside(call(ctx, "write_file", path="linkdir/deep/er/new.txt", content="x"),
+                   "linkdir/deep/er/new.txt")
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+
+
+def test_symlink_inside_workspace_is_fine(ctx, ws):
+    (ws / "real").mkdir()
+    os.symlink("real", ws / "alias")
+    r = call(ctx, "write_file", path="alias/f.txt", content="ok")
+    assert not r.is_error, r.content
+    assert (ws / "real" / "f.txt").read_text() == "ok"
+
+
+def test_write_under_a_file_is_refused(ctx, ws):
+    (ws / "f").write_text("x")
+    r = call(ctx, "write_file", path="f/child.txt", content="x")
+    assert (r.content, r.is_error) == ("Error: not a directory: f", True)
+
+
+def test_resolvers_directly(ws, outside):
+    (ws / "a").mkdir()
+    assert resolve_existing(ws, "a") == str(ws / "a")
+    assert resolve_for_write(ws, "a/b/c.txt") == str(ws / "a" / "b" / "c.txt")
+    with pytest.raises(PathNotAllowed) as info:
+        resolve_existing(ws, "../outside")
+    assert info.value.reason == "path_not_allowed"
+    assert info.value.message == "path outside workspace: ../outside"
+
+
+def test_nul_in_path_is_an_error(ctx):
+    r = call(ctx, "read_file", path="a\x00b")
+    assert r.is_error and r.content.startswith("Error: path contains a NUL byte")

@@ -1,0 +1,148 @@
+"""run_shell_command: output format, bounded capture, timeout and cancellation killing the
+whole process group, closed stdin, and no zombies."""
+
+import os
+import select
+import threading
+import time
+
+import pytest
+
+from kward.errors import Canceled
+from kward.tools import process
+from lib.tools_helpers import call, live_group_members, make_ctx, pid_alive, wait_until
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+
+
+@pytest.fixture(params=["pidfd", "poll"], autouse=True)
+def exit_watch(request, monkeypatch):
+    """Run every test with pidfd exit notification and with the polling fallback."""
+    if request.param == "poll":
+        monkeypatch.setattr(process, "_pidfd", lambda pid: None)
+    return request.param
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return make_ctx(tmp_path / "ws")
+
+
+def sh(ctx, command, **kw):
+    return call(ctx, "run_shell_command", command=command, **kw)
+
+
+def test_exit_status_stdout_stderr(ctx):
+    r = sh(ctx, "echo out; echo err >&2; exit 3")
+    assert (r.content, r.is_error) == ("Exit status: 3\n\nSTDOUT:\nout\n\nSTDERR:\nerr\n", False)
+
+
+def test_empty_streams_are_omitted(ctx):
+    assert sh(ctx, "true").content == "Exit status: 0\n"
+    assert sh(ctx, "echo e >&2; false").content == "Exit status: 1\n\nSTDERR:\ne\n"
+
+
+def test_runs_in_workspace_root_with_env_overrides(ctx):
+    ctx.env["KWARD_TOOL_TEST"] = "hello"
+    r = sh(ctx, 'pwd; echo "$KWARD_TOOL_TEST"')
+    assert r.content == f"Exit status: 0\n\nSTDOUT:\n{ctx.workspace_root}\nhello\n"
+
+
+def test_stdin_is_closed(ctx):
+    # with an open stdin `cat` would wait for the timeout
+    r = sh(ctx, "cat; echo done", timeout_seconds=20)
+    assert r.content == "Exit status: 0\n\nSTDOUT:\ndone\n"
+
+
+def test_killed_by_signal_reports_128_plus_n(ctx):
+    assert sh(ctx, "kill -9 $$").content == "Exit status: 137\n"
+
+
+def test_empty_command(ctx):
+    r = sh(ctx, "   ")
+    assert (r.content, r.is_error) == ("Error: command is required", True)
+
+
+def test_large_output_is_truncated_per_stream(ctx):
+    r = sh(ctx, "head -c 3000000 /dev/zero | tr '\\0' e >&2 & head -c 5000000 /dev/zero | tr '\\0' a; wait")
+    head, rest = r.content.split("\n\nSTDOUT:\n")
+    assert head == "Exit status: 0"
+    stdout, stderr = rest.split("\nSTDERR:\n")
+    assert stdout == "a" * 131072 + "\n... truncated to 131072 bytes"
+    assert stderr == "e" * 131072 + "\n... truncated to 131072 bytes"
+
+
+def test_no_zombie_after_normal_run(ctx):
+    r = sh(ctx, "echo $$")
+    pid = int(r.content.split("STDOUT:\n")[1])
+    assert not os.path.exists(f"/proc/{pid}")  # reaped, not a zombie
+
+
+def test_background_child_holding_pipes_does_not_block(ctx):
+    started = time.monotonic()
+    r = sh(ctx, "sleep 30 & echo $!", timeout_seconds=20)
+    elapsed = time.monotonic() - started
+    pid = int(r.content.split("STDOUT:\n")[1])
+    try:
+        assert r.content.startswith("Exit status: 0\n")
+        assert elapsed < 10  # returned after the shell, not after the sleep or the timeout
+    finally:
+        os.kill(pid, 9)
+
+
+def test_timeout_kills_the_group_with_grandchildren(ctx):
+    ws = ctx.workspace_root
+    r = sh(ctx, "trap '' TERM; echo $$ > sh.pid; sleep 100 & echo $! > bg.pid; sleep 100", timeout_seconds=1)
+    assert (r.content, r.is_error) == ("Error: command timed out after 1 seconds", True)
+    shell_pid = int((ws / "sh.pid").read_text())
+    bg_pid = int((ws / "bg.pid").read_text())
+    assert not os.path.exists(f"/proc/{shell_pid}")  # TERM was ignored: KILLed, then reaped
+    assert wait_until(lambda: not pid_alive(bg_pid))
+    assert wait_until(lambda: not live_group_members(shell_pid))
+
+
+def _cancel_when_ready(fifo_path, ctx, fired):
+    """Wait for the command to write to the FIFO, then cancel from this thread."""
+    fd = os.open(fifo_path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        readable, _, _ = select.select([fd], [], [], 10)
+        if readable:
+            os.read(fd, 64)
+    finally:
+        os.close(fd)
+    fired.append(time.monotonic())
+    ctx.cancel.cancel()
+
+
+def test_cancel_from_another_thread_kills_the_group(ctx):
+    ws = ctx.workspace_root
+    fifo = ws / "ready.fifo"
+    os.mkfifo(fifo)
+    fired = []
+    canceller = threading.Thread(target=_cancel_when_ready, args=(str(fifo), ctx, fired))
+    canceller.start()
+    try:
+        with pytest.raises(Canceled):
+            sh(ctx, "echo $$ > sh.pid; sleep 100 & echo $! > bg.pid; echo ready > ready.fifo; sleep 100")
+        returned = time.monotonic()
+    finally:
+        canceller.join(15)
+    assert fired and returned - fired[0] < 5  # promptly, not after 100 s
+    shell_pid = int((ws / "sh.pid").read_text())
+    bg_pid = int((ws / "bg.pid").read_text())
+    assert not os.path.exists(f"/proc/{shell_pid}")  # killed and reaped
+    assert wait_until(lambda: not pid_alive(bg_pid))
+    assert wait_until(lambda: not live_group_members(shell_pid))
+
+
+def test_already_cancelled_starts_nothing(ctx):
+    ctx.cancel.cancel()
+    with pytest.raises(Canceled):
+        sh(ctx, "touch started")
+    assert not (ctx.workspace_root / "started").exists()
+
+
+def test_missing_workspace_cannot_start(ctx, tmp_path):
+    os.rmdir(ctx.workspace_root)
+    r = sh(ctx, "true")
+    assert r.is_error and r.content.startswith("Error: could not start command:")
