@@ -144,6 +144,7 @@ SCHEMA: dict[str, Check] = {
     "openai_model": _str,
     "openrouter_model": _str,
     "openai_compat_model": _str,
+    "scripted_model": _str,
     "reasoning_effort": _EFFORT,
     "openai_reasoning_effort": _EFFORT,
     "openrouter_reasoning_effort": _EFFORT,

@@ -65,6 +65,15 @@ class AgentEngine:
             self._selection = None
         return self.selection()
 
+    def openrouter_provider(self) -> Any:
+        """An OpenRouter provider for the public catalog, whichever provider is active."""
+        selection = self.selection()
+        if selection.key == "openrouter":
+            return selection.provider
+        from kward.providers.select import build_openrouter
+
+        return build_openrouter(self.config.load(), self.env)
+
     def steering_supported(self) -> bool:
         try:
             return self.selection().provider.supports_steering

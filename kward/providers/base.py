@@ -98,14 +98,21 @@ class StreamSink(Protocol):
     def retry(self, info: RetryInfo) -> None: ...
 
 
+#: The stable error reason (kward.errors.REASONS) of each ProviderError kind; a kind not
+#: listed is "provider_error". An HTTP 401 is "not_logged_in" (set by `retry.classify`).
+KIND_REASONS: dict[str, str] = {"usage_limit": "usage_limit", "context_overflow": "context_overflow",
+                                "rate_limit": "rate_limited"}
+
+
 class ProviderError(KwardError):
     """A model request failed. `kind` is one of: auth, rate_limit, usage_limit,
-    context_overflow, server, network, timeout, stream_incomplete, bad_request."""
+    context_overflow, server, network, timeout, stream_incomplete, bad_request.
+    Without an explicit `reason` the reason follows from `kind` (`KIND_REASONS`)."""
 
     def __init__(self, message: str, *, provider: str, kind: str, status: int | None = None,
                  retryable: bool = False, retry_after: float | None = None, reason: str | None = None,
                  data: dict[str, Any] | None = None):
-        super().__init__(message, reason=reason, data=data)
+        super().__init__(message, reason=reason or KIND_REASONS.get(kind, "provider_error"), data=data)
         self.provider = provider
         self.kind = kind
         self.status = status

@@ -258,7 +258,7 @@ def run_with_retries(attempt_fn: Callable[[int], T], *, policy: RetryPolicy, pro
                 raise ProviderError(
                     f"{provider} request failed after {attempts} attempts: {err.message}",
                     provider=err.provider, kind=err.kind, status=err.status, retryable=False,
-                    retry_after=err.retry_after, reason=err.reason if err.reason != "internal_error" else None,
+                    retry_after=err.retry_after, reason=err.reason,
                     data=dict(err.data, attempts=attempts)) from None
             delay = policy.delay(attempt, err.retry_after)
             log.warning("%s request failed (attempt %d of %d), retrying in %.2f s: %s",

@@ -45,7 +45,7 @@ def demo_step(messages: list[dict[str, Any]]) -> dict[str, Any]:
     if not results:
         ask = " ".join(request.split())[:80] or "a look around"
         return {"events": [
-            {"type": "reasoning", "text": f"The user asked: {ask}. "},
+            {"type": "reasoning", "text": f"The user asked: {ask}" + ("" if ask[-1:] in ".?!" else ".") + " "},
             {"type": "reasoning", "text": "I will look at the workspace before answering."},
             *_words("Let me look around the workspace first."),
             {"type": "toolCall", "name": "list_directory", "arguments": {"path": "."}},

@@ -107,7 +107,9 @@ def select_provider(config: Mapping[str, Any], auth_file: Path, env: Mapping[str
 
         script_path = env.get("KWARD_SCRIPT") or config.get("scripted_script")
         provider = ScriptedProvider(load_script(script_path) if script_path else None)
-        return Selection(key, provider, provider.model, None, reason)
+        model = config.get("scripted_model")
+        return Selection(key, provider, model if isinstance(model, str) and model else provider.model,
+                         _effort(key, config, env), reason)
     from kward.providers.settings import resolve_provider_settings
 
     settings = resolve_provider_settings(config, env)
@@ -124,12 +126,18 @@ def select_provider(config: Mapping[str, Any], auth_file: Path, env: Mapping[str
 
         provider = CodexProvider(settings, credentials)
     elif key == "openrouter":
-        from kward.providers.openrouter import OpenRouterProvider
-
-        provider = OpenRouterProvider(settings, lambda: _openrouter_key(config, env))
+        provider = build_openrouter(config, env)
     else:
         from kward.providers.openai_compat import OpenAICompatibleProvider
 
         compat_key = config.get("openai_compat_api_key")
         provider = OpenAICompatibleProvider(settings, lambda: compat_key if isinstance(compat_key, str) else None)
     return Selection(key, provider, _model(key, config, env), _effort(key, config, env), reason)
+
+
+def build_openrouter(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Provider:
+    """An OpenRouter provider with the configured key (none is fine for the public catalog)."""
+    from kward.providers.openrouter import OpenRouterProvider
+    from kward.providers.settings import resolve_provider_settings
+
+    return OpenRouterProvider(resolve_provider_settings(config, env), lambda: _openrouter_key(config, env))

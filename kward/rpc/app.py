@@ -19,6 +19,8 @@ from kward.config import ConfigStore, Paths, Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
+    from kward.agent.models import ModelService
+    from kward.agent.models import ModelService
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import TurnManager
     from kward.sessions.manager import SessionManager
@@ -84,6 +86,12 @@ class App:
 
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
                                                            questions=self.questions, env=self.env))
+
+    @property
+    def models(self) -> "ModelService":
+        from kward.agent.models import ModelService
+
+        return self._service("models", lambda: ModelService(self.config))
 
     @property
     def turns(self) -> "TurnManager":

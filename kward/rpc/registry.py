@@ -58,6 +58,14 @@ METHODS: dict[str, Method] = {
     "tools/list": Method("tools:list_"),
     "runtime/state": Method("runtime:state"),
     "runtime/stats": Method("runtime:stats"),
+    # models (methods/models.py)
+    "models/list": Method("models:list_", slow=True),
+    "models/current": Method("models:current"),
+    "models/set": Method("models:set_model", slow=True),
+    "reasoning/set": Method("models:set_reasoning", slow=True),
+    "openrouter/catalog": Method("models:openrouter_catalog", slow=True),
+    "runtime/updateSetting": Method("models:update_setting", slow=True),
+    "runtime/reload": Method("models:reload", slow=True),
 }
 
 

@@ -198,9 +198,9 @@ def decorate_tree(sessions: list[SessionSummary]) -> list[SessionSummary]:
     return result
 
 
-def list_sessions(directory: str, workspace_root: str, limit: int = DEFAULT_LIMIT,
+def list_sessions(directory: str, workspace_root: str, limit: int | None = DEFAULT_LIMIT,
                   skip: Iterable[str] = ()) -> list[dict[str, Any]]:
     """``sessions/list`` items for one workspace's session directory."""
-    if limit <= 0:
-        limit = DEFAULT_LIMIT
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        limit = DEFAULT_LIMIT  # as the original: a non-positive limit means the default
     return [s.to_payload(workspace_root) for s in decorate_tree(recent_sessions(directory, limit, skip))]

@@ -163,7 +163,7 @@ class SessionManager:
 
     # --- reading ---------------------------------------------------------------------
 
-    def list(self, workspace_root: str | None = None, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
+    def list(self, workspace_root: str | None = None, limit: int | None = DEFAULT_LIMIT) -> list[dict[str, Any]]:
         """Recent sessions of a workspace as a tree. This process's own idle, empty,
         unnamed sessions are left out (as the original); nothing is deleted."""
         root = self.workspace(workspace_root)

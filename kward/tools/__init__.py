@@ -40,14 +40,26 @@ reading (list/read), writing (write/edit), process (child process runner), shell
 search, question, normalize, registry.
 """
 
-from kward.tools.base import CANCELLED, Args, ToolContext, ToolError, ToolResult, ToolSpec, is_error_text
-from kward.tools.normalize import extract_diff, normalize_args, normalize_tool_name, parse_arguments
-from kward.tools.question import QuestionError, normalize_answers, validate_questions
-from kward.tools.registry import DEFAULT_SPECS, ToolRegistry, default_registry
+import importlib
+from typing import Any
 
-__all__ = [
-    "CANCELLED", "Args", "ToolContext", "ToolError", "ToolResult", "ToolSpec", "is_error_text",
-    "extract_diff", "normalize_args", "normalize_tool_name", "parse_arguments",
-    "QuestionError", "normalize_answers", "validate_questions",
-    "DEFAULT_SPECS", "ToolRegistry", "default_registry",
-]
+# Public names and the module that defines each; imported on first use (PEP 562), so that
+# `import kward.tools.normalize` (sessions, transcripts) does not load every tool.
+_EXPORTS = {
+    "CANCELLED": "base", "Args": "base", "ToolContext": "base", "ToolError": "base", "ToolResult": "base",
+    "ToolSpec": "base", "is_error_text": "base",
+    "extract_diff": "normalize", "normalize_args": "normalize", "normalize_tool_name": "normalize",
+    "parse_arguments": "normalize",
+    "QuestionError": "question", "normalize_answers": "question", "validate_questions": "question",
+    "DEFAULT_SPECS": "registry", "ToolRegistry": "registry", "default_registry": "registry",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kward.tools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kward.tools.{module}"), name)
+    globals()[name] = value
+    return value

@@ -9,21 +9,9 @@ from kward.agent.stats import context_usage, message_counts, token_totals
 from kward.rpc.registry import Call
 
 
-def model_entry(selection: Any) -> dict[str, Any]:
+def model_entry(call: Call, selection: Any) -> dict[str, Any]:
     """The current model as a protocol model entry."""
-    if selection.key == "scripted":
-        from kward.providers.scripted import CONTEXT_WINDOW
-
-        window, reasoning = CONTEXT_WINDOW, True
-    else:
-        from kward.providers.catalog import builtin_entry
-
-        entry = builtin_entry(selection.label, selection.model)
-        window = entry.context_window if entry else None
-        reasoning = entry.reasoning if entry else selection.reasoning_effort is not None
-    return {"provider": selection.label, "id": selection.model, "name": selection.model, "reasoning": reasoning,
-            "reasoningEffort": selection.reasoning_effort, "contextWindow": window, "current": True,
-            "model": selection.model}
+    return call.app.models.current(selection)
 
 
 def _ids(session: Any) -> dict[str, Any]:
@@ -41,7 +29,7 @@ def state(call: Call) -> dict[str, Any]:
     config = app.config.load()
     compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
     out = {
-        "model": model_entry(selection), "thinkingLevel": selection.reasoning_effort or "off",
+        "model": model_entry(call, selection), "thinkingLevel": selection.reasoning_effort or "off",
         "isStreaming": running is not None, "isCompacting": False,
         "steeringMode": "in-flight" if steering else "one-at-a-time", "followUpMode": "one-at-a-time",
         **_ids(session),
@@ -68,7 +56,7 @@ def stats(call: Call) -> dict[str, Any]:
         out["cost"] = round(cost, 6)
     try:
         selection = app.engine.selection()
-        window = model_entry(selection)["contextWindow"]
+        window = model_entry(call, selection)["contextWindow"]
     except Exception:
         window = None
     usage = context_usage(messages, build_instructions(app.paths.config_dir, session.workspace_root), window)
