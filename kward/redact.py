@@ -43,9 +43,12 @@ def is_secret_key(key: str) -> bool:
     return key not in _PUBLIC_KEYS and _SECRET_KEY.search(key) is not None
 
 
+_MIN_SECRET_LEN = 9  # the shortest text any pattern above can match ("api_key=x")
+
+
 def redact_text(text: str) -> str:
     """Mask secrets embedded in free text (error bodies, log lines, tool output)."""
-    if not _QUICK.search(text):
+    if len(text) < _MIN_SECRET_LEN or not _QUICK.search(text):
         return text
     text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
     text = _SK_KEY.sub(REDACTED, text)
@@ -53,16 +56,38 @@ def redact_text(text: str) -> str:
     return _JSON_SECRET.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
 
 
+_PLAIN = (int, float, bool, type(None))
+
+
 def redact(value: Any, _secret: bool = False) -> Any:
-    """Return a redacted copy of a JSON-like value (dicts, lists, strings, numbers)."""
-    if isinstance(value, str):
+    """Return a redacted copy of a JSON-like value (dicts, lists, strings, numbers).
+
+    Hot path: every outgoing message goes through here, so scalars are handled inline
+    without a recursive call.
+    """
+    kind = type(value)
+    if kind is str:
         if _secret:
             return REDACTED if value else value
         return redact_text(value)
-    if isinstance(value, dict):
-        return {
-            k: redact(v, _secret or (isinstance(k, str) and is_secret_key(k))) for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            secret = _secret or (type(k) is str and is_secret_key(k))
+            vk = type(v)
+            if vk is str:
+                out[k] = (REDACTED if v else v) if secret else redact_text(v)
+            elif vk in _PLAIN:
+                out[k] = v
+            else:
+                out[k] = redact(v, secret)
+        return out
+    if kind is list or kind is tuple:
         return [redact(v, _secret) for v in value]
+    if isinstance(value, str):  # subclasses (rare) take the slow, general way
+        return redact(str(value), _secret)
+    if isinstance(value, dict):
+        return redact(dict(value), _secret)
+    if isinstance(value, (list, tuple)):
+        return redact(list(value), _secret)
     return value

@@ -157,11 +157,68 @@ def bench_cancel(rounds: int) -> float:
     return _p50(samples)
 
 
+def bench_first_frame_via_rpc(turns: int) -> float:
+    """Whole path through the real `kward rpc` child against the loopback fake Codex: from
+    the moment the fake server received the model request (it answers at once: headers,
+    then the first delta) to the `assistantDelta` frame read from kward's stdout. Both
+    instants are time.monotonic() of this process. p50 in ms."""
+    import os
+    import subprocess
+    import tempfile
+
+    from lib.rpc_client import kward_env
+
+    with fc.FakeCodex() as fake, tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        env = kward_env(home, KWARD_PROVIDER="codex", KWARD_CODEX_BASE_URL=fake.base_url,
+                        OPENAI_ACCESS_TOKEN=fc.make_jwt("acct_bench"), KWARD_RETRY_DELAYS="0")
+        proc = subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                env=env, cwd=tmp)
+        next_id = [0]
+
+        def send(method: str, params: dict[str, Any]) -> None:
+            next_id[0] += 1
+            body = json.dumps({"jsonrpc": "2.0", "id": next_id[0], "method": method, "params": params}).encode()
+            proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            proc.stdin.flush()
+
+        def read() -> dict[str, Any]:
+            n = int(proc.stdout.readline().split(b":")[1])
+            proc.stdout.readline()
+            return json.loads(proc.stdout.read(n))
+
+        def until(pred) -> dict[str, Any]:
+            while True:
+                msg = read()
+                if pred(msg):
+                    return msg
+
+        send("initialize", {})
+        until(lambda m: m.get("id") == 1)
+        send("sessions/create", {"name": "bench"})
+        sid = until(lambda m: m.get("id") == 2)["result"]["id"]
+        samples = []
+        for i in range(turns + 5):
+            fake.script("responses", fc.text(("Hel", "lo")))
+            send("turns/start", {"sessionId": sid, "input": f"turn {i}"})
+            until(lambda m: m.get("params", {}).get("type") == "assistantDelta")
+            arrived = time.monotonic()
+            received = fake.requests("responses")[-1].t
+            until(lambda m: m.get("params", {}).get("type") == "turnFinished")
+            if i >= 5:  # the first turns warm up imports and the connection pool
+                samples.append(arrived - received)
+        proc.stdin.close()
+        proc.wait(10)
+        proc.stdout.close()
+        return _p50(samples)
+
+
 def bench(quick: bool = False) -> list[dict[str, Any]]:
     """Run every provider benchmark; rows of {name, value, unit, target}."""
     parse, decode = bench_sse(50_000 if quick else 200_000)
     codex_p50, router_p50 = bench_first_delta(50 if quick else 200)
     cancel_p50 = bench_cancel(10 if quick else 30)
+    rpc_p50 = bench_first_frame_via_rpc(30 if quick else 100)
     return [
         {"name": "sse_parse_events_per_s", "value": round(parse), "unit": "events/s", "target": ">= 50000"},
         {"name": "codex_decode_events_per_s", "value": round(decode), "unit": "events/s", "target": ">= 50000"},
@@ -170,6 +227,8 @@ def bench(quick: bool = False) -> list[dict[str, Any]]:
         {"name": "openrouter_headers_to_first_delta_ms_p50", "value": round(router_p50, 3), "unit": "ms",
          "target": "<= 5"},
         {"name": "cancel_blocked_read_ms_p50", "value": round(cancel_p50, 3), "unit": "ms", "target": "<= 200"},
+        {"name": "kward rpc: fake Codex got the request -> assistantDelta frame on stdout, p50", "value": round(rpc_p50, 3),
+         "unit": "ms", "target": "<= 5"},
     ]
 
 

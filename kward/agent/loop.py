@@ -59,9 +59,19 @@ class TurnSetup:
     max_steps: int = DEFAULT_MAX_STEPS
 
 
+_second: tuple[int, str] = (-1, "")  # (whole second, its formatted prefix): events come thousands a second
+
+
 def now_iso() -> str:
+    """UTC time as ISO-8601 with milliseconds (`2026-01-02T03:04:05.678Z`). Any thread."""
+    global _second
     t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+    whole, prefix = _second
+    if whole != int(t):
+        whole = int(t)
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+        _second = (whole, prefix)  # one atomic rebinding; a racing thread computes the same value
+    return f"{prefix}.{int(t * 1000) % 1000:03d}Z"
 
 
 class _Sink:

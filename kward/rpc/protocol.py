@@ -81,12 +81,16 @@ def parse(body: bytes) -> Request | Notification:
     return Request(request_id, method, params, trace)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def encode(message: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON; lone surrogates (odd file names) fall back to \\u escapes."""
     try:
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return _ENCODER.encode(message).encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":")).encode("ascii")
+        return _ASCII_ENCODER.encode(message).encode("ascii")
 
 
 def response(request_id: Any, result: Any) -> dict[str, Any]:

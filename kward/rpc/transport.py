@@ -22,6 +22,7 @@ from kward.rpc.framing import FrameReader
 
 log = logging.getLogger(__name__)
 
+BATCH_BYTES = 64 * 1024  # notifications written per writer batch
 EOF = "eof"  # control items on the inbox
 SIGNAL = "signal"
 WRITER_FAILED = "writer_failed"
@@ -54,18 +55,21 @@ class Inbox:
 
 
 class Outbox:
-    """FIFO of encoded frames, bounded in bytes.
+    """Two FIFOs of encoded frames (responses, notifications), bounded in bytes together.
 
-    `put` blocks the producer while more than `limit` bytes wait (a client that stops
-    reading slows the turns that stream to it instead of growing memory); `urgent` puts
-    (responses from the dispatcher) may use twice the limit. `overloaded` is true past the
-    high-water mark: new turns are then refused. After `close()` nothing more is accepted
-    and the writer drains what is queued; after `kill()` (stdout is gone) everything is
-    dropped and blocked producers are released. Thread-safe.
+    Responses (`urgent` puts) are written before queued notifications, so a quick request
+    is answered promptly even behind a backlog of streaming events; within each lane the
+    order is kept, so a turn's events stay in sequence. `put` blocks the producer while
+    more than `limit` bytes wait (a client that stops reading slows the turns that stream to
+    it instead of growing memory); urgent puts may use twice the limit. `overloaded` is
+    true past the high-water mark: new turns are then refused. After `close()` nothing more
+    is accepted and the writer drains what is queued; after `kill()` (stdout is gone)
+    everything is dropped and blocked producers are released. Thread-safe.
     """
 
-    def __init__(self, high_water: int = 8 << 20, limit: int = 32 << 20):
+    def __init__(self, high_water: int = 1 << 20, limit: int = 4 << 20):
         self._cond = threading.Condition(threading.Lock())
+        self._urgent: deque[bytes] = deque()
         self._items: deque[bytes] = deque()
         self._bytes = 0
         self._high = high_water
@@ -90,24 +94,31 @@ class Outbox:
                 self._cond.wait()
             if self._closed or self._dead:
                 return False
-            self._items.append(data)
+            (self._urgent if urgent else self._items).append(data)
             self._bytes += len(data)
             if self._writer_waiting:
                 self._cond.notify_all()
             return True
 
     def take(self) -> list[bytes] | None:
-        """Writer only: everything queued (waits for something), or None when finished."""
+        """Writer only: the queued responses and up to BATCH_BYTES of notifications
+        (waits for something), or None when finished."""
         with self._cond:
-            while not self._items and not self._closed and not self._dead:
+            while not self._urgent and not self._items and not self._closed and not self._dead:
                 self._writer_waiting = True
                 self._cond.wait()
             self._writer_waiting = False
-            if self._dead or not self._items:
+            if self._dead or not (self._urgent or self._items):
                 return None
-            batch = list(self._items)
-            self._items.clear()
-            self._bytes = 0
+            batch = list(self._urgent)
+            size = sum(map(len, batch))
+            self._urgent.clear()
+            items = self._items
+            while items and size < BATCH_BYTES:  # bounded, so a response never waits long
+                data = items.popleft()
+                batch.append(data)
+                size += len(data)
+            self._bytes -= size
             self._cond.notify_all()  # release producers blocked on the limit
             return batch
 
@@ -119,6 +130,7 @@ class Outbox:
     def kill(self) -> None:
         with self._cond:
             self._dead = True
+            self._urgent.clear()
             self._items.clear()
             self._bytes = 0
             self._cond.notify_all()

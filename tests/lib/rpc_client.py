@@ -130,7 +130,10 @@ class FrameClient:
 
     # --- waiting ----------------------------------------------------------------------
 
-    def wait(self, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    def wait(self, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition",
+             poll: float | None = None) -> Any:
+        """Wait until `predicate()` is truthy, re-checking at every incoming frame, and every
+        `poll` seconds for conditions no frame announces (a file written by a child)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
@@ -140,7 +143,7 @@ class FrameClient:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError(f"timed out waiting for {what}; stderr={self.stderr[-2000:]!r}")
-                self._cond.wait(remaining)
+                self._cond.wait(min(remaining, poll) if poll else remaining)
 
     def response(self, id: Any, timeout: float = 10.0) -> dict:
         key = json.dumps(id)

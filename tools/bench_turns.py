@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Turn benchmarks over the real `kward rpc` with the Scripted provider.
+
+Figures (each beside a baseline measured in the same run):
+- streaming: one turn emitting 100,000 assistant deltas, events/s as read by the client
+  (baseline: a process that writes 100,000 ready-made notification frames);
+- parallel sessions: 16 sessions each running a 1 s turn at once, total time (baseline:
+  one such turn alone);
+- cancellation: `turns/cancel` to `turnFinished`, p50/p99 over many cancels of turns blocked
+  in a scripted delay and in a `sleep` shell command;
+- quick requests: `turns/status` round trip p50/p99 while 8 turns stream (baseline: the
+  same with nothing running).
+
+    python3 tools/bench_turns.py [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from lib.rpc_client import RpcClient, kward_env  # noqa: E402
+
+Row = dict
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def _client(home: Path, script: dict, workers: int = 32) -> RpcClient:
+    path = home / f"script-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps(script))
+    ws = home / "ws"
+    ws.mkdir(exist_ok=True)
+    env = kward_env(home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(path), KWARD_RPC_WORKERS=str(workers))
+    c = RpcClient(home, cwd=ws, env=env)
+    c.request("initialize")
+    return c
+
+
+def _finished(c: RpcClient, turn_id: str, timeout: float = 120) -> dict:
+    return c.wait_notification(lambda n: n["params"]["turnId"] == turn_id and n["params"]["type"] == "turnFinished",
+                               timeout)
+
+
+BASELINE_WRITER = r'''
+import json, os, sys
+n = int(sys.argv[1])
+out = os.fdopen(1, "wb", buffering=1 << 16)
+for i in range(n):
+    body = json.dumps({"jsonrpc": "2.0", "method": "turn/event", "params": {"sequence": i + 1, "timestamp": "2026-01-01T00:00:00.000Z",
+        "sessionId": "s", "turnId": "t", "type": "assistantDelta", "payload": {"delta": "x"}}}).encode()
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+out.flush()
+'''
+
+
+class LeanPeer:
+    """A minimal single-threaded client: readline/read framing, so that the reader is not
+    the bottleneck of the streaming figure."""
+
+    def __init__(self, argv: list[str], env: dict, cwd: Path):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
+        self.next_id = 0
+
+    def send(self, method: str, params: dict | None = None) -> int:
+        self.next_id += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}).encode()
+        self.p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.p.stdin.flush()
+        return self.next_id
+
+    def read(self) -> dict:
+        out = self.p.stdout
+        n = int(out.readline().split(b":")[1])
+        out.readline()
+        return json.loads(out.read(n))
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        rid = self.send(method, params)
+        while True:
+            msg = self.read()
+            if msg.get("id") == rid:
+                return msg["result"]
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.wait(30)
+        self.p.stdout.close()
+
+
+def bench_streaming(home: Path, n: int) -> list[Row]:
+    script = home / "stream.json"
+    script.write_text(json.dumps({"loop": True, "steps": [[{"type": "text", "text": "x", "repeat": n}]]}))
+    (home / "ws").mkdir(exist_ok=True)
+    env = kward_env(home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
+    rates, base = [], []
+    for _ in range(3):
+        peer = LeanPeer([sys.executable, "-m", "kward", "rpc"], env, home / "ws")
+        peer.call("initialize")
+        sid = peer.call("sessions/create")["id"]
+        t0 = time.perf_counter()
+        peer.send("turns/start", {"sessionId": sid, "input": "go"})
+        seqs, deltas = [], 0
+        while True:
+            msg = peer.read()
+            if msg.get("method") != "turn/event":
+                continue
+            event = msg["params"]
+            seqs.append(event["sequence"])
+            deltas += event["type"] == "assistantDelta"
+            if event["type"] == "turnFinished":
+                break
+        rates.append(len(seqs) / (time.perf_counter() - t0))
+        assert seqs == list(range(1, len(seqs) + 1)) and deltas == n, (len(seqs), deltas)
+        peer.close()
+        peer = LeanPeer([sys.executable, "-c", BASELINE_WRITER, str(n)], env, home)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            peer.read()
+        base.append(n / (time.perf_counter() - t0))
+        peer.close()
+    return [
+        {"name": f"baseline: {n:,} ready-made notification frames read by the same client",
+         "value": statistics.median(base), "unit": "events/s", "target": "-"},
+        {"name": f"one scripted turn streaming {n:,} deltas, complete and in order (median of 3)",
+         "value": statistics.median(rates), "unit": "events/s", "target": ">= 20,000"},
+    ]
+
+
+def bench_parallel(home: Path, sessions: int = 16, seconds: float = 1.0) -> list[Row]:
+    script = {"loop": True, "steps": [[{"type": "delay", "seconds": seconds}, {"type": "text", "text": "done"}]]}
+    c = _client(home, script)
+    one = c.request("sessions/create")
+    t0 = time.perf_counter()
+    _finished(c, c.request("turns/start", {"sessionId": one["id"], "input": "x"})["id"])
+    single = time.perf_counter() - t0
+    ids = [c.request("sessions/create", {"name": f"s{i}"})["id"] for i in range(sessions)]
+    t0 = time.perf_counter()
+    turns = [c.request("turns/start", {"sessionId": sid, "input": "x"})["id"] for sid in ids]
+    for tid in turns:
+        _finished(c, tid)
+    total = time.perf_counter() - t0
+    c.close()
+    return [
+        {"name": f"baseline: one session running a {seconds:g} s scripted turn", "value": single, "unit": "s", "target": "-"},
+        {"name": f"{sessions} sessions running that turn at once, all finished", "value": total, "unit": "s",
+         "target": "about the baseline"},
+    ]
+
+
+def bench_cancel(home: Path, rounds: int) -> list[Row]:
+    rows = []
+    for label, step in (("scripted delay", {"type": "delay", "seconds": 60}),
+                        ("shell `sleep 60`", {"type": "toolCall", "name": "run_shell_command",
+                                              "arguments": {"command": "sleep 60"}})):
+        c = _client(home, {"loop": True, "steps": [[step], [{"type": "text", "text": "after"}]]})
+        lat = []
+        for _ in range(rounds):
+            s = c.request("sessions/create")
+            turn = c.request("turns/start", {"sessionId": s["id"], "input": "x"})
+            if label.startswith("shell"):
+                c.wait_notification(lambda n: n["params"]["turnId"] == turn["id"] and n["params"]["type"] == "toolCall")
+            else:
+                c.wait_notification(lambda n: n["params"]["turnId"] == turn["id"] and n["params"]["type"] == "turnStarted")
+            t0 = time.perf_counter()
+            c.request("turns/cancel", {"turnId": turn["id"]})
+            done = _finished(c, turn["id"])
+            lat.append(time.perf_counter() - t0)
+            assert done["params"]["payload"]["status"] == "canceled"
+        c.close()
+        rows += [{"name": f"turns/cancel -> turnFinished, running turn in a {label}, p50 ({rounds} runs)",
+                  "value": percentile(lat, 50) * 1000, "unit": "ms", "target": "-"},
+                 {"name": f"turns/cancel -> turnFinished, running turn in a {label}, p99",
+                  "value": percentile(lat, 99) * 1000, "unit": "ms", "target": "<= 200"}]
+    return rows
+
+
+class ThreadedPeer(LeanPeer):
+    """LeanPeer with a reader thread that decodes only responses (notifications are counted
+    by prefix), so that request latency is measured while events stream at full speed."""
+
+    def __init__(self, argv: list[str], env: dict, cwd: Path):
+        super().__init__(argv, env, cwd)
+        self.cond = threading.Condition()
+        self.responses: dict[int, dict] = {}
+        self.finished: set[str] = set()
+        self.notifications = 0
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self) -> None:
+        out = self.p.stdout
+        while True:
+            line = out.readline()
+            if not line:
+                return
+            out.readline()
+            body = out.read(int(line.split(b":")[1]))
+            if body.startswith(b'{"jsonrpc":"2.0","id"'):
+                msg = json.loads(body)
+                with self.cond:
+                    self.responses[msg["id"]] = msg
+                    self.cond.notify_all()
+            else:
+                self.notifications += 1
+                if b'"turnFinished"' in body:
+                    with self.cond:
+                        self.finished.add(json.loads(body)["params"]["turnId"])
+                        self.cond.notify_all()
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        rid = self.send(method, params)
+        with self.cond:
+            self.cond.wait_for(lambda: rid in self.responses, 60)
+            msg = self.responses.pop(rid)
+        if "error" in msg:
+            raise RuntimeError(msg["error"]["message"])
+        return msg["result"]
+
+    def wait_finished(self, turn_ids: list[str]) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: all(t in self.finished for t in turn_ids), 120)
+
+
+def bench_quick_while_streaming(home: Path, samples: int) -> list[Row]:
+    script = home / "busy.json"
+    script.write_text(json.dumps({"loop": True, "steps": [[{"type": "text", "text": "stream ", "repeat": 200_000}]]}))
+    (home / "ws").mkdir(exist_ok=True)
+    env = kward_env(home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
+    peer = ThreadedPeer([sys.executable, "-m", "kward", "rpc"], env, home / "ws")
+    peer.call("initialize")
+    ids = [peer.call("sessions/create", {"name": f"s{i}"})["id"] for i in range(9)]
+
+    def status_latencies(turn_id: str) -> list[float]:
+        out = []
+        for _ in range(samples):
+            t0 = time.perf_counter()
+            peer.call("turns/status", {"turnId": turn_id})
+            out.append(time.perf_counter() - t0)
+        return out
+
+    probe = peer.call("turns/start", {"sessionId": ids[0], "input": "x"})["id"]
+    peer.call("turns/cancel", {"turnId": probe})
+    peer.wait_finished([probe])
+    idle = status_latencies(probe)
+    busy_turns, refusals = [], 0
+    for sid in ids[1:]:
+        while True:  # a client is expected to back off and retry when told "overloaded"
+            try:
+                busy_turns.append(peer.call("turns/start", {"sessionId": sid, "input": "x"})["id"])
+                break
+            except RuntimeError:
+                refusals += 1
+                time.sleep(0.01)
+    before = peer.notifications
+    busy = status_latencies(probe)
+    streamed = peer.notifications - before
+    running = sum(1 for t in busy_turns if peer.call("turns/status", {"turnId": t})["status"] == "running")
+    for t in busy_turns:
+        peer.call("turns/cancel", {"turnId": t})
+    peer.wait_finished(busy_turns)
+    peer.close()
+    return [
+        {"name": f"baseline: turns/status round trip p99, nothing running ({samples} requests)",
+         "value": percentile(idle, 99) * 1000, "unit": "ms", "target": "-"},
+        {"name": "turns/status round trip p50 while 8 turns stream", "value": percentile(busy, 50) * 1000, "unit": "ms",
+         "target": "-"},
+        {"name": f"turns/status round trip p99 while 8 turns stream ({streamed:,} events arrived meanwhile, "
+                 f"{running} of 8 turns still streaming at the end; {refusals} overloaded refusals while starting)",
+         "value": percentile(busy, 99) * 1000, "unit": "ms", "target": "<= 5"},
+    ]
+
+
+def bench(quick: bool = False) -> list[Row]:
+    home = Path(tempfile.mkdtemp(prefix="kward-bench-turns-"))
+    rows = bench_streaming(home, 100_000)
+    rows += bench_parallel(home)
+    rows += bench_cancel(home, 10 if quick else 40)
+    rows += bench_quick_while_streaming(home, 200 if quick else 1000)
+    return rows
+
+
+if __name__ == "__main__":
+    for row in bench("--quick" in sys.argv):
+        print(f"{row['name']}: {row['value']:.4g} {row['unit']} (target {row['target']})", flush=True)
