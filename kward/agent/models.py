@@ -6,7 +6,14 @@ change up (the engine rebuilds its selection when config.json changes). Listings
 from the providers' endpoints through a time-limited `ModelCatalog`, with the fallbacks of
 `kward.providers.catalog`.
 
-Thread contract: any thread; network listings belong on worker threads.
+What is known about the current model (name, context window, reasoning efforts) comes
+from the listings: `current` uses the cached ones only (no I/O, it answers a quick
+method), `set_effort` loads them (cached) so that an effort the model cannot use is
+refused; a model found in no listing falls back to the built-in tables, then to a bare
+entry that accepts any effort.
+
+Thread contract: any thread; `list`, `openrouter_catalog` and `set_effort` may do network
+I/O and belong on worker threads.
 """
 
 from __future__ import annotations
@@ -58,6 +65,19 @@ def entry_payload(entry: ModelEntry, selection: Selection) -> dict[str, Any]:
     return out
 
 
+def _listing_key(selection: Selection) -> tuple[str, Any]:
+    """Cache key of a provider's listing: the provider and its configured base URL (read
+    from the settings: `OpenAICompatibleProvider.base_url` raises when none is set)."""
+    settings = getattr(selection.provider, "settings", None)
+    field = {"codex": "codex_base_url", "openrouter": "openrouter_base_url",
+             "openai-compatible": "openai_compat_base_url"}.get(selection.key, "")
+    return selection.key, getattr(settings, field, None) if field else None
+
+
+def _catalog_key(provider: Any) -> tuple[str, Any]:
+    return "openrouter-catalog", provider.base_url
+
+
 class ModelService:
     def __init__(self, config: ConfigStore):
         self.config = config
@@ -66,7 +86,7 @@ class ModelService:
     def list(self, selection: Selection, refresh: bool = False) -> list[dict[str, Any]]:
         entries = self._listing(selection, refresh)
         if not any(e.id == selection.model for e in entries):
-            entries = [current_entry(selection), *entries]
+            entries = [current_entry(selection, self._cached_entries(selection)), *entries]
         return [entry_payload(e, selection) for e in entries]
 
     def _listing(self, selection: Selection, refresh: bool) -> list[ModelEntry]:
@@ -77,17 +97,39 @@ class ModelService:
         provider = selection.provider
         loader = {"codex": catalog.codex_models, "openrouter": catalog.openrouter_models,
                   "openai-compatible": catalog.compat_models}[selection.key]
-        key = (selection.key, getattr(provider, "base_url", None))
-        return list(self.catalog.get(key, lambda: loader(provider), refresh).entries)
+        return list(self.catalog.get(_listing_key(selection), lambda: loader(provider), refresh).entries)
 
-    def openrouter_catalog(self, provider: Any, selection: Selection) -> list[dict[str, Any]]:
+    def _catalog_listing(self, provider: Any) -> list[ModelEntry]:
         from kward.providers import catalog
 
-        listing = self.catalog.get(("openrouter-catalog", provider.base_url), lambda: catalog.openrouter_catalog(provider))
-        return [entry_payload(e, selection) for e in listing.entries]
+        return list(self.catalog.get(_catalog_key(provider), lambda: catalog.openrouter_catalog(provider)).entries)
+
+    def _cached_entries(self, selection: Selection) -> list[ModelEntry]:
+        """Entries of the fresh cached listings for the selected provider (no I/O)."""
+        keys = [_listing_key(selection)]
+        if selection.key == "openrouter":
+            keys.append(_catalog_key(selection.provider))
+        out: list[ModelEntry] = []
+        for key in keys:
+            listing = self.catalog.peek(key)
+            out += listing.entries if listing else []
+        return out
+
+    def _known_entries(self, selection: Selection) -> list[ModelEntry]:
+        """Entries that may describe the selected model, loading listings as needed."""
+        if selection.key == "scripted":
+            return []
+        entries = self._listing(selection, False)
+        if selection.key == "openrouter" and not any(e.id == selection.model for e in entries):
+            entries += self._catalog_listing(selection.provider)  # models the key cannot use yet
+        return entries
+
+    def openrouter_catalog(self, provider: Any, selection: Selection) -> list[dict[str, Any]]:
+        return [entry_payload(e, selection) for e in self._catalog_listing(provider)]
 
     def current(self, selection: Selection) -> dict[str, Any]:
-        return entry_payload(current_entry(selection), selection)
+        """The current model entry from what is cached (no I/O)."""
+        return entry_payload(current_entry(selection, self._cached_entries(selection)), selection)
 
     def set_model(self, selection: Selection, model: str, provider: str | None) -> None:
         if not _MODEL_ID.match(model):
@@ -96,11 +138,19 @@ class ModelService:
         values: dict[str, Any] = {MODEL_KEYS[key]: model}
         if key != selection.key:
             values["provider"] = key
+        if key == selection.key and selection.reasoning_effort:
+            # keep the effort usable: the new model may not offer the current one
+            from dataclasses import replace
+
+            entry = current_entry(replace(selection, model=model), self._known_entries(selection))
+            if entry.efforts is not None and selection.reasoning_effort not in entry.efforts:
+                values[EFFORT_KEYS[key]] = entry.default_effort if entry.default_effort in entry.efforts else (
+                    entry.efforts[0] if entry.efforts else "off")
         self.config.update(values)
 
     def set_effort(self, selection: Selection, effort: str, param: str = "effort") -> str:
         try:
-            value = validate_effort(effort, current_entry(selection), selection.model)
+            value = validate_effort(effort, current_entry(selection, self._known_entries(selection)), selection.model)
         except InvalidParams as exc:
             exc.data["param"] = param
             raise

@@ -4,16 +4,26 @@ Each session has a lane: a queue of turns drained by one job on the worker pool,
 session runs one turn at a time in arrival order while different sessions run in
 parallel. While a lane has queued or running turns it holds the session's cross-process
 turn lock (taken when the first turn is queued, so a session that another process is
-running answers `session_busy` at once; released when the queue drains).
+running answers `session_busy` at once; released when the queue drains). A turn started
+while the drain job is still releasing that lock waits for the release (an fsync and a
+close) instead of failing on its own process's lock.
 
 Events: every turn has an `EventLog`; `emit` assigns the next sequence number and
 publishes under the log's lock, so a turn's events reach the client in sequence order
 with no gaps. Every turn starts with `turnQueued` and ends with exactly one
-`turnFinished` (`completed`, `failed` or `canceled`).
+`turnFinished` (`completed`, `failed` or `canceled`); the log drops anything emitted after
+it. A turn whose loop returned its answer is `completed`, even if a cancel request arrived
+meanwhile. turnFinished of a turn that ran is announced after the session file was fsynced
+and, when nothing else is queued, the turn lock released (see `_drain`). A turn canceled
+while queued never runs: `turnQueued`, `turnCancelRequested`, `turnFinished {status:
+canceled}`, without `turnStarted`. `steer` input that no running turn can take any more
+(it is finishing, or the next one has not started) becomes a follow-up turn; on an idle
+session it is refused.
 
 Thread contract: `start`, `cancel`, `get` and `events_after` are called from the
 dispatcher (any thread is fine); turns run on pool workers. `_lock` guards the turn table
-and the lanes; it is never held while a turn runs.
+and the lanes; it is never held while a turn runs or a lane releases its lock
+(`_released`, a condition on `_lock`, signals the end of a release).
 """
 
 from __future__ import annotations
@@ -48,10 +58,16 @@ class EventLog:
         self._publish = publish
         self._lock = threading.Lock()
         self._next = 1
+        self._finished = False
         self._recent: deque[dict[str, Any]] = deque(maxlen=EVENT_LIMIT)
 
-    def emit(self, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
+    def emit(self, type_: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Sequence and publish one event; None (nothing sent) once turnFinished was emitted,
+        so a late event (a cancel request racing the end of the turn) never follows it."""
         with self._lock:
+            if self._finished:
+                return None
+            self._finished = type_ == "turnFinished"
             event = {"sequence": self._next, "timestamp": now_iso(), "sessionId": self._session_id,
                      "turnId": self._turn_id, "type": type_, "payload": payload}
             self._next += 1
@@ -99,6 +115,7 @@ class _Lane:
     running: Turn | None = None
     draining: bool = False
     turn_lock: contextlib.ExitStack | None = None
+    releasing: bool = False  # the drain job is releasing `turn_lock` (fsync, unlock)
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
@@ -121,6 +138,7 @@ class TurnManager:
         self._execute = execute
         self._steering_supported = steering_supported
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)  # a lane finished releasing its turn lock
         self._turns: OrderedDict[str, Turn] = OrderedDict()
         self._lanes: dict[str, _Lane] = {}
         self._closed = False
@@ -134,20 +152,25 @@ class TurnManager:
             raise InvalidParams(f"Unsupported streamingBehavior: {behavior}", data={"param": "streamingBehavior"})
         steer_ok = self._steering_supported()
         with self._lock:
-            if self._closed:
-                raise InvalidParams("The server is shutting down", reason="shutting_down")
             lane = self._lanes.get(session.id)
             if lane is None or lane.session is not session:
                 lane = self._lanes[session.id] = _Lane(session)
+            busy = bool(lane.queue or lane.running is not None or lane.releasing)
+            while lane.releasing:  # the previous turn's lock is being let go (quick): taking a
+                self._released.wait()  # second flock on the file now would fail as session_busy
+            if self._closed:
+                raise InvalidParams("The server is shutting down", reason="shutting_down")
             running = lane.running if lane.running is not None and lane.running.status == "running" else None
             if behavior is None:
                 behavior = "steer" if (steer_ok and running is not None) else "newTurn"
             if behavior == "steer":
-                if not steer_ok or running is None or running.steering is None:
+                if not steer_ok or not busy:
                     raise InvalidParams("Unsupported streamingBehavior: steer", data={"param": "streamingBehavior"})
-                if running.steering.submit(SteerInput(text, now_iso(), list(attachments))):
+                if running is not None and running.steering is not None and \
+                        running.steering.submit(SteerInput(text, now_iso(), list(attachments))):
                     return running
-                # the running turn is finishing: the input becomes a follow-up turn instead
+                # no running turn takes input now (it is finishing, or the next one has not
+                # started yet): the input becomes a follow-up turn instead
             if lane.turn_lock is None:
                 stack = contextlib.ExitStack()
                 stack.enter_context(session.turn_lock())  # SessionBusy when another process runs it
@@ -191,9 +214,12 @@ class TurnManager:
         return turn
 
     def running_turn(self, session_id: str) -> Turn | None:
+        """The session's turn that is running now. A turn whose final status is settled is
+        not running, even while its worker still syncs the file before turnFinished."""
         with self._lock:
             lane = self._lanes.get(session_id)
-            return lane.running if lane else None
+            turn = lane.running if lane else None
+        return turn if turn is not None and turn.status == "running" else None
 
     def pending_count(self, session_id: str) -> int:
         with self._lock:
@@ -203,7 +229,7 @@ class TurnManager:
     def is_active(self, session_id: str) -> bool:
         with self._lock:
             lane = self._lanes.get(session_id)
-            return bool(lane and (lane.queue or lane.running or lane.draining))
+            return bool(lane and (lane.queue or lane.running or lane.draining or lane.releasing))
 
     # --- running ----------------------------------------------------------------------
 
@@ -227,16 +253,21 @@ class TurnManager:
                 del self._turns[old_id]
 
     def _drain(self, lane: _Lane) -> None:
+        """The lane's job on the pool: run its turns one by one in queue order.
+
+        After each turn the session file is fsynced and, when nothing else is queued, the
+        turn lock is released (the lane is `releasing` meanwhile: new starts wait); only
+        then is turnFinished announced. A client acting on turnFinished therefore finds the
+        file complete and the session free, for this process and for others."""
         while True:
             with self._lock:
-                if not lane.queue:
-                    lane.draining = False
-                    lane.running = None
-                    stack, lane.turn_lock = lane.turn_lock, None
-                    break
-                turn = lane.queue.popleft()
+                turn = lane.queue.popleft() if lane.queue else None
                 lane.running = turn
-            self._run(turn, lane.session)
+                stack = self._end_lane(lane) if turn is None else None
+            if turn is None:  # only turns canceled before they ran were queued
+                self._release(lane, stack)
+                return
+            settled = self._run(turn, lane.session)
             leftovers = turn.steering.close() if turn.steering else []
             with self._lock:
                 lane.running = None
@@ -244,16 +275,46 @@ class TurnManager:
                     leftovers = []  # the user stopped this turn: its pending steer input goes with it
                 for item in leftovers:  # steered input the turn never used: keep it as a follow-up
                     self._enqueue(lane, item.text, item.attachments)
-        if stack is not None:
-            try:
-                stack.close()  # fsync, release the cross-process lock
-            except Exception:
-                log.exception("releasing the turn lock of session %s failed", lane.session.id)
+                done = not lane.queue
+                stack = self._end_lane(lane) if done else None
+            if done:
+                self._close_lock(lane, stack)
+            if settled:
+                self._announce(turn)
+            if done:
+                self._release(lane, None)
+                return
 
-    def _run(self, turn: Turn, session: Any) -> None:
+    def _end_lane(self, lane: _Lane) -> contextlib.ExitStack | None:
+        """The queue is empty: stop draining and hand back the turn lock to release.
+        Caller holds `_lock`; it must call `_release` (which ends `releasing`)."""
+        lane.draining = False
+        lane.releasing = True
+        stack, lane.turn_lock = lane.turn_lock, None
+        return stack
+
+    def _close_lock(self, lane: _Lane, stack: contextlib.ExitStack | None) -> None:
+        if stack is None:
+            return
+        try:
+            stack.close()  # fsync, release the cross-process lock
+        except Exception:
+            log.exception("releasing the turn lock of session %s failed", lane.session.id)
+
+    def _release(self, lane: _Lane, stack: contextlib.ExitStack | None) -> None:
+        try:
+            self._close_lock(lane, stack)
+        finally:
+            with self._lock:
+                lane.releasing = False
+                self._released.notify_all()
+
+    def _run(self, turn: Turn, session: Any) -> bool:
+        """Run one turn on this worker and settle its final status (not announced yet);
+        False when it had already finished (canceled while queued)."""
         with turn.lock:
             if turn.status in TERMINAL:
-                return
+                return False
             turn.status = "running"
             turn.started_at = now_iso()
             if self._steering_supported():
@@ -263,34 +324,43 @@ class TurnManager:
             if turn.cancel_requested:
                 raise Canceled("Canceled.")
             self._execute(turn, session)
-            self._finish(turn, "canceled" if turn.cancel.cancelled else "completed")
+            # the loop returned: the answer is out and persisted, so a cancel request that
+            # arrived meanwhile came too late and the turn completed
+            return self._settle(turn, "completed")
         except Canceled:
-            self._finish(turn, "canceled")
+            return self._settle(turn, "canceled")
         except Exception as exc:
             if not isinstance(exc, KwardError):
                 log.exception("turn %s failed", turn.id)
             if turn.cancel.cancelled:
-                self._finish(turn, "canceled")
-                return
+                return self._settle(turn, "canceled")
             turn.error = error_payload(exc)
             turn.emit("error", turn.error)
-            self._finish(turn, "failed")
+            return self._settle(turn, "failed")
         finally:
             try:
                 session.sync()
             except Exception:
                 log.exception("fsync of session %s failed", session.id)
 
-    def _finish(self, turn: Turn, status: str) -> None:
+    def _settle(self, turn: Turn, status: str) -> bool:
+        """Make `status` final; False when the turn already had a final status."""
         with turn.lock:
             if turn.status in TERMINAL:
-                return
+                return False
             turn.status = status
             turn.finished_at = now_iso()
-        payload: dict[str, Any] = {"status": status}
-        if turn.error is not None and status == "failed":
+        return True
+
+    def _announce(self, turn: Turn) -> None:
+        payload: dict[str, Any] = {"status": turn.status}
+        if turn.error is not None and turn.status == "failed":
             payload["error"] = turn.error
         turn.emit("turnFinished", payload)
+
+    def _finish(self, turn: Turn, status: str) -> None:
+        if self._settle(turn, status):
+            self._announce(turn)
 
     # --- shutdown ---------------------------------------------------------------------
 

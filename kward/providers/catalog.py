@@ -14,7 +14,8 @@ refuses an effort the model cannot use with `InvalidParams` (-32602).
 
 Thread contract: the listing functions block on HTTP and run on a worker thread; they never
 raise for network or HTTP failures (they fall back and say so in `ModelList.error`), only
-`Canceled`. `ModelCatalog` caches lists for a while; its lock guards only the cache dict.
+`Canceled`. `ModelCatalog` caches lists for a while (`peek` reads the cache without
+loading); its lock guards only the cache dict.
 """
 
 from __future__ import annotations
@@ -298,6 +299,13 @@ class ModelCatalog:
             with self._lock:
                 self._cache[key] = (now, listing)
         return listing
+
+    def peek(self, key: Any) -> ModelList | None:
+        """The cached, still fresh listing for `key`, or None; never loads (no I/O)."""
+        now = self._clock()
+        with self._lock:
+            hit = self._cache.get(key)
+        return hit[1] if hit and now - hit[0] < self._ttl else None
 
     def clear(self) -> None:
         with self._lock:

@@ -6,20 +6,23 @@
 to the sink and waiting interruptibly. Messages say what happened and what to do, and are
 redacted with `kward.redact.redact_text`.
 
-| match                                          | kind             | retried |
-|------------------------------------------------|------------------|---------|
-| code usage_limit_reached / usage_not_included /| usage_limit      | no      |
-|   insufficient_quota / billing... ; HTTP 402   |                  |         |
-| code context_length_exceeded, overflow wording | context_overflow | no      |
-| quota / billing / credit / balance wording     | usage_limit      | no      |
-| HTTP 401                                       | auth             | no      |
-| HTTP 403                                       | auth             | no      |
-| HTTP 408                                       | timeout          | yes     |
-| HTTP 429, code rate_limit_exceeded             | rate_limit       | yes     |
-| HTTP 5xx, code server_error / overloaded       | server           | yes     |
-| other HTTP 4xx                                 | bad_request      | no      |
+| match                                          | kind             | retried | reason           |
+|------------------------------------------------|------------------|---------|------------------|
+| code usage_limit_reached / usage_not_included /| usage_limit      | no      | usage_limit      |
+|   insufficient_quota / billing... ; HTTP 402   |                  |         |                  |
+| code context_length_exceeded, overflow wording | context_overflow | no      | context_overflow |
+| quota / billing / credit / balance wording     | usage_limit      | no      | usage_limit      |
+| HTTP 401                                       | auth             | no      | not_logged_in    |
+| HTTP 403                                       | auth             | no      | provider_error   |
+| HTTP 408                                       | timeout          | yes     | provider_error   |
+| HTTP 429, code rate_limit_exceeded             | rate_limit       | yes     | rate_limited     |
+| HTTP 5xx, code server_error / overloaded       | server           | yes     | provider_error   |
+| other HTTP 4xx                                 | bad_request      | no      | provider_error   |
 | network errors, idle timeouts, cut streams     | network/timeout/ | yes (only before any output
-|                                                | stream_incomplete|  reached the sink)      |
+|                                                | stream_incomplete|  reached the sink); provider_error
+
+The reason (`error.data.reason` / a failed turn's `error.reason`) follows from the kind
+(`base.KIND_REASONS`), except that HTTP 401 is `not_logged_in`.
 
 Pure functions plus `run_with_retries`, which runs on the request's (turn's) thread.
 """

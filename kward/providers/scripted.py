@@ -15,6 +15,10 @@ on where it stopped). A step is a list of events (or `{"events": [...], "usage":
     {"type": "error", "message": "...", "kind": "server", "status": 500}
     {"type": "waitForSteer", "timeout": 30}
 
+Fields are type-checked when the script loads (a null field counts as absent); a script
+that is not JSON or breaks the format fails the turn with a ScriptError naming the file,
+the step, the event and the problem.
+
 Without a script it runs a built-in demo that explores the workspace with the real tools
 (list the root, read a README-like file) and summarizes what it found.
 
@@ -57,7 +61,27 @@ def load_script(path: str | os.PathLike) -> dict[str, Any]:
     return validate_script(data, str(path))
 
 
+# Optional fields of each event type and what they must hold (checked when the script loads).
+_FIELDS: dict[str, dict[str, str]] = {
+    "reasoning": {"repeat": "count"}, "text": {"repeat": "count"},
+    "toolCall": {"arguments": "arguments", "id": "string"},
+    "delay": {"seconds": "seconds"}, "waitForSteer": {"timeout": "seconds"},
+    "retry": {"delaySeconds": "seconds", "attempt": "count", "maxAttempts": "count", "error": "string"},
+    "error": {"message": "string", "kind": "string", "status": "integer"},
+}
+_KINDS = {
+    "count": ("a positive integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+    "integer": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "seconds": ("a number >= 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0),
+    "string": ("a string", lambda v: isinstance(v, str)),
+    "arguments": ("an object or a JSON string", lambda v: isinstance(v, (dict, str))),
+}
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+                 "total_tokens", "cost")
+
+
 def validate_script(data: Any, where: str = "script") -> dict[str, Any]:
+    """Check a decoded script; ScriptError names `where`, the step, the event and the problem."""
     if isinstance(data, list):
         data = {"steps": data}
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data["steps"]:
@@ -69,16 +93,33 @@ def validate_script(data: Any, where: str = "script") -> dict[str, Any]:
         if not isinstance(step, dict) or not isinstance(step.get("events"), list):
             raise ScriptError(f"{where}: steps[{i}] must be an array of events or {{\"events\": [...]}}")
         for j, event in enumerate(step["events"]):
-            kind = event.get("type") if isinstance(event, dict) else None
-            if kind not in EVENT_TYPES:
-                raise ScriptError(f"{where}: steps[{i}].events[{j}] has unknown type {kind!r}; "
-                                  f"expected one of {', '.join(sorted(EVENT_TYPES))}")
-            if kind == "toolCall" and not isinstance(event.get("name"), str):
-                raise ScriptError(f"{where}: steps[{i}].events[{j}] (toolCall) needs a \"name\"")
-            if kind in ("reasoning", "text") and not isinstance(event.get("text"), str):
-                raise ScriptError(f"{where}: steps[{i}].events[{j}] ({kind}) needs a \"text\" string")
+            _check_event(event, f"{where}: steps[{i}].events[{j}]")
+        usage = step.get("usage")
+        if usage is not None and not (isinstance(usage, dict) and all(
+                _KINDS["seconds"][1](usage[k]) for k in _USAGE_FIELDS if k in usage)):
+            raise ScriptError(f"{where}: steps[{i}].usage must be an object of numbers >= 0 "
+                              f"({', '.join(_USAGE_FIELDS)})")
         steps.append(step)
     return {"steps": steps, "loop": bool(data.get("loop", False)), "model": data.get("model")}
+
+
+def _opt(event: dict[str, Any], name: str, default: Any) -> Any:
+    """An optional event field (validated by `_check_event`); null means absent."""
+    value = event.get(name)
+    return default if value is None else value
+
+
+def _check_event(event: Any, at: str) -> None:
+    kind = event.get("type") if isinstance(event, dict) else None
+    if kind not in EVENT_TYPES:
+        raise ScriptError(f"{at} has unknown type {kind!r}; expected one of {', '.join(sorted(EVENT_TYPES))}")
+    if kind == "toolCall" and not isinstance(event.get("name"), str):
+        raise ScriptError(f"{at} (toolCall) needs a \"name\"")
+    if kind in ("reasoning", "text") and not isinstance(event.get("text"), str):
+        raise ScriptError(f"{at} ({kind}) needs a \"text\" string")
+    for name, rule in _FIELDS[kind].items():
+        if event.get(name) is not None and not _KINDS[rule][1](event[name]):
+            raise ScriptError(f"{at} ({kind}) \"{name}\" must be {_KINDS[rule][0]}, not {event[name]!r}")
 
 
 class ScriptedProvider(Provider):
@@ -133,7 +174,7 @@ class _Player:
                              provider=NAME, model=self.request.model or self.provider.model)
 
     def _deltas(self, event: dict[str, Any], out: list[str], emit) -> None:
-        text, repeat = event["text"], max(1, int(event.get("repeat", 1)))
+        text, repeat = event["text"], _opt(event, "repeat", 1)
         for i in range(repeat):
             if i % _CHECK_EVERY == 0:
                 self.cancel.raise_if_cancelled()
@@ -147,25 +188,25 @@ class _Player:
         self._deltas(event, self.text, self.sink.text_delta)
 
     def _toolCall(self, event: dict[str, Any]) -> None:
-        args = event.get("arguments", {})
+        args = _opt(event, "arguments", {})
         raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         call_id = event.get("id") or f"call_{len(self.calls) + 1}_{os.urandom(4).hex()}"
         self.calls.append(ToolCall(id=str(call_id), name=event["name"], arguments=raw))
 
     def _delay(self, event: dict[str, Any]) -> None:
-        if self.cancel.wait(float(event.get("seconds", 0))):
+        if self.cancel.wait(float(_opt(event, "seconds", 0))):
             raise Canceled("Canceled.")
 
     def _retry(self, event: dict[str, Any]) -> None:
-        delay = float(event.get("delaySeconds", 0))
+        delay = float(_opt(event, "delaySeconds", 0))
         self.sink.retry(RetryInfo(provider=NAME, model=self.request.model or self.provider.model,
-                                  attempt=int(event.get("attempt", 2)), max_attempts=int(event.get("maxAttempts", 3)),
-                                  delay_seconds=delay, error=str(event.get("error", "Scripted transient error"))))
+                                  attempt=_opt(event, "attempt", 2), max_attempts=_opt(event, "maxAttempts", 3),
+                                  delay_seconds=delay, error=_opt(event, "error", "Scripted transient error")))
         self._delay({"seconds": delay})
 
     def _error(self, event: dict[str, Any]) -> None:
-        raise ProviderError(str(event.get("message", "Scripted provider error")), provider=NAME,
-                            kind=str(event.get("kind", "server")), status=event.get("status"))
+        raise ProviderError(_opt(event, "message", "Scripted provider error"), provider=NAME,
+                            kind=_opt(event, "kind", "server"), status=event.get("status"))
 
     def _waitForSteer(self, event: dict[str, Any]) -> None:
         steering = self.request.steering
@@ -173,7 +214,7 @@ class _Player:
             return
         unregister = self.cancel.on_cancel(steering.close)
         try:
-            steering.wait(float(event.get("timeout", 30)))
+            steering.wait(float(_opt(event, "timeout", 30)))
         finally:
             unregister()
         self.cancel.raise_if_cancelled()

@@ -173,7 +173,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
         # additions from spec/app-server-ideas.md
         "rpc": {"batch": False, "optOutNotificationMethods": True, "initializedNotification": True,
-                "trace": {"supported": False, "field": "trace"},
+                "trace": {"supported": turns_ok, "field": "trace", "forwardedAs": "traceparent"},
                 "backpressure": {"supported": turns_ok, "errorCode": -32001, "reason": "overloaded"},
                 "inputLimits": {"supported": turns_ok and facts.max_input_chars > 0,
                                 "maxChars": facts.max_input_chars},

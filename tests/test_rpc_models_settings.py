@@ -1,0 +1,149 @@
+"""runtime/updateSetting and runtime/reload through `kward rpc`, checked by what the next
+model request carries."""
+
+import json
+
+import pytest
+
+from lib import fake_codex as fc
+from lib import fake_openrouter as fo
+from lib.fake_codex import FakeCodex, make_jwt
+from lib.fake_openrouter import FakeOpenRouter
+from lib.rpc_models import create_session, finished, run_turn, start_kward
+
+TOKEN = make_jwt("acct_settings")
+KEY = "sk-or-v1-settings0123456789"
+
+
+@pytest.fixture
+def fakes():
+    with FakeCodex() as codex, FakeOpenRouter() as router:
+        yield codex, router
+
+
+@pytest.fixture
+def kward(isolated_home, fakes):
+    codex, router = fakes
+    with start_kward(isolated_home, KWARD_CODEX_BASE_URL=codex.base_url, KWARD_OPENROUTER_BASE_URL=router.base_url,
+                     OPENAI_ACCESS_TOKEN=TOKEN, OPENROUTER_API_KEY=KEY) as client:
+        client.session = create_session(client, isolated_home)
+        yield client
+
+
+def config(home):
+    return json.loads((home / ".kward" / "config.json").read_text())
+
+
+def update(client, setting, value):
+    return client.request("runtime/updateSetting", {"sessionId": client.session["id"], "settingId": setting,
+                                                    "value": value})
+
+
+def state(client):
+    return client.request("runtime/state", {"sessionId": client.session["id"]})
+
+
+def test_default_model_keeps_the_slashes_after_the_provider(kward, fakes, isolated_home):
+    codex, router = fakes
+    result = update(kward, "defaultModel", "OpenRouter/openai/gpt-5.5")
+    assert result["applied"] == "live" and "OpenRouter/openai/gpt-5.5" in result["message"]
+    assert config(isolated_home) == {"provider": "openrouter", "openrouter_model": "openai/gpt-5.5"}
+    s = state(kward)
+    assert (s["defaultModel"], s["defaultProvider"], s["model"]["id"]) == \
+        ("OpenRouter/openai/gpt-5.5", "OpenRouter", "openai/gpt-5.5")
+    current = kward.request("models/current")
+    assert (current["provider"], current["id"], current["model"]) == ("OpenRouter", "openai/gpt-5.5", "openai/gpt-5.5")
+    router.script("chat", fo.text(["ok"]))
+    assert finished(run_turn(kward, kward.session["id"]))["status"] == "completed"
+    assert router.requests("chat")[0].json["model"] == "openai/gpt-5.5" and codex.requests() == []
+
+    update(kward, "defaultModel", "OpenRouter/meta-llama/llama-3.1-8b-instruct:free")
+    assert config(isolated_home)["openrouter_model"] == "meta-llama/llama-3.1-8b-instruct:free"
+    update(kward, "defaultModel", "Codex/gpt-5.4")
+    assert config(isolated_home)["provider"] == "codex" and config(isolated_home)["openai_model"] == "gpt-5.4"
+    codex.script("responses", fc.text(["ok"]))
+    run_turn(kward, kward.session["id"])
+    assert codex.requests("responses")[0].json["model"] == "gpt-5.4"
+
+
+def test_default_model_rejects_malformed_values(kward, isolated_home):
+    for value in ["gpt-5.5", "OpenRouter/", "/gpt-5.5", "Nope/model", "Codex/bad id"]:
+        error = kward.error("runtime/updateSetting", {"sessionId": kward.session["id"], "settingId": "defaultModel",
+                                                     "value": value})
+        assert error.code == -32602 and error.error["data"]["param"] == "value", (value, error.error)
+    assert not (isolated_home / ".kward" / "config.json").exists()
+
+
+def test_default_thinking_level(kward, fakes, isolated_home):
+    codex, _ = fakes
+    result = update(kward, "defaultThinkingLevel", "high")
+    assert result["applied"] == "live" and "high" in result["message"]
+    assert config(isolated_home)["openai_reasoning_effort"] == "high"
+    assert state(kward)["thinkingLevel"] == "high" and kward.request("models/current")["reasoningEffort"] == "high"
+    codex.script("responses", fc.text(["ok"]), fc.text(["ok"]))
+    run_turn(kward, kward.session["id"])
+    assert codex.requests("responses")[0].json["reasoning"] == {"effort": "high", "summary": "auto"}
+    update(kward, "defaultThinkingLevel", "off")
+    assert state(kward)["thinkingLevel"] == "off"
+    run_turn(kward, kward.session["id"])
+    assert "reasoning" not in codex.requests("responses")[1].json
+
+    error = kward.error("runtime/updateSetting", {"sessionId": kward.session["id"],
+                                                 "settingId": "defaultThinkingLevel", "value": "minimal"})
+    assert error.code == -32602 and error.error["data"]["param"] == "value" and "minimal" in str(error)
+    assert config(isolated_home)["openai_reasoning_effort"] == "off"
+
+
+def test_unknown_setting_and_bad_session(kward):
+    error = kward.error("runtime/updateSetting", {"sessionId": kward.session["id"], "settingId": "theme",
+                                                 "value": "dark"})
+    assert error.code == -32602 and "theme" in str(error) and error.error["data"]["param"] == "settingId"
+    error = kward.error("runtime/updateSetting", {"sessionId": "nope", "settingId": "defaultModel",
+                                                 "value": "Codex/gpt-5.5"})
+    assert error.code == -32602 and str(error) == "Unknown session: nope" and error.reason == "session_not_found"
+    error = kward.error("runtime/updateSetting", {"sessionId": kward.session["id"], "settingId": "defaultModel"})
+    assert error.code == -32602 and "value" in str(error)
+
+
+def test_kward_provider_in_the_environment_is_mentioned(isolated_home, fakes):
+    codex, _ = fakes
+    with start_kward(isolated_home, KWARD_CODEX_BASE_URL=codex.base_url, OPENAI_ACCESS_TOKEN=TOKEN,
+                     KWARD_PROVIDER="codex") as c:
+        c.session = create_session(c, isolated_home)
+        result = update(c, "defaultModel", "OpenRouter/openai/gpt-5.5")
+        assert "KWARD_PROVIDER" in result["message"]
+        assert state(c)["defaultProvider"] == "Codex"  # the environment still wins
+
+
+def test_reload_rereads_config_and_refetches_models(kward, fakes, isolated_home):
+    codex, _ = fakes
+    kward.request("models/list")
+    kward.request("models/list")
+    assert len(codex.requests("models")) == 1  # cached
+    result = kward.request("runtime/reload", {"sessionId": kward.session["id"]})
+    assert result == {"ok": True, "message": "Resources reloaded."}
+    kward.request("models/list")
+    assert len(codex.requests("models")) == 2  # the cache was cleared
+
+    (isolated_home / ".kward").mkdir(exist_ok=True)
+    (isolated_home / ".kward" / "config.json").write_text(json.dumps({"openai_model": "gpt-5.2"}))
+    kward.request("runtime/reload", {"sessionId": kward.session["id"]})
+    assert state(kward)["defaultModel"] == "Codex/gpt-5.2"
+    codex.script("responses", fc.text(["ok"]))
+    run_turn(kward, kward.session["id"])
+    assert codex.requests("responses")[0].json["model"] == "gpt-5.2"
+
+    error = kward.error("runtime/reload", {"sessionId": "nope"})
+    assert error.code == -32602 and error.reason == "session_not_found"
+
+
+def test_switching_model_keeps_the_reasoning_effort_usable(kward, fakes, isolated_home):
+    codex, _ = fakes
+    codex.script("models", fc.http_error(500, {"error": "down"}))  # the built-in table answers
+    assert kward.request("reasoning/set", {"effort": "xhigh"})["reasoningEffort"] == "xhigh"
+    current = kward.request("models/set", {"model": "gpt-5.1-codex-mini"})
+    assert current["id"] == "gpt-5.1-codex-mini" and current["reasoningEffort"] in ("medium", "high")
+    codex.script("responses", fc.text(["ok"]))
+    assert finished(run_turn(kward, kward.session["id"]))["status"] == "completed"
+    assert codex.requests("responses")[-1].json["reasoning"]["effort"] == current["reasoningEffort"]
+    assert kward.request("models/set", {"model": "gpt-5.5"})["reasoningEffort"] == current["reasoningEffort"]
