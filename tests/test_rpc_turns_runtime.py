@@ -1,6 +1,8 @@
 """runtime/state, runtime/stats, tools/list and the turn capabilities over the real
 `kward rpc` with the Scripted provider."""
 
+import json
+
 from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
 QUESTION = {"question": "Go on?", "header": "Go",
@@ -104,3 +106,25 @@ def test_runtime_stats_counts_tokens_cost_and_context_usage(kward):
     assert usage["tokens"] == 1305  # the last reported total; nothing was added after it
     assert usage["percent"] == round(100 * 1305 / 200_000, 1)
     assert stats["sessionName"] == "what is here?"
+
+
+def test_runtime_state_survives_an_unusable_script(kward):
+    k = kward(raw="{not json")
+    session = k.session()
+    state = k.request("runtime/state", {"sessionId": session["id"]})
+    assert state["rpcSessionId"] == session["id"] and state["model"] is None
+    assert state["providerError"]["reason"] == "provider_error" and "not valid JSON" in state["providerError"]["message"]
+    stats = k.request("runtime/stats", {"sessionId": session["id"]})
+    assert stats["totalMessages"] == 0 and "contextUsage" not in stats
+
+
+def test_estimated_usage_is_marked_estimated(kward):
+    k = kward([[text("counted by kward")], {"events": [text("reported")], "usage": {"input_tokens": 7, "output_tokens": 2}}],
+              loop=False)
+    session = k.session()
+    k.run(session["id"])
+    k.run(session["id"])
+    lines = [json.loads(line) for line in open(session["path"])]
+    recorded = [r["message"]["usage"] for r in lines if r.get("type") == "message" and r["message"]["role"] == "assistant"]
+    assert [u["estimated"] for u in recorded] == [True, False]
+    assert recorded[1]["input_tokens"] == 7 and recorded[1]["total_tokens"] == 9

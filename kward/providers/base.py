@@ -37,6 +37,7 @@ class Usage:
     reasoning_tokens: int = 0
     total_tokens: int = 0
     cost: float | None = None  # USD, when the provider reports it
+    estimated: bool = False  # counted by kward (chars / 4), not reported by the provider
 
     def to_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -46,7 +47,7 @@ class Usage:
             "cache_write_tokens": self.cache_write_tokens,
             "reasoning_tokens": self.reasoning_tokens,
             "total_tokens": self.total_tokens,
-            "estimated": False,
+            "estimated": self.estimated,
         }
         if self.cost is not None:
             out["cost"] = self.cost

@@ -231,4 +231,4 @@ class _Player:
         prompt_chars = len(self.request.instructions) + sum(len(json.dumps(m)) for m in self.request.messages)
         output = (len(text) + len(reasoning) + sum(len(c.arguments) for c in self.calls)) // 4
         return Usage(input_tokens=prompt_chars // 4, output_tokens=output, reasoning_tokens=len(reasoning) // 4,
-                     total_tokens=prompt_chars // 4 + output)
+                     total_tokens=prompt_chars // 4 + output, estimated=True)

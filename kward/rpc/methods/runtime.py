@@ -6,6 +6,7 @@ from typing import Any
 
 from kward.agent.prompt import build_instructions
 from kward.agent.stats import context_usage, message_counts, token_totals
+from kward.errors import KwardError
 from kward.rpc.registry import Call
 
 
@@ -22,26 +23,34 @@ def _ids(session: Any) -> dict[str, Any]:
 def state(call: Call) -> dict[str, Any]:
     app = call.app
     session = app.sessions.get(call.params.str("sessionId", required=True))
-    selection = app.engine.selection()
-    steering = selection.provider.supports_steering
     running = app.turns.running_turn(session.id) if "turns" in app._services else None
     pending = app.turns.pending_count(session.id) if "turns" in app._services else 0
     config = app.config.load()
     compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
-    out = {
-        "model": model_entry(call, selection), "thinkingLevel": selection.reasoning_effort or "off",
-        "isStreaming": running is not None, "isCompacting": False,
-        "steeringMode": "in-flight" if steering else "one-at-a-time", "followUpMode": "one-at-a-time",
+    out: dict[str, Any] = {
+        "isStreaming": running is not None, "isCompacting": False, "followUpMode": "one-at-a-time",
         **_ids(session),
         "autoCompactionEnabled": False, "autoCompactionReserveTokens": compaction.get("reserve_tokens", 16384),
-        "workspaceGuardrailsEnabled": True, "autoRetryEnabled": selection.key != "scripted",
-        "defaultProvider": selection.label, "defaultModel": f"{selection.label}/{selection.model}",
-        "defaultThinkingLevel": selection.reasoning_effort or "off", "providerReason": selection.reason,
+        "workspaceGuardrailsEnabled": True,
         "hideThinkingBlock": False, "quietStartup": False, "transport": "kward-rpc", "imageAutoResize": False,
         "blockImages": False, "enabledModels": [], "enableSkillCommands": False,
         "messageCount": message_counts(session.entry_messages())["totalMessages"], "pendingMessageCount": pending,
         "workspaceRoot": session.workspace_root,
     }
+    try:
+        selection = app.engine.selection()
+    except KwardError as exc:  # e.g. an unreadable script: the session state is still worth showing
+        out.update({"model": None, "thinkingLevel": None, "steeringMode": "one-at-a-time", "autoRetryEnabled": False,
+                    "defaultProvider": None, "defaultModel": None, "defaultThinkingLevel": None,
+                    "providerError": {"reason": exc.reason, "message": exc.message}})
+        return out
+    out.update({
+        "model": model_entry(call, selection), "thinkingLevel": selection.reasoning_effort or "off",
+        "steeringMode": "in-flight" if selection.provider.supports_steering else "one-at-a-time",
+        "autoRetryEnabled": selection.key != "scripted",
+        "defaultProvider": selection.label, "defaultModel": f"{selection.label}/{selection.model}",
+        "defaultThinkingLevel": selection.reasoning_effort or "off", "providerReason": selection.reason,
+    })
     return out
 
 
@@ -57,7 +66,7 @@ def stats(call: Call) -> dict[str, Any]:
     try:
         selection = app.engine.selection()
         window = model_entry(call, selection)["contextWindow"]
-    except Exception:
+    except KwardError:
         window = None
     usage = context_usage(messages, build_instructions(app.paths.config_dir, session.workspace_root), window)
     if usage is not None:
