@@ -67,7 +67,7 @@ class Outbox:
     everything is dropped and blocked producers are released. Thread-safe.
     """
 
-    def __init__(self, high_water: int = 1 << 20, limit: int = 4 << 20):
+    def __init__(self, high_water: int = 4 << 20, limit: int = 16 << 20):
         self._cond = threading.Condition(threading.Lock())
         self._urgent: deque[bytes] = deque()
         self._items: deque[bytes] = deque()

@@ -4,9 +4,9 @@ Thread contract: one `threading.RLock` per OpenSession (``_lock``) guards the li
 (conversation, name, read paths, the file offset the state reflects) and the busy/closing
 flags. Every append happens under it, so this process's view changes in file order.
 Records appended by other processes are folded in by `refresh` (called by `turn_lock`,
-`payload`, `rename` and before cleanup decisions) and automatically when our own append
-lands after them. Any thread may call any method; the agent loop's worker thread calls
-`append_message`/`append_record` inside `turn_lock`.
+`payload`, `rename`, `name`, `entry_messages` and before cleanup decisions) and
+automatically when our own append lands after them. Any thread may call any method; the
+agent loop's worker thread calls `append_message`/`append_record` inside `turn_lock`.
 
 Messages are treated as immutable once appended: they are shared, not copied, between the
 live list, clones and forks.
@@ -67,7 +67,10 @@ class OpenSession:
 
     @property
     def name(self) -> str | None:
-        return self._replay.name
+        """The current name, including a rename another process appended since our last look."""
+        with self._lock:
+            self.refresh()
+            return self._replay.name
 
     @property
     def conversation(self) -> list[dict[str, Any]]:
@@ -108,8 +111,10 @@ class OpenSession:
             return self._closing
 
     def entry_messages(self) -> list[dict[str, Any]]:
-        """Non-system live messages: the list ``message:<n>`` entry ids index."""
+        """Non-system live messages: the list ``message:<n>`` entry ids index, including
+        messages another process appended since our last look."""
         with self._lock:
+            self.refresh()
             return [m for m in self._replay.conversation if m.get("role") != "system"]
 
     def snapshot(self) -> tuple[list[dict[str, Any]], set[str]]:

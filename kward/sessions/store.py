@@ -1,4 +1,4 @@
-"""One session file on disk: O_EXCL creation, whole-line appends, fsync, and its locks.
+"""One session file on disk: exclusive atomic creation, whole-line appends, fsync, and its locks.
 
 Concurrency contract (DESIGN.md "Where we deliberately differ"):
 
@@ -54,26 +54,35 @@ class SessionFile:
 
     @classmethod
     def create(cls, directory: Path, file_name: str, header: SessionHeader) -> "SessionFile":
-        """Create ``directory/file_name`` (O_EXCL, 0600; directory 0700) holding `header`.
+        """Create ``directory/file_name`` (0600; directory 0700) holding `header`.
 
-        The header line and the directory entry are fsynced before returning.
+        Atomic: the header is written and fsynced under a hidden temporary name, then
+        hard-linked into place, which (like O_EXCL) fails with FileExistsError when the name
+        is taken. A crash at any moment therefore leaves either no session file or one with
+        a complete header (never an empty or torn-header ``.jsonl`` that cannot be resumed).
+        The directory entry is fsynced before returning.
         """
         ensure_private_dir(directory)
         path = Path(directory) / file_name
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        tmp = Path(directory) / f".{file_name}.{os.getpid()}.{os.urandom(4).hex()}.creating"
+        fd = os.open(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)
-            session = cls(path, fd, _take_presence(path))
+            _write_all(fd, encode_line(header.to_record()), path)
+            os.fsync(fd)
+            _link_exclusive(tmp, path)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):
-                os.unlink(path)
+                os.unlink(tmp)
             raise
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         try:
-            session.append(header.to_record())
-            session.sync()
+            session = cls(path, fd, _take_presence(path))
         except BaseException:
-            session.delete()
+            os.close(fd)
+            remove_session_files(path)
             raise
         fsync_dir(Path(directory))
         return session
@@ -122,12 +131,7 @@ class SessionFile:
                 data = line
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     data = b"\n" + line  # terminate a torn line left by a crashed writer
-                written = os.write(fd, data)
-                while written < len(data):  # regular files: only on ENOSPC-like trouble
-                    more = os.write(fd, data[written:])
-                    if more <= 0:
-                        raise OSError(errno.EIO, "short write to session file", str(self.path))
-                    written += more
+                _write_all(fd, data, self.path)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             self._dirty = True
@@ -229,6 +233,30 @@ class SessionFile:
         """Close, then remove the file and its sidecars (missing files are fine)."""
         self.close()
         remove_session_files(self.path)
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    """One ``os.write`` of `data`; more only on a short write (ENOSPC-like trouble)."""
+    written = os.write(fd, data)
+    while written < len(data):
+        more = os.write(fd, data[written:])
+        if more <= 0:
+            raise OSError(errno.EIO, "short write to session file", str(path))
+        written += more
+
+
+def _link_exclusive(tmp: Path, path: Path) -> None:
+    """Give the file `tmp` the name `path`; FileExistsError when `path` exists."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:  # a filesystem without hard links: check, then rename
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            raise
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.rename(tmp, path)
 
 
 def _take_presence(path: Path) -> int:

@@ -96,7 +96,8 @@ def wanted_tool_call_ids(messages: Iterable[dict[str, Any]]) -> set[str]:
 
 
 def _assistant(message: dict[str, Any], calls: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    parts = _content(message.get("content"), keep_thinking=True)
+    # an empty text (a message that only calls tools) is no block at all
+    parts = [p for p in _content(message.get("content"), keep_thinking=True) if p.get("type") != "text" or p["text"]]
     thinking = [p for p in parts if p.get("type") == "thinking"]
     content = thinking + [p for p in parts if p.get("type") != "thinking"]
     summary = message.get("reasoning_summary", message.get("reasoningSummary"))
