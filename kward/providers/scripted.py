@@ -7,8 +7,8 @@ call plays one step, chosen by how many assistant messages the conversation alre
 (so a tool call and the answer after it are consecutive steps, and a resumed session goes
 on where it stopped). A step is a list of events (or `{"events": [...], "usage": {...}}`):
 
-    {"type": "reasoning", "text": "...", "repeat": 1}
-    {"type": "text", "text": "...", "repeat": 1}
+    {"type": "reasoning", "text": "...", "repeat": 1, "interval": 0}
+    {"type": "text", "text": "...", "repeat": 1, "interval": 0}
     {"type": "toolCall", "name": "read_file", "arguments": {...} | "raw json", "id": "call_1"}
     {"type": "delay", "seconds": 0.5}
     {"type": "retry", "delaySeconds": 1, "error": "429 Too Many Requests"}
@@ -63,7 +63,7 @@ def load_script(path: str | os.PathLike) -> dict[str, Any]:
 
 # Optional fields of each event type and what they must hold (checked when the script loads).
 _FIELDS: dict[str, dict[str, str]] = {
-    "reasoning": {"repeat": "count"}, "text": {"repeat": "count"},
+    "reasoning": {"repeat": "count", "interval": "seconds"}, "text": {"repeat": "count", "interval": "seconds"},
     "toolCall": {"arguments": "arguments", "id": "string"},
     "delay": {"seconds": "seconds"}, "waitForSteer": {"timeout": "seconds"},
     "retry": {"delaySeconds": "seconds", "attempt": "count", "maxAttempts": "count", "error": "string"},
@@ -175,7 +175,10 @@ class _Player:
 
     def _deltas(self, event: dict[str, Any], out: list[str], emit) -> None:
         text, repeat = event["text"], _opt(event, "repeat", 1)
+        interval = float(_opt(event, "interval", 0))
         for i in range(repeat):
+            if interval and i and self.cancel.wait(interval):  # paced like a model's stream
+                raise Canceled("Canceled.")
             if i % _CHECK_EVERY == 0:
                 self.cancel.raise_if_cancelled()
             out.append(text)

@@ -16,9 +16,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from kward.providers.base import Provider
+if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
+    from kward.providers.base import Provider
 
 LABELS = {"codex": "Codex", "openrouter": "OpenRouter", "openai-compatible": "OpenAICompatible",
           "scripted": "Scripted"}
@@ -31,7 +32,7 @@ DEFAULT_MODELS = {"codex": "gpt-5.5", "openrouter": "openai/gpt-5.5", "openai-co
 @dataclass(frozen=True)
 class Selection:
     key: str  # codex | openrouter | openai-compatible | scripted
-    provider: Provider
+    provider: "Provider"
     model: str
     reasoning_effort: str | None
     reason: str  # why this provider was chosen, for runtime/state and logs
@@ -135,7 +136,7 @@ def select_provider(config: Mapping[str, Any], auth_file: Path, env: Mapping[str
     return Selection(key, provider, _model(key, config, env), _effort(key, config, env), reason)
 
 
-def build_openrouter(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Provider:
+def build_openrouter(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> "Provider":
     """An OpenRouter provider with the configured key (none is fine for the public catalog)."""
     from kward.providers.openrouter import OpenRouterProvider
     from kward.providers.settings import resolve_provider_settings
