@@ -1,0 +1,66 @@
+"""The Scripted provider on its own: pacing, validation and cancellation."""
+
+import threading
+import time
+
+import pytest
+
+from kward.cancel import CancelToken
+from kward.errors import Canceled
+from kward.providers.base import ModelRequest
+from kward.providers.scripted import ScriptedProvider, ScriptError, validate_script
+
+
+class Sink:
+    def __init__(self):
+        self.deltas = []
+        self.first = threading.Event()
+
+    def text_delta(self, delta):
+        self.deltas.append((time.monotonic(), delta))
+        self.first.set()
+
+    def reasoning_delta(self, delta):
+        pass
+
+    def retry(self, info):
+        pass
+
+
+def request():
+    return ModelRequest(instructions="", messages=[{"role": "user", "content": "go"}], tools=[], model="m")
+
+
+def test_interval_paces_repeated_deltas():
+    provider = ScriptedProvider(validate_script([[{"type": "text", "text": "x", "repeat": 5, "interval": 0.02}]]))
+    sink = Sink()
+    response = provider.complete(request(), sink, CancelToken())
+    assert response.text == "xxxxx"
+    gaps = [b[0] - a[0] for a, b in zip(sink.deltas, sink.deltas[1:])]
+    assert len(gaps) == 4 and min(gaps) >= 0.019
+
+
+def test_cancel_interrupts_a_paced_stream():
+    provider = ScriptedProvider(validate_script([[{"type": "text", "text": "x", "repeat": 1000, "interval": 10}]]))
+    sink, cancel = Sink(), CancelToken()
+    errors = []
+
+    def run():
+        try:
+            provider.complete(request(), sink, cancel)
+        except Canceled as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    assert sink.first.wait(5)
+    cancel.cancel()
+    t.join(2)
+    assert not t.is_alive() and len(errors) == 1 and len(sink.deltas) == 1
+
+
+@pytest.mark.parametrize("bad", [{"interval": -1}, {"interval": "fast"}, {"repeat": 0}])
+def test_bad_pacing_fields_are_refused_at_load(bad):
+    with pytest.raises(ScriptError) as info:
+        validate_script([[{"type": "text", "text": "x", **bad}]])
+    assert next(iter(bad)) in info.value.message
