@@ -11,7 +11,7 @@ rows ``{"name", "value", "unit", "target"}`` for ``tools/bench.py`` to merge int
   timed inside a child process, median of 3 runs (quick: 1). Target <= 1.5 s (for 50 MB).
 - ``sessions_resume_peak_mem_ratio``: (peak RSS of a child that loads the file - peak RSS
   of a baseline child that only imports the same modules) / file size, both from
-  ``resource.getrusage(RUSAGE_SELF).ru_maxrss``. Target < 3.
+  the peak RSS (``VmHWM`` of /proc/self/status; ``ru_maxrss`` elsewhere). Target < 3.
 - ``sessions_resume_short_msgs_*``: the same two figures for the worst case, a file of
   nothing but ~200-byte chat messages (Python's per-dict overhead dominates). Info only.
 - ``sessions_append_records_per_s``: ``OpenSession.append_message`` of ~300-byte messages,
@@ -135,13 +135,56 @@ def bench_list(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
         times.append((time.perf_counter() - t0) * 1000)
     assert len(items) == 20
     times.sort()
+    base = []
+    for _ in range(20 if quick else 40):  # baseline: only find and stat the files, read nothing
+        t0 = time.perf_counter()
+        with os.scandir(directory) as it:
+            stats = [(e.stat().st_mtime_ns, e.path) for e in it if e.name.endswith(".jsonl")]
+        stats.sort(reverse=True)
+        base.append((time.perf_counter() - t0) * 1000)
     note = f"{files:,} files of 100 records (~{avg // 1024} KiB), limit 20"
+    whole = _list_via_rpc(tmp, directory, 5 if quick else 15)
     return [
+        {"name": "baseline: scandir + stat + sort of the same files, nothing read", "value": statistics.median(base),
+         "unit": "ms", "target": "-"},
         {"name": "sessions_list_ms_p50", "value": statistics.median(times), "unit": "ms",
          "target": f"<= 150 ({note})"},
         {"name": "sessions_list_ms_p95", "value": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
          "unit": "ms", "target": f"info ({note})"},
+        {"name": "whole process: spawn kward rpc, initialize, sessions/list, exit (p50)", "value": whole, "unit": "ms",
+         "target": "info (what a UI's short-lived list refresh costs)"},
     ]
+
+
+def _list_via_rpc(tmp: Path, directory: Path, runs: int) -> float:
+    """p50 ms of a short-lived `kward rpc` that answers one sessions/list of `directory`.
+    The listing's workspace is rebuilt from the directory name the way kward names it."""
+    home = tmp / "rpc-home"
+    (home / ".kward").mkdir(parents=True, exist_ok=True)
+    sessions = home / ".kward" / "sessions"
+    if not sessions.exists():
+        sessions.symlink_to(directory.parent, target_is_directory=True)
+    workspace = tmp / "bench" / "ws"
+    workspace.mkdir(parents=True, exist_ok=True)
+    target = sessions / ("--" + str(workspace).strip("/").replace("/", "-") + "--")
+    if not target.exists():
+        target.symlink_to(directory, target_is_directory=True)
+    env = dict(os.environ, HOME=str(home), KWARD_CONFIG_PATH=str(home / ".kward" / "config.json"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+    def frame(i: int, method: str, params: dict) -> bytes:
+        body = json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    request = frame(1, "initialize", {}) + frame(2, "sessions/list", {"workspaceRoot": str(workspace)})
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "kward", "rpc"], input=request, capture_output=True, env=env,
+                             cwd=workspace, timeout=60, check=True).stdout
+        times.append((time.perf_counter() - t0) * 1000)
+        assert out.count(b"Content-Length") == 2 and b'"sessions":[{' in out, out[:300]
+    return statistics.median(times)
 
 
 # --- resume ------------------------------------------------------------------------------
@@ -156,8 +199,12 @@ if sys.argv[1] == "load":
     count = len(s.conversation)
 else:
     elapsed, count = 0.0, 0
-print(json.dumps({"seconds": elapsed, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "messages": count}))
+try:  # VmHWM is this image's peak; ru_maxrss also counts the parent's pages inherited at fork
+    with open("/proc/self/status") as f:
+        peak = int(next(line for line in f if line.startswith("VmHWM:")).split()[1])
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": elapsed, "maxrss_kb": peak, "messages": count}))
 """
 
 
@@ -218,7 +265,7 @@ def bench_resume(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
         {"name": "sessions_resume_s", "value": seconds, "unit": "s",
          "target": f"<= 1.5 for 50 MB ({mb:.1f} MB of turns with tool output, {count:,} live messages)"},
         {"name": "sessions_resume_peak_mem_ratio", "value": ratio, "unit": "x file size",
-         "target": "< 3 (ru_maxrss delta vs an import-only child)"},
+         "target": "< 3 (peak RSS delta vs an import-only child)"},
     ]
     size = make_small_session(tmp / "small.jsonl", target, rng)
     seconds, ratio, count = measure_resume(tmp, "small.jsonl", size, quick)
@@ -247,7 +294,20 @@ def bench_append(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
     session.sync()
     elapsed = time.perf_counter() - t0
     session.close(delete_if_unused=False)
-    return [{"name": "sessions_append_records_per_s", "value": count / elapsed, "unit": "records/s",
+    lines = [json.dumps({"type": "message", "timestamp": stamp(i), "message": m}).encode() + b"\n"
+             for i, m in enumerate(messages)]
+    fd = os.open(tmp / "raw.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    t0 = time.perf_counter()
+    for i in range(count):  # baseline: the bare system calls, no JSON, no lock, no bookkeeping
+        os.write(fd, lines[i % 50])
+        if i % 20 == 19:
+            os.fsync(fd)
+    os.fsync(fd)
+    raw = count / (time.perf_counter() - t0)
+    os.close(fd)
+    return [{"name": "baseline: bare os.write of ready lines, fsync per 20", "value": raw, "unit": "records/s",
+             "target": "-"},
+            {"name": "sessions_append_records_per_s", "value": count / elapsed, "unit": "records/s",
              "target": ">= 5,000 (one write() per record, fsync per 20)"}]
 
 
