@@ -238,6 +238,7 @@ def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolat
         session_file = reader.response(send("runtime/state", {"sessionId": sid}))["result"]["sessionFile"]
         baseline_kb = proc_status_kb(proc.pid, "VmRSS")
         reader.pause()
+        paused_at = time.monotonic()
         start_id = send("turns/start", {"sessionId": sid, "input": "stream a lot"})
 
         # the first step's output is queued, unread: over the high-water mark
@@ -252,6 +253,9 @@ def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolat
             time.sleep(0.25)
             return cpu_ticks(proc.pid) - before <= 2
         wait_until(idle, 30, "the server to block on the unread output", interval=0)
+        # the scenario of the issue: the client reads nothing for 10 s (this wait is the
+        # scenario itself, not synchronisation); memory must not grow meanwhile
+        time.sleep(max(0.0, paused_at + 10 - time.monotonic()))
         held_kb = proc_status_kb(proc.pid, "VmRSS")
         # stalled before the end of its output: the backlog cannot grow any more
         assert not (ws / "late.marker").exists(), "the turn ran on although nobody read its output"
