@@ -157,6 +157,8 @@ SCHEMA: dict[str, Check] = {
     "openai_compat_base_url": _url,
     "openai_auth_issuer": _url,
     "retry_delays": _delays,
+    "stream_idle_timeout": lambda v: None if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.05 <= v <= 3600
+    else "must be a number of seconds from 0.05 to 3600",
     "scripted_script": _str,
     "log_level": _choice(LOG_LEVELS),
     "rpc": _obj({

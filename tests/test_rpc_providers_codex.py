@@ -321,3 +321,24 @@ def test_usage_accumulates_without_cost(kward, fake):
     assert stats["tokens"] == {k: 3 * v for k, v in USAGE_TOKENS.items()}
     assert "cost" not in stats
     assert (stats["assistantMessages"], stats["toolCalls"], stats["toolResults"]) == (3, 1, 1)
+
+
+def test_a_stalled_stream_times_out_with_a_clear_error(isolated_home, fake):
+    with start_kward(isolated_home, KWARD_CODEX_BASE_URL=fake.base_url, OPENAI_ACCESS_TOKEN=TOKEN,
+                     KWARD_STREAM_IDLE_TIMEOUT="0.3") as client:
+        session = create_session(client, isolated_home)
+        fake.script("responses", fc.hang(["Hel"]))
+        t0 = time.monotonic()
+        events = run_turn(client, session["id"])
+        error = failed_error(events)
+        assert deltas(events) == ["Hel"] and time.monotonic() - t0 < 5
+        assert "no data received for 0.3 s" in error["message"] and error["reason"] == "provider_error"
+
+
+def test_a_bad_idle_timeout_is_reported_not_fatal(isolated_home, fake):
+    with start_kward(isolated_home, KWARD_CODEX_BASE_URL=fake.base_url, OPENAI_ACCESS_TOKEN=TOKEN,
+                     KWARD_STREAM_IDLE_TIMEOUT="soon") as client:
+        session = create_session(client, isolated_home)
+        error = failed_error(run_turn(client, session["id"]))
+        assert "KWARD_STREAM_IDLE_TIMEOUT" in error["message"] and error["reason"] == "invalid_config"
+        assert fake.requests("responses") == []

@@ -6,6 +6,7 @@
 | OpenRouter base URL     | KWARD_OPENROUTER_BASE_URL     | openrouter_base_url      | https://openrouter.ai/api/v1 |
 | OpenAI-compatible base  | KWARD_OPENAI_COMPAT_BASE_URL  | openai_compat_base_url   | none |
 | retry delays (seconds)  | KWARD_RETRY_DELAYS            | retry_delays             | 1,2 |
+| stream idle timeout (s) | KWARD_STREAM_IDLE_TIMEOUT     | stream_idle_timeout      | 300 |
 
 Pure data and pure functions; any thread.
 """
@@ -48,6 +49,23 @@ def _pick(env: Mapping[str, str], config: Mapping[str, Any], env_name: str, key:
     return value.rstrip("/") if isinstance(value, str) and value else None
 
 
+def _idle_timeout(config: Mapping[str, Any], env: Mapping[str, str]) -> float:
+    """Seconds of silence after which a model response counts as stalled (0.05 to 3600)."""
+    raw = env.get("KWARD_STREAM_IDLE_TIMEOUT") or config.get("stream_idle_timeout")
+    if raw is None or raw == "":
+        return ProviderSettings.idle_timeout
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not 0.05 <= value <= 3600:
+        from kward.errors import ConfigError
+
+        raise ConfigError(f"KWARD_STREAM_IDLE_TIMEOUT / stream_idle_timeout must be seconds from 0.05 to 3600, "
+                          f"got {raw!r}")
+    return value
+
+
 def resolve_provider_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ,
                               **overrides: Any) -> ProviderSettings:
     """Build ProviderSettings from env + config; `overrides` replace any field (tests)."""
@@ -57,6 +75,7 @@ def resolve_provider_settings(config: Mapping[str, Any], env: Mapping[str, str] 
         or DEFAULT_OPENROUTER_BASE_URL,
         "openai_compat_base_url": _pick(env, config, "KWARD_OPENAI_COMPAT_BASE_URL", "openai_compat_base_url"),
         "retry": RetryPolicy(resolve_retry_delays(config, env)),
+        "idle_timeout": _idle_timeout(config, env),
     }
     values.update(overrides)
     return ProviderSettings(**values)
