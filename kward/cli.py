@@ -33,7 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["rpc"]:
         from kward.rpc.main import run
 
-        code = run(args[1:])
+        try:
+            code = run(args[1:])
+        except Exception as exc:  # a bug outside the server loop: one clear line, no traceback
+            from kward.redact import redact_text
+
+            sys.stderr.write(f"kward rpc: internal error: {type(exc).__name__}: {redact_text(str(exc))}\n")
+            code = 1
         if argv is None:  # the real process: exit now, whatever a stuck thread is doing
             import logging
 

@@ -191,6 +191,10 @@ def validate_values(values: Mapping[str, Any]) -> None:
                                     data={"key": key})
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 class ConfigStore:
     """Reads and writes config.json. See the module docstring for the thread contract."""
 
@@ -223,8 +227,8 @@ class ConfigStore:
             return self._cache
         try:
             raw = path.read_bytes()
-            data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             detail = f" ({exc.msg} at line {exc.lineno} column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
             raise ConfigError(f"Invalid Kward config JSON: {path}{detail}", data={"path": str(path)}) from None
         if not isinstance(data, dict):
@@ -248,7 +252,7 @@ class ConfigStore:
                     current.pop(key, None)
                 else:
                     current[key] = value
-            data = (json.dumps(current, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+            data = (json.dumps(current, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
             atomic_write_bytes(path, data)
             self._cache_key = None
             return json.loads(json.dumps(current))
@@ -262,6 +266,7 @@ class Settings:
     rpc_workers: int
     max_frame_bytes: int
     max_input_chars: int
+    warnings: tuple[str, ...] = ()  # config values that were ignored, and why
 
 
 def _env_int(env: Mapping[str, str], name: str, lo: int, hi: int) -> int | None:
@@ -278,13 +283,27 @@ def _env_int(env: Mapping[str, str], name: str, lo: int, hi: int) -> int | None:
 
 
 def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Settings:
-    """Combine env and config into Settings; raises ConfigError for a bad env value."""
-    rpc = config.get("rpc") if isinstance(config.get("rpc"), dict) else {}
-    level = env.get("KWARD_LOG_LEVEL") or config.get("log_level")
-    if level is not None:
-        level = str(level).upper()
+    """Combine env and config into Settings. A bad environment value raises ConfigError
+    (the user just set it); a bad config.json value is ignored with a warning, so a
+    hand-edited file never stops the server."""
+    warnings: list[str] = []
+
+    def checked(key: str, value: Any) -> Any:
+        problem = SCHEMA[key](value) if value is not None else None
+        if problem:
+            warnings.append(f"config.json: ignoring {key}: {problem}")
+            return None
+        return value
+
+    rpc = checked("rpc", config.get("rpc")) or {}
+    level = env.get("KWARD_LOG_LEVEL")
+    if level:
+        level = level.upper()
         if level not in LOG_LEVELS:
             raise ConfigError(f"KWARD_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    else:
+        level = checked("log_level", config.get("log_level"))
+        level = level.upper() if level else None
     return Settings(
         log_level=level,
         rpc_workers=_env_int(env, "KWARD_RPC_WORKERS", 1, 1024) or rpc.get("workers") or DEFAULT_WORKERS,
@@ -292,4 +311,5 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         or rpc.get("max_frame_bytes") or DEFAULT_MAX_FRAME_BYTES,
         max_input_chars=_env_int(env, "KWARD_MAX_INPUT_CHARS", 1, 1 << 30)
         or rpc.get("max_input_chars") or DEFAULT_MAX_INPUT_CHARS,
+        warnings=tuple(warnings),
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 from kward.fsutil import FILE_MODE, ensure_private_dir
@@ -49,12 +50,17 @@ class PrivateRotatingFileHandler(logging.FileHandler):
         return open(fd, "a", encoding="utf-8")
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Never raises: when the log file cannot be opened (a read-only or full disk, a
+        file where the logs directory should be) the record is dropped."""
         try:
-            if self.stream is not None and self.stream.tell() >= MAX_LOG_BYTES:
+            if self.stream is None:
+                self.stream = self._open()
+            elif self.stream.tell() >= MAX_LOG_BYTES:
                 self._rotate()
+                self.stream = self._open()
         except (OSError, ValueError):
-            pass
-        super().emit(record)
+            return
+        logging.StreamHandler.emit(self, record)
 
     def _rotate(self) -> None:
         self.stream.close()
@@ -68,26 +74,35 @@ class PrivateRotatingFileHandler(logging.FileHandler):
 
 
 class StrayOutput:
-    """Stands in for sys.stdout in rpc mode: stray prints become log lines, never frames."""
+    """Stands in for sys.stdout in rpc mode: stray prints become log lines, never frames.
+    Any thread; a line longer than MAX_STRAY is logged in pieces."""
 
     encoding = "utf-8"
     errors = "replace"
+    MAX_STRAY = 8192
 
     def __init__(self) -> None:
         self._log = logging.getLogger("kward.stdout")
         self._buf = ""
+        self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
-        self._buf += text
-        while "\n" in self._buf:
-            line, self._buf = self._buf.split("\n", 1)
+        with self._lock:
+            self._buf += text
+            lines = self._buf.split("\n")
+            self._buf = lines.pop()
+            while len(self._buf) > self.MAX_STRAY:
+                lines.append(self._buf[: self.MAX_STRAY])
+                self._buf = self._buf[self.MAX_STRAY:]
+        for line in lines:
             self._log.warning("stray output on stdout: %s", line)
         return len(text)
 
     def flush(self) -> None:
-        if self._buf:
-            self._log.warning("stray output on stdout: %s", self._buf)
-            self._buf = ""
+        with self._lock:
+            rest, self._buf = self._buf, ""
+        if rest:
+            self._log.warning("stray output on stdout: %s", rest)
 
     def isatty(self) -> bool:
         return False
@@ -97,19 +112,26 @@ class StrayOutput:
 
 
 def configure(logs_dir: Path, level: str | None, *, rpc_mode: bool) -> None:
-    """Install the file handler (and a stderr handler where allowed) on the `kward` logger."""
-    root = logging.getLogger("kward")
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-        handler.close()
+    """Install the file handler (and a stderr handler where allowed) on the `kward` logger
+    and on Python's warnings. In rpc mode a failing handler never prints to stderr."""
     effective = getattr(logging, level) if level else logging.WARNING
-    root.setLevel(effective)
-    root.propagate = False
     formatter = RedactingFormatter(_FORMAT)
     file_handler = PrivateRotatingFileHandler(logs_dir / "kward.log")
     file_handler.setFormatter(formatter)
-    root.addHandler(file_handler)
+    handlers: list[logging.Handler] = [file_handler]
     if not rpc_mode or (level is not None and effective < logging.WARNING):
         stderr = logging.StreamHandler(sys.stderr)
         stderr.setFormatter(RedactingFormatter("kward: %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(stderr)
+        handlers.append(stderr)
+    if rpc_mode:
+        logging.raiseExceptions = False
+    logging.captureWarnings(True)
+    for name in ("kward", "py.warnings"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+            handler.close()
+        logger.setLevel(effective)
+        logger.propagate = False
+        for handler in handlers:
+            logger.addHandler(handler)

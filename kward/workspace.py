@@ -27,22 +27,22 @@ def resolve_root(path: str | None, default: Path) -> Path:
     so the common no-path case costs one stat. Raises InvalidParams (`workspace_not_found`
     / `not_a_directory`) with a clear message.
     """
-    if path is None:
-        candidate = real = default
-    else:
+    candidate = default
+    if path is not None:
         if "\0" in path:
             raise InvalidParams("Invalid params: 'workspaceRoot' contains a NUL byte", data={"param": "workspaceRoot"})
         candidate = Path(os.path.expanduser(path))
         if not candidate.is_absolute():
             candidate = default / candidate
-        real = Path(os.path.realpath(candidate))
     try:
+        real = Path(os.path.realpath(candidate)) if path is not None else default
         mode = os.stat(real).st_mode
     except FileNotFoundError:
         raise InvalidParams(f"Workspace path does not exist: {candidate}", reason="workspace_not_found",
                             data={"path": str(candidate)}) from None
-    except OSError as exc:  # e.g. a name too long, a loop of symlinks, no permission
-        raise InvalidParams(f"Workspace path is not usable: {candidate}: {exc.strerror}",
+    except (OSError, ValueError) as exc:  # a name too long, a loop of symlinks, no permission, bad text
+        detail = exc.strerror if isinstance(exc, OSError) else "not a valid file name"
+        raise InvalidParams(f"Workspace path is not usable: {candidate}: {detail}",
                             reason="workspace_not_found", data={"path": str(candidate)}) from None
     if not stat.S_ISDIR(mode):
         raise InvalidParams(f"Workspace path is not a directory: {candidate}", reason="not_a_directory",

@@ -79,3 +79,11 @@ def test_steering_table_matches_the_provider_classes():
     classes = {"codex": CodexProvider, "openrouter": OpenRouterProvider,
                "openai-compatible": OpenAICompatibleProvider, "scripted": ScriptedProvider}
     assert {k: c.supports_steering for k, c in classes.items()} == STEERING
+
+
+def test_capability_constants_match_the_code_they_describe():
+    from kward.agent import attachments, turns
+
+    assert capabilities.IMAGE_MIME_TYPES == list(attachments.MIME_TYPES)
+    assert capabilities.MAX_IMAGE_BYTES == attachments.MAX_BYTES
+    assert capabilities.EVENT_REPLAY_LIMIT == turns.EVENT_LIMIT

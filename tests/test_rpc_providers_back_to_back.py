@@ -65,7 +65,7 @@ def test_turn_started_after_turn_finished_is_accepted():
         thread.start()
         return True
 
-    manager = TurnManager(submit=submit, publish=publish, execute=lambda turn, session: None,
+    manager = TurnManager(submit=submit, publish=publish, make_room=lambda: None, execute=lambda turn, session: None,
                           steering_supported=lambda: False)
     session = FlockLikeSession()
     outcome = []

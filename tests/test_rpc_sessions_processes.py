@@ -148,7 +148,8 @@ def _turn_manager(execute, publish=lambda event: None):
         threads.append(thread)
         return True
 
-    return TurnManager(submit=submit, publish=publish, execute=execute, steering_supported=lambda: False), threads
+    return TurnManager(submit=submit, publish=publish, make_room=lambda: None, execute=execute,
+                       steering_supported=lambda: False), threads
 
 
 def _execute(turn, session) -> None:

@@ -9,6 +9,8 @@ import contextlib
 import os
 import threading
 
+import pytest
+
 from kward.agent.turns import EventLog, TurnManager
 from kward.errors import InvalidParams, SessionBusy
 from lib.turns_helpers import (check_turn_events, delay, kward, pid_alive, text, tool,  # noqa: F401
@@ -215,12 +217,13 @@ def test_question_answered(kward):
     assert again.code == -32602 and again.reason == "question_not_found"
 
 
-def test_question_dismissed_with_an_empty_answer_list_lets_the_turn_go_on(kward):
+@pytest.mark.parametrize("dismissed", [[], None])
+def test_question_dismissed_with_an_empty_answer_list_lets_the_turn_go_on(kward, dismissed):
     k = kward([[ask()], [text("Fine, I will choose myself.")]])
     s = k.session()
     turn = k.start(s["id"], "pick")
     q = k.question()
-    answer(k, s["id"], q, [])
+    answer(k, s["id"], q, dismissed)
     events = k.finish(turn["id"])
     check_turn_events(events, "completed")
     (result,) = payloads(events, "toolResult")
@@ -292,7 +295,8 @@ def _manager(execute):
         threading.Thread(target=job, daemon=True).start()
         return True
 
-    manager = TurnManager(submit=submit, publish=publish, execute=execute, steering_supported=lambda: True)
+    manager = TurnManager(submit=submit, publish=publish, make_room=lambda: None, execute=execute,
+                          steering_supported=lambda: True)
     return manager, published, cond
 
 
@@ -319,7 +323,7 @@ def test_a_cancel_that_arrives_after_the_final_answer_leaves_the_turn_completed(
 
 def test_nothing_is_published_after_turn_finished():
     published = []
-    log = EventLog("t", "s", published.append)
+    log = EventLog("t", "s", published.append, lambda: None)
     log.emit("turnQueued", {"status": "queued"})
     log.emit("turnFinished", {"status": "canceled"})
     assert log.emit("turnCancelRequested", {}) is None  # e.g. a cancel that lost the race
@@ -436,7 +440,7 @@ def test_steer_before_the_first_turn_started_queues_a_follow_up_and_steer_when_i
         turn.emit("answer", {"content": turn.input})
         return turn.input
 
-    manager = TurnManager(submit=lambda job: jobs.append(job) or True, publish=lambda event: None,
+    manager = TurnManager(submit=lambda job: jobs.append(job) or True, publish=lambda event: None, make_room=lambda: None,
                           execute=execute, steering_supported=lambda: True)
     session = _FakeSession()
     first = manager.start(session, "first", [])  # queued; the pool has not run it yet

@@ -130,7 +130,7 @@ def test_an_invalid_json_script_fails_the_turn_naming_the_file(kward):
     finished = check_turn_events(events, "failed")
     assert [e["type"] for e in events] == ["turnQueued", "turnStarted", "error", "turnFinished"]
     assert "not valid JSON" in finished["error"]["message"] and "raw-1.json" in finished["error"]["message"]
-    assert finished["error"]["reason"] == "provider_error" and finished["error"]["code"] == "ScriptError"
+    assert finished["error"]["reason"] == "invalid_config" and finished["error"]["code"] == "ScriptError"
 
 
 def test_an_unknown_script_event_and_a_script_out_of_steps_fail_the_turn(kward):

@@ -113,7 +113,7 @@ def test_runtime_state_survives_an_unusable_script(kward):
     session = k.session()
     state = k.request("runtime/state", {"sessionId": session["id"]})
     assert state["rpcSessionId"] == session["id"] and state["model"] is None
-    assert state["providerError"]["reason"] == "provider_error" and "not valid JSON" in state["providerError"]["message"]
+    assert state["providerError"]["reason"] == "invalid_config" and "not valid JSON" in state["providerError"]["message"]
     stats = k.request("runtime/stats", {"sessionId": session["id"]})
     assert stats["totalMessages"] == 0 and "contextUsage" not in stats
 

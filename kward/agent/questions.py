@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kward.cancel import CancelToken
@@ -25,7 +25,6 @@ class _Pending:
     questions: list[dict[str, Any]]
     answers: list[dict[str, str]] | None = None
     done: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class QuestionBroker:
@@ -67,7 +66,3 @@ class QuestionBroker:
             pending.answers = normalize_answers(answers, pending.questions) or []
             pending.done = True
             self._cond.notify_all()
-
-    def pending_for(self, session_id: str) -> int:
-        with self._cond:
-            return sum(1 for p in self._pending.values() if p.session_id == session_id and not p.done)

@@ -50,20 +50,31 @@ KEEP_FINISHED_TURNS = 256
 
 
 class EventLog:
-    """The sequenced events of one turn; keeps the last EVENT_LIMIT for replay."""
+    """The sequenced events of one turn; keeps the last EVENT_LIMIT for replay.
 
-    def __init__(self, turn_id: str, session_id: str, publish: Callable[[dict[str, Any]], None]):
+    `publish(event)` must not block (it queues the frame); pacing happens before the lock
+    in `make_room()`, which blocks a streaming worker while the client is behind. So the
+    lock is only ever held briefly: the dispatcher (turnQueued, turnCancelRequested,
+    `after`) never waits for a client that stopped reading."""
+
+    def __init__(self, turn_id: str, session_id: str, publish: Callable[[dict[str, Any]], None],
+                 make_room: Callable[[], None]):
         self._turn_id = turn_id
         self._session_id = session_id
         self._publish = publish
-        self._lock = threading.Lock()
+        self._make_room = make_room
+        self._lock = threading.Lock()  # sequence order = publish order
+        self._recent_lock = threading.Lock()  # the replay buffer alone
         self._next = 1
         self._finished = False
         self._recent: deque[dict[str, Any]] = deque(maxlen=EVENT_LIMIT)
 
-    def emit(self, type_: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> dict[str, Any] | None:
         """Sequence and publish one event; None (nothing sent) once turnFinished was emitted,
-        so a late event (a cancel request racing the end of the turn) never follows it."""
+        so a late event (a cancel request racing the end of the turn) never follows it.
+        `wait=False` for the dispatcher thread: never paced."""
+        if wait:
+            self._make_room()
         with self._lock:
             if self._finished:
                 return None
@@ -71,12 +82,13 @@ class EventLog:
             event = {"sequence": self._next, "timestamp": now_iso(), "sessionId": self._session_id,
                      "turnId": self._turn_id, "type": type_, "payload": payload}
             self._next += 1
-            self._recent.append(event)
+            with self._recent_lock:
+                self._recent.append(event)
             self._publish(event)
             return event
 
     def after(self, sequence: int) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._recent_lock:
             return [e for e in self._recent if e["sequence"] > sequence]
 
 
@@ -98,8 +110,8 @@ class Turn:
     headers: dict[str, str] = field(default_factory=dict)  # e.g. traceparent for model requests
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def emit(self, type_: str, payload: dict[str, Any]) -> None:
-        self.events.emit(type_, payload)
+    def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> None:
+        self.events.emit(type_, payload, wait=wait)
 
     def payload(self) -> dict[str, Any]:
         out = {"id": self.id, "sessionId": self.session_id, "status": self.status,
@@ -132,9 +144,11 @@ class TurnManager:
     pool worker and returns when it is done (raising Canceled or an error)."""
 
     def __init__(self, *, submit: Callable[[Callable[[], None]], bool], publish: Callable[[dict[str, Any]], None],
-                 execute: Callable[[Turn, Any], Any], steering_supported: Callable[[], bool]):
+                 make_room: Callable[[], None], execute: Callable[[Turn, Any], Any],
+                 steering_supported: Callable[[], bool]):
         self._submit = submit
-        self._publish = publish
+        self._publish = publish  # must not block: see EventLog
+        self._make_room = make_room
         self._execute = execute
         self._steering_supported = steering_supported
         self._lock = threading.Lock()
@@ -189,11 +203,11 @@ class TurnManager:
                 if turn.status in TERMINAL:
                     return turn
                 turn.cancel_requested = True
-            turn.emit("turnCancelRequested", {})
+            turn.emit("turnCancelRequested", {}, wait=False)
             lane = self._lanes.get(turn.session_id)
             if lane is not None and turn in lane.queue:
                 lane.queue.remove(turn)
-                self._finish(turn, "canceled")
+                self._finish(turn, "canceled", wait=False)
                 return turn
         turn.cancel.cancel()  # interrupts model requests, shell commands, questions
         return turn
@@ -226,10 +240,15 @@ class TurnManager:
             lane = self._lanes.get(session_id)
             return len(lane.queue) if lane else 0
 
-    def is_active(self, session_id: str) -> bool:
-        with self._lock:
+    def wait_idle(self, session_id: str, timeout: float) -> bool:
+        """Wait until the session has no queued or running turn and its lock is released
+        (after `cancel_session`, before the session is closed). True when idle in time."""
+        def idle() -> bool:
             lane = self._lanes.get(session_id)
-            return bool(lane and (lane.queue or lane.running or lane.draining or lane.releasing))
+            return not (lane and (lane.queue or lane.running or lane.draining or lane.releasing))
+
+        with self._lock:
+            return self._released.wait_for(idle, timeout)
 
     # --- running ----------------------------------------------------------------------
 
@@ -239,11 +258,11 @@ class TurnManager:
         turn_id = str(uuid.uuid4())
         session_id = lane.session.id
         turn = Turn(id=turn_id, session_id=session_id, input=text, attachments=list(attachments),
-                    created_at=now_iso(), events=EventLog(turn_id, session_id, self._publish),
+                    created_at=now_iso(), events=EventLog(turn_id, session_id, self._publish, self._make_room),
                     headers=dict(headers or {}))
         self._remember(turn)
         lane.queue.append(turn)
-        turn.emit("turnQueued", {"status": "queued"})
+        turn.emit("turnQueued", {"status": "queued"}, wait=False)
         return turn
 
     def _remember(self, turn: Turn) -> None:
@@ -274,7 +293,7 @@ class TurnManager:
                 if self._closed or turn.status == "canceled":
                     leftovers = []  # the user stopped this turn: its pending steer input goes with it
                 for item in leftovers:  # steered input the turn never used: keep it as a follow-up
-                    self._enqueue(lane, item.text, item.attachments)
+                    self._enqueue(lane, item.text, item.attachments, turn.headers)
                 done = not lane.queue
                 stack = self._end_lane(lane) if done else None
             if done:
@@ -315,6 +334,10 @@ class TurnManager:
         with turn.lock:
             if turn.status in TERMINAL:
                 return False
+            if turn.cancel_requested:  # canceled between leaving the queue and starting: it never starts
+                turn.status = "canceled"
+                turn.finished_at = now_iso()
+                return True
             turn.status = "running"
             turn.started_at = now_iso()
             if self._steering_supported():
@@ -352,15 +375,15 @@ class TurnManager:
             turn.finished_at = now_iso()
         return True
 
-    def _announce(self, turn: Turn) -> None:
+    def _announce(self, turn: Turn, *, wait: bool = True) -> None:
         payload: dict[str, Any] = {"status": turn.status}
         if turn.error is not None and turn.status == "failed":
             payload["error"] = turn.error
-        turn.emit("turnFinished", payload)
+        turn.emit("turnFinished", payload, wait=wait)
 
-    def _finish(self, turn: Turn, status: str) -> None:
+    def _finish(self, turn: Turn, status: str, *, wait: bool = True) -> None:
         if self._settle(turn, status):
-            self._announce(turn)
+            self._announce(turn, wait=wait)
 
     # --- shutdown ---------------------------------------------------------------------
 
@@ -375,7 +398,7 @@ class TurnManager:
             running = [lane.running for lane in lanes if lane.running is not None]
         for turn in queued:
             turn.cancel_requested = True
-            self._finish(turn, "canceled")
+            self._finish(turn, "canceled", wait=False)
         for turn in running:
             turn.cancel_requested = True
             turn.cancel.cancel()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kward.cancel import CancelToken
-from kward.errors import Canceled
+from kward.errors import CONFIG_ERROR, Canceled
 from kward.providers.base import (ModelRequest, ModelResponse, Provider, ProviderError, RetryInfo, StreamSink,
                                   ToolCall, Usage)
 
@@ -46,8 +46,13 @@ _CHECK_EVERY = 256  # deltas between cancellation checks in a repeat run
 
 
 class ScriptError(ProviderError):
+    """The script file is unreadable or malformed: a configuration problem (-32002,
+    reason invalid_config), reported by every request that needs the provider."""
+
+    code = CONFIG_ERROR
+
     def __init__(self, message: str):
-        super().__init__(message, provider=NAME, kind="bad_request")
+        super().__init__(message, provider=NAME, kind="bad_request", reason="invalid_config")
 
 
 def load_script(path: str | os.PathLike) -> dict[str, Any]:

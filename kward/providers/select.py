@@ -100,8 +100,9 @@ def _effort(key: str, config: Mapping[str, Any], env: Mapping[str, str]) -> str 
 
 
 def select_provider(config: Mapping[str, Any], auth_file: Path, env: Mapping[str, str] = os.environ) -> Selection:
-    """Build the provider to use now (raises ConfigError for an unknown provider name or
-    an unreadable script)."""
+    """Build the provider to use now. Raises ConfigError for an unknown provider name or a
+    bad endpoint setting, and ScriptError (also -32002, `invalid_config`) for an unusable
+    script."""
     key, reason = choose(config, env, auth_file)
     if key == "scripted":
         from kward.providers.scripted import ScriptedProvider, load_script

@@ -20,7 +20,6 @@ from kward.config import ConfigStore, Paths, Settings
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
     from kward.agent.models import ModelService
-    from kward.agent.models import ModelService
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import TurnManager
     from kward.sessions.manager import SessionManager
@@ -42,15 +41,15 @@ class App:
     config: ConfigStore
     settings: Settings
     launch_cwd: Path
-    send_notification: Callable[[str, Any], None]
+    send_notification: Callable[[str, Any, bool], None]  # (method, params, wait)
     request_stop: Callable[[], None]  # stop after the current response is queued
     is_overloaded: Callable[[], bool]
     submit: Callable[[Callable[[], None]], bool]  # run a job on the worker pool
+    make_room: Callable[[], None]  # block while the client is behind (never on the dispatcher)
     env: Any = field(default_factory=lambda: os.environ)  # the process environment (tests may pass another)
     client: ClientState = field(default_factory=ClientState)
     started_at: float = field(default_factory=time.monotonic)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _shutdown_hooks: list[Callable[[float], None]] = field(default_factory=list, repr=False)
     _services: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # --- core services, built on first use (any thread) -----------------------------
@@ -99,36 +98,36 @@ class App:
 
         def build() -> "TurnManager":
             engine = self.engine
-            return TurnManager(submit=self.submit, publish=lambda event: self.notify("turn/event", event),
-                               execute=engine.execute, steering_supported=engine.steering_supported)
+            return TurnManager(submit=self.submit, publish=lambda event: self.notify("turn/event", event, wait=False),
+                               make_room=self.make_room, execute=engine.execute,
+                               steering_supported=engine.steering_supported)
 
         return self._service("turns", build)
 
-    def notify(self, method: str, params: Any) -> None:
-        """Send a notification unless the client opted out of `method`. Any thread."""
+    def notify(self, method: str, params: Any, *, wait: bool = True) -> None:
+        """Send a notification unless the client opted out of `method`. Any thread;
+        `wait=False` never blocks (the dispatcher, and callers that paced themselves)."""
         if method not in self.client.opt_out:
-            self.send_notification(method, params)
+            self.send_notification(method, params, wait)
 
-    def on_shutdown(self, hook: Callable[[float], None]) -> None:
-        """Register `hook(deadline)`: cancel work and close files before `deadline`
-        (a time.monotonic() value). Hooks run in reverse order of registration."""
-        with self._lock:
-            self._shutdown_hooks.append(hook)
+    def has_service(self, name: str) -> bool:
+        """Whether a service was built (e.g. no turn was ever started: nothing to cancel)."""
+        return name in self._services
 
-    def shutdown(self, deadline: float) -> None:
-        """Main thread, once, at the end: cancel turns, close sessions, run the hooks."""
+    def shutdown(self) -> None:
+        """Main thread, once, at the end: cancel every turn, then close every session (a
+        session whose turn still runs closes when that turn ends)."""
         with self._lock:
-            hooks = list(reversed(self._shutdown_hooks))
-            self._shutdown_hooks.clear()
             services = dict(self._services)
+        steps = []
         if "turns" in services:
-            hooks.insert(0, lambda _deadline: services["turns"].shutdown())
+            steps.append(services["turns"].shutdown)
         if "sessions" in services:
-            hooks.append(lambda _deadline: services["sessions"].shutdown_all())
-        for hook in hooks:
+            steps.append(services["sessions"].shutdown_all)
+        for step in steps:
             try:
-                hook(deadline)
+                step()
             except Exception:
                 import logging
 
-                logging.getLogger(__name__).exception("shutdown hook failed")
+                logging.getLogger(__name__).exception("shutdown step failed")

@@ -30,6 +30,8 @@ COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
 LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
+# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES and kward.agent.turns.EVENT_LIMIT
+# (not imported: building the handshake must not load the agent; a test checks they agree)
 IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 EVENT_REPLAY_LIMIT = 1000
@@ -148,7 +150,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "composer": {"sessionDiff": {"supported": False, "reason": "interactiveComposerOnly"},
                      "copy": {"supported": False, "reason": "clientClipboardOwnedByUi"}},
         "security": {"workspaceMutationGuard": "none", "toolApproval": "none",
-                     "canRunShell": turns_ok, "canWriteFiles": turns_ok},
+                     "canRunShell": turns_ok, "canWriteFiles": turns_ok,
+                     # file tools stay inside the workspace (symlinks resolved); the shell does not
+                     "fileToolsConfinedToWorkspace": turns_ok},
         "export": {"supported": has("sessions/export"), "formats": ["markdown", "html"] if has("sessions/export") else [],
                    "defaultFormat": "markdown"},
         "logging": {"supported": bool(present(LOGGING_METHODS)), "defaultEnabled": False,

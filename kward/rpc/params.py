@@ -40,6 +40,10 @@ class Params:
             return default
         if not isinstance(value, str):
             raise self._wrong(name, "a string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # "\ud800" in JSON: no file name, model or file can use it
+            raise self._wrong(name, "valid Unicode (it holds an unpaired surrogate)") from None
         if non_empty and not value.strip():
             raise self._wrong(name, "a non-empty string")
         if max_len is not None and len(value) > max_len:

@@ -32,6 +32,10 @@ class Notification:
     trace: dict[str, str] | None = None
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _fail(exc: KwardError, request_id: Any = None) -> KwardError:
     exc.request_id = request_id  # type: ignore[attr-defined]
     return exc
@@ -43,7 +47,9 @@ def parse(body: bytes) -> Request | Notification:
     except UnicodeDecodeError as exc:
         raise _fail(ParseError(f"Parse error: body is not valid UTF-8 (byte {exc.start})", reason="invalid_utf8"))
     try:
-        msg = json.loads(text)
+        msg = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _fail(ParseError("Parse error: the JSON is nested too deeply")) from None
     except ValueError as exc:
         detail = f": {exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise _fail(ParseError("Parse error" + detail))
@@ -81,16 +87,30 @@ def parse(body: bytes) -> Request | Notification:
     return Request(request_id, method, params, trace)
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """A copy with NaN and infinities replaced by null (they are not JSON)."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """Compact UTF-8 JSON; lone surrogates (odd file names) fall back to \\u escapes."""
+    """Compact UTF-8 JSON, always valid: lone surrogates (odd file names) fall back to
+    \\u escapes, NaN and infinities become null."""
     try:
         return _ENCODER.encode(message).encode("utf-8")
     except UnicodeEncodeError:
         return _ASCII_ENCODER.encode(message).encode("ascii")
+    except ValueError:
+        return encode(_finite(message))
 
 
 def response(request_id: Any, result: Any) -> dict[str, Any]:

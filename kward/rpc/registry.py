@@ -4,7 +4,9 @@ Handlers live in `kward/rpc/methods/<namespace>.py` and are imported on first us
 start-up cost does not grow with the number of methods. A handler is
 `def handler(call: Call) -> result` and is a thin adapter: it validates params through
 `call.params`, calls the core, and shapes the result. Quick handlers run on the dispatcher
-thread and must not block; `slow=True` handlers run on the worker pool.
+thread: they may do brief local work (a stat, an flock that is not contended, one appended
+line) but never wait for the network, the client or another turn; anything longer is
+`slow=True` and runs on the worker pool.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ METHODS: dict[str, Method] = {
     # tools and runtime (methods/tools.py, methods/runtime.py)
     "tools/list": Method("tools:list_"),
     "runtime/state": Method("runtime:state"),
-    "runtime/stats": Method("runtime:stats"),
+    "runtime/stats": Method("runtime:stats", slow=True),
     # models (methods/models.py)
     "models/list": Method("models:list_", slow=True),
     "models/current": Method("models:current"),

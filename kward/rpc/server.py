@@ -49,7 +49,8 @@ class RpcServer:
         self.pool = WorkerPool(settings.rpc_workers)
         self.app = App(paths=paths, config=config, settings=settings, launch_cwd=launch_cwd,
                        send_notification=self._send_notification, request_stop=self._stop_after_response,
-                       is_overloaded=lambda: self.transport.outbox.overloaded, submit=self.pool.submit)
+                       is_overloaded=lambda: self.transport.outbox.overloaded, submit=self.pool.submit,
+                       make_room=self.transport.outbox.wait_for_room)
         self._inflight = 0
         self._inflight_cond = threading.Condition()
         self._stop_requested = False
@@ -63,13 +64,13 @@ class RpcServer:
     def _stop_after_response(self) -> None:
         self._stop_requested = True
 
-    def _send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False) -> None:
+    def _send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True) -> None:
         if not raw:
             message = redact(message)
-        self.transport.outbox.put(encode_frame(protocol.encode(message)), urgent=urgent)
+        self.transport.outbox.put(encode_frame(protocol.encode(message)), urgent=urgent, wait=wait)
 
-    def _send_notification(self, method: str, params: Any) -> None:
-        self._send(protocol.notification(method, params), urgent=False)
+    def _send_notification(self, method: str, params: Any, wait: bool = True) -> None:
+        self._send(protocol.notification(method, params), urgent=False, wait=wait)
 
     # --- the dispatcher -------------------------------------------------------------
 
@@ -88,10 +89,13 @@ class RpcServer:
             if item in (SIGNAL, WRITER_FAILED):
                 graceful = False
                 break
-            if isinstance(item, FrameFault):
-                self._send(protocol.error_response(None, ParseError(item.message, reason=item.reason)), urgent=True)
-            else:
-                self._dispatch(item)  # type: ignore[arg-type]
+            try:
+                if isinstance(item, FrameFault):
+                    self._send(protocol.error_response(None, ParseError(item.message, reason=item.reason)), urgent=True)
+                else:
+                    self._dispatch(item)  # type: ignore[arg-type]
+            except Exception:  # a bug here must not end the session; the request was answered or logged
+                log.exception("dispatching a message failed")
             if self._stop_requested:
                 break
         self._stop(graceful)
@@ -146,9 +150,16 @@ class RpcServer:
                                     data={"errorClass": type(exc).__name__, "method": method})
                 self._send(protocol.error_response(call.id, err), urgent=True)
             return
-        if is_request:
-            raw = isinstance(result, Unredacted)
+        if not is_request:
+            return
+        raw = isinstance(result, Unredacted)
+        try:
             self._send(protocol.response(call.id, result.value if raw else result), urgent=True, raw=raw)
+        except Exception as exc:  # the result could not be encoded: still answer the request
+            log.exception("encoding the result of %s failed", method)
+            self._send(protocol.error_response(call.id, InternalError(
+                f"Internal error in {method}: {type(exc).__name__}", data={"errorClass": type(exc).__name__})),
+                urgent=True)
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -160,7 +171,8 @@ class RpcServer:
                 self._inflight_cond.wait_for(lambda: self._inflight == 0,
                                              timeout=STOP_BUDGET * _DRAIN_SHARE)
         self._refuse_queued()
-        self.app.shutdown(deadline - 0.4)
+        self.transport.outbox.stop_pacing()
+        self.app.shutdown()
         pool_done = self.pool.shutdown(max(0.05, deadline - 0.3 - time.monotonic()))
         self.transport.close_output()
         writer_done = self.transport.join_writer(deadline - time.monotonic())

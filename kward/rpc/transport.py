@@ -76,6 +76,7 @@ class Outbox:
         self._limit = limit
         self._closed = False
         self._dead = False
+        self._unpaced = False  # stopping: producers no longer wait for room
         self._writer_waiting = False
 
     @property
@@ -86,11 +87,27 @@ class Outbox:
     def queued_bytes(self) -> int:
         return self._bytes
 
-    def put(self, data: bytes, *, urgent: bool = False) -> bool:
-        """Queue one frame; False when it was dropped (closed or writer gone)."""
+    def wait_for_room(self) -> None:
+        """Block while more than `limit` bytes wait (a producer's pacing point). Any thread
+        but the dispatcher, which must never wait for the client."""
+        with self._cond:
+            while self._bytes > self._limit and not (self._closed or self._dead or self._unpaced):
+                self._cond.wait()
+
+    def stop_pacing(self) -> None:
+        """The server is stopping: let paced producers finish their turns at once (what they
+        queue is flushed if the client still reads, or dropped at exit)."""
+        with self._cond:
+            self._unpaced = True
+            self._cond.notify_all()
+
+    def put(self, data: bytes, *, urgent: bool = False, wait: bool = True) -> bool:
+        """Queue one frame; False when it was dropped (closed or writer gone). With
+        `wait=False` it never blocks (the frame may go past the limit: callers that use it
+        produce a bounded number of frames, e.g. one per request)."""
         limit = self._limit * 2 if urgent else self._limit
         with self._cond:
-            while self._bytes > limit and not (self._closed or self._dead):
+            while wait and self._bytes > limit and not (self._closed or self._dead or self._unpaced):
                 self._cond.wait()
             if self._closed or self._dead:
                 return False

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from kward.redact import redact
 from kward.rpc.registry import Call, Unredacted
 
 
 def read(call: Call) -> dict | Unredacted:
+    """Redacted like every response, unless `redacted: false` asks for the stored values."""
     redacted = call.params.bool("redacted", True)
     result = {"path": str(call.app.config.path), "config": call.app.config.load()}
-    return redact(result) if redacted else Unredacted(result)
+    return result if redacted else Unredacted(result)
 
 
 def update(call: Call) -> dict:
+    """The merged config, redacted (by the server, like every response)."""
     values = call.params.obj("values", required=True)
-    config = call.app.config.update(values)
-    return redact({"path": str(call.app.config.path), "config": config})
+    return {"path": str(call.app.config.path), "config": call.app.config.update(values)}

@@ -26,14 +26,14 @@ def initialize(call: Call) -> dict[str, Any]:
     app.client.info = client_info
     app.client.opt_out = frozenset(opt_out)
     app.client.experimental_api = experimental
-    warnings = []
+    warnings = [{"reason": "invalid_config", "message": w} for w in app.settings.warnings]
     steering = "unsupported"
     try:  # problems are reported, never fatal for initialize
         from kward.providers.select import STEERING, choose
 
         key, _ = choose(app.config.load(), app.env, app.paths.auth_file)
         steering = "native" if STEERING[key] else "unsupported"
-    except KwardError as exc:  # an invalid config.json, an unreadable script, ...
+    except KwardError as exc:  # an invalid config.json, an unknown provider name
         warnings.append({"reason": exc.reason, "message": exc.message})
     facts = capabilities.RuntimeFacts(
         steering=steering,

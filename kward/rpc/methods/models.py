@@ -51,7 +51,6 @@ def update_setting(call: Call) -> dict[str, Any]:
     else:
         raise InvalidParams(f"Unsupported setting: {setting}; use defaultModel or defaultThinkingLevel",
                             data={"param": "settingId"})
-    app.engine.selection()
     return {"applied": "live", "message": message}
 
 

@@ -10,11 +10,6 @@ from kward.errors import KwardError
 from kward.rpc.registry import Call
 
 
-def model_entry(call: Call, selection: Any) -> dict[str, Any]:
-    """The current model as a protocol model entry."""
-    return call.app.models.current(selection)
-
-
 def _ids(session: Any) -> dict[str, Any]:
     return {"sessionFile": session.path, "sessionId": session.persistent_id, "sessionName": session.name,
             "rpcSessionId": session.id, "persistentSessionId": session.persistent_id}
@@ -23,8 +18,8 @@ def _ids(session: Any) -> dict[str, Any]:
 def state(call: Call) -> dict[str, Any]:
     app = call.app
     session = app.sessions.get(call.params.str("sessionId", required=True))
-    running = app.turns.running_turn(session.id) if "turns" in app._services else None
-    pending = app.turns.pending_count(session.id) if "turns" in app._services else 0
+    running = app.turns.running_turn(session.id) if app.has_service("turns") else None
+    pending = app.turns.pending_count(session.id) if app.has_service("turns") else 0
     config = app.config.load()
     compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
     out: dict[str, Any] = {
@@ -45,7 +40,7 @@ def state(call: Call) -> dict[str, Any]:
                     "providerError": {"reason": exc.reason, "message": exc.message}})
         return out
     out.update({
-        "model": model_entry(call, selection), "thinkingLevel": selection.reasoning_effort or "off",
+        "model": app.models.current(selection), "thinkingLevel": selection.reasoning_effort or "off",
         "steeringMode": "in-flight" if selection.provider.supports_steering else "one-at-a-time",
         "autoRetryEnabled": selection.key != "scripted",
         "defaultProvider": selection.label, "defaultModel": f"{selection.label}/{selection.model}",
@@ -65,7 +60,7 @@ def stats(call: Call) -> dict[str, Any]:
         out["cost"] = round(cost, 6)
     try:
         selection = app.engine.selection()
-        window = model_entry(call, selection)["contextWindow"]
+        window = app.models.current(selection)["contextWindow"]
     except KwardError:
         window = None
     usage = context_usage(messages, build_instructions(app.paths.config_dir, session.workspace_root), window)

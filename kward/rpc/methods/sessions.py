@@ -9,10 +9,15 @@ from kward.rpc.registry import Call
 FORMATS = ("markdown", "html")
 
 
+STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
+
+
 def _stop_turns(call: Call, session_id: str) -> None:
-    """Cancel queued and running turns before a session is closed or deleted."""
-    if "turns" in call.app._services:  # no turn was ever started: nothing to stop
+    """Cancel queued and running turns and wait for them to end (a canceled turn still
+    records its last tool result and turnFinished) before a session is closed or deleted."""
+    if call.app.has_service("turns"):  # no turn was ever started: nothing to stop
         call.app.turns.cancel_session(session_id)
+        call.app.turns.wait_idle(session_id, STOP_WAIT)
 
 
 def create(call: Call) -> dict[str, Any]:

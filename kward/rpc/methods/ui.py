@@ -9,7 +9,9 @@ def answer_question(call: Call) -> dict[str, bool]:
     p = call.params
     session_id = p.str("sessionId", required=True)
     request_id = p.str("questionRequestId", required=True)
-    answers = p.list("answers", required=True)
+    if "answers" not in p.raw:
+        p.list("answers", required=True)  # -32602 naming the param
+    answers = p.list("answers", [])  # null, like [], means the user dismissed the questions
     call.app.sessions.get(session_id)
     call.app.questions.answer(session_id, request_id, answers)
     return {"ok": True}
