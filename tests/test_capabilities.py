@@ -82,8 +82,8 @@ def test_steering_table_matches_the_provider_classes():
 
 
 def test_capability_constants_match_the_code_they_describe():
-    from kward.agent import attachments, turns
+    from kward.agent import attachments, eventlog
 
     assert capabilities.IMAGE_MIME_TYPES == list(attachments.MIME_TYPES)
     assert capabilities.MAX_IMAGE_BYTES == attachments.MAX_BYTES
-    assert capabilities.EVENT_REPLAY_LIMIT == turns.EVENT_LIMIT
+    assert capabilities.EVENT_REPLAY_LIMIT == eventlog.EVENT_LIMIT

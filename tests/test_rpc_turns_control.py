@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from kward.agent.turns import EventLog, TurnManager
+from kward.agent.eventlog import EventLog
+from kward.agent.turns import TurnManager
 from kward.errors import InvalidParams, SessionBusy
 from lib.turns_helpers import (check_turn_events, delay, kward, pid_alive, text, tool,  # noqa: F401
                                wait_for_steer, wait_until)

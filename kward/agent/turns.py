@@ -8,7 +8,7 @@ running answers `session_busy` at once; released when the queue drains). A turn 
 while the drain job is still releasing that lock waits for the release (an fsync and a
 close) instead of failing on its own process's lock.
 
-Events: every turn has an `EventLog`; `emit` assigns the next sequence number and
+Events: every turn has an `EventLog` (kward.agent.eventlog); `emit` assigns the next sequence number and
 publishes under the log's lock, so a turn's events reach the client in sequence order
 with no gaps. Every turn starts with `turnQueued` and ends with exactly one
 `turnFinished` (`completed`, `failed` or `canceled`); the log drops anything emitted after
@@ -20,7 +20,7 @@ canceled}`, without `turnStarted`. `steer` input that no running turn can take a
 (it is finishing, or the next one has not started) becomes a follow-up turn; on an idle
 session it is refused.
 
-Thread contract: `start`, `cancel`, `get` and `events_after` are called from the
+Thread contract: `start`, `cancel`, `get` and the queries are called from the
 dispatcher (any thread is fine); turns run on pool workers. `_lock` guards the turn table
 and the lanes; it is never held while a turn runs or a lane releases its lock
 (`_released`, a condition on `_lock`, signals the end of a release).
@@ -36,6 +36,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kward.agent.eventlog import EventLog
 from kward.agent.loop import now_iso
 from kward.cancel import CancelToken
 from kward.errors import Canceled, InvalidParams, KwardError
@@ -45,51 +46,7 @@ log = logging.getLogger(__name__)
 
 TERMINAL = ("completed", "failed", "canceled")
 BEHAVIORS = ("newTurn", "followUp", "steer")
-EVENT_LIMIT = 1000
 KEEP_FINISHED_TURNS = 256
-
-
-class EventLog:
-    """The sequenced events of one turn; keeps the last EVENT_LIMIT for replay.
-
-    `publish(event)` must not block (it queues the frame); pacing happens before the lock
-    in `make_room()`, which blocks a streaming worker while the client is behind. So the
-    lock is only ever held briefly: the dispatcher (turnQueued, turnCancelRequested,
-    `after`) never waits for a client that stopped reading."""
-
-    def __init__(self, turn_id: str, session_id: str, publish: Callable[[dict[str, Any]], None],
-                 make_room: Callable[[], None]):
-        self._turn_id = turn_id
-        self._session_id = session_id
-        self._publish = publish
-        self._make_room = make_room
-        self._lock = threading.Lock()  # sequence order = publish order
-        self._recent_lock = threading.Lock()  # the replay buffer alone
-        self._next = 1
-        self._finished = False
-        self._recent: deque[dict[str, Any]] = deque(maxlen=EVENT_LIMIT)
-
-    def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> dict[str, Any] | None:
-        """Sequence and publish one event; None (nothing sent) once turnFinished was emitted,
-        so a late event (a cancel request racing the end of the turn) never follows it.
-        `wait=False` for the dispatcher thread: never paced."""
-        if wait:
-            self._make_room()
-        with self._lock:
-            if self._finished:
-                return None
-            self._finished = type_ == "turnFinished"
-            event = {"sequence": self._next, "timestamp": now_iso(), "sessionId": self._session_id,
-                     "turnId": self._turn_id, "type": type_, "payload": payload}
-            self._next += 1
-            with self._recent_lock:
-                self._recent.append(event)
-            self._publish(event)
-            return event
-
-    def after(self, sequence: int) -> list[dict[str, Any]]:
-        with self._recent_lock:
-            return [e for e in self._recent if e["sequence"] > sequence]
 
 
 @dataclass

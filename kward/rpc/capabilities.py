@@ -30,7 +30,7 @@ COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
 LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
-# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES and kward.agent.turns.EVENT_LIMIT
+# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES and kward.agent.eventlog.EVENT_LIMIT
 # (not imported: building the handshake must not load the agent; a test checks they agree)
 IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 MAX_IMAGE_BYTES = 10 * 1024 * 1024

@@ -1,0 +1,58 @@
+"""The sequenced event log of one turn (see `EventLog`).
+
+Events of a turn get sequence numbers from 1 with no gap and reach the client in that
+order; the last EVENT_LIMIT are kept for `turns/events` replay. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Callable
+
+from kward.agent.loop import now_iso
+
+EVENT_LIMIT = 1000
+
+
+class EventLog:
+    """The sequenced events of one turn; keeps the last EVENT_LIMIT for replay.
+
+    `publish(event)` must not block (it queues the frame); pacing happens before the lock
+    in `make_room()`, which blocks a streaming worker while the client is behind. So the
+    lock is only ever held briefly: the dispatcher (turnQueued, turnCancelRequested,
+    `after`) never waits for a client that stopped reading."""
+
+    def __init__(self, turn_id: str, session_id: str, publish: Callable[[dict[str, Any]], None],
+                 make_room: Callable[[], None]):
+        self._turn_id = turn_id
+        self._session_id = session_id
+        self._publish = publish
+        self._make_room = make_room
+        self._lock = threading.Lock()  # sequence order = publish order
+        self._recent_lock = threading.Lock()  # the replay buffer alone
+        self._next = 1
+        self._finished = False
+        self._recent: deque[dict[str, Any]] = deque(maxlen=EVENT_LIMIT)
+
+    def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> dict[str, Any] | None:
+        """Sequence and publish one event; None (nothing sent) once turnFinished was emitted,
+        so a late event (a cancel request racing the end of the turn) never follows it.
+        `wait=False` for the dispatcher thread: never paced."""
+        if wait:
+            self._make_room()
+        with self._lock:
+            if self._finished:
+                return None
+            self._finished = type_ == "turnFinished"
+            event = {"sequence": self._next, "timestamp": now_iso(), "sessionId": self._session_id,
+                     "turnId": self._turn_id, "type": type_, "payload": payload}
+            self._next += 1
+            with self._recent_lock:
+                self._recent.append(event)
+            self._publish(event)
+            return event
+
+    def after(self, sequence: int) -> list[dict[str, Any]]:
+        with self._recent_lock:
+            return [e for e in self._recent if e["sequence"] > sequence]
