@@ -381,3 +381,68 @@ def test_foreign_call_ids_are_normalized_consistently(fake, provider):
     assert items[1] == {"type": "function_call", "call_id": "toolu_01_abc_def", "name": "shell",
                         "arguments": '{"cmd": "ls"}'}
     assert items[2] == {"type": "function_call_output", "call_id": "toolu_01_abc_def", "output": "out"}
+
+
+def test_tool_calls_without_a_stored_result_get_an_interrupted_result(fake, provider):
+    """kward died after storing the calls but before their results: the request must still
+    pair every function_call with an output, or the API answers 400 on every turn."""
+    calls = [{"id": f"call_{i}", "type": "function", "function": {"name": "shell", "arguments": "{}"}} for i in (1, 2)]
+    history = [{"role": "user", "content": "x"},
+               {"role": "assistant", "content": "", "tool_calls": calls},
+               {"role": "tool", "tool_call_id": "call_1", "name": "shell", "content": "done"},
+               {"role": "user", "content": "still there?"},
+               {"role": "assistant", "content": "", "tool_calls": [dict(calls[0], id="call_3")]}]
+    fake.script("responses", fc.text(["ok"]))
+    run(provider, request(history))
+    items = [(i["type"], i.get("call_id"), i.get("output")) for i in fake.requests("responses")[0].json["input"]]
+    interrupted = "Error: tool call interrupted before it returned a result."
+    assert items == [("message", None, None),
+                     ("function_call", "call_1", None), ("function_call", "call_2", None),
+                     ("function_call_output", "call_1", "done"), ("function_call_output", "call_2", interrupted),
+                     ("message", None, None),
+                     ("function_call", "call_3", None), ("function_call_output", "call_3", interrupted)]
+
+
+def test_deltas_without_item_ids_are_not_delivered_twice(fake, provider):
+    events = [{k: v for k, v in e.items() if k not in ("item_id", "output_index")} if e["type"].endswith(".delta")
+              else e for e in fc.text_events(["Hel", "lo"])]
+    fake.script("responses", fc.stream([fc.created(), *events, fc.completed()]))
+    resp, sink = run(provider)
+    assert sink.texts == ["Hel", "lo"] and resp.text == "Hello"
+    by_index = [dict(e, item_id="other") if e["type"].endswith(".delta") else e for e in fc.text_events(["Hi"])]
+    fake.script("responses", fc.stream([fc.created(), *by_index, fc.completed()]))
+    resp, sink = run(provider)
+    assert sink.texts == ["Hi"] and resp.text == "Hi"
+
+
+@pytest.mark.parametrize("limit", ["time", "bytes"])
+def test_draining_after_the_final_event_is_bounded(fake, provider, monkeypatch, limit):
+    """A server that keeps trickling bytes after response.completed cannot hold the turn."""
+    from kward.providers import streaming
+
+    if limit == "time":
+        monkeypatch.setattr(streaming, "DRAIN_TIMEOUT", 0.3)
+        ping = b": still here\n\n"
+    else:
+        monkeypatch.setattr(streaming, "DRAIN_TIMEOUT", 60.0)
+        monkeypatch.setattr(streaming, "DRAIN_MAX_BYTES", 1000)
+        ping = b": " + b"x" * 400 + b"\n\n"
+    fake.script("responses", fc.text(["done"]).with_(end="hang", ping=ping, ping_every=0.02), fc.text(["next"]))
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(text=run(provider)[0].text))
+    worker.start()
+    worker.join(20)
+    assert not worker.is_alive() and result == {"text": "done"}
+    assert fake.requests()[0].disconnected.wait(5)  # the connection was dropped, not pooled
+    assert run(provider)[0].text == "next"
+
+
+def test_an_oversized_stream_line_is_a_retryable_error(fake, provider, monkeypatch):
+    from kward.providers import streaming
+    from kward.providers.sse import SSEParser
+
+    monkeypatch.setattr(streaming, "SSEParser", lambda: SSEParser(max_line=4096))
+    fake.script("responses", fc.stream([fc.created()]).with_(pieces=[b"data: " + b"x" * 10000]), fc.text(["ok"]))
+    resp, sink = run(provider)
+    assert resp.text == "ok" and len(sink.retries) == 1
+    assert "malformed stream (a line longer than 4096 bytes)" in sink.retries[0].error

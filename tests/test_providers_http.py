@@ -125,3 +125,69 @@ def test_sse_body_with_content_length_is_read_incrementally():
         provider = OpenAICompatibleProvider(ProviderSettings(openai_compat_base_url=fake.base_url))
         req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="local")
         assert provider.complete(req, RecordingSink(), CancelToken()).text == "plain body"
+
+
+def test_cancel_interrupts_a_tls_handshake_the_server_never_answers():
+    """The server accepts TCP and stays silent: the client is stuck in the TLS handshake,
+    before any response or pooled connection exists. A cancel must still end it at once."""
+    import threading
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(5)
+        accepted = threading.Event()
+        conns = []
+
+        def accept():
+            conn, _ = server.accept()
+            conns.append(conn)
+            accepted.set()
+
+        threading.Thread(target=accept, daemon=True).start()
+        http, token, outcome = HttpClient(), CancelToken(), {}
+
+        def request():
+            try:
+                http.open_stream(f"https://127.0.0.1:{server.getsockname()[1]}/x", headers={}, body={},
+                                 cancel=token, connect_timeout=60, idle_timeout=60)
+            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+                outcome["error"] = exc
+
+        client = threading.Thread(target=request)
+        client.start()
+        assert accepted.wait(10)
+        token.cancel()
+        client.join(15)
+        try:
+            assert not client.is_alive() and isinstance(outcome.get("error"), Canceled), outcome
+        finally:
+            for conn in conns:
+                conn.close()
+            http.close()
+
+
+def test_a_401_whose_body_breaks_off_is_still_a_classified_provider_error():
+    import threading
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(5)
+
+        def serve():
+            for _ in range(2):
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 100\r\n\r\n{\"err")
+
+        threading.Thread(target=serve, daemon=True).start()
+        provider = CodexProvider(ProviderSettings(codex_base_url=f"http://127.0.0.1:{server.getsockname()[1]}/codex",
+                                                  retry=RetryPolicy(())), lambda: (make_jwt(), "acct"))
+        req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="gpt-5.5")
+        with pytest.raises(ProviderError) as info:
+            provider.complete(req, RecordingSink(), CancelToken())
+        assert info.value.kind == "auth" and info.value.reason == "not_logged_in" and info.value.status == 401
+        assert "could not be read" in info.value.message

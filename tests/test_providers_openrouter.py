@@ -225,3 +225,26 @@ def test_compat_with_key_and_missing_base_url(fake):
     with pytest.raises(ProviderError) as info:
         run(OpenAICompatibleProvider(ProviderSettings()))
     assert info.value.reason == "invalid_config" and "KWARD_OPENAI_COMPAT_BASE_URL" in info.value.message
+
+
+def test_a_chunk_with_error_null_is_not_an_error(fake, provider):
+    fake.script("chat", fo.stream([fo.chunk({"role": "assistant", "content": "fi"}, error=None),
+                                   fo.chunk({"content": "ne"}, error=None), fo.chunk(finish="stop", error=None)]))
+    resp, sink = run(provider)
+    assert resp.text == "fine" and sink.retries == []
+
+
+def test_tool_calls_without_a_stored_result_get_an_interrupted_result(fake, provider):
+    calls = [{"id": f"call_{i}", "type": "function", "function": {"name": "shell", "arguments": "{}"}} for i in (1, 2)]
+    history = [{"role": "user", "content": "x"},
+               {"role": "assistant", "content": "", "tool_calls": calls},
+               {"role": "tool", "tool_call_id": "call_2", "name": "shell", "content": "done"},
+               {"role": "user", "content": "again"},
+               {"role": "assistant", "content": "", "tool_calls": [dict(calls[0], id="call_3")]}]
+    fake.script("chat", fo.text(["ok"]))
+    run(provider, request(history))
+    sent = [(m["role"], m.get("tool_call_id"), m.get("content")) for m in fake.requests("chat")[0].json["messages"]]
+    interrupted = "Error: tool call interrupted before it returned a result."
+    assert sent == [("system", None, "You are kward."), ("user", None, "x"), ("assistant", None, ""),
+                    ("tool", "call_2", "done"), ("tool", "call_1", interrupted), ("user", None, "again"),
+                    ("assistant", None, ""), ("tool", "call_3", interrupted)]

@@ -84,6 +84,18 @@ def test_delay_settings():
     assert s.retry.max_attempts == 2
 
 
+@pytest.mark.parametrize("configured", [["x"], [1e9], [-1], [True], "1,2", [0.1] * 21, {"a": 1}])
+def test_config_retry_delays_are_checked_like_the_environment(configured):
+    with pytest.raises(ConfigError) as info:
+        resolve_retry_delays({"retry_delays": configured}, {})
+    assert info.value.reason == "invalid_config" and "retry_delays" in info.value.message
+    for env in ("nan", "1e9", ",".join(["1"] * 21)):
+        with pytest.raises(ConfigError):
+            resolve_retry_delays({}, {"KWARD_RETRY_DELAYS": env})
+    assert resolve_retry_delays({"retry_delays": [0, 3600, 2]}, {}) == (0.0, 3600.0, 2.0)
+    assert resolve_retry_delays({"retry_delays": None}, {}) == (1.0, 2.0)
+
+
 def _failing(errors):
     calls = []
 

@@ -83,3 +83,34 @@ def test_large_stream_in_odd_chunks():
     chunks = [data[i:i + 7] for i in range(0, len(data), 7)]
     out, _ = parse(chunks)
     assert [json.loads(e.data) for e in out] == events
+
+
+def test_a_long_line_in_small_chunks_is_one_event_with_every_line_ending():
+    payload = "x" * (1 << 20) + "\u00e9"
+    for eol in (b"\n", b"\r\n", b"\r"):
+        data = b"data: " + payload.encode() + eol + eol + b"data: next" + eol + eol
+        chunks = [data[i:i + 4096] for i in range(0, len(data), 4096)]
+        events, _ = parse(chunks)
+        assert events == [SSEEvent(payload), SSEEvent("next")], eol
+
+
+def test_pending_line_ends_split_across_chunks():
+    p = SSEParser()
+    assert p.feed(b"data: ab") == [] and p.feed(b"cd\r") == []
+    assert p.feed(b"\n\r\ndata: 2\n") == [SSEEvent("abcd")]
+    assert p.feed(b"\n") == [SSEEvent("2")]
+
+
+def test_lines_and_events_over_the_limit_raise():
+    from kward.providers.sse import MAX_LINE_BYTES, SSEError
+
+    assert MAX_LINE_BYTES == 16 * 1024 * 1024
+    p = SSEParser(max_line=100)
+    p.feed(b"data: " + b"y" * 90)
+    with pytest.raises(SSEError, match="line longer than 100 bytes"):
+        p.feed(b"y" * 20)
+    p = SSEParser(max_line=100)
+    with pytest.raises(SSEError, match="event longer than 100 bytes"):
+        for _ in range(10):
+            p.feed(b"data: " + b"z" * 20 + b"\n")
+    assert SSEParser(max_line=100).feed(b"data: " + b"z" * 80 + b"\n\n") == [SSEEvent("z" * 80)]

@@ -91,3 +91,27 @@ def test_paths_outside_are_refused(env, tmp_path):
             manager.export(s.id, path=bad)
         assert err.value.reason == "path_not_allowed", bad
     assert os.listdir(outside) == ["sub"] and os.listdir(outside / "sub") == []
+
+
+def test_session_files_and_their_sidecars_are_never_export_targets(env, tmp_path):
+    manager, ws, s = env
+    s.append_message(user("keep me"))
+    sibling = manager.create(name="sibling")
+    session_dir = Path(s.path).parent
+    workspace_copy = ws / "copied.jsonl"  # a session file outside the session directory
+    workspace_copy.write_bytes(Path(sibling.path).read_bytes())
+    (ws / "copied.jsonl.lock").touch()
+    for bad in (s.path, sibling.path, s.path + ".lock", s.path + ".open", str(session_dir / "new.jsonl"),
+                str(session_dir / "notes.txt"), str(workspace_copy), "copied.jsonl.lock", "copied.jsonl.open"):
+        with pytest.raises(PathNotAllowed) as err:
+            manager.export(s.id, path=bad)
+        assert err.value.reason == "path_not_allowed", bad
+    s.append_message(user("still written"))
+    assert [m["content"] for m in s.conversation] == ["keep me", "still written"]
+    text = Path(s.path).read_text()
+    assert "keep me" in text and "still written" in text
+    assert not (session_dir / "new.jsonl").exists() and not (session_dir / "notes.txt").exists()
+    # plain files that merely look similar stay fine targets
+    (ws / "data.jsonl").write_text('{"type": "message"}\n')
+    assert manager.export(s.id, path="data.jsonl")["path"] == str((ws / "data.jsonl").resolve())
+    assert manager.export(s.id, path=str(session_dir / "Notes.HTML"), format="html")

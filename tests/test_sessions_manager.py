@@ -116,6 +116,68 @@ def test_resume_refuses_missing_non_regular_and_non_session_files(env, tmp_path)
     manager.close(manager.resume(s.path).id)
 
 
+def test_resuming_a_file_that_is_no_session_leaves_it_untouched(env):
+    manager, ws = env
+    readme = ws / "README.md"
+    readme.write_text("# hi\n")
+    before = os.stat(readme)
+    with pytest.raises(InvalidParams) as err:
+        manager.resume("README.md")
+    assert "Not a Kward session" in err.value.message
+    assert sorted(os.listdir(ws)) == ["README.md"]  # no README.md.open sidecar
+    after = os.stat(readme)
+    assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)
+
+
+def test_a_session_file_replaced_between_check_and_open_is_refused(env, monkeypatch):
+    from kward.sessions import opening
+
+    manager, ws = env
+    s = manager.create(name="swapped")
+    path = s.path
+    manager.close(s.id)
+    real_open = opening.SessionFile.open
+
+    def swap_then_open(p, identity=None):
+        os.replace(ws / "README.md", p)  # another file takes the name after the header check
+        return real_open(p, identity)
+
+    (ws / "README.md").write_text("# not a session\n")
+    monkeypatch.setattr(opening.SessionFile, "open", swap_then_open)
+    with pytest.raises(InvalidParams):
+        manager.resume(path)
+    assert open(path).read() == "# not a session\n"
+
+
+def test_an_unused_session_is_unlinked_before_its_presence_lock_is_released(env, monkeypatch):
+    """Another process that opens the session while it is being deleted must wait for the
+    exclusive presence lock and then see the file gone, never open it in between."""
+    import fcntl
+
+    from kward.sessions import store
+
+    manager, _ = env
+    s = manager.create()  # empty and unnamed: close deletes it
+    presence = s.path + ".open"
+    seen = []
+    real_remove = store.remove_session_files
+
+    def remove_while_checking(path):
+        probe = os.open(presence, os.O_RDONLY)
+        try:
+            fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            seen.append("another opener got in")
+        except BlockingIOError:
+            seen.append("still locked")
+        finally:
+            os.close(probe)
+        return real_remove(path)
+
+    monkeypatch.setattr(store, "remove_session_files", remove_while_checking)
+    manager.close(s.id)
+    assert seen == ["still locked"] and not os.path.exists(s.path) and not os.path.exists(presence)
+
+
 def test_resume_uses_the_header_cwd_when_it_exists(env, tmp_path):
     manager, ws = env
     other = tmp_path / "other"

@@ -1,18 +1,21 @@
-"""Session-side tool normalization: execution records and derived result details."""
+"""Session-side tool normalization: derived result details, and the shape of the
+tool_execution_end record (built by the agent) that transcripts read back."""
 
 from __future__ import annotations
 
 import json
 
-from kward.sessions.normalize import call_arguments, is_error_result, result_details, tool_execution_end_fields
+from kward.agent.payloads import tool_execution_record
+from kward.sessions.normalize import call_arguments, is_error_result, result_details
 from kward.tools.base import ToolResult
 
 
-def test_tool_execution_end_fields_from_a_tool_result():
+def test_tool_execution_record_from_a_tool_result():
     result = ToolResult.text("Edited a.py: replaced 1 block(s)\n--- a.py\n+++ a.py", diff="--- a.py\n+++ a.py",
                              changed_files=["a.py"])
     args = json.dumps({"path": "a.py", "edits": [{"old_text": "x", "new_text": "y"}]})
-    fields = tool_execution_end_fields("c1", "edit_file", args, result.to_payload())
+    call = {"id": "c1", "type": "function", "function": {"name": "edit_file", "arguments": args}}
+    fields = tool_execution_record(call, result)
     assert fields == {
         "toolCallId": "c1", "toolName": "edit",
         "args": {"path": "a.py", "edits": [{"oldText": "x", "newText": "y"}]},

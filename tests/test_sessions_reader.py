@@ -157,3 +157,39 @@ def test_memory_state_is_the_last_record(tmp_path):
         {"type": "memory_state", "timestamp": "t", "sessionMemories": ["b"], "lastRetrieval": {"q": 1}},
     ])
     assert load(path, tmp_path).memory_state == {"sessionMemories": ["b"], "lastRetrieval": {"q": 1}}
+
+
+def test_successful_writes_and_edits_count_as_read_after_a_resume(tmp_path):
+    """write_file adds its file to the live read set; a resumed session must agree, or a
+    second write after the resume is refused as "must be read before writing"."""
+    import json
+
+    from kward.sessions.opening import create_session
+    from kward.tools import ToolContext, default_registry
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "old.txt").write_text("x\n")
+    session = create_session(tmp_path / "sessions", str(ws.resolve()))
+    ctx = ToolContext(workspace_root=ws, read_paths=session.read_paths)
+
+    def run(call_id, name, **args):
+        session.append_message(assistant(calls=[(call_id, name, args)]))
+        result = default_registry().run(name, json.dumps(args), ctx)
+        session.append_message(tool(call_id, name, result.content))
+        return result
+
+    assert not run("c1", "write_file", path="new.txt", content="v1").is_error
+    assert run("c2", "edit_file", path="old.txt", edits=[{"old_text": "x", "new_text": "y"}]).is_error  # not read
+    assert not run("c3", "read_file", path="old.txt").is_error
+    assert not run("c4", "edit_file", path="old.txt", edits=[{"old_text": "x", "new_text": "y"}]).is_error
+    live = set(session.read_paths)
+    assert live == {str((ws / "new.txt").resolve()), str((ws / "old.txt").resolve())}
+    session.close()
+
+    resumed = load(session.path, tmp_path)
+    assert resumed.read_paths == live
+    ctx2 = ToolContext(workspace_root=ws, read_paths=resumed.read_paths)
+    assert default_registry().run("write_file", json.dumps({"path": "new.txt", "content": "v2"}), ctx2).content \
+        .startswith("Wrote 2 bytes to new.txt")
+    resumed.close()

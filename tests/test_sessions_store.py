@@ -243,3 +243,21 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path):
             json.loads(line)
         except ValueError:
             assert line.startswith(b'{"type":"message"')
+
+
+def test_opening_a_session_deleted_meanwhile_leaves_no_sidecar(tmp_path, monkeypatch):
+    from kward.errors import InvalidParams
+
+    f = new_file(tmp_path)
+    path = f.path
+    f.close()
+    real_take = store_mod._take_presence
+
+    def delete_then_take(p):
+        store_mod.remove_session_files(p)  # removed as unused by another process right now
+        return real_take(p)  # re-creates <file>.open
+
+    monkeypatch.setattr(store_mod, "_take_presence", delete_then_take)
+    with pytest.raises(InvalidParams):
+        SessionFile.open(path)
+    assert os.listdir(path.parent) == []

@@ -37,6 +37,21 @@ def test_list_directory_sorted_with_dir_suffix(ctx, ws):
     assert call(ctx, "list_directory").content == "C.md\na/\nb.txt"  # path defaults to the root
 
 
+def test_list_directory_output_is_capped_with_a_notice(ctx, ws):
+    big = ws / "big"
+    big.mkdir()
+    names = [f"{i:05d}-" + "x" * 94 for i in range(1000)]  # 100 bytes each, 100 KB in all
+    for name in names:
+        (big / name).touch()
+    r = call(ctx, "list_directory", path="big")
+    listing, note = r.content.split("\n\n")
+    shown = listing.split("\n")
+    assert shown == names[:len(shown)] and len(listing.encode()) <= 51200 and len(shown) == 506
+    assert note == ("[Showing 506 of 1000 entries (51200 byte limit). List a subdirectory, or use "
+                    "search_files or run_shell_command to narrow down.]")
+    assert not r.is_error
+
+
 def test_list_directory_errors(ctx, ws):
     (ws / "f.txt").write_text("x")
     r = call(ctx, "list_directory", path="f.txt")

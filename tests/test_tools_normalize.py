@@ -1,5 +1,7 @@
 """Tool-event normalization (names, camelCase args, bash timeout) and the single-hunk diff."""
 
+import pytest
+
 from kward.tools import extract_diff, normalize_args, normalize_tool_name, parse_arguments
 from kward.tools.diff import truncated_diff, unified_diff
 from kward.tools.normalize import camelize_key
@@ -47,6 +49,17 @@ def test_parse_arguments():
     assert parse_arguments("") == {} and parse_arguments(None) == {}
     assert parse_arguments("{bad") == {} and parse_arguments("[1]") == {}
     assert parse_arguments({"a": 1}) == {"a": 1}
+    assert parse_arguments("[" * 100_000) == {}
+
+
+def test_decode_arguments_is_the_strict_form():
+    from kward.tools.normalize import ArgumentsError, decode_arguments
+
+    assert decode_arguments(' {"a": 1} ') == {"a": 1} and decode_arguments(None) == {} and decode_arguments("  ") == {}
+    for raw, invalid_json in (("{bad", True), ("[1]", False), (7, False)):
+        with pytest.raises(ArgumentsError) as info:
+            decode_arguments(raw)
+        assert info.value.invalid_json is invalid_json
 
 
 def test_extract_diff():

@@ -100,3 +100,34 @@ def test_resolvers_directly(ws, outside):
 def test_nul_in_path_is_an_error(ctx):
     r = call(ctx, "read_file", path="a\x00b")
     assert r.is_error and r.content.startswith("Error: path contains a NUL byte")
+
+
+@pytest.fixture
+def swap_after_resolving(monkeypatch, ws, outside):
+    """Replace ws/sub with a symlink to `outside` right after write_file checked its path."""
+    from kward.tools import writing
+
+    real = writing.resolve_for_write
+
+    def resolve_then_swap(root, path):
+        target = real(root, path)
+        os.rename(ws / "sub", ws / "sub.moved")
+        os.symlink(outside, ws / "sub")
+        return target
+
+    monkeypatch.setattr(writing, "resolve_for_write", resolve_then_swap)
+
+
+def test_new_directories_are_not_created_through_a_swapped_symlink(ctx, ws, outside, swap_after_resolving):
+    (ws / "sub").mkdir()
+    assert_outside(call(ctx, "write_file", path="sub/deep/new.txt", content="x"), "sub/deep/new.txt")
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+
+
+def test_an_existing_file_is_not_replaced_through_a_swapped_parent(ctx, ws, outside, swap_after_resolving):
+    (ws / "sub").mkdir()
+    (ws / "sub" / "secret.txt").write_text("mine\n")
+    assert not call(ctx, "read_file", path="sub/secret.txt").is_error
+    assert_outside(call(ctx, "write_file", path="sub/secret.txt", content="pwned"), "sub/secret.txt")
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+    assert sorted(os.listdir(outside)) == ["secret.txt"]

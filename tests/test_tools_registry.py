@@ -56,6 +56,8 @@ def test_invalid_json_and_argument_types(ctx):
     assert r.is_error and r.content.startswith("Error: invalid JSON arguments for read_file: ")
     assert reg.run("read_file", "[1, 2]", ctx).content == "Error: arguments for read_file must be a JSON object"
     assert reg.run("read_file", "", ctx).content == "Error: path is required"
+    deep = reg.run("read_file", "[" * 100_000, ctx)  # too deep for the decoder: still "invalid JSON"
+    assert deep.is_error and deep.content.startswith("Error: invalid JSON arguments for read_file: ")
     assert call(ctx, "read_file", path=3).content == "Error: path must be a string"
     assert call(ctx, "read_file", path="a", offset="x").content == "Error: offset must be an integer"
     assert call(ctx, "read_file", path="a", limit=True).content == "Error: limit must be an integer"

@@ -2,11 +2,12 @@
 caps and errors."""
 
 import os
+import threading
 
 import pytest
 
 from kward.errors import Canceled
-from kward.tools import search
+from kward.tools import process, search
 from kward.tools.search import glob_matches
 from lib.tools_helpers import call, make_ctx
 
@@ -121,16 +122,67 @@ def test_no_matches_and_errors(ctx, ws):
     assert find(ctx).content == "Error: pattern is required"
 
 
-def test_cancel_between_files(ctx, ws, monkeypatch):
-    real_read = search._read_text
-    seen = []
+CATASTROPHIC = "(a+)+$"  # 2**n steps on n "a"s followed by "!": minutes for n = 30
 
-    def read_then_cancel(full):
-        seen.append(full)
-        ctx.cancel.cancel()
-        return real_read(full)
 
-    monkeypatch.setattr(search, "_read_text", read_then_cancel)
-    with pytest.raises(Canceled):
-        find(ctx, pattern="TODO")
-    assert len(seen) == 1
+@pytest.fixture
+def trap(ws):
+    (ws / "trap.txt").write_text("a" * 30 + "!\n")
+    return ws
+
+
+def test_cancel_kills_a_catastrophic_regex_and_the_process_keeps_running(ctx, trap, monkeypatch):
+    started = threading.Event()
+    real_popen = process.subprocess.Popen
+
+    def popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        started.set()
+        return proc
+
+    monkeypatch.setattr(process.subprocess, "Popen", popen)
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = find(ctx, pattern=CATASTROPHIC)
+        except Canceled:
+            outcome["result"] = "canceled"
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(10)
+    # The matching runs in a child process: this thread is not starved of the GIL.
+    beats = [threading.Event() for _ in range(3)]
+    for beat in beats:
+        threading.Thread(target=beat.set).start()
+        assert beat.wait(10)
+    ctx.cancel.cancel()
+    worker.join(10)
+    assert not worker.is_alive() and outcome["result"] == "canceled"
+
+
+def test_a_catastrophic_regex_times_out_with_an_error(ctx, trap, monkeypatch):
+    monkeypatch.setattr(search, "SEARCH_TIMEOUT_SECONDS", 0.5)
+    r = find(ctx, pattern=CATASTROPHIC)
+    assert r.is_error and r.content.startswith("Error: search timed out after 0.5 seconds")
+
+
+def test_a_timeout_keeps_the_matches_found_before_it(ctx, ws, monkeypatch):
+    (ws / "a_first.txt").write_text("aaa\n")
+    (ws / "b_trap.txt").write_text("a" * 30 + "!\n")
+    monkeypatch.setattr(search, "SEARCH_TIMEOUT_SECONDS", 0.5)
+    r = find(ctx, pattern=CATASTROPHIC)
+    assert not r.is_error
+    lines, note = r.content.split("\n\n")
+    assert lines == "a_first.txt:1: aaa"
+    assert note.startswith("[Search stopped after 0.5 seconds with 1 matches; results may be incomplete.")
+
+
+def test_search_child_gets_no_credentials(ctx, ws, monkeypatch):
+    from kward.tools.process import child_environment
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-secret")
+    monkeypatch.setenv("KEEP_ME", "1")
+    env = child_environment()
+    assert "OPENROUTER_API_KEY" not in env and env["KEEP_ME"] == "1"

@@ -48,6 +48,15 @@ def test_runs_in_workspace_root_with_env_overrides(ctx):
     assert r.content == f"Exit status: 0\n\nSTDOUT:\n{ctx.workspace_root}\nhello\n"
 
 
+def test_kward_credentials_are_not_passed_to_commands(ctx, monkeypatch):
+    for name in ("OPENAI_ACCESS_TOKEN", "OPENROUTER_API_KEY", "KWARD_SOME_API_KEY", "KWARD_X_TOKEN"):
+        monkeypatch.setenv(name, "secret-value-" + name)
+    monkeypatch.setenv("KWARD_TOOL_VISIBLE", "visible")
+    r = sh(ctx, "env")
+    assert "secret-value-" not in r.content
+    assert "KWARD_TOOL_VISIBLE=visible" in r.content
+
+
 def test_stdin_is_closed(ctx):
     # with an open stdin `cat` would wait for the timeout
     r = sh(ctx, "cat; echo done", timeout_seconds=20)

@@ -5,6 +5,9 @@ answer from `chat.completion.chunk` events (wire notes 3.1-3.3): text and reason
 deltas, tool-call fragments joined by `index`, the usage chunk (with `cost` on
 OpenRouter), mid-stream error chunks, and `[DONE]`.
 
+Tool calls without a stored result (kward was stopped between the two) get the result
+`wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).
+
 Reasoning continuity: OpenRouter's `reasoning_details` are merged per item and returned
 in `ModelResponse.message_extras["reasoning_details"]`; when stored on the assistant
 message they are echoed back unmodified on the next request to the same model.
@@ -18,6 +21,7 @@ import json
 import logging
 from typing import Any
 
+from kward.providers import wire
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
 from kward.providers.content import arguments_json, image_url, text_of
 from kward.providers.retry import SERVER, classify
@@ -49,7 +53,7 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """System prompt first, then the conversation in chat completions form."""
     system = [request.instructions] if request.instructions else []
     out: list[dict[str, Any]] = []
-    for msg in request.messages:
+    for msg in wire.with_interrupted_results(request.messages):
         role = msg.get("role")
         if role in ("system", "developer"):
             text = text_of(msg.get("content"))
@@ -85,37 +89,17 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tools in the nested chat form `{type:"function", function:{name, description, parameters}}`."""
-    out = []
-    for tool in tools:
-        fn = tool.get("function", tool)
-        out.append({"type": "function", "function": {
-            "name": fn.get("name", ""), "description": fn.get("description", ""),
-            "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}})
-    return out
+    return [{"type": "function", "function": wire.tool_fields(tool)} for tool in tools]
 
 
 def history_has_tool_calls(request: ModelRequest) -> bool:
     return any(m.get("tool_calls") for m in request.messages if m.get("role") == "assistant")
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def parse_usage(raw: Any) -> Usage | None:
     """Chat usage -> Usage. prompt includes cached tokens; completion includes reasoning."""
-    if not isinstance(raw, dict):
-        return None
-    prompt = raw.get("prompt_tokens_details") or {}
-    completion = raw.get("completion_tokens_details") or {}
-    inp, out = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
-    cost = raw.get("cost")
-    return Usage(input_tokens=inp, output_tokens=out,
-                 cache_read_tokens=_int(prompt.get("cached_tokens")),
-                 cache_write_tokens=_int(prompt.get("cache_write_tokens")),
-                 reasoning_tokens=_int(completion.get("reasoning_tokens")),
-                 total_tokens=_int(raw.get("total_tokens")) or inp + out,
-                 cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
+    return wire.parse_usage(raw, input_key="prompt_tokens", output_key="completion_tokens",
+                            input_details="prompt_tokens_details", output_details="completion_tokens_details")
 
 
 def error_detail(error: Any) -> tuple[str, str]:
@@ -152,7 +136,7 @@ class ChatAssembler(Assembler):
             return False
         if not isinstance(data, dict):
             return False
-        if "error" in data or data.get("object") == "error":
+        if data.get("error") is not None or data.get("object") == "error":
             code, message = error_detail(data.get("error") or data)
             status = int(code) if code.isdigit() else None
             raise classify(self.provider, status=status, code="" if status else code,

@@ -4,6 +4,9 @@ Wire notes section 1.3 (body, input items, tools) and 1.4 (events). `build_body`
 `ModelRequest` (v1 conversation messages) into the JSON body; `CodexAssembler` turns the
 SSE events of one response into sink deltas and a `ModelResponse`.
 
+Tool calls without a stored result (kward was stopped between the two) get the result
+`wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).
+
 Replay of reasoning: the assembler returns the completed reasoning items (with
 `encrypted_content`, without `id`) in `ModelResponse.message_extras["reasoning_items"]`;
 when the agent stores them on the assistant message they are sent back before that
@@ -19,6 +22,7 @@ import logging
 import re
 from typing import Any
 
+from kward.providers import wire
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
 from kward.providers.content import arguments_json, image_url, reasoning_enabled, text_of
 from kward.providers.retry import SERVER, classify, retry_hint_from_text
@@ -63,7 +67,7 @@ def build_input(messages: list[dict[str, Any]], model: str) -> tuple[list[str], 
     """(system texts to add to the instructions, Responses input items)."""
     system: list[str] = []
     items: list[dict[str, Any]] = []
-    for msg in messages:
+    for msg in wire.with_interrupted_results(messages):
         role = msg.get("role")
         if role in ("system", "developer"):
             text = text_of(msg.get("content"))
@@ -102,13 +106,7 @@ def build_input(messages: list[dict[str, Any]], model: str) -> tuple[list[str], 
 
 def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat-style `{type, function:{name, description, parameters}}` -> flat Responses tools."""
-    out = []
-    for tool in tools:
-        fn = tool.get("function", tool)
-        out.append({"type": "function", "name": fn.get("name", ""), "description": fn.get("description", ""),
-                    "parameters": fn.get("parameters") or {"type": "object", "properties": {}},
-                    "strict": False})
-    return out
+    return [{"type": "function", **wire.tool_fields(tool), "strict": False} for tool in tools]
 
 
 def build_body(request: ModelRequest, cache_key: str) -> dict[str, Any]:
@@ -133,21 +131,10 @@ def build_body(request: ModelRequest, cache_key: str) -> dict[str, Any]:
     return body
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def parse_usage(raw: Any) -> Usage | None:
     """Responses usage -> Usage. input includes cached tokens; output includes reasoning."""
-    if not isinstance(raw, dict):
-        return None
-    inp, out = _int(raw.get("input_tokens")), _int(raw.get("output_tokens"))
-    details_in = raw.get("input_tokens_details") or {}
-    details_out = raw.get("output_tokens_details") or {}
-    return Usage(input_tokens=inp, output_tokens=out,
-                 cache_read_tokens=_int(details_in.get("cached_tokens")),
-                 reasoning_tokens=_int(details_out.get("reasoning_tokens")),
-                 total_tokens=_int(raw.get("total_tokens")) or inp + out)
+    return wire.parse_usage(raw, input_key="input_tokens", output_key="output_tokens",
+                            input_details="input_tokens_details", output_details="output_tokens_details")
 
 
 class CodexAssembler(Assembler):
@@ -157,7 +144,11 @@ class CodexAssembler(Assembler):
         super().__init__(provider=provider, model=model, sink=sink)
         self.auth_hint = auth_hint
         self.response_id: str | None = None
-        self._streamed_items: set[str] = set()  # message item ids whose text was streamed
+        # Messages whose text was streamed as deltas (by item id and by output index), and
+        # whether a delta named neither: then no completed message is delivered again.
+        self._streamed_ids: set[str] = set()
+        self._streamed_indexes: set[int] = set()
+        self._streamed_unkeyed = False
         self._reasoning_key: tuple[Any, ...] | None = None
         self._reasoning_items: list[dict[str, Any]] = []
 
@@ -171,7 +162,7 @@ class CodexAssembler(Assembler):
             return False
         kind = data.get("type") or event.event
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
-            self._streamed_items.add(str(data.get("item_id")))
+            self._note_streamed(data)
             self.emit_text(data.get("delta") or "")
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             key = (data.get("item_id"), kind, data.get("summary_index", data.get("content_index")))
@@ -180,7 +171,7 @@ class CodexAssembler(Assembler):
             self._reasoning_key = key
             self.emit_reasoning(data.get("delta") or "")
         elif kind == "response.output_item.done":
-            self._item_done(data.get("item") or {})
+            self._item_done(data.get("item") or {}, data.get("output_index"))
         elif kind == "response.created":
             self.response_id = (data.get("response") or {}).get("id")
         elif kind in ("response.completed", "response.done"):
@@ -203,7 +194,20 @@ class CodexAssembler(Assembler):
             raise self._stream_error(data.get("code") or data.get("type"), data.get("message"))
         return False
 
-    def _item_done(self, item: dict[str, Any]) -> None:
+    def _note_streamed(self, data: dict[str, Any]) -> None:
+        item_id, index = data.get("item_id"), data.get("output_index")
+        if isinstance(item_id, str) and item_id:
+            self._streamed_ids.add(item_id)
+        if isinstance(index, int):
+            self._streamed_indexes.add(index)
+        if not (isinstance(item_id, str) and item_id) and not isinstance(index, int):
+            self._streamed_unkeyed = True
+
+    def _was_streamed(self, item: dict[str, Any], index: Any) -> bool:
+        return (self._streamed_unkeyed or item.get("id") in self._streamed_ids
+                or (isinstance(index, int) and index in self._streamed_indexes))
+
+    def _item_done(self, item: dict[str, Any], index: Any) -> None:
         kind = item.get("type")
         if kind == "function_call":
             self.tool_calls.append(ToolCall(id=str(item.get("call_id") or item.get("id") or ""),
@@ -215,7 +219,7 @@ class CodexAssembler(Assembler):
                                             arguments=arguments_json(item.get("input"))))
         elif kind == "reasoning":
             self._reasoning_items.append({k: v for k, v in item.items() if k not in ("id", "status")})
-        elif kind == "message" and str(item.get("id")) not in self._streamed_items:
+        elif kind == "message" and not self._was_streamed(item, index):
             # Nothing was streamed for this message: deliver its full text now.
             self.emit_text(text_of([p for p in item.get("content") or []
                                      if isinstance(p, dict) and p.get("type") == "output_text"]))

@@ -5,19 +5,14 @@ read raw bytes, an idle-read timeout, and cancellation that interrupts a blocked
 cheap (kward must start without importing it).
 
 Cancellation (wire notes 4.3): closing a response does not unblock a thread blocked in a
-socket read; shutting the socket down does. Every request runs with an `_Inflight`
-record. The pool's connection classes report themselves to the record of the request
-being made on the current thread (a thread-local set around `session.request`), so a
-cancel can shut the socket down even while waiting for the response headers. After the
-headers the record also holds the response and targets the connection that response
-still owns. When the request ends the record is detached (under its lock) before the
-connection can go back to the pool, so a late cancel never touches a pooled connection.
-A connection whose socket was shut down is closed and discarded; the pool opens a fresh
-one for the next request.
+socket read; shutting the socket down does. Every request runs with a
+`tracking.Inflight` record that the pool's connections report to (see
+``kward.providers.tracking``), so a cancel shuts down the socket of the request, from the
+TLS handshake to the end of the body, and never touches a pooled connection.
 
 Thread contract: an `HttpClient` is shared by every thread of a provider; its session is
 created once under `_lock` and used concurrently (one connection per request from the
-pool). An `HttpStream` belongs to the thread that opened it; `_Inflight.abort` may run on
+pool). An `HttpStream` belongs to the thread that opened it; `Inflight.abort` may run on
 any thread (the cancelling one) and only takes the record's own lock.
 """
 
@@ -32,6 +27,8 @@ from typing import Any, Iterator, Mapping
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled
+from kward.providers import tracking
+from kward.providers.tracking import Inflight
 from kward.redact import redact_text
 
 log = logging.getLogger(__name__)
@@ -40,9 +37,6 @@ __all__ = ["HttpClient", "HttpStream", "HttpResult", "TransportError"]
 
 READ_SIZE = 65536
 ERROR_BODY_LIMIT = 256 * 1024
-
-_tls = threading.local()  # .inflight: the _Inflight of the request made on this thread
-
 
 class TransportError(Exception):
     """The request failed below HTTP: connect failure, reset, idle timeout, cut body.
@@ -55,111 +49,6 @@ class TransportError(Exception):
         super().__init__(message)
         self.timeout = timeout
         self.phase = phase
-
-
-class _Inflight:
-    """Cancellation handle of one request; `abort` may be called from any thread."""
-
-    __slots__ = ("conn", "resp", "cancelled", "detached", "lock")
-
-    def __init__(self) -> None:
-        self.conn: Any = None
-        self.resp: Any = None
-        self.cancelled = False
-        self.detached = False
-        self.lock = threading.Lock()
-
-    def attach(self, conn: Any) -> None:
-        """Called on the requesting thread when a connection is used or connected."""
-        with self.lock:
-            if self.detached:
-                return
-            self.conn = conn
-            if self.cancelled:
-                _shutdown(conn)
-
-    def abort(self) -> None:
-        with self.lock:
-            if self.cancelled:
-                return
-            self.cancelled = True
-            if self.detached:
-                return
-            if self.resp is not None:
-                conn = getattr(self.resp.raw, "connection", None)  # None once released
-            else:
-                conn = self.conn
-            _shutdown(conn)
-
-    def detach(self) -> None:
-        with self.lock:
-            self.detached = True
-            self.conn = None
-
-
-def _shutdown(conn: Any) -> None:
-    sock = getattr(conn, "sock", None)
-    if sock is None:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
-def _tracked(base: type) -> type:
-    """A subclass of a urllib3 connection class that reports itself to `_tls.inflight`."""
-
-    class Tracked(base):  # type: ignore[misc, valid-type]
-        def connect(self) -> None:
-            super().connect()
-            inflight = getattr(_tls, "inflight", None)
-            if inflight is not None:
-                inflight.attach(self)
-
-        def putrequest(self, *args: Any, **kwargs: Any) -> None:
-            inflight = getattr(_tls, "inflight", None)
-            if inflight is not None:
-                inflight.attach(self)
-            return super().putrequest(*args, **kwargs)
-
-    Tracked.__name__ = "Tracked" + base.__name__
-    return Tracked
-
-
-_POOL_CLASSES: dict[str, type] | None = None
-
-
-def _pool_classes() -> dict[str, type]:
-    global _POOL_CLASSES
-    if _POOL_CLASSES is None:
-        from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-        class TrackedHTTPPool(HTTPConnectionPool):
-            ConnectionCls = _tracked(HTTPConnectionPool.ConnectionCls)
-
-        class TrackedHTTPSPool(HTTPSConnectionPool):
-            ConnectionCls = _tracked(HTTPSConnectionPool.ConnectionCls)
-
-        _POOL_CLASSES = {"http": TrackedHTTPPool, "https": TrackedHTTPSPool}
-    return _POOL_CLASSES
-
-
-def _make_adapter(pool_maxsize: int) -> Any:
-    from requests.adapters import HTTPAdapter
-
-    class TrackingAdapter(HTTPAdapter):
-        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-            super().init_poolmanager(*args, **kwargs)
-            self.poolmanager.pool_classes_by_scheme = _pool_classes()
-
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-            manager = super().proxy_manager_for(proxy, **kwargs)
-            if proxy.lower().startswith(("http://", "https://")):
-                manager.pool_classes_by_scheme = _pool_classes()
-            return manager
-
-    return TrackingAdapter(pool_connections=4, pool_maxsize=pool_maxsize)
 
 
 @dataclass
@@ -181,7 +70,7 @@ class HttpStream:
     connection to the pool (or discards it when the body was not fully read).
     """
 
-    def __init__(self, resp: Any, inflight: _Inflight, unregister: Any, idle_timeout: float):
+    def __init__(self, resp: Any, inflight: Inflight, unregister: Any, idle_timeout: float):
         self._resp = resp
         self._inflight = inflight
         self._unregister = unregister
@@ -290,7 +179,7 @@ class HttpClient:
                 import requests
 
                 s = requests.Session()
-                adapter = _make_adapter(self._pool_maxsize)
+                adapter = tracking.make_adapter(self._pool_maxsize)
                 s.mount("http://", adapter)
                 s.mount("https://", adapter)
                 if self._user_agent:
@@ -306,14 +195,14 @@ class HttpClient:
 
     def _send(self, method: str, url: str, *, headers: Mapping[str, str], data: bytes | None,
               stream: bool, timeout: tuple[float, float], cancel: CancelToken | None,
-              idle_timeout: float) -> tuple[Any, _Inflight, Any]:
+              idle_timeout: float) -> tuple[Any, Inflight, Any]:
         session = self.session
-        inflight = _Inflight()
+        inflight = Inflight()
         unregister = cancel.on_cancel(inflight.abort) if cancel is not None else (lambda: None)
         if inflight.cancelled:
             unregister()
             raise Canceled("Canceled.")
-        _tls.inflight = inflight
+        tracking.local.inflight = inflight
         try:
             resp = session.request(method, url, headers=dict(headers), data=data, stream=stream,
                                    timeout=timeout, allow_redirects=method == "GET")
@@ -324,7 +213,7 @@ class HttpClient:
                 raise Canceled("Canceled.") from None
             raise _transport_error(exc, "headers", idle_timeout) from None
         finally:
-            _tls.inflight = None
+            tracking.local.inflight = None
         with inflight.lock:
             inflight.resp = resp
             cancelled = inflight.cancelled

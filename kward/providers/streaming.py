@@ -6,6 +6,11 @@ attempt), `_assembler` (turns SSE events into sink calls and a `ModelResponse`) 
 credentials per attempt, the POST, one re-authorization on 401 when the provider has a
 hook for it, SSE parsing, retries through `retry.run_with_retries`, and cancellation.
 
+After the terminal event the rest of the body is drained so the connection can go back to
+the pool, but at most `DRAIN_MAX_BYTES` and `DRAIN_TIMEOUT` seconds in all; past either
+the connection is dropped instead (a server trickling bytes cannot keep the turn open).
+An SSE line or event over `sse.MAX_LINE_BYTES` ends the attempt with a retryable error.
+
 Partial output is never duplicated: once a delta reached the sink, a failure of that
 attempt is final (not retried), since the sink cannot take deltas back.
 
@@ -18,6 +23,7 @@ from the `CancelToken`, fired on another thread.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +32,12 @@ from kward.providers.base import ModelRequest, ModelResponse, Provider, Provider
 from kward.providers.http import HttpClient, HttpStream, TransportError
 from kward.providers.retry import run_with_retries, transport_failure
 from kward.providers.settings import ProviderSettings
-from kward.providers.sse import SSEEvent, SSEParser
+from kward.providers.sse import SSEError, SSEEvent, SSEParser
 
 log = logging.getLogger(__name__)
 
-DRAIN_TIMEOUT = 2.0  # after the final event, wait at most this long for the body's end
+DRAIN_TIMEOUT = 2.0  # after the final event, wait at most this long in all for the body's end
+DRAIN_MAX_BYTES = 256 * 1024  # ... and read at most this much of it
 
 
 @dataclass
@@ -162,7 +169,7 @@ class StreamingProvider(Provider):
             with stream:
                 if stream.status == 401 and not state.reauthorized:
                     state.reauthorized = True
-                    body = stream.read_text(64 * 1024)
+                    body = _error_body(stream)
                     if self._reauthorize():
                         log.info("%s answered 401; retrying with refreshed credentials", self.name)
                         continue
@@ -172,10 +179,7 @@ class StreamingProvider(Provider):
                 return self._read_stream(stream, request, sink)
 
     def _error_from_response(self, stream: HttpStream) -> ProviderError:
-        try:
-            body = stream.read_text(64 * 1024)
-        except TransportError as exc:
-            body = f"(the error body could not be read: {exc})"
+        body = _error_body(stream)
         request_id = stream.headers.get("x-request-id") or stream.headers.get("x-oai-request-id")
         log.warning("%s answered HTTP %s%s", self.name, stream.status,
                     f" (request id {request_id})" if request_id else "")
@@ -184,19 +188,26 @@ class StreamingProvider(Provider):
     def _read_stream(self, stream: HttpStream, request: ModelRequest, sink: StreamSink) -> ModelResponse:
         asm = self._assembler(request, sink)
         parser = SSEParser()
+        chunks = stream.chunks()
         try:
             try:
-                # One generator for the whole body: abandoning it would close the connection.
-                # After the terminal event the rest is drained briefly so the connection
-                # can go back to the pool.
-                for chunk in stream.chunks():
-                    if asm.done:
+                # One generator for the whole body: abandoning it closes the connection.
+                # After the terminal event the rest is drained (bounded) so that the
+                # connection can go back to the pool.
+                drain: _Drain | None = None
+                for chunk in chunks:
+                    if drain is not None:
+                        if not drain.more(len(chunk), stream):
+                            log.debug("%s: dropping a connection that kept sending after the final event",
+                                      self.name)
+                            break
                         continue
                     for event in parser.feed(chunk):
                         if asm.on_event(event):
                             asm.done = True
                             break
                     if asm.done:
+                        drain = _Drain(time.monotonic() + DRAIN_TIMEOUT, DRAIN_MAX_BYTES)
                         stream.set_read_timeout(DRAIN_TIMEOUT)
                 if not asm.done:
                     for event in parser.close():
@@ -207,9 +218,41 @@ class StreamingProvider(Provider):
                 if not asm.done:
                     raise transport_failure(self.name, str(exc), timeout=exc.timeout) from None
                 log.debug("%s: the body did not end cleanly after the final event: %s", self.name, exc)
+            except SSEError as exc:
+                raise ProviderError(f"{self.name} sent a malformed stream ({exc}). Try again.",
+                                    provider=self.name, kind="stream_incomplete", retryable=True,
+                                    data={"provider": self.name, "kind": "stream_incomplete"}) from None
+            finally:
+                chunks.close()
             asm.end_of_stream()
         except ProviderError as err:
             if asm.emitted:
                 err.retryable = False  # the sink already showed partial output
             raise
         return asm.finish()
+
+
+def _error_body(stream: HttpStream) -> str:
+    """The start of an error response's body; a note when it cannot be read."""
+    try:
+        return stream.read_text(64 * 1024)
+    except TransportError as exc:
+        return f"(the error body could not be read: {exc})"
+
+
+@dataclass
+class _Drain:
+    """The budget for reading a body's rest after its terminal event."""
+
+    deadline: float
+    left: int
+
+    def more(self, size: int, stream: HttpStream) -> bool:
+        """Count `size` more bytes; False when the budget is spent (drop the connection).
+        Otherwise the next read may wait only for what is left of the time."""
+        self.left -= size
+        remaining = self.deadline - time.monotonic()
+        if self.left < 0 or remaining <= 0:
+            return False
+        stream.set_read_timeout(remaining)
+        return True

@@ -9,7 +9,7 @@ Public entry points:
 - ``kward.sessions.opening``: `create_session`, `load_session`, `derive_session` (no registry).
 - `SessionFile` (``kward.sessions.store``): the append-only file with its locks.
 - ``kward.sessions.normalize``: session-side helpers over ``kward.tools.normalize`` (the one
-  tool-name/argument normalization), e.g. `tool_execution_end_fields` for the agent loop.
+  tool-name/argument normalization), e.g. `result_details` for transcripts.
 
 This package knows nothing of JSON-RPC; it raises the classes of ``kward.errors``.
 """

@@ -9,7 +9,11 @@ titled "Kward Session".
 Path rules: no path -> beside the session file (``.md`` / ``.html``). An explicit path is
 resolved against the workspace; its parent must exist, must not be a symlink, and its real
 path must lie inside the real workspace or the session's directory; an existing target
-must be a regular file, not a symlink. Anything else is PathNotAllowed.
+must be a regular file, not a symlink. Inside the session directory only ``.md`` and
+``.html`` names are allowed (never a ``.jsonl`` or a ``.lock``/``.open`` sidecar), and
+nowhere may an export replace a session file or a session's sidecar: the atomic replace
+would swap the live file for a new inode and every later append would be lost. Anything
+else is PathNotAllowed.
 
 Pure functions plus one atomic write: safe from any thread.
 """
@@ -25,7 +29,9 @@ from typing import Any, Iterable
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.fsutil import atomic_write_bytes
 from kward.sessions.messages import role_of
-from kward.sessions.paths import is_inside
+from kward.sessions.paths import lock_path_for, presence_path_for
+from kward.sessions.reader import is_session_file
+from kward.tools.paths import is_inside
 
 FORMATS = {"markdown": ".md", "html": ".html"}
 
@@ -114,17 +120,31 @@ def resolve_export_path(path: Any, fmt: str, *, session_path: str, workspace_roo
     if os.path.islink(parent) or not os.path.isdir(parent):
         raise refuse
     real_parent = os.path.realpath(parent)
-    roots = [os.path.realpath(workspace_root), os.path.realpath(os.path.dirname(session_path))]
-    if not any(is_inside(real_parent, root) for root in roots):
+    session_dir = os.path.realpath(os.path.dirname(session_path))
+    if not any(is_inside(real_parent, root) for root in (os.path.realpath(workspace_root), session_dir)):
         raise refuse
     real_target = os.path.join(real_parent, os.path.basename(target))
+    if is_inside(real_parent, session_dir) and not real_target.lower().endswith(tuple(FORMATS.values())):
+        raise PathNotAllowed(f"Only .md and .html exports may be written in the session directory: {path}",
+                             data={"path": real_target})
     try:
         st = os.lstat(real_target)
     except FileNotFoundError:
-        return real_target
-    if not stat.S_ISREG(st.st_mode):
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
         raise refuse  # a symlink, a directory, a device...
+    if _is_session_or_sidecar(real_target, st is not None):
+        raise PathNotAllowed(f"Export would overwrite a session file: {path}", data={"path": real_target})
     return real_target
+
+
+def _is_session_or_sidecar(real_target: str, exists: bool) -> bool:
+    """A session file, or the lock/presence sidecar of one (existing or not)."""
+    if exists and is_session_file(real_target):
+        return True
+    base = Path(os.path.splitext(real_target)[0])
+    sidecars = (str(lock_path_for(base)), str(presence_path_for(base)))
+    return real_target in sidecars and base.is_file() and is_session_file(base)
 
 
 def export_conversation(messages: Iterable[dict[str, Any]], *, fmt: Any, path: Any, session_path: str,

@@ -1,7 +1,8 @@
 """Tool-call normalization as sessions need it, built on the one shared implementation in
 ``kward.tools.normalize`` (names ``read``/``edit``/``write``/``bash``, camelCased args,
-bash ``{command, timeout}``): argument decoding for stored calls, the details of a tool
-result, and the fields of a ``tool_execution_end`` record.
+bash ``{command, timeout}``): argument decoding for stored calls and the details of a
+tool result. (The fields of a ``tool_execution_end`` record are built by the agent:
+``kward.agent.payloads.tool_execution_record``.)
 
 Pure functions: safe from any thread.
 """
@@ -13,8 +14,7 @@ from typing import Any
 from kward.tools.base import is_error_text
 from kward.tools.normalize import extract_diff, normalize_args, normalize_tool_name, parse_arguments
 
-__all__ = ["call_arguments", "is_error_result", "normalize_tool_name", "parse_arguments", "result_details",
-           "tool_execution_end_fields"]
+__all__ = ["call_arguments", "is_error_result", "normalize_tool_name", "parse_arguments", "result_details"]
 
 
 def is_error_result(text: Any) -> bool:
@@ -41,14 +41,3 @@ def result_details(raw_name: Any, raw_args: Any, text: str) -> dict[str, Any]:
         details["changedFiles"] = [path]
     return details
 
-
-def tool_execution_end_fields(tool_call_id: str, raw_name: str, raw_args: Any, result: dict[str, Any]) -> dict[str, Any]:
-    """Fields of a ``tool_execution_end`` record for ``OpenSession.append_record``;
-    `result` is ``ToolResult.to_payload()`` (``{content, isError, images, diff?, changedFiles?}``)."""
-    return {
-        "toolCallId": tool_call_id,
-        "toolName": normalize_tool_name(raw_name),
-        "args": call_arguments(raw_name, raw_args),
-        "result": result,
-        "isError": bool(result.get("isError")),
-    }

@@ -6,9 +6,10 @@ it). Safe from any thread; the work happens on the calling thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from kward.errors import PathNotAllowed
 from kward.sessions.paths import new_session_name, workspace_session_dir
@@ -36,20 +37,31 @@ def create_session(sessions_dir: Path, workspace_root: str, *, name: str | None 
     return session
 
 
+@contextlib.contextmanager
+def _opening(path: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise PathNotAllowed(f"Cannot open session file {path}: {exc.strerror}", data={"path": path}) from None
+
+
 def load_session(path: str, fallback_root: str) -> OpenSession:
     """Open an existing session file (InvalidParams when it is not a kward session).
 
-    The workspace root is the header's cwd when that directory still exists, else
-    `fallback_root`. An unopenable file is PathNotAllowed.
+    The header is checked read-only first: only a kward session is then opened for
+    appending and gets a presence sidecar (a README.md is refused untouched). The
+    workspace root is the header's cwd when that directory still exists, else
+    `fallback_root`. An unopenable file (e.g. not writable) is PathNotAllowed.
     """
+    reader = SessionReader(path)
+    with _opening(path):
+        reader.__enter__()
     try:
-        file = SessionFile.open(Path(path))
-    except OSError as exc:
-        raise PathNotAllowed(f"Cannot open session file {path}: {exc.strerror}", data={"path": path}) from None
-    try:
-        with SessionReader(path) as reader:
-            header = reader.header
-            assert header is not None
+        header = reader.header
+        assert header is not None
+        with _opening(path):
+            file = SessionFile.open(Path(path), reader.identity)
+        try:
             root = fallback_root
             if header.cwd and os.path.isdir(header.cwd):
                 root = os.path.realpath(header.cwd)
@@ -59,9 +71,11 @@ def load_session(path: str, fallback_root: str) -> OpenSession:
                     reader.report.note("invalid", reader.where)
             reader.report.emit()
             offset = reader.end_offset
-    except BaseException:
-        file.close()
-        raise
+        except BaseException:
+            file.close()
+            raise
+    finally:
+        reader.__exit__(None, None, None)
     return OpenSession(file, header, replay, offset, root)
 
 

@@ -67,12 +67,6 @@ def resolve_session_path(path: str | os.PathLike[str], workspace_root: str) -> s
     return os.path.realpath(full)
 
 
-def is_inside(path: str, root: str) -> bool:
-    """True when `path` equals `root` or lies below it (both already absolute/real)."""
-    root = root.rstrip(os.sep) or os.sep
-    return path == root or path.startswith(root + os.sep) or root == os.sep
-
-
 def lock_path_for(session_path: Path) -> Path:
     """The sidecar file whose flock is the session's turn lock."""
     return session_path.with_name(session_path.name + ".lock")

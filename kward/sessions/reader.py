@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -161,6 +162,13 @@ class SessionReader:
             self._file.close()
 
     @property
+    def identity(self) -> tuple[int, int]:
+        """``(st_dev, st_ino)`` of the file being read (inside the ``with`` block)."""
+        assert self._file is not None
+        st = os.fstat(self._file.fileno())
+        return st.st_dev, st.st_ino
+
+    @property
     def where(self) -> str:
         """The position of the line read last, for reports."""
         return f"line {self._lineno}"
@@ -225,8 +233,17 @@ class SessionReader:
                 check_body_record(record, self.where, self.report)
 
 
-def read_header(path: str | Path) -> SessionHeader:
-    """Just the header of `path` (InvalidParams when it is not a kward session)."""
-    with SessionReader(path) as reader:
-        assert reader.header is not None
-        return reader.header
+def is_session_file(path: str | Path, limit: int = 1 << 20) -> bool:
+    """True when the first valid record within the first `limit` bytes of `path` is a
+    usable session header (the rule `SessionReader` applies). False when unreadable."""
+    report = SkipReport(str(path))
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return False
+    for line in data.splitlines():
+        record = decode_line(line, "", report)
+        if record is not None:
+            return header_problem(record) is None
+    return False

@@ -7,16 +7,21 @@ process), so a resumed view and a long-lived view of one file always agree.
 Rules (reference section 4): messages are replayed in order; a compaction record replaces
 the live list with ``[summary] + messages from first_kept_entry_id``; the name is the last
 session_info's ``name`` (missing, empty or null clears it); read-before-write state is the
-set of paths of successful ``read_file`` results (tool content not starting with
-``Error:``; the path comes from the assistant's matching tool call), cleared by compaction.
+set of realpaths of successful ``read_file``, ``write_file`` and ``edit_file`` results
+(tool content that is not an error text; the path comes from the assistant's matching
+tool call, resolved inside the workspace as the tools resolve it), cleared by compaction.
+These are exactly the paths the tools add to the live set (`kward.tools.reading`,
+`kward.tools.writing`).
 
 Not thread-safe by itself: the owner (OpenSession) serializes calls under its lock.
 """
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 from typing import Any
+
+from kward.errors import InvalidParams
 
 from kward.sessions.messages import (
     compacted,
@@ -27,17 +32,22 @@ from kward.sessions.messages import (
     tool_call_raw_args,
     tool_calls_of,
 )
-from kward.sessions.normalize import parse_arguments
+from kward.sessions.normalize import is_error_result, parse_arguments
 from kward.sessions.records import SessionHeader
+from kward.tools.paths import resolve_existing
 
-READ_TOOL = "read_file"
+#: Tools whose successful result puts the file's realpath in the read set.
+READ_TOOLS = frozenset({"read_file", "write_file", "edit_file"})
 _ROLES = {r: r for r in ("system", "user", "assistant", "tool", "toolResult", "compactionSummary")}
 
 
 def resolve_read_path(workspace_root: str, path: str) -> str | None:
-    """The real path a successful read refers to, or None when it no longer exists."""
-    full = os.path.realpath(os.path.join(workspace_root, os.path.expanduser(path)))
-    return full if os.path.exists(full) else None
+    """The realpath a successful read/write refers to (as the tools resolve it), or None
+    when it no longer exists or lies outside the workspace."""
+    try:
+        return resolve_existing(Path(workspace_root), path)
+    except InvalidParams:  # ToolError (gone, NUL byte) or PathNotAllowed
+        return None
 
 
 class Replay:
@@ -95,12 +105,12 @@ class Replay:
             self.content_messages += 1
         elif role == "tool":
             self.content_messages += 1
-            if message.get("name") == READ_TOOL:
+            if message.get("name") in READ_TOOLS:
                 self._note_read_result(message)
 
     def _note_read_calls(self, message: dict[str, Any]) -> None:
         for call in tool_calls_of(message):
-            if tool_call_name(call) == READ_TOOL and isinstance(call.get("id"), str):
+            if tool_call_name(call) in READ_TOOLS and isinstance(call.get("id"), str):
                 path = parse_arguments(tool_call_raw_args(call)).get("path")
                 if isinstance(path, str) and path:
                     self._pending_reads[call["id"]] = path
@@ -109,8 +119,7 @@ class Replay:
         call_id = message.get("tool_call_id")
         path = self._pending_reads.pop(call_id, None) if isinstance(call_id, str) else None
         content = message.get("content")
-        text = content if isinstance(content, str) else ""
-        if path is not None and not text.startswith("Error:"):
+        if path is not None and not is_error_result(content if isinstance(content, str) else ""):
             resolved = resolve_read_path(self.workspace_root, path)
             if resolved is not None:
                 self.read_paths.add(resolved)

@@ -14,7 +14,9 @@ Concurrency contract (DESIGN.md "Where we deliberately differ"):
   makes ``turn_lock`` raise SessionBusy at once.
 - Presence lock: every open SessionFile holds ``flock(LOCK_SH)`` on the sidecar
   ``<file>.open`` until it is closed, so a process can tell whether any *other* process
-  has the session open (``exclusive_presence``) before deleting an unused session.
+  has the session open (``exclusive_presence``) before deleting an unused session. The
+  files are unlinked while that exclusive lock is still held (``delete`` closes last), so
+  an opener waiting for its shared lock finds the file gone and gives up.
 
 Any thread may call any method; the internal lock makes appends, reads, sync and close
 atomic with respect to each other.
@@ -88,19 +90,31 @@ class SessionFile:
         return session
 
     @classmethod
-    def open(cls, path: Path) -> "SessionFile":
-        """Open an existing file for appending (never truncated or created).
+    def open(cls, path: Path, identity: tuple[int, int] | None = None) -> "SessionFile":
+        """Open an existing session file for appending (never truncated or created).
 
-        InvalidParams when the file was deleted while we opened it."""
+        Check that the file is a session first (``SessionReader``, read-only): this opens it
+        for writing and creates its presence sidecar. `identity` is the ``(st_dev, st_ino)``
+        the caller checked; another file found at `path` now is InvalidParams. InvalidParams
+        too when the file was deleted while we opened it (no sidecar is left behind then).
+        """
+        path = Path(path)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         try:
-            presence = _take_presence(Path(path))
+            st = os.fstat(fd)
+            if identity is not None and (st.st_dev, st.st_ino) != identity:
+                raise InvalidParams(f"Session file was replaced while it was opened: {path}",
+                                    data={"path": str(path)})
+            presence = _take_presence(path)
         except BaseException:
             os.close(fd)
             raise
-        session = cls(Path(path), fd, presence)
+        session = cls(path, fd, presence)
         if os.fstat(fd).st_nlink == 0:  # removed as unused between our open and our lock
             session.close()
+            if not os.path.lexists(path):  # our presence lock may have re-created the sidecar
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(presence_path_for(path))
             raise InvalidParams(f"Session file not found: {path}", data={"path": str(path)})
         return session
 
@@ -230,9 +244,16 @@ class SessionFile:
                     fcntl.flock(self._presence_fd, fcntl.LOCK_SH)
 
     def delete(self) -> None:
-        """Close, then remove the file and its sidecars (missing files are fine)."""
-        self.close()
-        remove_session_files(self.path)
+        """Remove the file and its sidecars (missing files are fine), then close.
+
+        Removing first keeps our presence lock (exclusive when an unused session is
+        deleted, see ``exclusive_presence``) until the name is gone: a process opening the
+        session meanwhile waits for the lock, then finds the file unlinked and gives up,
+        instead of appending to a file nobody will ever read."""
+        try:
+            remove_session_files(self.path)
+        finally:
+            self.close()
 
 
 def _write_all(fd: int, data: bytes, path: Path) -> None:

@@ -37,7 +37,8 @@ one turn at a time (its `read_paths` is the session's set, unlocked: one turn pe
 
 Modules: base (types), paths (workspace confinement), diff (single-hunk unified diff),
 reading (list/read), writing (write/edit), process (child process runner), shell,
-search, question, normalize, registry.
+search (and search_worker, its matcher run in a child process), question, normalize,
+registry.
 """
 
 import importlib

@@ -48,7 +48,8 @@ class ToolContext:
     - `cancel`: the turn's token; long tools (shell, search, question) watch it.
     - `ask_user`: the UI question bridge, or None when no UI is attached (then
       `ask_user_question` is neither advertised nor runnable).
-    - `env`: extra environment variables for `run_shell_command` (merged over os.environ).
+    - `env`: extra environment variables for `run_shell_command`, merged over os.environ
+      without kward's own credential variables (see `process.child_environment`).
 
     Construction raises `FileNotFoundError` when the workspace root does not exist.
     """

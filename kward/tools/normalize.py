@@ -9,8 +9,9 @@ Clients (Tauren) show tool cards by normalized name and camelCase args:
   `timeout_seconds`, default 30); any other tool -> keys camelCased recursively
   (``max_results`` -> ``maxResults``). Accepts raw or already-normalized names, and
   already-camelCased args (normalizing twice changes nothing).
-- `parse_arguments(raw)`: the model's JSON argument text -> dict (``{}`` when empty,
-  invalid or not an object); a dict passes through.
+- `decode_arguments(raw)`: the one decoder of the model's JSON argument text -> dict
+  (``{}`` when empty; a dict passes through); `ArgumentsError` when it is not a JSON object.
+  `parse_arguments(raw)` is its lenient form (``{}`` when invalid) for event payloads.
 - `extract_diff(text)`: the unified diff inside a write/edit result text (from the first
   line starting with ``--- ``), or None.
 
@@ -100,17 +101,38 @@ def normalize_args(name: str, args: Any) -> dict[str, Any]:
     return camelize(args)
 
 
-def parse_arguments(raw: Any) -> dict[str, Any]:
-    """The model's argument JSON text as a dict; ``{}`` when empty, invalid or not an object."""
+class ArgumentsError(ValueError):
+    """Tool-call arguments that are not a JSON object; `invalid_json` tells which way."""
+
+    def __init__(self, message: str, *, invalid_json: bool):
+        super().__init__(message)
+        self.invalid_json = invalid_json
+
+
+def decode_arguments(raw: Any) -> dict[str, Any]:
+    """The model's argument JSON text as a dict: ``{}`` when None or blank, a dict as is;
+    `ArgumentsError` when the text is not valid JSON or not an object."""
     if isinstance(raw, dict):
         return raw
-    if not isinstance(raw, (str, bytes)) or not raw.strip():
+    if raw is None or (isinstance(raw, (str, bytes)) and not raw.strip()):
         return {}
+    if not isinstance(raw, (str, bytes)):
+        raise ArgumentsError("must be a JSON object", invalid_json=False)
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError) as exc:
+        raise ArgumentsError(str(exc), invalid_json=True) from None
+    if not isinstance(value, dict):
+        raise ArgumentsError("must be a JSON object", invalid_json=False)
+    return value
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """`decode_arguments`, but ``{}`` when the arguments are not a JSON object."""
+    try:
+        return decode_arguments(raw)
+    except ArgumentsError:
         return {}
-    return value if isinstance(value, dict) else {}
 
 
 def extract_diff(text: str) -> str | None:

@@ -8,6 +8,9 @@ Rules (the original's, plus parent creation for writes):
 - A path that does not exist yet (write_file) is judged by the realpath of its nearest
   existing ancestor, which must be a directory inside the root; the missing directories
   are created later under that realpath.
+- Creating and writing walk from the root one component at a time (`open_confined_dir`:
+  ``O_NOFOLLOW`` descriptors, ``mkdir``/``rename`` relative to them), so a component
+  swapped for a symlink after the checks above is refused, never followed out.
 
 Violations raise `kward.errors.PathNotAllowed` whose message is
 ``path outside workspace: <path as given>``; the registry shows it as ``Error: ...``.
@@ -16,7 +19,9 @@ Pure functions over the filesystem, safe from any thread; no locks.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 from kward.errors import PathNotAllowed
@@ -78,13 +83,54 @@ def resolve_for_write(root: Path, path: str) -> str:
     return os.path.join(real_ancestor, *reversed(missing))
 
 
-def ensure_parent_dirs(root: Path, target: str, path: str) -> None:
-    """Create the missing parent directories of `target` and re-check confinement of the
-    parent's realpath (a symlink swapped in meanwhile is caught here)."""
-    parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
-    if not is_inside(os.path.realpath(parent), str(root)):
+def open_confined_dir(root: Path, directory: str, path: str, *, create: bool = False) -> int:
+    """A descriptor of `directory` (absolute, realpath form, inside `root`) opened by walking
+    from the root one component at a time without following symlinks; missing components
+    are created (``0777 & ~umask``) when `create`. The caller closes it.
+
+    Raises `PathNotAllowed` when a component is (now) a symlink or the path leaves the
+    root, `ToolError` when a component is not a directory.
+    """
+    rel = os.path.relpath(directory, str(root))
+    parts = [] if rel == os.curdir else rel.split(os.sep)
+    if parts and parts[0] == os.pardir:
         raise _outside(path)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(str(root), flags)
+    try:
+        for index, part in enumerate(parts):
+            if create:
+                try:
+                    os.mkdir(part, dir_fd=fd)  # never follows a symlink named `part`
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP or _is_symlink(part, fd):
+                    raise _outside(path) from None
+                if exc.errno == errno.ENOTDIR:
+                    raise ToolError(f"not a directory: {'/'.join(parts[:index + 1])}") from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_symlink(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def ensure_parent_dirs(root: Path, target: str, path: str) -> None:
+    """Create the missing parent directories of `target` inside the root, checking every
+    component on the way (see `open_confined_dir`)."""
+    os.close(open_confined_dir(root, os.path.dirname(target), path, create=True))
 
 
 def relative_display(root: Path, real: str) -> str:

@@ -1,20 +1,24 @@
-"""Run one shell command as its own process group with bounded capture, a timeout and
-cancellation; always reap.
+"""Run one child process (a shell command, or an argv such as the search worker) as its
+own process group with bounded capture, a timeout and cancellation; always reap.
 
 `run_command` is called on the turn's worker thread and blocks until the command ended,
 timed out or was cancelled. It reads stdout and stderr itself through a selector (no
 reader threads): each stream keeps at most `cap` bytes and the rest is read and
 discarded, so the child never blocks on a full pipe and memory stays bounded.
 
-- stdin is /dev/null; the child runs ``/bin/sh -c <command>`` with
-  ``start_new_session=True``, so the shell and everything it starts share one process
-  group whose id is the shell's pid.
+- stdin is /dev/null; the child runs ``/bin/sh -c <command>`` (or the argv list given
+  instead of a command string) with ``start_new_session=True``, so the child and
+  everything it starts share one process group whose id is the child's pid.
 - Timeout: SIGTERM to the group, up to 0.2 s grace for the shell, then SIGKILL to the group.
 - Cancellation: `cancel.on_cancel` SIGKILLs the whole group at once from the cancelling
   thread and wakes the selector through a self-pipe; `run_command` then reaps and raises
   `kward.errors.Canceled`.
 - When the shell exits but a background child still holds the pipes, reading stops
   after a short linger (`LINGER_SECONDS`); background children are not killed then.
+
+Environment: `child_environment` is ``os.environ`` without kward's own credentials
+(`CREDENTIAL_VARIABLES`, and any ``KWARD_*`` variable named like a secret), so that a
+command the model runs (``env``, ``printenv``) cannot read them into the conversation.
 
 Locking: `_Group._lock` guards "is the leader reaped" and the self-pipe's lifetime.
 Signals go to the group only while the leader is unreaped (a zombie leader keeps the
@@ -33,7 +37,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled
@@ -45,6 +49,24 @@ TERM_GRACE_SECONDS = 0.2
 LINGER_SECONDS = 0.2
 _POLL_SECONDS = 0.02  # leader-exit polling when pidfd is unavailable
 _READ_SIZE = 64 * 1024
+
+#: Environment variables kward reads as credentials; never passed to a child process.
+CREDENTIAL_VARIABLES = frozenset({"OPENAI_ACCESS_TOKEN", "OPENROUTER_API_KEY"})
+_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
+
+
+def is_credential_variable(name: str) -> bool:
+    """True for kward's credential variables, including any ``KWARD_*_KEY/_TOKEN/...``."""
+    upper = name.upper()
+    return upper in CREDENTIAL_VARIABLES or (upper.startswith("KWARD_") and upper.endswith(_SECRET_SUFFIXES))
+
+
+def child_environment(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` without kward's credentials, then `overrides` (given explicitly by
+    the caller, so applied as they are). Any thread."""
+    env = {k: v for k, v in os.environ.items() if not is_credential_variable(k)}
+    env.update(overrides or {})
+    return env
 
 
 @dataclass(frozen=True)
@@ -159,16 +181,18 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def run_command(command: str, *, cwd: str, timeout: float, cancel: CancelToken,
+def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cancel: CancelToken,
                 env: Mapping[str, str] | None = None, cap: int = MAX_STREAM_BYTES) -> CommandOutcome:
-    """Run `command` through ``/bin/sh -c`` in `cwd`; see the module doc for the rules.
+    """Run `command` through ``/bin/sh -c`` (a string) or as an argv (a sequence) in `cwd`;
+    see the module doc for the rules.
 
     Raises `Canceled` when `cancel` fired before or during the run (the group is killed
-    and the shell reaped first), `OSError` when the shell cannot be started.
+    and the child reaped first), `OSError` when the child cannot be started.
     """
     cancel.raise_if_cancelled()
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     proc = subprocess.Popen(
-        ["/bin/sh", "-c", command], cwd=cwd, env=dict(env) if env is not None else None,
+        argv, cwd=cwd, env=dict(env) if env is not None else None,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, close_fds=True,
     )

@@ -3,7 +3,8 @@
 Limits and texts are the original's: files over 256 KiB are refused; one read shows at
 most 2,000 lines and 51,200 bytes, ending with a continuation notice; a file containing
 a NUL byte is refused as binary. A successful read records the file's realpath in
-`ctx.read_paths` (the read-before-write rule of writing.py).
+`ctx.read_paths` (the read-before-write rule of writing.py). A listing is capped at
+51,200 bytes too (kward's addition), ending with a notice of how many entries were shown.
 
 Handlers run on the turn's worker thread; they take no locks.
 """
@@ -30,8 +31,20 @@ def list_directory(args: Args, ctx: ToolContext) -> ToolResult:
     if not os.path.isdir(real):
         raise ToolError(f"not a directory: {path}")
     names = sorted(os.listdir(real))
-    lines = [name + "/" if os.path.isdir(os.path.join(real, name)) else name for name in names]
-    return ToolResult.text("\n".join(lines))
+    lines: list[str] = []
+    used = 0
+    for name in names:  # isdir only for what is shown: a huge directory costs one listdir
+        line = name + "/" if os.path.isdir(os.path.join(real, name)) else name
+        cost = len(line.encode("utf-8", "surrogateescape")) + (1 if lines else 0)
+        if used + cost > MAX_READ_BYTES:
+            break
+        lines.append(line)
+        used += cost
+    out = "\n".join(lines)
+    if len(lines) < len(names):
+        out += (f"\n\n[Showing {len(lines)} of {len(names)} entries ({MAX_READ_BYTES} byte limit). "
+                "List a subdirectory, or use search_files or run_shell_command to narrow down.]")
+    return ToolResult.text(out)
 
 
 def load_text_file(path: str, real: str) -> bytes:

@@ -15,12 +15,11 @@ thread; `run` executes on the caller's (the turn's worker) thread.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Iterable
 
 from kward.errors import Canceled, InvalidParams
-from kward.tools import question, reading, search, shell, writing
+from kward.tools import normalize, question, reading, search, shell, writing
 from kward.tools.base import Args, ToolContext, ToolResult, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -32,19 +31,14 @@ DEFAULT_SPECS: tuple[ToolSpec, ...] = (
 
 
 def decode_arguments(name: str, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
-    """The model's JSON argument text as a dict; `InvalidParams` when it is not one.
-    Empty text means no arguments."""
-    if isinstance(arguments, dict):
-        return arguments
-    if arguments is None or not str(arguments).strip():
-        return {}
+    """`normalize.decode_arguments` with the messages the model sees; `InvalidParams` when
+    the arguments are not a JSON object. Empty text means no arguments."""
     try:
-        value = json.loads(arguments)
-    except ValueError as exc:
-        raise InvalidParams(f"invalid JSON arguments for {name}: {exc}") from exc
-    if not isinstance(value, dict):
-        raise InvalidParams(f"arguments for {name} must be a JSON object")
-    return value
+        return normalize.decode_arguments(arguments)
+    except normalize.ArgumentsError as exc:
+        if exc.invalid_json:
+            raise InvalidParams(f"invalid JSON arguments for {name}: {exc}") from None
+        raise InvalidParams(f"arguments for {name} must be a JSON object") from None
 
 
 class ToolRegistry:

@@ -7,104 +7,81 @@ shown as ``path:line: text`` (path relative to the workspace root, text cut at 3
 characters). Results stop at `max_results` (default 100, at most 500) or 50 KiB of output,
 with a note saying so.
 
-The handler runs on the turn's worker thread and checks `ctx.cancel` between files
-(raising `kward.errors.Canceled`). Python's `re` cannot be interrupted inside one line,
-so a pathological pattern is bounded only by the 1 MiB file cap.
+Where the matching runs: Python's `re` cannot be interrupted inside one `search` call and
+holds the GIL meanwhile, so a catastrophically backtracking pattern (``(a+)+$``) would
+freeze the whole process. The walk and the matching therefore run in a child interpreter
+(`search_worker`, started with ``sys.executable -I -S``) through
+`kward.tools.process.run_command`: the turn's cancellation kills it at once (raising
+`kward.errors.Canceled`), and after `SEARCH_TIMEOUT_SECONDS` it is killed and the
+lines found so far are returned with a note (or an error when there were none).
+
+The handler runs on the turn's worker thread and blocks while the child runs.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import json
 import logging
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Iterator
+import sys
 
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
-from kward.tools.paths import is_inside, relative_display, resolve_existing
+from kward.tools.paths import resolve_existing
+from kward.tools.process import child_environment, run_command
+from kward.tools.search_worker import MAX_OUTPUT_BYTES, glob_matches
+
+__all__ = ["SPECS", "glob_matches", "search_files"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS_CAP = 500
-MAX_FILE_BYTES = 1024 * 1024
-BINARY_SNIFF_BYTES = 8 * 1024
-MAX_LINE_CHARS = 300
-MAX_OUTPUT_BYTES = 50 * 1024
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj"})
+SEARCH_TIMEOUT_SECONDS = 30.0
+MAX_ARGUMENT_BYTES = 100_000  # pattern + glob + paths; one argv string may hold 128 KiB
+_CAPTURE_BYTES = 1024 * 1024  # JSON-escaped hits: well above 50 KiB of text
+_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
+              "from kward.tools.search_worker import main; sys.exit(main(sys.argv[2:]))")
 
 
-@dataclass
-class _Hits:
-    """The collected result lines and why collection stopped."""
+def _package_parent() -> str:
+    """The sys.path entry that holds the `kward` package (a directory or a zipapp)."""
+    import kward
 
-    limit: int
-    lines: list[str] = field(default_factory=list)
-    size: int = 0
-    stop: str | None = None  # "results" or "bytes"
-
-    def add(self, line: str) -> bool:
-        """Record a line; False once a cap is reached (the line is then not kept)."""
-        if len(self.lines) >= self.limit:
-            self.stop = "results"
-            return False
-        cost = len(line.encode("utf-8")) + 1
-        if self.size + cost > MAX_OUTPUT_BYTES:
-            self.stop = "bytes"
-            return False
-        self.lines.append(line)
-        self.size += cost
-        return True
+    return os.path.dirname(os.path.dirname(os.path.abspath(kward.__file__)))
 
 
-def glob_matches(glob: str, rel: str) -> bool:
-    """fnmatch `glob` against the workspace-relative path or the basename; a leading
-    ``**/`` also matches at the top level."""
-    base = rel.rsplit("/", 1)[-1]
-    candidates = [glob]
-    if glob.startswith("**/"):
-        candidates.append(glob[3:])
-    return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(base, g) for g in candidates)
-
-
-def _files(root: str, start: str) -> Iterator[str]:
-    """Regular files under `start` (or `start` itself), sorted, confined to `root`."""
-    if os.path.isfile(start):
-        yield start
-        return
-    for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full):
-                real = os.path.realpath(full)
-                if not is_inside(real, root) or not os.path.isfile(real):
-                    continue
-            elif not os.path.isfile(full):
-                continue  # sockets, fifos, devices
-            yield full
-
-
-def _read_text(full: str) -> str | None:
-    """The decoded content of a searchable file, or None to skip it."""
+def _run_worker(config: dict, ctx: ToolContext) -> tuple[list[str], str | None, bool]:
+    """Run the worker; (hit lines, stop reason, timed out). Raises Canceled or ToolError."""
+    payload = json.dumps(config)
+    if len(payload.encode("utf-8", "surrogateescape")) > MAX_ARGUMENT_BYTES:
+        raise ToolError(f"pattern, glob and path are too long (limit {MAX_ARGUMENT_BYTES} bytes)")
+    if not sys.executable:
+        raise ToolError("cannot search: no Python interpreter to run the search in")
+    argv = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, _package_parent(), payload]
     try:
-        if os.path.getsize(full) > MAX_FILE_BYTES:
-            return None
-        with open(full, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        outcome = run_command(argv, cwd=config["root"], timeout=SEARCH_TIMEOUT_SECONDS, cancel=ctx.cancel,
+                              env=child_environment(), cap=_CAPTURE_BYTES)
     except OSError as exc:
-        log.debug("search_files skipped %s: %s", full, exc)
-        return None
-    if len(data) > MAX_FILE_BYTES or b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        return None
-    return data.decode("utf-8", "replace")
-
-
-def _shorten(text: str) -> str:
-    if len(text) <= MAX_LINE_CHARS:
-        return text
-    return text[:MAX_LINE_CHARS] + f"... [{len(text) - MAX_LINE_CHARS} more chars]"
+        log.warning("search_files could not start %s: %s", sys.executable, exc)
+        raise ToolError(f"could not start the search: {exc.strerror or exc}") from exc
+    if not outcome.timed_out and outcome.exit_status != 0:
+        detail = outcome.stderr.decode("utf-8", "replace").strip().splitlines()
+        log.warning("search_files worker failed (status %s): %s", outcome.exit_status,
+                    outcome.stderr.decode("utf-8", "replace"))
+        raise ToolError(f"search failed: {detail[-1] if detail else f'exit status {outcome.exit_status}'}")
+    hits: list[str] = []
+    stop = None
+    for raw in outcome.stdout.split(b"\n"):
+        try:
+            kind, value = json.loads(raw)
+        except (ValueError, TypeError):
+            continue  # the cut last line of a killed worker
+        if kind == "hit":
+            hits.append(value)
+        elif kind == "stop":
+            stop = value
+    return hits, stop, outcome.timed_out
 
 
 def search_files(args: Args, ctx: ToolContext) -> ToolResult:
@@ -120,45 +97,32 @@ def search_files(args: Args, ctx: ToolContext) -> ToolResult:
     if not pattern:
         raise ToolError("pattern is required")
     try:
-        regex = re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
-    except re.error as exc:
+        re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)  # errors named here, not by the child
+    except (re.error, OverflowError, RecursionError) as exc:
         raise ToolError(f"invalid regex: {exc}") from exc
     start = resolve_existing(ctx.workspace_root, path)
     if not os.path.isdir(start) and not os.path.isfile(start):
         raise ToolError(f"not a directory: {path}")
 
-    root = str(ctx.workspace_root)
-    hits = _Hits(max_results)
-    files_with_hits = 0
-    for full in _files(root, start):
-        ctx.cancel.raise_if_cancelled()
-        rel = relative_display(ctx.workspace_root, full)
-        if glob and not glob_matches(glob, rel):
-            continue
-        text = _read_text(full)
-        if text is None:
-            continue
-        matched = False
-        for number, line in enumerate(text.split("\n"), 1):
-            line = line.rstrip("\r")
-            if regex.search(line) is None:
-                continue
-            matched = True
-            if not hits.add(f"{rel}:{number}: {_shorten(line)}"):
-                break
-        files_with_hits += matched
-        if hits.stop:
-            break
-
-    if not hits.lines:
+    config = {"root": str(ctx.workspace_root), "start": start, "pattern": pattern,
+              "ignore_case": not case_sensitive, "glob": glob, "max_results": max_results}
+    lines, stop, timed_out = _run_worker(config, ctx)
+    limit = f"{SEARCH_TIMEOUT_SECONDS:g}"
+    if timed_out and not lines:
+        return ToolResult.error(f"search timed out after {limit} seconds; the pattern may backtrack "
+                                "catastrophically. Simplify the pattern or narrow the path or glob.")
+    if not lines:
         return ToolResult.text(f"No matches found for /{pattern}/ in {path}.")
-    out = "\n".join(hits.lines)
-    if hits.stop == "results":
+    out = "\n".join(lines)
+    if timed_out:
+        out += (f"\n\n[Search stopped after {limit} seconds with {len(lines)} matches; results may be "
+                "incomplete. Simplify the pattern or narrow the path or glob.]")
+    elif stop == "results":
         out += f"\n\n[Results capped at {max_results} matches. Narrow the pattern, path or glob to see more.]"
-    elif hits.stop == "bytes":
-        out += (f"\n\n[Output capped at {MAX_OUTPUT_BYTES} bytes after {len(hits.lines)} matches. "
+    elif stop == "bytes":
+        out += (f"\n\n[Output capped at {MAX_OUTPUT_BYTES} bytes after {len(lines)} matches. "
                 "Narrow the pattern, path or glob to see more.]")
-    log.debug("search_files %r: %d lines in %d files", pattern, len(hits.lines), files_with_hits)
+    log.debug("search_files %r: %d lines", pattern, len(lines))
     return ToolResult.text(out)
 
 

@@ -15,16 +15,20 @@ An empty stream is left out. A timeout answers ``Error: command timed out after 
 seconds`` after the whole process group was terminated. Turn cancellation kills the
 group at once and raises `kward.errors.Canceled` (see process.py for the mechanics).
 
+Environment: the command gets kward's environment plus ``ctx.env``, minus the credentials
+kward itself reads (``OPENAI_ACCESS_TOKEN``, ``OPENROUTER_API_KEY`` and any ``KWARD_*``
+variable named like a secret; see `process.child_environment`), so a prompt-injected
+``env`` cannot leak them into the session.
+
 The handler runs on the turn's worker thread and blocks for the command's duration.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
-from kward.tools.process import MAX_STREAM_BYTES, CommandOutcome, run_command
+from kward.tools.process import MAX_STREAM_BYTES, CommandOutcome, child_environment, run_command
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,7 @@ def run_shell_command(args: Args, ctx: ToolContext) -> ToolResult:
     timeout = args.integer("timeout_seconds")
     if timeout is None or timeout <= 0:
         timeout = DEFAULT_TIMEOUT_SECONDS
-    env = {**os.environ, **ctx.env} if ctx.env else None
+    env = child_environment(ctx.env)
     try:
         outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel, env=env)
     except OSError as exc:

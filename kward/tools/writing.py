@@ -5,7 +5,12 @@ Rules (the original's): an existing file must have been read in this conversatio
 non-empty, unique, non-overlapping replacements applied against the original content.
 Files are replaced atomically (temp file in the same directory, fsync, rename) keeping
 the existing file's permission bits; new files get ``0666 & ~umask`` and their missing
-parent directories are created inside the workspace. File bytes that are not valid
+parent directories are created inside the workspace. The temp file and the rename are
+made relative to a descriptor of the parent directory reached from the workspace root
+without following symlinks (`paths.open_confined_dir`), so a parent swapped for a symlink
+after the path checks cannot redirect the write out of the workspace. A successful
+write or edit records the file's realpath in `ctx.read_paths` (session replay counts
+these results the same way). File bytes that are not valid
 UTF-8 survive an edit unchanged (surrogateescape round trip).
 
 Handlers run on the turn's worker thread; they take no locks (one turn per session).
@@ -13,16 +18,16 @@ Handlers run on the turn's worker thread; they take no locks (one turn per sessi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
-from kward.fsutil import atomic_write_bytes
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.diff import truncated_diff
-from kward.tools.paths import ensure_parent_dirs, resolve_existing, resolve_for_write
+from kward.tools.paths import ensure_parent_dirs, open_confined_dir, resolve_existing, resolve_for_write
 from kward.tools.reading import load_text_file
 
 log = logging.getLogger(__name__)
@@ -43,13 +48,34 @@ def _umask() -> int:
     return mask
 
 
-def _write(target: str, data: bytes) -> None:
-    """Atomically replace `target`, keeping its mode (or the umask default when new)."""
+def _write(root: Path, target: str, data: bytes, path: str) -> None:
+    """Atomically replace `target` (a realpath inside `root`), keeping its mode (or the
+    umask default when new); every step is relative to the confined parent descriptor."""
+    dir_fd = open_confined_dir(root, os.path.dirname(target), path)
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    atomic_write_bytes(Path(target), data, mode)
+        name = os.path.basename(target)
+        try:
+            mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                     dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), mode)  # exact bits, whatever the umask
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _diff_text(data: bytes) -> str:
@@ -72,7 +98,7 @@ def write_file(args: Args, ctx: ToolContext) -> ToolResult:
     else:
         ensure_parent_dirs(ctx.workspace_root, target, path)
     data = content.encode("utf-8", "surrogateescape")
-    _write(target, data)
+    _write(ctx.workspace_root, target, data, path)
     ctx.read_paths.add(os.path.realpath(target))
     log.debug("write_file wrote %d bytes to %s", len(data), target)
 
@@ -140,7 +166,8 @@ def edit_file(args: Args, ctx: ToolContext) -> ToolResult:
     content = old_bytes.decode("utf-8", "surrogateescape")
     new_content, count = apply_edits(path, content, edits or [])
     new_bytes = new_content.encode("utf-8", "surrogateescape")
-    _write(real, new_bytes)
+    _write(ctx.workspace_root, real, new_bytes, path)
+    ctx.read_paths.add(real)
     log.debug("edit_file replaced %d block(s) in %s", count, real)
     diff = truncated_diff(path, _diff_text(old_bytes), _diff_text(new_bytes))
     return ToolResult.text(f"Edited {path}: replaced {count} block(s)\n{diff}", diff=diff, changed_files=[path])

@@ -1,0 +1,93 @@
+"""What the two wire formats (`codex_wire`: Responses; `chat_wire`: chat completions) share:
+integer fields of usage objects, usage parsing, the fields of a tool schema, and the repair
+of tool calls that never got a result.
+
+Interrupted tool calls: when kward stopped (a crash, a kill) after storing an assistant
+message with tool calls but before storing every result, each later request would carry
+a call without its output, and both APIs refuse such a request (HTTP 400) for good.
+`with_interrupted_results` gives every such call the result `INTERRUPTED_RESULT` when a
+request is built; the stored session is not changed.
+
+Pure functions, any thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kward.providers.base import Usage
+
+INTERRUPTED_RESULT = "Error: tool call interrupted before it returned a result."
+_RESULT_ROLES = ("tool", "toolResult")
+
+
+def int_field(value: Any) -> int:
+    """`value` when it is an int (not a bool), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def parse_usage(raw: Any, *, input_key: str, output_key: str, input_details: str,
+                output_details: str) -> Usage | None:
+    """A usage object -> Usage. Input counts include cached tokens, output counts include
+    reasoning tokens (both formats); `cost` is kept when the server reports it (OpenRouter)."""
+    if not isinstance(raw, dict):
+        return None
+    inp, out = int_field(raw.get(input_key)), int_field(raw.get(output_key))
+    details_in, details_out = _dict(raw.get(input_details)), _dict(raw.get(output_details))
+    cost = raw.get("cost")
+    return Usage(input_tokens=inp, output_tokens=out,
+                 cache_read_tokens=int_field(details_in.get("cached_tokens")),
+                 cache_write_tokens=int_field(details_in.get("cache_write_tokens")),
+                 reasoning_tokens=int_field(details_out.get("reasoning_tokens")),
+                 total_tokens=int_field(raw.get("total_tokens")) or inp + out,
+                 cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
+
+
+def tool_fields(tool: dict[str, Any]) -> dict[str, Any]:
+    """``{name, description, parameters}`` of a chat-style ``{type, function:{...}}`` tool
+    (or of a flat one), with an empty object schema when parameters are missing."""
+    fn = tool.get("function", tool)
+    return {"name": fn.get("name", ""), "description": fn.get("description", ""),
+            "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}
+
+
+def with_interrupted_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` with a synthetic tool result after every assistant tool call that has no
+    result before the next non-result message (or the end). The same list when none is
+    missing."""
+    out: list[dict[str, Any]] | None = None
+    pending: dict[str, str] = {}  # call id -> tool name, of the last assistant message
+    for index, msg in enumerate(messages):
+        role = msg.get("role")
+        if role in _RESULT_ROLES:
+            pending.pop(msg.get("tool_call_id"), None)  # type: ignore[arg-type]
+        else:
+            if pending:
+                out = messages[:index] if out is None else out
+                out.extend(_interrupted(pending))
+                pending = {}
+            if role == "assistant":
+                pending = _calls(msg)
+        if out is not None:
+            out.append(msg)
+    if pending:
+        out = list(messages) if out is None else out
+        out.extend(_interrupted(pending))
+    return messages if out is None else out
+
+
+def _calls(msg: dict[str, Any]) -> dict[str, str]:
+    calls = {}
+    for call in msg.get("tool_calls") or []:
+        if isinstance(call, dict) and isinstance(call.get("id"), str):
+            calls[call["id"]] = str(_dict(call.get("function")).get("name") or "")
+    return calls
+
+
+def _interrupted(pending: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"role": "tool", "tool_call_id": call_id, "name": name, "content": INTERRUPTED_RESULT}
+            for call_id, name in pending.items()]
