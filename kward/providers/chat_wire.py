@@ -18,7 +18,6 @@ Pure functions plus a per-response assembler owned by the request's thread.
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from kward.providers import wire
@@ -28,7 +27,6 @@ from kward.providers.retry import SERVER, classify
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
 
-log = logging.getLogger(__name__)
 
 
 def _user_content(content: Any) -> Any:
@@ -129,12 +127,8 @@ class ChatAssembler(Assembler):
     def on_event(self, event: SSEEvent) -> bool:
         if event.data == "[DONE]":
             return True
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            log.debug("%s: skipping an unparsable chunk", self.provider)
-            return False
-        if not isinstance(data, dict):
+        data = wire.event_object(event.data, self.provider)
+        if data is None:
             return False
         if data.get("error") is not None or data.get("object") == "error":
             code, message = error_detail(data.get("error") or data)

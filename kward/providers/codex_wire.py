@@ -17,8 +17,6 @@ Pure functions plus a per-response assembler owned by the request's thread.
 
 from __future__ import annotations
 
-import json
-import logging
 import re
 from typing import Any
 
@@ -29,7 +27,6 @@ from kward.providers.retry import SERVER, classify, retry_hint_from_text
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
 
-log = logging.getLogger(__name__)
 
 DEFAULT_INSTRUCTIONS = "You are a helpful assistant."
 _CALL_ID_BAD = re.compile(r"[^A-Za-z0-9_-]")
@@ -153,12 +150,8 @@ class CodexAssembler(Assembler):
         self._reasoning_items: list[dict[str, Any]] = []
 
     def on_event(self, event: SSEEvent) -> bool:
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            log.debug("%s: skipping an unparsable event", self.provider)
-            return False
-        if not isinstance(data, dict):
+        data = wire.event_object(event.data, self.provider)
+        if data is None:
             return False
         kind = data.get("type") or event.event
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":

@@ -13,12 +13,27 @@ Pure functions, any thread.
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 from kward.providers.base import Usage
 
+log = logging.getLogger(__name__)
+
 INTERRUPTED_RESULT = "Error: tool call interrupted before it returned a result."
 _RESULT_ROLES = ("tool", "toolResult")
+
+
+def event_object(data: str, provider: str) -> dict[str, Any] | None:
+    """An SSE event's JSON object, or None (logged) when it is not one: streams carry the
+    odd keep-alive or garbage line, which must not fail a turn."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        log.debug("%s: skipping an unparsable event", provider)
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def int_field(value: Any) -> int:
