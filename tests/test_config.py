@@ -1,7 +1,6 @@
 """Config paths, atomic 0600 writes, validation, settings."""
 
 import json
-import os
 import stat
 import subprocess
 import sys

@@ -2,7 +2,6 @@
 but valid frames on stdout."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -162,7 +162,6 @@ def bench_first_frame_via_rpc(turns: int) -> float:
     the moment the fake server received the model request (it answers at once: headers,
     then the first delta) to the `assistantDelta` frame read from kward's stdout. Both
     instants are time.monotonic() of this process. p50 in ms."""
-    import os
     import subprocess
     import tempfile
 

@@ -17,7 +17,6 @@ Figures (each beside a baseline measured in the same run):
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -254,7 +253,6 @@ def bench_quick_while_streaming(home: Path, samples: int, interval: float = 0.0)
     ids = [peer.call("sessions/create", {"name": f"s{i}"})["id"] for i in range(9)]
 
     def status_latencies(turn_id: str) -> list[float]:
-        out = []
         return [peer.timed_call("turns/status", {"turnId": turn_id})[1] for _ in range(samples)]
 
     probe = peer.call("turns/start", {"sessionId": ids[0], "input": "x"})["id"]
