@@ -6,17 +6,7 @@ import stat
 
 import pytest
 
-from lib.tools_helpers import call, make_ctx
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    return make_ctx(tmp_path / "ws")
-
-
-@pytest.fixture
-def ws(ctx):
-    return ctx.workspace_root
+from lib.tools_helpers import call, ctx, ws  # noqa: F401 (fixtures)
 
 
 def read(ctx, path):
@@ -101,7 +91,7 @@ def test_read_file_byte_limit_notice(ctx, ws):
     assert len(body.encode()) <= 51200
     shown = len(body.split("\n"))
     assert shown == 512
-    assert notice == f"[Showing lines 1-512 of 1000 (51200 byte limit). Use offset=513 to continue.]"
+    assert notice == "[Showing lines 1-512 of 1000 (51200 byte limit). Use offset=513 to continue.]"
 
 
 def test_read_file_errors(ctx, ws):

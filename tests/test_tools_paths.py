@@ -7,7 +7,7 @@ import pytest
 
 from kward.errors import PathNotAllowed
 from kward.tools.paths import resolve_existing, resolve_for_write
-from lib.tools_helpers import call, make_ctx
+from lib.tools_helpers import call, ctx, ws  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
@@ -16,16 +16,6 @@ def outside(tmp_path):
     d.mkdir()
     (d / "secret.txt").write_text("TOP SECRET\n")
     return d
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    return make_ctx(tmp_path / "ws")
-
-
-@pytest.fixture
-def ws(ctx):
-    return ctx.workspace_root
 
 
 def assert_outside(result, path):
@@ -44,7 +34,7 @@ def test_dotdot_and_absolute_outside(ctx, ws, outside):
 def test_absolute_path_inside_is_allowed_and_dotdot_back_in(ctx, ws):
     (ws / "a.txt").write_text("hi")
     assert call(ctx, "read_file", path=str(ws / "a.txt")).content == "hi"
-    assert call(ctx, "read_file", path=f"sub/../a.txt").content == "hi"
+    assert call(ctx, "read_file", path="sub/../a.txt").content == "hi"
 
 
 def test_symlink_file_pointing_out(ctx, ws, outside):

@@ -7,14 +7,9 @@ import pytest
 
 from kward.errors import Canceled
 from kward.tools import DEFAULT_SPECS, ToolRegistry, ToolResult, ToolSpec, default_registry, is_error_text
-from lib.tools_helpers import call, make_ctx
+from lib.tools_helpers import call, ctx  # noqa: F401 (fixtures)
 
 EXPECTED = ["list_directory", "read_file", "write_file", "edit_file", "run_shell_command", "search_files"]
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    return make_ctx(tmp_path / "ws")
 
 
 def _check_object_schemas(schema, where):

@@ -9,12 +9,7 @@ import pytest
 from kward.errors import Canceled
 from kward.tools import process, search
 from kward.tools.search import glob_matches
-from lib.tools_helpers import call, make_ctx
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    return make_ctx(tmp_path / "ws")
+from lib.tools_helpers import call, ctx  # noqa: F401 (fixtures)
 
 
 @pytest.fixture

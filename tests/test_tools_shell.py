@@ -10,7 +10,7 @@ import pytest
 
 from kward.errors import Canceled
 from kward.tools import process
-from lib.tools_helpers import call, live_group_members, make_ctx, pid_alive, wait_until
+from lib.tools_helpers import call, live_group_members, pid_alive, wait_until, ctx  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 
@@ -21,11 +21,6 @@ def exit_watch(request, monkeypatch):
     if request.param == "poll":
         monkeypatch.setattr(process, "_pidfd", lambda pid: None)
     return request.param
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    return make_ctx(tmp_path / "ws")
 
 
 def sh(ctx, command, **kw):

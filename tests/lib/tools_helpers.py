@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 from kward.tools import ToolContext, ToolResult, default_registry
 
 
@@ -62,3 +64,15 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
         if time.monotonic() >= deadline:
             return False
         pause.wait(0.01)
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    """A tool context on a fresh workspace `tmp_path/ws` (import this fixture by name)."""
+    return make_ctx(tmp_path / "ws")
+
+
+@pytest.fixture
+def ws(ctx):
+    """The (real) workspace root of `ctx`."""
+    return ctx.workspace_root
