@@ -28,6 +28,26 @@ See kward(1) for the protocol, files and environment variables.
 """
 
 
+COMMAND_HELP = {
+    "version": "usage: kward version\n\nPrint the version (also: kward --version, kward -v).\n",
+    "help": "usage: kward help [command]\n\nShow the commands, or the help of one command.\n",
+}
+
+
+def _help_for(command: str) -> int:
+    if command == "rpc":
+        from kward.rpc.main import USAGE
+
+        sys.stdout.write(USAGE)
+        return 0
+    text = COMMAND_HELP.get(command)
+    if text is None:
+        sys.stderr.write(f"kward: no help for unknown command: {command}\n(run `kward help` for the commands)\n")
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["rpc"]:
@@ -47,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.flush()
             os._exit(code)
         return code
+    if args[:1] == ["help"] and len(args) > 1:
+        return _help_for(args[1])
     if not args or args[0] in ("help", "-h", "--help"):
         sys.stdout.write(HELP)
         return 0 if args else 2

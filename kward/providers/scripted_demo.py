@@ -11,7 +11,13 @@ import re
 from typing import Any
 
 _README = re.compile(r"^(readme|about|index)(\.\w+)?$", re.I)
+_BUILD_DIRS = ("build/", "dist/", "__pycache__/", "node_modules/", "target/", "venv/")
 _MANIFESTS = ("pyproject.toml", "setup.cfg", "package.json", "Cargo.toml", "go.mod", "Gemfile", "Makefile")
+
+
+def _artefact(entry: str) -> bool:
+    """Hidden entries and build output (`build/`, `*.egg-info/`, ...) are not what a project is."""
+    return entry.startswith(".") or entry in _BUILD_DIRS or entry.endswith(".egg-info/")
 
 
 def _since_last_user(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -62,7 +68,7 @@ def demo_step(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _summary(listing: str, reads: list[dict[str, Any]]) -> str:
-    entries = [line.strip() for line in listing.splitlines() if line.strip()]
+    entries = [line.strip() for line in listing.splitlines() if line.strip() and not _artefact(line.strip())]
     if listing.startswith("Error"):
         return f"I could not list the workspace ({listing.strip()})."
     dirs = [e for e in entries if e.endswith("/")]
