@@ -1,0 +1,427 @@
+"""kward.client: a small synchronous client of the kward protocol, over two transports.
+
+    with Client.spawn() as k:            # `kward rpc` as a subprocess (or any argv)
+        ...
+    with Client.in_process() as k:       # the same server core inside this process
+        k.initialize()
+        session = k.request("sessions/create", {"workspaceRoot": "."})
+        for event in k.turn(session["id"], "What is in this workspace?"):
+            ...
+
+Both transports speak the same frames to the same server (`kward.rpc.server.RpcServer`:
+same reader, dispatcher, worker pool, writer and method table); the in-process one runs it
+on a thread over OS pipes and never touches the caller's stdin or stdout. See
+docs/client.md.
+
+Threads: a Client owns a reader thread (parses frames, hands responses to the waiting
+callers, fans notifications out to subscriptions) and a callback thread (runs notification
+callbacks and server-request handlers in arrival order, so they may call `request`
+themselves). Public methods may be called from any thread, including callbacks; writes to
+the server are serialized by one lock. `close()` ends the server (end of input, then a
+wait) and joins both threads.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
+
+from kward.rpc.framing import FrameFault, FrameReader, encode_frame
+
+Handler = Callable[[Any], Any]
+_CLOSED = object()
+_MAX_FRAME = 1 << 31
+
+
+class RpcError(Exception):
+    """An error response: `code`, `message`, `reason` (the stable slug in `data.reason`)
+    and the whole `data`."""
+
+    def __init__(self, error: Mapping[str, Any]):
+        self.code = error.get("code")
+        self.message = str(error.get("message", ""))
+        self.data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        self.reason = self.data.get("reason")
+        super().__init__(f"{self.message} ({self.code}, {self.reason})")
+
+
+class ClientClosed(ConnectionError):
+    """The server ended (or the client was closed) before the answer came."""
+
+
+class Subscription:
+    """Notifications that arrived after `Client.subscribe`, in order. Iterating ends when the
+    client closes; `get` waits for the next one (TimeoutError, or ClientClosed once the
+    client closed and nothing is left)."""
+
+    def __init__(self, client: "Client", predicate: Callable[[dict], bool] | None):
+        self._client = client
+        self._predicate = predicate
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+
+    def _offer(self, msg: Any) -> None:
+        if msg is _CLOSED or self._predicate is None or self._predicate(msg):
+            self._queue.put(msg)
+
+    def get(self, timeout: float | None = None) -> dict:
+        try:
+            msg = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no notification within {timeout} s") from None
+        if msg is _CLOSED:
+            self._queue.put(_CLOSED)  # every later get sees it too
+            raise ClientClosed("the kward server ended")
+        return msg
+
+    def __iter__(self) -> Iterator[dict]:
+        while True:
+            try:
+                yield self.get()
+            except ClientClosed:
+                return
+
+    def close(self) -> None:
+        self._client._unsubscribe(self)
+
+    def __enter__(self) -> "Subscription":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Client:
+    """One connection to one kward server. Build it with `spawn` or `in_process`."""
+
+    process: "subprocess.Popen[bytes] | None" = None  # the `kward rpc` child (spawn)
+    server: Any = None  # the RpcServer (in_process)
+    _release: Callable[[], None] = staticmethod(lambda: None)  # frees the transport's own ends
+
+    def __init__(self, to_server: BinaryIO, from_server: BinaryIO, *, wait_server: Callable[[float], int | None],
+                 stop_server: Callable[[], None]):
+        self._to_server = to_server
+        self._reader_stream = FrameReader(from_server, _MAX_FRAME)
+        self._from_server = from_server
+        self._wait_server = wait_server  # (timeout) -> exit status, None if still running
+        self._stop_server = stop_server  # last resort when it does not end by itself
+        self._write_lock = threading.Lock()
+        self._lock = threading.Lock()  # pending requests, subscriptions, handlers, ids
+        self._pending: dict[Any, list] = {}  # id -> [threading.Event, message]
+        self._subscriptions: list[Subscription] = []
+        self._callbacks: list[tuple[str | None, Handler]] = []
+        self._handlers: dict[str, Handler] = {}
+        self._next_id = 0
+        self._closed = False
+        self._server_ended = False  # the server's output ended: nothing more will be answered
+        self.exit_status: int | None = None
+        self._work: queue.SimpleQueue = queue.SimpleQueue()
+        self._reader = threading.Thread(target=self._read_loop, name="kward-client-reader", daemon=True)
+        self._worker = threading.Thread(target=self._work_loop, name="kward-client-callbacks", daemon=True)
+        self._reader.start()
+        self._worker.start()
+
+    # --- construction ---------------------------------------------------------------
+
+    @classmethod
+    def spawn(cls, argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
+              cwd: str | os.PathLike | None = None, stderr: Any = None) -> "Client":
+        """Start `kward rpc` (default: this interpreter's `python -m kward rpc`; any argv,
+        e.g. ``["python3", "kward.pyz", "rpc"]``) and connect to its stdin/stdout.
+        `stderr` is passed to subprocess.Popen (default: inherited)."""
+        proc = subprocess.Popen(argv or [sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=stderr, env=dict(env) if env is not None else None,
+                                cwd=str(cwd) if cwd is not None else None)
+
+        def wait(timeout: float) -> int | None:
+            try:
+                return proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return None
+
+        def stop() -> None:
+            proc.kill()
+            proc.wait()
+
+        client = cls(proc.stdin, proc.stdout, wait_server=wait, stop_server=stop)  # type: ignore[arg-type]
+        client.process = proc
+        return client
+
+    @classmethod
+    def in_process(cls, *, env: Mapping[str, str] | None = None,
+                   cwd: str | os.PathLike | None = None) -> "Client":
+        """Run the server core on a thread of this process over OS pipes. `env` (default
+        os.environ) decides the config directory, provider and settings exactly as the
+        environment of `kward rpc` would; `cwd` is its launch directory (default: ours).
+        Raises kward.errors.ConfigError for a bad environment setting."""
+        from kward.config import ConfigStore, resolve_paths, resolve_settings
+        from kward.errors import ConfigError
+        from kward.rpc.server import RpcServer
+
+        environ = os.environ if env is None else env
+        paths = resolve_paths(environ)
+        config = ConfigStore(paths)
+        try:
+            values = config.load()
+        except ConfigError:
+            values = {}  # initialize reports it, as `kward rpc` does
+        settings = resolve_settings(values, environ)
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        server_in = io.open(in_r, "rb", buffering=256 * 1024)
+        server_out = io.FileIO(out_w, "wb", closefd=True)
+        server = RpcServer(server_in, server_out, paths=paths, config=config, settings=settings,
+                           launch_cwd=Path(os.path.realpath(cwd if cwd is not None else os.getcwd())))
+        server.app.env = environ
+        status: list[int] = []
+
+        def serve() -> None:
+            try:
+                status.append(server.serve())
+            finally:  # what a process exit does for `kward rpc`: the client sees end of output
+                server_out.close()
+
+        thread = threading.Thread(target=serve, name="kward-inprocess-server", daemon=True)
+        thread.start()
+
+        def wait(timeout: float) -> int | None:
+            thread.join(timeout)
+            return status[0] if status else None
+
+        client = cls(io.FileIO(in_w, "wb", closefd=True), io.open(out_r, "rb", buffering=256 * 1024),
+                     wait_server=wait, stop_server=server.stop_now)
+        client.server = server
+        client._release = server_in.close  # after close(): the server's reader saw end of input
+        return client
+
+    # --- requests -------------------------------------------------------------------
+
+    def request(self, method: str, params: Any = None, *, timeout: float | None = 30.0,
+                trace: Mapping[str, str] | None = None) -> Any:
+        """Send a request and wait for its result. Raises RpcError for an error response,
+        TimeoutError when no answer came in `timeout` seconds (None: wait for ever) and
+        ClientClosed when the server ended first."""
+        with self._lock:
+            if self._closed or self._server_ended:
+                raise ClientClosed("the client is closed" if self._closed else "the kward server ended")
+            self._next_id += 1
+            request_id = self._next_id
+            slot: list = [threading.Event(), None]
+            self._pending[request_id] = slot
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        if trace is not None:
+            message["trace"] = dict(trace)
+        try:
+            self._write(message)
+            if not slot[0].wait(timeout):
+                raise TimeoutError(f"{method}: no answer within {timeout} s")
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+        answer = slot[1]
+        if answer is None:
+            raise ClientClosed(f"{method}: the kward server ended before answering")
+        if "error" in answer:
+            raise RpcError(answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])})
+        return answer.get("result")
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self._write(message)
+
+    def initialize(self, name: str = "kward.client", version: str = "1", **capabilities: Any) -> dict[str, Any]:
+        """`initialize` (with clientInfo and client capabilities) then `initialized`."""
+        result = self.request("initialize", {"clientInfo": {"name": name, "version": version},
+                                             "capabilities": capabilities})
+        self.notify("initialized")
+        return result
+
+    def turn(self, session_id: str, input: str, *, timeout: float | None = None,
+             **params: Any) -> Iterator[dict[str, Any]]:
+        """Start a turn and yield its events (the params of its `turn/event` notifications)
+        in order, ending with `turnFinished`. `timeout` bounds the wait for each event.
+        Events are collected from before the request is sent, so none is missed."""
+        with self.subscribe(lambda m: m.get("method") == "turn/event") as events:
+            turn = self.request("turns/start", {"sessionId": session_id, "input": input, **params})
+            while True:
+                event = events.get(timeout)["params"]
+                if event.get("turnId") != turn["id"]:
+                    continue
+                yield event
+                if event.get("type") == "turnFinished":
+                    return
+
+    # --- notifications and server requests ------------------------------------------
+
+    def subscribe(self, predicate: Callable[[dict], bool] | None = None) -> Subscription:
+        """Collect every notification (matching `predicate`) from now on."""
+        sub = Subscription(self, predicate)
+        with self._lock:
+            if self._closed or self._server_ended:
+                sub._offer(_CLOSED)
+            else:
+                self._subscriptions.append(sub)
+        return sub
+
+    def notifications(self) -> Iterator[dict]:
+        """Every notification from now on, until the client closes."""
+        return iter(self.subscribe())
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        with self._lock:
+            if sub in self._subscriptions:
+                self._subscriptions.remove(sub)
+
+    def on_notification(self, callback: Handler, method: str | None = None) -> None:
+        """Call `callback(message)` for every notification (of `method`), on the callback
+        thread, in arrival order."""
+        with self._lock:
+            self._callbacks.append((method, callback))
+
+    def on_request(self, method: str, handler: Handler) -> None:
+        """Answer server-to-client requests of `method` with `handler(params)` (its return
+        value is the result; an RpcError it raises is the error). Unhandled methods are
+        answered -32601."""
+        with self._lock:
+            self._handlers[method] = handler
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def close(self, timeout: float = 10.0) -> int | None:
+        """End the connection: close the server's input (it finishes running work and
+        exits), wait up to `timeout` s, stop it harder if needed, join the threads.
+        Returns the server's exit status."""
+        with self._lock:
+            already = self._closed
+            self._closed = True
+        if not already:
+            try:
+                with self._write_lock:
+                    self._to_server.close()
+            except OSError:
+                pass
+        status = self._wait_server(timeout)
+        if status is None:
+            self._stop_server()
+            status = self._wait_server(timeout)
+        self._reader.join(timeout)
+        self._work.put(_CLOSED)
+        if threading.current_thread() is not self._worker:
+            self._worker.join(timeout)
+        for release in (self._from_server.close, self._release):
+            try:
+                release()
+            except OSError:
+                pass
+        self.exit_status = status
+        return status
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- internals ------------------------------------------------------------------
+
+    def _write(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        try:
+            with self._write_lock:
+                self._to_server.write(encode_frame(body))
+                self._to_server.flush()
+        except (OSError, ValueError) as exc:  # ValueError: the pipe was closed by close()
+            raise ClientClosed(f"cannot write to the kward server: {exc}") from None
+
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                body = self._reader_stream.read()
+                if body is None:
+                    return
+                if isinstance(body, FrameFault):
+                    continue
+                try:
+                    msg = json.loads(body)
+                except ValueError:
+                    continue
+                if isinstance(msg, dict):
+                    self._route(msg)
+        except (OSError, ValueError):
+            return
+        finally:
+            self._ended()
+
+    def _route(self, msg: dict[str, Any]) -> None:
+        if "method" in msg:
+            self._work.put(msg)  # callbacks and server requests run on the callback thread
+            if "id" not in msg:
+                with self._lock:
+                    subs = list(self._subscriptions)
+                for sub in subs:
+                    sub._offer(msg)
+            return
+        with self._lock:
+            slot = self._pending.get(msg.get("id"))
+        if slot is not None:
+            slot[1] = msg
+            slot[0].set()
+
+    def _ended(self) -> None:
+        """The server's output ended: wake every waiter and every subscription."""
+        with self._lock:
+            self._server_ended = True
+            pending = list(self._pending.values())
+            subs = list(self._subscriptions)
+        for slot in pending:
+            slot[0].set()
+        for sub in subs:
+            sub._offer(_CLOSED)
+
+    def _work_loop(self) -> None:
+        while True:
+            msg = self._work.get()
+            if msg is _CLOSED:
+                return
+            if "id" in msg:
+                self._answer_server_request(msg)
+                continue
+            with self._lock:
+                callbacks = [fn for method, fn in self._callbacks if method in (None, msg.get("method"))]
+            for fn in callbacks:
+                try:
+                    fn(msg)
+                except Exception:  # a failing callback must not stop the others
+                    import logging
+
+                    logging.getLogger(__name__).exception("notification callback failed")
+
+    def _answer_server_request(self, msg: dict[str, Any]) -> None:
+        with self._lock:
+            handler = self._handlers.get(msg.get("method"))
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
+        if handler is None:
+            reply["error"] = {"code": -32601, "message": f"Method not found: {msg.get('method')}",
+                              "data": {"reason": "method_not_found"}}
+        else:
+            try:
+                reply["result"] = handler(msg.get("params"))
+            except RpcError as exc:
+                reply["error"] = {"code": exc.code, "message": exc.message, "data": exc.data}
+            except Exception as exc:
+                reply["error"] = {"code": -32603, "message": f"Client handler failed: {type(exc).__name__}",
+                                  "data": {"reason": "internal_error"}}
+        try:
+            self._write(reply)
+        except ClientClosed:
+            pass
