@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 from kward.errors import ConfigError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
 
-EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh")
+EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")  # max: the model's highest level
 PROVIDERS = ("codex", "openrouter", "openai-compatible", "scripted")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 

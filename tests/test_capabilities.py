@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from kward.rpc import capabilities, registry
+from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
 ORIGINAL = json.loads((Path(__file__).resolve().parents[2] / "shared" / "reference" /
                        "initialize-original.json").read_text())["capabilities"] \
@@ -87,3 +88,27 @@ def test_capability_constants_match_the_code_they_describe():
     assert capabilities.IMAGE_MIME_TYPES == list(attachments.MIME_TYPES)
     assert capabilities.MAX_IMAGE_BYTES == attachments.MAX_BYTES
     assert capabilities.EVENT_REPLAY_LIMIT == eventlog.EVENT_LIMIT
+
+
+def test_changed_files_are_claimed_only_for_the_tools_that_report_them():
+    tools = capabilities.build(registry.METHODS)["events"]["tools"]
+    assert tools["changedFiles"] is False  # no changed-file detection for shell commands
+    assert tools["changedFilesTools"] == ["edit", "write"]
+    assert capabilities.build(["initialize"])["events"]["tools"]["changedFilesTools"] == []
+
+
+def test_changed_files_flags_tell_what_a_turn_reports(kward):
+    k = kward([[tool("run_shell_command", {"command": "echo made > shell.txt"}, id="sh"),
+                tool("write_file", {"path": "w.txt", "content": "w\n"}, id="write"),
+                tool("read_file", {"path": "e.txt"}, id="read"),  # edit wants the file read first
+                tool("edit_file", {"path": "e.txt", "edits": [{"old_text": "a", "new_text": "b"}]}, id="edit")],
+               [text("done")]], files={"e.txt": "a\n"})
+    tools = k.request("initialize")["capabilities"]["events"]["tools"]
+    _, events = k.run(k.session()["id"])
+    check_turn_events(events, "completed")
+    results = {e["payload"]["toolName"]: e["payload"]["result"] for e in events if e["type"] == "toolResult"}
+    assert (k.ws / "shell.txt").read_text() == "made\n"  # the shell did change a file ...
+    assert "changedFiles" not in results["bash"] and tools["changedFiles"] is False  # ... and says nothing
+    for name in tools["changedFilesTools"]:
+        assert results[name]["changedFiles"] == [f"{name[0]}.txt"], name
+    assert sorted(tools["changedFilesTools"]) == sorted(n for n, r in results.items() if "changedFiles" in r)

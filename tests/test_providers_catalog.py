@@ -72,21 +72,45 @@ def test_entry_wire_shape():
         "reasoningEfforts": ["low", "medium", "high", "xhigh"]}
 
 
-def test_validate_effort():
-    mini = catalog.builtin_entry("Codex", "gpt-5.1-codex-mini")
-    assert catalog.validate_effort("HIGH", mini) == "high"
-    assert catalog.validate_effort("off", mini) == "off"
-    assert catalog.validate_effort("minimal", None) == "minimal"
-    with pytest.raises(InvalidParams) as info:
-        catalog.validate_effort("low", mini)
-    assert info.value.code == -32602 and "medium, high" in info.value.message
-    with pytest.raises(InvalidParams):
-        catalog.validate_effort("max", mini)
+def test_normalize_effort_accepts_every_level_and_refuses_other_words():
+    for level in ["off", "minimal", "low", "medium", "high", "xhigh", "max"]:
+        assert catalog.normalize_effort(level) == level
+        assert catalog.normalize_effort(f" {level.upper()} ") == level
+    for bad in ["extreme", "", None, 3, "minimal,low", "maximum"]:
+        with pytest.raises(InvalidParams) as info:
+            catalog.normalize_effort(bad, param="value")
+        assert info.value.code == -32602 and info.value.data["param"] == "value"
+        assert "off, minimal, low, medium, high, xhigh, max" in info.value.message
+
+
+def test_effective_effort_maps_to_the_nearest_offered_level():
+    def entry(*efforts):
+        return catalog.ModelEntry("Codex", "m", "m", efforts=efforts)
+
+    full = catalog.builtin_entry("Codex", "gpt-5.5")  # low, medium, high, xhigh
+    mini = catalog.builtin_entry("Codex", "gpt-5.1-codex-mini")  # medium, high
+    three = catalog.builtin_entry("Codex", "gpt-5.1")  # low, medium, high
+    cases = {
+        full: {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"},
+        mini: {"minimal": "medium", "low": "medium", "medium": "medium", "high": "high", "xhigh": "high",
+               "max": "high"},
+        three: {"minimal": "low", "xhigh": "high", "max": "high"},
+        entry("low", "high"): {"medium": "high", "minimal": "low", "xhigh": "high"},  # a tie goes up
+        entry("minimal", "low", "medium", "high", "xhigh"): {"minimal": "minimal", "max": "xhigh"},
+    }
+    for model, expected in cases.items():
+        for requested, sent in expected.items():
+            assert catalog.effective_effort(requested, model) == sent, (model.efforts, requested)
+            assert catalog.effective_effort(requested.upper(), model) == sent
+    for model in (full, mini, entry()):
+        assert catalog.effective_effort("off", model) is None and catalog.effective_effort(None, model) is None
     no_reasoning = catalog.ModelEntry("OpenRouter", "x/y", "Y", efforts=())
-    with pytest.raises(InvalidParams, match="does not support reasoning"):
-        catalog.validate_effort("low", no_reasoning)
-    unknown = catalog.ModelEntry("OpenAICompatible", "local", "local", efforts=None)
-    assert catalog.validate_effort("xhigh", unknown) == "xhigh"
+    for level in ["minimal", "low", "medium", "high", "xhigh", "max"]:
+        assert catalog.effective_effort(level, no_reasoning) is None
+        unknown = catalog.ModelEntry("OpenAICompatible", "local", "local", efforts=None)
+        assert catalog.effective_effort(level, unknown) == ("xhigh" if level == "max" else level)
+        assert catalog.effective_effort(level, None) == ("xhigh" if level == "max" else level)
+    assert catalog.effective_effort("turbo", mini) == "turbo"  # not a level: passed on as given
 
 
 def test_cache_keeps_real_listings_only():
@@ -100,10 +124,16 @@ def test_cache_keeps_real_listings_only():
             return catalog.ModelList([], source)
         return load
 
-    cache.get("k", loader("endpoint"))
-    cache.get("k", loader("endpoint"))
-    assert calls == ["endpoint"]
+    assert cache.get("k", loader("endpoint")).origin == "api"
+    hit = cache.get("k", loader("endpoint"))
+    assert calls == ["endpoint"] and hit.cached and hit.origin == "cache" and hit.source == "endpoint"
+    assert cache.get("k", loader("endpoint"), refresh=True).origin == "api" and len(calls) == 2
+    assert not cache.peek("k").cached
     now[0] = 11
-    cache.get("k", loader("builtin"))
-    cache.get("k", loader("builtin"))
-    assert calls == ["endpoint", "builtin", "builtin"]
+    assert cache.get("k", loader("builtin")).origin == "builtin"
+    assert cache.get("k", loader("builtin")).origin == "builtin"
+    assert calls == ["endpoint", "endpoint", "builtin", "builtin"]
+    for fallback in ("defaults", "none"):
+        assert catalog.ModelList([], fallback).origin == "builtin"
+    for fetched in ("user", "catalog"):
+        assert catalog.ModelList([], fetched).origin == "api"

@@ -1,6 +1,6 @@
 """Model methods through `kward rpc` against the fake servers: models/list (endpoints and
-fallbacks), openrouter/catalog, models/current, models/set, reasoning/set, and the
-usage capability flags."""
+fallbacks, and the `source` each result names), openrouter/catalog, models/current,
+models/set, and the usage capability flags. Reasoning levels: test_rpc_models_levels.py."""
 
 import json
 
@@ -10,7 +10,7 @@ from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import create_session, finished, run_turn, start_kward
+from lib.rpc_models import DEAD, create_session, finished, run_turn, start_kward
 
 TOKEN = make_jwt("acct_models")
 KEY = "sk-or-v1-models0123456789"
@@ -61,7 +61,9 @@ def check_entries(models):
 # --- Codex ----------------------------------------------------------------------------------
 
 def test_codex_models_from_the_endpoint(on_codex, codex):
-    models = on_codex.request("models/list")["models"]
+    result = on_codex.request("models/list")
+    assert set(result) == {"models", "source"} and result["source"] == "api"
+    models = result["models"]
     check_entries(models)
     assert models == [
         {"provider": "Codex", "id": "gpt-5.5", "name": "GPT-5.5", "reasoning": True, "reasoningEffort": "medium",
@@ -74,15 +76,18 @@ def test_codex_models_from_the_endpoint(on_codex, codex):
     [req] = codex.requests("models")
     assert req.query["client_version"] and req.headers["authorization"] == f"Bearer {TOKEN}"
     assert req.headers["chatgpt-account-id"] == "acct_models"
-    on_codex.request("models/list")
+    again = on_codex.request("models/list")
     assert len(codex.requests("models")) == 1  # cached
-    on_codex.request("models/list", {"refresh": True})
+    assert again == {"models": models, "source": "cache"}
+    assert on_codex.request("models/list", {"refresh": True}) == {"models": models, "source": "api"}
     assert len(codex.requests("models")) == 2
 
 
 def test_codex_models_fall_back_to_the_builtin_table(on_codex, codex):
     codex.script("models", fc.http_error(500, {"detail": "down"}))
-    models = on_codex.request("models/list")["models"]
+    result = on_codex.request("models/list")
+    assert (result["source"], result["sourceError"]) == ("builtin", "HTTP 500")
+    models = result["models"]
     check_entries(models)
     assert [m["id"] for m in models] == BUILTIN_CODEX
     assert all(m["provider"] == "Codex" and isinstance(m["contextWindow"], int) for m in models)
@@ -90,7 +95,27 @@ def test_codex_models_fall_back_to_the_builtin_table(on_codex, codex):
     assert mini["reasoningEfforts"] == ["medium", "high"] and not mini["current"]
     assert [m["id"] for m in models if m["current"]] == ["gpt-5.5"]
     # A fallback is not cached: the next call asks the endpoint again.
-    assert [m["id"] for m in on_codex.request("models/list")["models"]] == ["gpt-5.5", "gpt-5.1-codex-mini"]
+    result = on_codex.request("models/list")
+    assert [m["id"] for m in result["models"]] == ["gpt-5.5", "gpt-5.1-codex-mini"] and result["source"] == "api"
+
+
+def test_codex_models_when_the_endpoint_is_down_or_nobody_is_logged_in(isolated_home):
+    with start_kward(isolated_home, KWARD_CODEX_BASE_URL=DEAD + "/backend-api/codex",
+                     OPENAI_ACCESS_TOKEN=TOKEN) as client:  # connection refused
+        result = client.request("models/list")
+        assert result["source"] == "builtin" and result["sourceError"]
+        assert [m["id"] for m in result["models"]] == BUILTIN_CODEX
+        assert client.request("models/list")["source"] == "builtin"  # still not cached
+    with start_kward(isolated_home, KWARD_PROVIDER="codex") as client:
+        result = client.request("models/list")
+        assert result["source"] == "builtin" and "not logged in" in result["sourceError"].lower()
+
+
+def test_scripted_models_are_built_in(isolated_home):
+    with start_kward(isolated_home, KWARD_PROVIDER="scripted") as client:
+        result = client.request("models/list")
+        assert result["source"] == "builtin" and "sourceError" not in result
+        assert [(m["provider"], m["current"]) for m in result["models"]] == [("Scripted", True)]
 
 
 def test_codex_current_and_set(on_codex, codex, isolated_home):
@@ -132,30 +157,12 @@ def test_models_set_rejects_bad_params(on_codex):
         assert error.code == -32602 and error.error["data"].get("param") == param, (params, error.error)
 
 
-def test_codex_reasoning_set_accepts_usable_efforts(on_codex, isolated_home):
-    for effort in ["off", "low", "medium", "high", "xhigh", "HIGH"]:
-        result = on_codex.request("reasoning/set", {"effort": effort})
-        assert result["reasoningEffort"] == effort.lower() and result["id"] == "gpt-5.5"
-        assert config(isolated_home)["openai_reasoning_effort"] == effort.lower()
-        assert on_codex.request("models/current")["reasoningEffort"] == effort.lower()
-
-
-def test_codex_reasoning_set_refuses_what_the_model_cannot_use(on_codex, isolated_home):
-    error = on_codex.error("reasoning/set", {"effort": "minimal"})
-    assert error.code == -32602 and error.reason == "invalid_params" and error.error["data"]["param"] == "effort"
-    assert "gpt-5.5" in str(error) and "'minimal'" in str(error) and "low, medium, high, xhigh" in str(error)
-    on_codex.request("models/set", {"model": "gpt-5.1-codex-mini"})
-    error = on_codex.error("reasoning/set", {"effort": "low"})
-    assert error.code == -32602 and "choose one of: medium, high (or off)" in str(error)
-    error = on_codex.error("reasoning/set", {"effort": "extreme"})
-    assert error.code == -32602 and "off, minimal, low, medium, high, xhigh" in str(error)
-    assert "openai_reasoning_effort" not in config(isolated_home)  # nothing was written
-
-
 # --- OpenRouter -----------------------------------------------------------------------------
 
 def test_openrouter_models_for_the_key(on_openrouter, router):
-    models = on_openrouter.request("models/list")["models"]
+    result = on_openrouter.request("models/list")
+    assert set(result) == {"models", "source"} and result["source"] == "api"
+    models = result["models"]
     check_entries(models)
     assert [m["id"] for m in models] == [m["id"] for m in router.user_models]
     gpt = models[0]
@@ -164,6 +171,8 @@ def test_openrouter_models_for_the_key(on_openrouter, router):
                    "reasoningEfforts": ["minimal", "low", "medium", "high", "xhigh"]}
     assert router.requests("models_user")[0].headers["authorization"] == f"Bearer {KEY}"
     assert router.requests("models") == []
+    assert on_openrouter.request("models/list") == {"models": models, "source": "cache"}
+    assert len(router.requests("models_user")) == 1
 
 
 def test_openrouter_models_fall_back_to_the_catalog(on_openrouter, router):
@@ -171,7 +180,9 @@ def test_openrouter_models_fall_back_to_the_catalog(on_openrouter, router):
                 fo.json_response(200, {"data": []})]
     for n, failure in enumerate(failures):
         router.script("models_user", failure)
-        models = on_openrouter.request("models/list", {"refresh": True})["models"]
+        result = on_openrouter.request("models/list", {"refresh": True})
+        assert result["source"] == "api" and result["sourceError"].startswith(("models for the key", "no models"))
+        models = result["models"]
         check_entries(models)
         assert [m["id"] for m in models] == [m["id"] for m in fo.CATALOG], failure.name
         llama = models[2]
@@ -182,7 +193,10 @@ def test_openrouter_models_fall_back_to_the_catalog(on_openrouter, router):
 def test_openrouter_models_fall_back_to_defaults(on_openrouter, router):
     router.script("models_user", fo.http_error(500, "down"))
     router.script("models", fo.http_error(503, "down"))
-    models = on_openrouter.request("models/list")["models"]
+    result = on_openrouter.request("models/list")
+    assert result["source"] == "builtin"
+    assert result["sourceError"] == "models for the key: HTTP 500; catalog: HTTP 503"
+    models = result["models"]
     check_entries(models)
     assert [m["id"] for m in models] == OPENROUTER_DEFAULT_IDS
     assert [m["id"] for m in models if m["current"]] == ["openai/gpt-5.5"]
@@ -190,13 +204,29 @@ def test_openrouter_models_fall_back_to_defaults(on_openrouter, router):
 
 def test_openrouter_catalog_is_the_full_public_catalog(on_codex, router):
     # Works while Codex is the active provider and no OpenRouter key exists.
-    models = on_codex.request("openrouter/catalog")["models"]
+    result = on_codex.request("openrouter/catalog")
+    assert set(result) == {"models", "source"} and result["source"] == "api"
+    models = result["models"]
     check_entries(models)
     assert [m["id"] for m in models] == [m["id"] for m in fo.CATALOG]
     assert {m["provider"] for m in models} == {"OpenRouter"} and not any(m["current"] for m in models)
     assert [m["contextWindow"] for m in models] == [400000, 1000000, 131072]
     assert [m["reasoning"] for m in models] == [True, True, False]
     assert "authorization" not in router.requests("models")[0].headers
+    assert on_codex.request("openrouter/catalog") == {"models": models, "source": "cache"}
+    assert len(router.requests("models")) == 1
+
+
+def test_openrouter_catalog_falls_back_to_the_builtin_defaults(on_codex, router, isolated_home):
+    router.script("models", fo.http_error(503, "down"))
+    result = on_codex.request("openrouter/catalog")
+    assert (result["source"], result["sourceError"]) == ("builtin", "catalog: HTTP 503")
+    assert [m["id"] for m in result["models"]] == OPENROUTER_DEFAULT_IDS
+    assert on_codex.request("openrouter/catalog")["source"] == "api"  # the fallback was not cached
+    with start_kward(isolated_home, KWARD_OPENROUTER_BASE_URL=DEAD + "/api/v1") as client:  # connection refused
+        result = client.request("openrouter/catalog")
+        assert result["source"] == "builtin" and result["sourceError"].startswith("catalog: ")
+        assert [m["id"] for m in result["models"]] == OPENROUTER_DEFAULT_IDS
 
 
 def test_openrouter_current_set_and_turn(on_openrouter, router, isolated_home):
@@ -211,29 +241,13 @@ def test_openrouter_current_set_and_turn(on_openrouter, router, isolated_home):
     assert router.requests("chat")[0].json["model"] == "anthropic/claude-sonnet-4.5"
 
 
-def test_openrouter_reasoning_set_each_effort(on_openrouter, isolated_home):
-    for effort in ["off", "minimal", "low", "medium", "high", "xhigh"]:
-        result = on_openrouter.request("reasoning/set", {"effort": effort})
-        assert result["reasoningEffort"] == effort and result["provider"] == "OpenRouter"
-        assert config(isolated_home)["openrouter_reasoning_effort"] == effort
-
-
-def test_openrouter_reasoning_set_refuses_a_model_without_reasoning(on_openrouter, router, isolated_home):
+def test_openrouter_current_describes_a_model_without_reasoning(on_openrouter, router):
     router.user_models = list(fo.CATALOG)  # the key may use llama, which cannot reason
     on_openrouter.request("models/set", {"model": "meta-llama/llama-3.1-8b-instruct"})
-    error = on_openrouter.error("reasoning/set", {"effort": "high"})
-    assert error.code == -32602 and error.error["data"]["param"] == "effort"
-    assert "meta-llama/llama-3.1-8b-instruct does not support reasoning" in str(error) and "off" in str(error)
-    assert on_openrouter.request("reasoning/set", {"effort": "off"})["reasoningEffort"] == "off"
     current = on_openrouter.request("models/current")
-    assert (current["name"], current["reasoning"], current["contextWindow"]) == \
-        ("Meta: Llama 3.1 8B Instruct", False, 131072)
-
-
-def test_openrouter_reasoning_set_checks_the_catalog_for_models_the_key_lacks(on_openrouter, router):
-    on_openrouter.request("models/set", {"model": "meta-llama/llama-3.1-8b-instruct"})  # not in /models/user
-    error = on_openrouter.error("reasoning/set", {"effort": "low"})
-    assert error.code == -32602 and "does not support reasoning" in str(error)
+    assert (current["name"], current["reasoning"], current["reasoningEfforts"], current["contextWindow"]) == \
+        ("Meta: Llama 3.1 8B Instruct", False, [], 131072)
+    assert current["reasoningEffort"] == "off" and "effectiveReasoningEffort" not in current
 
 
 # --- capabilities ---------------------------------------------------------------------------

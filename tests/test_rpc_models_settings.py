@@ -88,10 +88,12 @@ def test_default_thinking_level(kward, fakes, isolated_home):
     run_turn(kward, kward.session["id"])
     assert "reasoning" not in codex.requests("responses")[1].json
 
+    result = update(kward, "defaultThinkingLevel", "minimal")  # gpt-5.5 offers no minimal: low is sent
+    assert result["message"] == "Default thinking level set to minimal. gpt-5.5 uses low."
     error = kward.error("runtime/updateSetting", {"sessionId": kward.session["id"],
-                                                 "settingId": "defaultThinkingLevel", "value": "minimal"})
-    assert error.code == -32602 and error.error["data"]["param"] == "value" and "minimal" in str(error)
-    assert config(isolated_home)["openai_reasoning_effort"] == "off"
+                                                 "settingId": "defaultThinkingLevel", "value": "extreme"})
+    assert error.code == -32602 and error.error["data"]["param"] == "value" and "extreme" in str(error)
+    assert config(isolated_home)["openai_reasoning_effort"] == "minimal"
 
 
 def test_unknown_setting_and_bad_session(kward):
@@ -137,13 +139,18 @@ def test_reload_rereads_config_and_refetches_models(kward, fakes, isolated_home)
     assert error.code == -32602 and error.reason == "session_not_found"
 
 
-def test_switching_model_keeps_the_reasoning_effort_usable(kward, fakes, isolated_home):
+def test_switching_model_keeps_the_requested_level_and_sends_one_the_model_offers(kward, fakes, isolated_home):
     codex, _ = fakes
     codex.script("models", fc.http_error(500, {"error": "down"}))  # the built-in table answers
-    assert kward.request("reasoning/set", {"effort": "xhigh"})["reasoningEffort"] == "xhigh"
+    assert kward.request("reasoning/set", {"effort": "low"})["reasoningEffort"] == "low"
     current = kward.request("models/set", {"model": "gpt-5.1-codex-mini"})
-    assert current["id"] == "gpt-5.1-codex-mini" and current["reasoningEffort"] in ("medium", "high")
+    assert (current["id"], current["reasoningEffort"], current["effectiveReasoningEffort"]) == \
+        ("gpt-5.1-codex-mini", "low", "medium")
+    s = state(kward)
+    assert (s["thinkingLevel"], s["defaultThinkingLevel"], s["effectiveThinkingLevel"]) == ("low", "low", "medium")
     codex.script("responses", fc.text(["ok"]))
     assert finished(run_turn(kward, kward.session["id"]))["status"] == "completed"
-    assert codex.requests("responses")[-1].json["reasoning"]["effort"] == current["reasoningEffort"]
-    assert kward.request("models/set", {"model": "gpt-5.5"})["reasoningEffort"] == current["reasoningEffort"]
+    assert codex.requests("responses")[-1].json["reasoning"]["effort"] == "medium"
+    current = kward.request("models/set", {"model": "gpt-5.5"})
+    assert current["reasoningEffort"] == "low" and "effectiveReasoningEffort" not in current
+    assert config(isolated_home)["openai_reasoning_effort"] == "low"

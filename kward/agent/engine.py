@@ -1,5 +1,7 @@
 """The engine behind turns: picks the provider, builds the system prompt and the tool
-context, names new sessions, and runs the agent loop for one turn.
+context, names new sessions, and runs the agent loop for one turn. The reasoning level a
+turn's requests carry is the requested one mapped to what the model offers
+(`ModelService.request_effort`).
 
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kward.agent.loop import TurnSetup, run_agent
+from kward.agent.models import ModelService
 from kward.agent.prompt import build_instructions
 from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
@@ -40,9 +43,11 @@ def compact_name(text: str) -> str:
 
 class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
-                 env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None):
+                 env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
+                 models: ModelService | None = None):
         self.paths = paths
         self.config = config
+        self.models = models or ModelService(config)
         self.questions = questions
         self.env = env
         self.tools = tools or default_registry()
@@ -92,7 +97,8 @@ class AgentEngine:
                           ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
         setup = TurnSetup(provider=selection.provider, tools=self.tools, tool_ctx=ctx,
                           instructions=build_instructions(self.paths.config_dir, session.workspace_root),
-                          model=selection.model, reasoning_effort=selection.reasoning_effort, cancel=turn.cancel,
+                          model=selection.model, reasoning_effort=self.models.request_effort(selection, turn.cancel),
+                          cancel=turn.cancel,
                           emit=turn.emit, steering=turn.steering, headers=dict(turn.headers),
                           session_key=session.persistent_id, has_ui=True)
         return run_agent(session, {"role": "user", "content": content}, setup)

@@ -9,8 +9,12 @@
 - OpenAICompatible: the server's `GET {base}/models`.
 
 Entries are `ModelEntry` dataclasses; `to_wire` gives the protocol shape `{provider, id,
-name, reasoning, reasoningEffort, contextWindow, current, model}`. `validate_effort`
-refuses an effort the model cannot use with `InvalidParams` (-32602).
+name, reasoning, reasoningEffort, contextWindow, current, model}`.
+
+Reasoning levels: any level of `EFFORTS` may be requested (`normalize_effort` refuses only
+unknown words); `effective_effort` is the one place that turns the requested level into
+the level a request carries for a model (the nearest level it supports, `max` its
+highest, nothing for a model without reasoning).
 
 Thread contract: the listing functions block on HTTP and run on a worker thread; they never
 raise for network or HTTP failures (they fall back and say so in `ModelList.error`), only
@@ -23,24 +27,27 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urljoin
 
 from kward.cancel import CancelToken
 from kward.config import EFFORTS
 from kward.errors import Canceled, InvalidParams, KwardError
-from kward.providers.codex import CodexProvider
-from kward.providers.http import HttpClient, TransportError
-from kward.providers.openai_compat import OpenAICompatibleProvider
-from kward.providers.openrouter import OpenRouterProvider
+
+if TYPE_CHECKING:  # pragma: no cover - mapping levels must not load the provider modules
+    from kward.providers.codex import CodexProvider
+    from kward.providers.http import HttpClient
+    from kward.providers.openai_compat import OpenAICompatibleProvider
+    from kward.providers.openrouter import OpenRouterProvider
 
 log = logging.getLogger(__name__)
 
 CODEX_CLIENT_VERSION = "0.99.0"  # any recent Codex CLI version; the endpoint requires one
 DEFAULT_CODEX_MODEL = "gpt-5.5"
 DEFAULT_OPENROUTER_MODEL = "openai/gpt-5.5"
-REASONING_EFFORTS = tuple(e for e in EFFORTS if e != "off")  # minimal .. xhigh
+REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh")  # levels a model may offer, lowest first
+HIGHEST_KNOWN = REASONING_EFFORTS[-1]  # what `max` means for a model whose levels are unknown
 _FULL = ("low", "medium", "high", "xhigh")
 
 
@@ -94,13 +101,23 @@ OPENROUTER_DEFAULTS: tuple[ModelEntry, ...] = (
 )
 
 
-@dataclass
+FALLBACKS = ("builtin", "defaults", "none")  # sources that are not a fetched listing (never cached)
+
+
+@dataclass(frozen=True)
 class ModelList:
-    """A listing and where it came from: endpoint | builtin | user | catalog | defaults."""
+    """A listing and where it came from: endpoint | user | catalog (fetched) or builtin |
+    defaults | none (fallbacks); `cached` when `ModelCatalog` served it from its cache."""
 
     entries: list[ModelEntry]
     source: str
     error: str | None = None  # why a fallback was used
+    cached: bool = False
+
+    @property
+    def origin(self) -> str:
+        """The protocol's `source`: `cache`, `builtin` (a fallback) or `api` (fetched now)."""
+        return "cache" if self.cached else "builtin" if self.source in FALLBACKS else "api"
 
 
 class _Failed(Exception):
@@ -109,6 +126,8 @@ class _Failed(Exception):
 
 def _get_json(http: HttpClient, url: str, headers: dict[str, str], timeout: float,
               cancel: CancelToken | None) -> Any:
+    from kward.providers.http import TransportError
+
     try:
         result = http.get(url, headers=headers, timeout=timeout, cancel=cancel)
     except TransportError as exc:
@@ -254,25 +273,44 @@ def builtin_entry(provider: str, model_id: str) -> ModelEntry | None:
     return find_entry(table, model_id)
 
 
-def validate_effort(effort: str, entry: ModelEntry | None, model_id: str | None = None) -> str:
-    """The normalized effort, or InvalidParams when unknown or unusable with the model.
-
-    `off` is always allowed (no reasoning is requested); an unknown model accepts any
-    known effort.
-    """
+def normalize_effort(effort: Any, param: str = "effort") -> str:
+    """The lower-case level, or InvalidParams (-32602, naming `param`) for anything not in
+    `EFFORTS`. Every level is accepted for every model; see `effective_effort`."""
     value = effort.strip().lower() if isinstance(effort, str) else ""
     if value not in EFFORTS:
         raise InvalidParams(f"Unknown reasoning effort {effort!r}. Use one of: {', '.join(EFFORTS)}.",
-                            data={"param": "effort"})
-    if value == "off" or entry is None or entry.efforts is None:
-        return value
-    name = model_id or entry.id
-    if not entry.efforts:
-        raise InvalidParams(f"Model {name} does not support reasoning; use off.", data={"param": "effort"})
-    if value not in entry.efforts:
-        raise InvalidParams(f"Model {name} does not support reasoning effort {value!r}; choose one of: "
-                            f"{', '.join(entry.efforts)} (or off).", data={"param": "effort"})
+                            data={"param": param})
     return value
+
+
+def _rank(level: str) -> int:
+    return REASONING_EFFORTS.index(level)
+
+
+def effective_effort(requested: str | None, entry: ModelEntry | None) -> str | None:
+    """The level a model request carries for `requested` on the model `entry` describes;
+    None means no reasoning is requested.
+
+    off/None -> None. A model without reasoning (`efforts == ()`) -> None. A model whose
+    levels are unknown (`efforts is None`, or no entry) -> the requested level, `max` as
+    `xhigh`. Otherwise `max` is the model's highest level and any other level the nearest
+    one it offers in the order minimal < low < medium < high < xhigh (a tie goes up). A
+    word that is no known level (e.g. from an environment variable) is passed on as is.
+    """
+    level = requested.strip().lower() if isinstance(requested, str) else ""
+    if level in ("", "off", "none"):
+        return None
+    efforts = entry.efforts if entry is not None else None
+    if efforts is None:
+        return HIGHEST_KNOWN if level == "max" else level
+    offered = sorted((e for e in efforts if e in REASONING_EFFORTS), key=_rank)
+    if not offered:
+        return None
+    if level == "max":
+        return offered[-1]
+    if level not in REASONING_EFFORTS:
+        return level
+    return min(offered, key=lambda e: (abs(_rank(e) - _rank(level)), -_rank(e)))
 
 
 class ModelCatalog:
@@ -289,13 +327,14 @@ class ModelCatalog:
         self._cache: dict[Any, tuple[float, ModelList]] = {}
 
     def get(self, key: Any, loader: Callable[[], ModelList], refresh: bool = False) -> ModelList:
+        """The fresh cached listing (marked `cached`), else `loader()` (cached unless a fallback)."""
         now = self._clock()
         with self._lock:
             hit = self._cache.get(key)
         if hit and not refresh and now - hit[0] < self._ttl:
-            return hit[1]
+            return replace(hit[1], cached=True)
         listing = loader()
-        if listing.source not in ("builtin", "defaults", "none"):  # do not cache fallbacks
+        if listing.source not in FALLBACKS:  # do not cache fallbacks
             with self._lock:
                 self._cache[key] = (now, listing)
         return listing

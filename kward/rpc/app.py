@@ -84,7 +84,7 @@ class App:
         from kward.agent.engine import AgentEngine
 
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
-                                                           questions=self.questions, env=self.env))
+                                                           questions=self.questions, env=self.env, models=self.models))
 
     @property
     def models(self) -> "ModelService":

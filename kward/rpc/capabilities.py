@@ -35,6 +35,8 @@ LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
 IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 EVENT_REPLAY_LIMIT = 1000
+# the tools whose results carry `changedFiles` (normalized names; a test runs each)
+CHANGED_FILES_TOOLS = ("edit", "write")
 
 
 @dataclass(frozen=True)
@@ -114,8 +116,11 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
             "reasoning": {"start": False, "delta": turns_ok, "end": False},
             "modelRetry": {"supported": turns_ok, "event": "modelRetry"},
             "steering": {"supported": steer == "native", "event": "turnSteered", "mode": steer},
+            # `changedFiles` means changed-file detection for every tool, the shell included: not
+            # done (a shell command that writes a file reports none); edit and write report theirs
             "tools": {"call": turns_ok, "update": False, "result": turns_ok, "normalizedMetadata": turns_ok,
-                      "diffs": turns_ok, "changedFiles": turns_ok},
+                      "diffs": turns_ok, "changedFiles": False,
+                      "changedFilesTools": list(CHANGED_FILES_TOOLS) if turns_ok else []},
             "errors": turns_ok,
             "sessionUpdates": False,
         },

@@ -10,12 +10,12 @@ from kward.rpc.registry import Call
 
 def list_(call: Call) -> dict[str, Any]:
     app = call.app
-    return {"models": app.models.list(app.engine.selection(), refresh=call.params.bool("refresh", False))}
+    return app.models.list(app.engine.selection(), refresh=call.params.bool("refresh", False))
 
 
 def openrouter_catalog(call: Call) -> dict[str, Any]:
     app = call.app
-    return {"models": app.models.openrouter_catalog(app.engine.openrouter_provider(), app.engine.selection())}
+    return app.models.openrouter_catalog(app.engine.openrouter_provider(), app.engine.selection())
 
 
 def current(call: Call) -> dict[str, Any]:
@@ -26,13 +26,13 @@ def current(call: Call) -> dict[str, Any]:
 def set_model(call: Call) -> dict[str, Any]:
     app, p = call.app, call.params
     app.models.set_model(app.engine.selection(), p.str("model", required=True, non_empty=True), p.str("provider"))
-    return app.models.current(app.engine.selection())
+    return app.models.current(app.engine.selection(), load=True)
 
 
 def set_reasoning(call: Call) -> dict[str, Any]:
     app = call.app
     app.models.set_effort(app.engine.selection(), call.params.str("effort", required=True))
-    return app.models.current(app.engine.selection())
+    return app.models.current(app.engine.selection(), load=True)
 
 
 def update_setting(call: Call) -> dict[str, Any]:
@@ -48,6 +48,9 @@ def update_setting(call: Call) -> dict[str, Any]:
     elif setting == "defaultThinkingLevel":
         effort = app.models.set_effort(app.engine.selection(), value, param="value")
         message = f"Default thinking level set to {effort}."
+        current = app.models.current(app.engine.selection(), load=True)
+        if "effectiveReasoningEffort" in current:
+            message += f" {current['id']} uses {current['effectiveReasoningEffort']}."
     else:
         raise InvalidParams(f"Unsupported setting: {setting}; use defaultModel or defaultThinkingLevel",
                             data={"param": "settingId"})

@@ -39,13 +39,16 @@ def state(call: Call) -> dict[str, Any]:
                     "defaultProvider": None, "defaultModel": None, "defaultThinkingLevel": None,
                     "providerError": {"reason": exc.reason, "message": exc.message}})
         return out
+    model = app.models.current(selection)
     out.update({
-        "model": app.models.current(selection), "thinkingLevel": selection.reasoning_effort or "off",
+        "model": model, "thinkingLevel": model["reasoningEffort"],
         "steeringMode": "in-flight" if selection.provider.supports_steering else "one-at-a-time",
         "autoRetryEnabled": selection.key != "scripted",
         "defaultProvider": selection.label, "defaultModel": f"{selection.label}/{selection.model}",
-        "defaultThinkingLevel": selection.reasoning_effort or "off", "providerReason": selection.reason,
+        "defaultThinkingLevel": model["reasoningEffort"], "providerReason": selection.reason,
     })
+    if "effectiveReasoningEffort" in model:  # the level requests carry, when the model lacks the requested one
+        out["effectiveThinkingLevel"] = model["effectiveReasoningEffort"]
     return out
 
 
