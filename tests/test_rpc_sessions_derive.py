@@ -182,7 +182,9 @@ def test_delete_and_close_cancel_a_running_turn(start):
     # the closed session keeps its content and can be resumed
     [item] = k.listing()
     r = k.resume(item["path"])
-    assert [m["role"] for m in k.transcript(r["id"])["messages"]] == ["user"]
+    # with what the cancelled turn had streamed, marked interrupted
+    assert [(m["role"], m.get("interrupted")) for m in k.transcript(r["id"])["messages"]] == \
+        [("user", None), ("assistant", True)]
 
 
 def test_close(start):

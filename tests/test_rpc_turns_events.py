@@ -2,6 +2,7 @@
 payload, the lifecycle order, sequences, turns/status and the turns/events replay, and turns
 that fail (a provider error, an invalid script, a script that runs out of steps)."""
 
+import json
 import re
 
 from lib.turns_helpers import (check_turn_events, kward, reasoning, text, tool,  # noqa: F401
@@ -103,11 +104,12 @@ def test_a_turn_of_more_than_1000_events_replays_only_the_last_1000(kward):
 
 def test_a_provider_error_fails_the_turn_with_a_sanitized_error(kward):
     k = kward([[text("partial "), {"type": "error", "message": "upstream exploded (Bearer abcdef1234567890)",
-                                   "kind": "server", "status": 500}]])
+                                   "kind": "server", "status": 500}]], loop=True)
     s = k.session()
     turn, events = k.run(s["id"], "go")
     finished = check_turn_events(events, "failed")
-    assert [e["type"] for e in events] == ["turnQueued", "turnStarted", "assistantDelta", "error", "turnFinished"]
+    assert [e["type"] for e in events] == ["turnQueued", "turnStarted", "assistantDelta", "assistantMessage", "error",
+                                           "turnFinished"]
     error = finished["error"]
     assert error["message"].startswith("upstream exploded") and "abcdef1234567890" not in error["message"]
     assert "[REDACTED]" in error["message"]
@@ -115,10 +117,15 @@ def test_a_provider_error_fails_the_turn_with_a_sanitized_error(kward):
     status = k.request("turns/status", {"turnId": turn["id"]})
     assert status["status"] == "failed" and status["error"]["message"] == error["message"]
     assert "finishedAt" in status
-    # the user message stays; no assistant message was written for the failed call
-    assert [m["role"] for m in k.messages(s)] == ["user"]
+    # the user message stays, and so does the text streamed before the failure: marked
+    # interrupted, with the error (redacted like the error event)
+    user, partial = k.messages(s)
+    assert user == {"role": "user", "content": "go"}
+    assert partial["content"] == "partial " and partial["interrupted"] is True
+    assert partial["errorMessage"].startswith("upstream exploded") and "[REDACTED]" in partial["errorMessage"]
+    assert "abcdef1234567890" not in json.dumps(k.records(s))
     # the session goes on: the next turn plays the next model call (the same failing step
-    # here, as no assistant message was added), and is reported the same way
+    # here: the script loops), and is reported the same way
     _, again = k.run(s["id"], "again")
     check_turn_events(again, "failed")
 

@@ -87,6 +87,34 @@ def test_os_error_becomes_error_result(ctx):
     assert r.content == "Error: Permission denied: /x/y"
 
 
+def test_os_error_names_the_models_path_when_the_os_named_a_relative_one(ctx):
+    def walked(args, ctx):  # a step relative to a directory descriptor, or a temporary name
+        raise FileNotFoundError(2, "No such file or directory", ".x.txt.1234.tmp")
+
+    reg = ToolRegistry([ToolSpec("t", "d", {}, (), walked)])
+    assert reg.run("t", '{"path": "sub/x.txt"}', ctx).content == "Error: No such file or directory: sub/x.txt"
+    assert reg.run("t", "{}", ctx).content == "Error: No such file or directory: .x.txt.1234.tmp"
+
+
+def test_os_error_without_words_or_path(ctx):
+    def bare(args, ctx):
+        raise OSError("device went away")
+
+    def nothing(args, ctx):
+        raise BlockingIOError()
+
+    reg = ToolRegistry([ToolSpec("bare", "d", {}, (), bare), ToolSpec("nothing", "d", {}, (), nothing)])
+    assert reg.run("bare", "{}", ctx).content == "Error: device went away"
+    assert reg.run("nothing", '{"path": "p"}', ctx).content == "Error: BlockingIOError: p"
+
+
+def test_a_handler_returning_no_result_is_an_error_result(ctx, caplog):
+    reg = ToolRegistry([ToolSpec("none", "d", {}, (), lambda args, ctx: None)])
+    r = reg.run("none", "{}", ctx)
+    assert r.is_error and r.content == "Error: none failed: TypeError: the handler returned NoneType, not a ToolResult"
+    assert "tool none failed" in caplog.text
+
+
 def test_cancelled_before_start_raises(ctx):
     ctx.cancel.cancel()
     with pytest.raises(Canceled):

@@ -22,6 +22,7 @@ from kward.agent.prompt import build_instructions
 from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
+from kward.errors import InvalidParams
 from kward.providers.select import Selection, select_provider
 from kward.tools import ToolContext, ToolRegistry, default_registry
 
@@ -92,9 +93,13 @@ class AgentEngine:
         content: Any = turn.input
         if turn.attachments:
             content = [{"type": "text", "text": turn.input}, *turn.attachments]
-        ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
-                          cancel=turn.cancel,
-                          ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
+        try:
+            ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
+                              cancel=turn.cancel,
+                              ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
+        except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
+            raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
+                                reason="workspace_not_found", data={"path": session.workspace_root}) from None
         setup = TurnSetup(provider=selection.provider, tools=self.tools, tool_ctx=ctx,
                           instructions=build_instructions(self.paths.config_dir, session.workspace_root),
                           model=selection.model, reasoning_effort=self.models.request_effort(selection, turn.cancel),

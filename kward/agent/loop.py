@@ -7,10 +7,18 @@ lock of its own: the caller guarantees one turn per session at a time.
 Persistence rule: every message and `tool_execution_end` record is appended to the
 session (one whole line, written before `append_*` returns) *before* the event that
 reports it is emitted, so a client never sees what the file does not hold.
+
+Interrupted answers: when a model call is cancelled or fails after it streamed text or
+reasoning, what the client was shown is kept as an assistant message marked
+``"interrupted": true`` (a failure adds its ``errorMessage``; no tool calls, no usage),
+reported by `assistantMessage` like any other, then the turn ends canceled or failed.
+The next request sends its text as ordinary assistant content. A call that streamed
+nothing leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -19,8 +27,11 @@ from kward.agent import payloads
 from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
 from kward.providers.base import ModelRequest, ModelResponse, Provider, RetryInfo
+from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
 from kward.tools import CANCELLED, ToolContext, ToolRegistry, ToolResult
+
+log = logging.getLogger(__name__)
 
 Emit = Callable[[str, dict[str, Any]], None]
 DEFAULT_MAX_STEPS = 50
@@ -75,17 +86,25 @@ def now_iso() -> str:
 
 
 class _Sink:
-    """Forwards streaming progress as events (on the turn's thread)."""
+    """Forwards streaming progress as events and keeps the text and reasoning shown so far
+    by the current model call (`start_call` forgets them). Used on the turn's thread only."""
 
     def __init__(self, emit: Emit):
         self._emit = emit
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+
+    def start_call(self) -> None:
+        self.text, self.reasoning = [], []
 
     def text_delta(self, delta: str) -> None:
         if delta:
+            self.text.append(delta)
             self._emit("assistantDelta", {"delta": delta})
 
     def reasoning_delta(self, delta: str) -> None:
         if delta:
+            self.reasoning.append(delta)
             self._emit("reasoningDelta", {"delta": delta})
 
     def retry(self, info: RetryInfo) -> None:
@@ -106,7 +125,12 @@ def run_agent(session: SessionPort, user_message: dict[str, Any], setup: TurnSet
         request = ModelRequest(instructions=setup.instructions, messages=session.entry_messages(), tools=schemas,
                                model=setup.model, reasoning_effort=setup.reasoning_effort, headers=setup.headers,
                                session_id=setup.session_key, steering=setup.steering)
-        response = setup.provider.complete(request, sink, setup.cancel)
+        sink.start_call()
+        try:
+            response = setup.provider.complete(request, sink, setup.cancel)
+        except Exception as exc:  # Canceled, ProviderError, or a provider bug
+            _keep_interrupted(session, sink, setup, exc)
+            raise
         message = assistant_message(response)
         session.append_message(message)
         setup.emit("assistantMessage", {"message": message})
@@ -134,6 +158,35 @@ def assistant_message(response: ModelResponse) -> dict[str, Any]:
     message["model"] = response.model
     message.update(response.message_extras or {})
     return message
+
+
+def interrupted_message(text: str, reasoning: str, provider: str, model: str,
+                        error: str | None = None) -> dict[str, Any]:
+    """The assistant message that keeps what an interrupted model call streamed."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reasoning:
+        message["reasoning_summary"] = reasoning
+    message.update({"provider": provider, "model": model, "interrupted": True})
+    if error:
+        message["errorMessage"] = error
+    return message
+
+
+def _keep_interrupted(session: SessionPort, sink: _Sink, setup: TurnSetup, exc: Exception) -> None:
+    """Persist (then report) what the interrupted call streamed; nothing when it streamed
+    nothing. A failure to persist is logged: the turn still ends with `exc`."""
+    if not sink.text and not sink.reasoning:
+        return
+    error = None
+    if not isinstance(exc, Canceled) and not setup.cancel.cancelled:  # a failure, not the user's stop
+        error = redact_text(exc.message if isinstance(exc, KwardError) else f"Internal error: {type(exc).__name__}")
+    message = interrupted_message("".join(sink.text), "".join(sink.reasoning), setup.provider.name, setup.model, error)
+    try:
+        session.append_message(message)
+    except Exception:
+        log.exception("could not keep the interrupted answer of the turn")
+        return
+    setup.emit("assistantMessage", {"message": message})
 
 
 def _run_tools(session: SessionPort, calls: list[dict[str, Any]], setup: TurnSetup) -> None:

@@ -4,7 +4,9 @@ Messages are the session's v1 conversation records (see
 `../shared/reference/original-behavior.md` section 4): user `{role, content}`, assistant
 `{role, content, reasoning_summary?, tool_calls?[{id, type:"function", function:{name,
 arguments}}], usage?, provider, model}`, tool `{role:"tool", tool_call_id, name, content}`,
-and `{role:"compactionSummary", summary, ...}`. Each provider converts them to its wire
+and `{role:"compactionSummary", summary, ...}`. An assistant message may also be the kept
+partial answer of a cancelled or failed call (`interrupted: true`, `errorMessage?`, never
+tool calls); it is sent like any other. Each provider converts them to its wire
 format. Providers know nothing of JSON-RPC; they report progress through a `StreamSink`.
 
 Thread contract: `Provider.complete` runs on a turn's worker thread and blocks until the

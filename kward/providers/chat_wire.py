@@ -7,6 +7,8 @@ OpenRouter), mid-stream error chunks, and `[DONE]`.
 
 Tool calls without a stored result (kward was stopped between the two) get the result
 `wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).
+An interrupted answer (`interrupted: true`: what a cancelled or failed call had streamed)
+goes out as ordinary assistant text; its marker, error and reasoning summary are not sent.
 
 Reasoning continuity: OpenRouter's `reasoning_details` are merged per item and returned
 in `ModelResponse.message_extras["reasoning_details"]`; when stored on the assistant

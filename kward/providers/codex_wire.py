@@ -6,6 +6,8 @@ SSE events of one response into sink deltas and a `ModelResponse`.
 
 Tool calls without a stored result (kward was stopped between the two) get the result
 `wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).
+An interrupted answer (`interrupted: true`: what a cancelled or failed call had streamed)
+goes out as ordinary assistant text; its marker, error and reasoning summary are not sent.
 
 Replay of reasoning: the assembler returns the completed reasoning items (with
 `encrypted_content`, without `id`) in `ModelResponse.message_extras["reasoning_items"]`;

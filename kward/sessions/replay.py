@@ -46,7 +46,7 @@ def resolve_read_path(workspace_root: str, path: str) -> str | None:
     when it no longer exists or lies outside the workspace."""
     try:
         return resolve_existing(Path(workspace_root), path)
-    except InvalidParams:  # ToolError (gone, NUL byte) or PathNotAllowed
+    except (InvalidParams, OSError):  # ToolError (gone, NUL byte), PathNotAllowed; OSError: vanished meanwhile
         return None
 
 

@@ -171,8 +171,8 @@ class OpenSession:
         start, end = self._file.append(record)
         if start > self._offset:  # another process appended since our last look
             self._catch_up(start)
+        self._offset = end  # before applying: if that fails, the line is never read back and applied twice
         apply()
-        self._offset = end
 
     # --- other processes -------------------------------------------------------------
 

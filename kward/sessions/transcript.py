@@ -115,6 +115,8 @@ def _assistant(message: dict[str, Any], calls: dict[str, dict[str, Any]]) -> dic
     error = message.get("errorMessage", message.get("error_message"))
     if isinstance(error, str) and error:
         result["errorMessage"] = error
+    if message.get("interrupted") is True:  # a cancelled or failed model call's partial answer
+        result["interrupted"] = True
     return result
 
 

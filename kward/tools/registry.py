@@ -3,8 +3,12 @@ model's tool call.
 
 `ToolRegistry.run` never raises for tool-level problems: an unknown tool answers
 ``Unknown tool: <name>`` (is_error true), bad JSON or mistyped arguments answer
-``Error: ...``, an unexpected exception is logged with its traceback and answered
-``Error: <tool> failed: <ExceptionClass>: <message>``. The one exception it lets through is
+``Error: ...``, an OS error anywhere in a tool (a path that vanished or was swapped while
+the tool ran, a full disk, a name too long) answers ``Error: <the OS's words>: <path>``
+(`os_error_text`), and any other unexpected exception (or a handler that returns no
+`ToolResult`) is logged with its traceback and answered
+``Error: <tool> failed: <ExceptionClass>: <message>``. So a failing tool never fails the
+turn: the model gets the error as the call's result. The one exception it lets through is
 `kward.errors.Canceled`: raised when `ctx.cancel` was already cancelled before the tool
 started, or when a long tool (shell, search, question) was interrupted by it. The agent
 records whatever it wants (e.g. `base.CANCELLED`) for that call and ends the turn.
@@ -16,6 +20,7 @@ thread; `run` executes on the caller's (the turn's worker) thread.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Iterable
 
 from kward.errors import Canceled, InvalidParams
@@ -39,6 +44,18 @@ def decode_arguments(name: str, arguments: str | dict[str, Any] | None) -> dict[
         if exc.invalid_json:
             raise InvalidParams(f"invalid JSON arguments for {name}: {exc}") from None
         raise InvalidParams(f"arguments for {name} must be a JSON object") from None
+
+
+def os_error_text(exc: OSError, given_path: Any = None) -> str:
+    """``<OS words>: <path>``: the OS's own message and the file it concerns. The path is
+    the absolute name the failing call used; a relative one (a step relative to a
+    directory descriptor, a temporary name) means nothing to the model, so the path the
+    model gave stands in for it when there is one."""
+    words = exc.strerror or str(exc) or type(exc).__name__
+    name = os.fsdecode(exc.filename) if isinstance(exc.filename, (str, bytes)) else None
+    if not (name and os.path.isabs(name)) and isinstance(given_path, str) and given_path:
+        name = given_path
+    return f"{words}: {name}" if name else words
 
 
 class ToolRegistry:
@@ -65,19 +82,21 @@ class ToolRegistry:
         if spec is None or (spec.needs_ui and ctx.ask_user is None):
             return ToolResult(content=f"Unknown tool: {name}", is_error=True)
         ctx.cancel.raise_if_cancelled()
+        args = Args({})
         try:
             args = Args(decode_arguments(name, arguments))
             result = spec.handler(args, ctx)
+            if not isinstance(result, ToolResult):
+                raise TypeError(f"the handler returned {type(result).__name__}, not a ToolResult")
         except Canceled:
             log.debug("tool %s cancelled", name)
             raise
         except InvalidParams as exc:  # ToolError, PathNotAllowed, QuestionError
             result = ToolResult.error(exc.message)
         except OSError as exc:
-            detail = exc.strerror or str(exc)
-            where = f": {exc.filename}" if exc.filename else ""
-            log.info("tool %s: %s%s", name, detail, where)
-            result = ToolResult.error(f"{detail}{where}")
+            text = os_error_text(exc, args.data.get("path"))
+            log.info("tool %s: %s", name, text)
+            result = ToolResult.error(text)
         except Exception as exc:  # a bug: keep the turn alive, keep the traceback in the log
             log.exception("tool %s failed", name)
             result = ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
