@@ -20,6 +20,7 @@ from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
 from kward.providers.select import Selection, select_provider
+from kward.secrets import KnownSecrets
 from kward.tools import ToolContext, ToolRegistry, default_registry
 
 NAME_CHARS = 120
@@ -40,12 +41,14 @@ def compact_name(text: str) -> str:
 
 class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
-                 env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None):
+                 env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
+                 secrets: KnownSecrets | None = None):
         self.paths = paths
         self.config = config
         self.questions = questions
         self.env = env
         self.tools = tools or default_registry()
+        self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
         self._lock = threading.Lock()
         self._key: Any = None
         self._selection: Selection | None = None
@@ -88,7 +91,7 @@ class AgentEngine:
         if turn.attachments:
             content = [{"type": "text", "text": turn.input}, *turn.attachments]
         ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
-                          cancel=turn.cancel,
+                          cancel=turn.cancel, scrub=self.secrets.scrub_output,
                           ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
         setup = TurnSetup(provider=selection.provider, tools=self.tools, tool_ctx=ctx,
                           instructions=build_instructions(self.paths.config_dir, session.workspace_root),
