@@ -132,6 +132,7 @@ class KnownSecrets:
         self._ttl = ttl
         self._lock = threading.RLock()  # reentrant: a log record written during a refresh refreshes too
         self._known: set[str] = set()
+        self._config_key: tuple[int, int, int] | None = None
         self._auth_key: tuple[int, int, int] | None = None
         self._checked = float("-inf")
         self._snapshot = Snapshot()
@@ -143,14 +144,17 @@ class KnownSecrets:
         return self._snapshot
 
     def refresh(self) -> Snapshot:
-        """Check every source now (a stat of config.json and auth.json; a file is read only
-        when it changed)."""
+        """Check every source now: the environment, and a stat of config.json and
+        auth.json (a file is read only when its stat changed)."""
         with self._lock:
             found = {v for k, v in self._env.items() if is_credential_variable(k) and isinstance(v, str)}
-            try:
-                found.update(secret_strings(self._config.load()))
-            except (ConfigError, OSError, RecursionError):
-                pass  # an unreadable config holds no key kward can use; earlier values stay known
+            key = _stat_key(self._config.path)
+            if key != self._config_key:
+                self._config_key = key
+                try:
+                    found.update(secret_strings(self._config.load()))
+                except (ConfigError, OSError, RecursionError):
+                    pass  # an unreadable config holds no key kward can use; earlier values stay known
             key = _stat_key(self._auth_file)
             if key != self._auth_key:
                 self._auth_key = key
