@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from kward.fsutil import FILE_MODE, ensure_private_dir
 from kward.redact import redact_text
@@ -26,10 +27,16 @@ _FORMAT = "%(asctime)s %(process)d %(threadName)s %(levelname)s %(name)s: %(mess
 
 
 class RedactingFormatter(logging.Formatter):
-    """Formats the record (traceback included), then masks secrets in the whole text."""
+    """Formats the record (traceback included), then masks secrets in the whole text: the
+    patterns of `redact_text`, and the exact values of `secrets` (a `kward.secrets.KnownSecrets`)."""
+
+    def __init__(self, fmt: str, secrets: Any = None):
+        super().__init__(fmt)
+        self._secrets = secrets
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact_text(super().format(record))
+        text = redact_text(super().format(record))
+        return self._secrets.snapshot().scrub(text) if self._secrets is not None else text
 
 
 class PrivateRotatingFileHandler(logging.FileHandler):
@@ -111,17 +118,18 @@ class StrayOutput:
         raise OSError("stdout is reserved for protocol frames")
 
 
-def configure(logs_dir: Path, level: str | None, *, rpc_mode: bool) -> None:
+def configure(logs_dir: Path, level: str | None, *, rpc_mode: bool, secrets: Any = None) -> None:
     """Install the file handler (and a stderr handler where allowed) on the `kward` logger
-    and on Python's warnings. In rpc mode a failing handler never prints to stderr."""
+    and on Python's warnings. In rpc mode a failing handler never prints to stderr.
+    `secrets` (a `kward.secrets.KnownSecrets`) are scrubbed from every record."""
     effective = getattr(logging, level) if level else logging.WARNING
-    formatter = RedactingFormatter(_FORMAT)
+    formatter = RedactingFormatter(_FORMAT, secrets)
     file_handler = PrivateRotatingFileHandler(logs_dir / "kward.log")
     file_handler.setFormatter(formatter)
     handlers: list[logging.Handler] = [file_handler]
     if not rpc_mode or (level is not None and effective < logging.WARNING):
         stderr = logging.StreamHandler(sys.stderr)
-        stderr.setFormatter(RedactingFormatter("kward: %(levelname)s %(name)s: %(message)s"))
+        stderr.setFormatter(RedactingFormatter("kward: %(levelname)s %(name)s: %(message)s", secrets))
         handlers.append(stderr)
     if rpc_mode:
         logging.raiseExceptions = False

@@ -1,13 +1,18 @@
-"""One redaction function for every result, notification, error and log line.
+"""The pattern and key rules of redaction, for structured data, errors and log lines.
 
-Rules (DESIGN.md, "Where we deliberately differ from the original"):
+Where they apply (docs/protocol.md "Redaction"): config, error responses and error data,
+results and notifications that carry no conversation content, and logs. Conversation
+content (user input, assistant text, tool args and results, diffs, transcripts, fork
+text, exports) never goes through here: it is only scrubbed of the exact credential
+values kward holds (`kward.secrets`).
 
 - A value under a secret-looking key (token, secret, api key, authorization, password,
   credential) is replaced by ``[REDACTED]`` when it is a non-empty string; containers under
   such a key are walked with every string leaf redacted. Numbers, booleans and None are
   never redacted, so token counts and "is a key configured" flags stay readable.
-- Inside any string, ``Bearer <x>``, ``sk-...`` keys, ``access_token=...``-style query
-  parameters and ``"api_key": "..."``-style JSON fragments are masked.
+- Inside any string, ``Bearer <x>``, ``sk-...`` keys, JWT-shaped tokens,
+  ``access_token=...``-style query parameters and ``"api_key": "..."``-style JSON fragments
+  are masked.
 
 Pure functions, safe from any thread.
 """
@@ -34,7 +39,10 @@ _JSON_SECRET = re.compile(
     r"(?i)(\"[A-Za-z0-9_\-]*(?:token|secret|api[_-]?key|authorization|password|credential)[A-Za-z0-9_\-]*\""
     r"\s*:\s*\")(?!\[REDACTED\])((?:[^\"\\]|\\.)+)(\")"
 )
-_QUICK = re.compile(r"(?i)bearer|sk-|=|\"")
+#: A JWT: three base64url segments, the first (the header, `{"...`) starting `eyJ`; the
+#: signature may be empty (an unsigned token).
+JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+_QUICK = re.compile(r"(?i)bearer|sk-|=|\"|eyJ")
 
 
 @lru_cache(maxsize=4096)
@@ -47,11 +55,12 @@ _MIN_SECRET_LEN = 9  # the shortest text any pattern above can match ("api_key=x
 
 
 def redact_text(text: str) -> str:
-    """Mask secrets embedded in free text (error bodies, log lines, tool output)."""
+    """Mask secrets embedded in free text (error messages, log lines)."""
     if len(text) < _MIN_SECRET_LEN or not _QUICK.search(text):
         return text
     text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
     text = _SK_KEY.sub(REDACTED, text)
+    text = JWT.sub(REDACTED, text)
     text = _QUERY_SECRET.sub(lambda m: m.group(1) + "=" + REDACTED, text)
     return _JSON_SECRET.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
 

@@ -24,6 +24,7 @@ from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams
 from kward.providers.select import Selection, select_provider
+from kward.secrets import KnownSecrets
 from kward.tools import ToolContext, ToolRegistry, default_registry
 
 NAME_CHARS = 120
@@ -45,13 +46,14 @@ def compact_name(text: str) -> str:
 class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
-                 models: ModelService | None = None):
+                 models: ModelService | None = None, secrets: KnownSecrets | None = None):
         self.paths = paths
         self.config = config
         self.models = models or ModelService(config)
         self.questions = questions
         self.env = env
         self.tools = tools or default_registry()
+        self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
         self._lock = threading.Lock()
         self._key: Any = None
         self._selection: Selection | None = None
@@ -95,7 +97,7 @@ class AgentEngine:
             content = [{"type": "text", "text": turn.input}, *turn.attachments]
         try:
             ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
-                              cancel=turn.cancel,
+                              cancel=turn.cancel, scrub=self.secrets.scrub_output,
                               ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",

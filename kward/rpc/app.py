@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.models import ModelService
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import TurnManager
+    from kward.secrets import KnownSecrets
     from kward.sessions.manager import SessionManager
 
 
@@ -47,10 +48,17 @@ class App:
     submit: Callable[[Callable[[], None]], bool]  # run a job on the worker pool
     make_room: Callable[[], None]  # block while the client is behind (never on the dispatcher)
     env: Any = field(default_factory=lambda: os.environ)  # the process environment (tests may pass another)
+    secrets: "KnownSecrets | None" = None  # built from env, config and paths when not given
     client: ClientState = field(default_factory=ClientState)
     started_at: float = field(default_factory=time.monotonic)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _services: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.secrets is None:
+            from kward.secrets import KnownSecrets
+
+            self.secrets = KnownSecrets(self.env, self.config, self.paths.auth_file)
 
     # --- core services, built on first use (any thread) -----------------------------
 
@@ -84,7 +92,8 @@ class App:
         from kward.agent.engine import AgentEngine
 
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
-                                                           questions=self.questions, env=self.env, models=self.models))
+                                                           questions=self.questions, env=self.env,
+                                                           secrets=self.secrets, models=self.models))
 
     @property
     def models(self) -> "ModelService":

@@ -17,6 +17,7 @@ from pathlib import Path
 from kward import diagnostics
 from kward.config import ConfigStore, resolve_paths, resolve_settings
 from kward.errors import ConfigError
+from kward.secrets import KnownSecrets
 
 USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
 
@@ -50,12 +51,14 @@ def run(argv: list[str]) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"kward rpc: {exc.message}\n")
         return 2
-    diagnostics.configure(paths.logs_dir, settings.log_level, rpc_mode=True)
+    secrets = KnownSecrets(os.environ, config, paths.auth_file)
+    diagnostics.configure(paths.logs_dir, settings.log_level, rpc_mode=True, secrets=secrets)
     stdin, stdout = _claim_stdio()
 
     from kward.rpc.server import RpcServer
 
-    server = RpcServer(stdin, stdout, paths=paths, config=config, settings=settings, launch_cwd=Path(os.path.realpath(os.getcwd())))
+    server = RpcServer(stdin, stdout, paths=paths, config=config, settings=settings,
+                       launch_cwd=Path(os.path.realpath(os.getcwd())), secrets=secrets)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: server.stop_now())
     return server.serve()

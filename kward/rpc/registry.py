@@ -7,6 +7,9 @@ start-up cost does not grow with the number of methods. A handler is
 thread: they may do brief local work (a stat, an flock that is not contended, one appended
 line) but never wait for the network, the client or another turn; anything longer is
 `slow=True` and runs on the worker pool.
+
+`redaction` says how the result is redacted (`kward.rpc.redaction`): in full unless the
+method is marked as returning conversation content; errors are always redacted in full.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from kward.rpc.params import Params
+from kward.rpc.redaction import CONTENT, EVENTS, FULL
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.app import App
@@ -25,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class Method:
     target: str  # "module:function" inside kward.rpc.methods
     slow: bool = False
+    redaction: str = FULL  # CONTENT: the result is conversation (names, messages, transcripts)
 
 
 METHODS: dict[str, Method] = {
@@ -39,22 +44,22 @@ METHODS: dict[str, Method] = {
     "config/read": Method("config:read"),
     "config/update": Method("config:update", slow=True),
     # sessions (methods/sessions.py)
-    "sessions/create": Method("sessions:create", slow=True),
-    "sessions/resume": Method("sessions:resume", slow=True),
-    "sessions/list": Method("sessions:list_", slow=True),
-    "sessions/rename": Method("sessions:rename"),
-    "sessions/clone": Method("sessions:clone", slow=True),
-    "sessions/forkMessages": Method("sessions:fork_messages", slow=True),
-    "sessions/fork": Method("sessions:fork", slow=True),
-    "sessions/export": Method("sessions:export", slow=True),
+    "sessions/create": Method("sessions:create", slow=True, redaction=CONTENT),
+    "sessions/resume": Method("sessions:resume", slow=True, redaction=CONTENT),
+    "sessions/list": Method("sessions:list_", slow=True, redaction=CONTENT),
+    "sessions/rename": Method("sessions:rename", redaction=CONTENT),
+    "sessions/clone": Method("sessions:clone", slow=True, redaction=CONTENT),
+    "sessions/forkMessages": Method("sessions:fork_messages", slow=True, redaction=CONTENT),
+    "sessions/fork": Method("sessions:fork", slow=True, redaction=CONTENT),
+    "sessions/export": Method("sessions:export", slow=True, redaction=CONTENT),
     "sessions/delete": Method("sessions:delete", slow=True),
     "sessions/close": Method("sessions:close", slow=True),
-    "sessions/transcript": Method("sessions:transcript", slow=True),
+    "sessions/transcript": Method("sessions:transcript", slow=True, redaction=CONTENT),
     # turns (methods/turns.py)
     "turns/start": Method("turns:start"),
     "turns/cancel": Method("turns:cancel"),
     "turns/status": Method("turns:status"),
-    "turns/events": Method("turns:events"),
+    "turns/events": Method("turns:events", redaction=EVENTS),
     "ui/answerQuestion": Method("ui:answer_question"),
     # tools and runtime (methods/tools.py, methods/runtime.py)
     "tools/list": Method("tools:list_"),

@@ -9,9 +9,10 @@ Threads (DESIGN.md "Runtime shape"):
 - the writer thread is the only one that writes stdout;
 - workers run slow requests and turns.
 
-Every outgoing message is redacted and encoded on the producing thread, then queued on the
-outbox. `serve()` returns 0 after `shutdown`, end of input or a stop signal, with running
-work cancelled, queued output flushed and every thread joined (within about 2 s).
+Every outgoing message is redacted (`_send`; docs/protocol.md "Redaction") and encoded on
+the producing thread, then queued on the outbox. `serve()` returns 0 after `shutdown`, end
+of input or a stop signal, with running work cancelled, queued output flushed and every
+thread joined (within about 2 s).
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ import queue
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kward.config import ConfigStore, Paths, Settings
 from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError
-from kward.redact import redact
-from kward.rpc import protocol
+from kward.rpc import protocol, redaction
 from kward.rpc.app import App
 from kward.rpc.framing import FrameFault, encode_frame
 from kward.rpc.params import Params
 from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import METHODS, Call, Unredacted, handler_for
 from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.secrets import KnownSecrets
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +46,14 @@ _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a g
 
 class RpcServer:
     def __init__(self, stdin: BinaryIO, stdout: BinaryIO, *, paths: Paths, config: ConfigStore,
-                 settings: Settings, launch_cwd: Path):
+                 settings: Settings, launch_cwd: Path, secrets: "KnownSecrets | None" = None):
         self.transport = Transport(stdin, stdout, max_frame_bytes=settings.max_frame_bytes,
                                    on_writer_failed=lambda: self.transport.inbox.put_control(WRITER_FAILED))
         self.pool = WorkerPool(settings.rpc_workers)
         self.app = App(paths=paths, config=config, settings=settings, launch_cwd=launch_cwd,
                        send_notification=self._send_notification, request_stop=self._stop_after_response,
                        is_overloaded=lambda: self.transport.outbox.overloaded, submit=self.pool.submit,
-                       make_room=self.transport.outbox.wait_for_room)
+                       make_room=self.transport.outbox.wait_for_room, secrets=secrets)
         self._inflight = 0
         self._inflight_cond = threading.Condition()
         self._stop_requested = False
@@ -64,13 +67,24 @@ class RpcServer:
     def _stop_after_response(self) -> None:
         self._stop_requested = True
 
-    def _send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True) -> None:
-        if not raw:
-            message = redact(message)
-        self.transport.outbox.put(encode_frame(protocol.encode(message)), urgent=urgent, wait=wait)
+    def _send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
+              policy: str = redaction.FULL) -> None:
+        """Redact, encode and queue one message. The rules of `policy` apply (an error
+        response is always redacted in full), then every known secret value is replaced in
+        whatever is left. `raw` (`config/read` with `redacted: false`) skips both."""
+        if raw:
+            data = protocol.encode(message)
+        else:
+            message = redaction.apply(policy, message)
+            data = protocol.encode(message)
+            secrets = self.app.secrets.snapshot()
+            if secrets.found_in(data):  # rare: walk the message, so no JSON escape is cut
+                data = protocol.encode(secrets.scrub_value(message))
+        self.transport.outbox.put(encode_frame(data), urgent=urgent, wait=wait)
 
     def _send_notification(self, method: str, params: Any, wait: bool = True) -> None:
-        self._send(protocol.notification(method, params), urgent=False, wait=wait)
+        self._send(protocol.notification(method, params), urgent=False, wait=wait,
+                   policy=redaction.NOTIFICATIONS.get(method, redaction.FULL))
 
     # --- the dispatcher -------------------------------------------------------------
 
@@ -154,7 +168,8 @@ class RpcServer:
             return
         raw = isinstance(result, Unredacted)
         try:
-            self._send(protocol.response(call.id, result.value if raw else result), urgent=True, raw=raw)
+            self._send(protocol.response(call.id, result.value if raw else result), urgent=True, raw=raw,
+                       policy=METHODS[method].redaction)
         except Exception as exc:  # the result could not be encoded: still answer the request
             log.exception("encoding the result of %s failed", method)
             self._send(protocol.error_response(call.id, InternalError(

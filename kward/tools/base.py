@@ -10,7 +10,7 @@ needs no lock). `ToolResult` is an immutable value handed back to the agent loop
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -50,6 +50,8 @@ class ToolContext:
       `ask_user_question` is neither advertised nor runnable).
     - `env`: extra environment variables for `run_shell_command`, merged over os.environ
       without kward's own credential variables (see `process.child_environment`).
+    - `scrub`: applied by the registry to every result's text (kward's own credentials out
+      of tool output: `kward.secrets.KnownSecrets.scrub_output`), or None.
 
     Construction raises `FileNotFoundError` when the workspace root does not exist.
     """
@@ -59,6 +61,7 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     ask_user: AskUser | None = None
     env: dict[str, str] = field(default_factory=dict)
+    scrub: Callable[[str], str] | None = None
 
     def __post_init__(self) -> None:
         self.workspace_root = Path(self.workspace_root).resolve(strict=True)
@@ -89,6 +92,13 @@ class ToolResult:
     def error(cls, message: str) -> "ToolResult":
         """``Error: <message>``."""
         return cls(content=f"Error: {message}", is_error=True)
+
+    def scrubbed(self, scrub: Callable[[str], str] | None) -> "ToolResult":
+        """This result with `scrub` applied to the text the model and the client see."""
+        if scrub is None:
+            return self
+        diff = None if self.diff is None else scrub(self.diff)
+        return replace(self, content=scrub(self.content), diff=diff)
 
     def to_payload(self) -> dict[str, Any]:
         """The RPC `toolResult.result` object: content, isError, images, diff?, changedFiles?."""

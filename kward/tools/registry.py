@@ -101,7 +101,7 @@ class ToolRegistry:
             log.exception("tool %s failed", name)
             result = ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
         log.debug("tool %s -> %s (%d chars)", name, "error" if result.is_error else "ok", len(result.content))
-        return result
+        return result.scrubbed(ctx.scrub)
 
 
 _default: ToolRegistry | None = None
