@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from kward.errors import ConfigError, InvalidParams
+from kward import jsonshape, rules
+from kward.errors import ConfigError, FilesystemError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
 
 EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")  # max: the model's highest level
-PROVIDERS = ("codex", "openrouter", "openai-compatible", "scripted")
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 DEFAULT_WORKERS = 32
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -97,10 +96,16 @@ def _choice(options: tuple[str, ...]) -> Check:
     return check
 
 
-def _url(v: Any) -> str | None:
-    if not isinstance(v, str) or not v.startswith(("http://", "https://")):
-        return "must be an http:// or https:// URL"
-    return None
+def _rule(rule: rules.Rule) -> Check:
+    """A schema check from the rule the environment variable shares."""
+    def check(v: Any) -> str | None:
+        try:
+            rule.normalize(v)
+        except rules.Invalid as exc:
+            return str(exc)
+        return None
+
+    return check
 
 
 def _bool(v: Any) -> str | None:
@@ -108,19 +113,7 @@ def _bool(v: Any) -> str | None:
 
 
 def _int_range(lo: int, hi: int) -> Check:
-    def check(v: Any) -> str | None:
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            return f"must be an integer from {lo} to {hi}"
-        return None
-
-    return check
-
-
-def _delays(v: Any) -> str | None:
-    ok = isinstance(v, list) and len(v) <= 20 and all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 3600 for x in v
-    )
-    return None if ok else "must be a list of at most 20 numbers of seconds (0 to 3600)"
+    return _rule(rules.integer(lo, hi))
 
 
 def _obj(fields: dict[str, Check]) -> Check:
@@ -139,7 +132,7 @@ def _obj(fields: dict[str, Check]) -> Check:
 
 _EFFORT = _choice(EFFORTS)
 SCHEMA: dict[str, Check] = {
-    "provider": _choice(PROVIDERS),
+    "provider": _rule(rules.PROVIDER),
     "model": _str,
     "openai_model": _str,
     "openrouter_model": _str,
@@ -152,19 +145,18 @@ SCHEMA: dict[str, Check] = {
     "openrouter_api_key": _str,
     "openai_compat_api_key": _str,
     "openai_oauth_client_id": _str,
-    "codex_base_url": _url,
-    "openrouter_base_url": _url,
-    "openai_compat_base_url": _url,
-    "openai_auth_issuer": _url,
-    "retry_delays": _delays,
-    "stream_idle_timeout": lambda v: None if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.05 <= v <= 3600
-    else "must be a number of seconds from 0.05 to 3600",
+    "codex_base_url": _rule(rules.URL),
+    "openrouter_base_url": _rule(rules.URL),
+    "openai_compat_base_url": _rule(rules.URL),
+    "openai_auth_issuer": _rule(rules.URL),
+    "retry_delays": _rule(rules.RETRY_DELAYS),
+    "stream_idle_timeout": _rule(rules.IDLE_TIMEOUT),
     "scripted_script": _str,
-    "log_level": _choice(LOG_LEVELS),
+    "log_level": _rule(rules.LOG_LEVEL),
     "rpc": _obj({
-        "workers": _int_range(1, 1024),
-        "max_frame_bytes": _int_range(1024, 1 << 34),
-        "max_input_chars": _int_range(1, 1 << 30),
+        "workers": _rule(rules.WORKERS),
+        "max_frame_bytes": _rule(rules.MAX_FRAME_BYTES),
+        "max_input_chars": _rule(rules.MAX_INPUT_CHARS),
     }),
     "logging": _obj({k: _bool for k in ("enabled", "tokens", "performance", "tools", "errors")}),
     "memory": _obj({"enabled": _bool, "auto_summary": _bool}),
@@ -179,9 +171,20 @@ SCHEMA: dict[str, Check] = {
 }
 
 
+def _shape_problem(values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key path, problem) when `values` (a config document, level 1) is nested more than
+    `jsonshape.MAX_DEPTH` levels deep or holds an unpaired surrogate."""
+    problem = jsonshape.find_problem(dict(values))
+    return None if problem is None else (jsonshape.format_path(problem[0]), problem[1])
+
+
 def validate_values(values: Mapping[str, Any]) -> None:
-    """Raise InvalidParams (reason invalid_config) naming the first known key whose value
-    has the wrong type."""
+    """Raise InvalidParams (reason invalid_config) naming the first key whose value is too
+    deep or not valid Unicode, or the first known key whose value has the wrong type."""
+    shape = _shape_problem(values)
+    if shape is not None:
+        raise InvalidParams(f"Invalid config value for {shape[0]}: {shape[1]}", reason="invalid_config",
+                            data={"key": shape[0]})
     for key, value in values.items():
         check = SCHEMA.get(key)
         if check is not None and value is not None:
@@ -209,7 +212,8 @@ class ConfigStore:
         return self.paths.config_file
 
     def load(self) -> dict[str, Any]:
-        """The current config (a fresh copy). Missing file = {}; invalid = ConfigError."""
+        """The current config (a fresh copy). Missing file = {}; invalid = ConfigError;
+        unreadable = FilesystemError (permission denied, a part of the path is a file, ...)."""
         with self._lock:
             return json.loads(json.dumps(self._load_locked()))
 
@@ -217,30 +221,35 @@ class ConfigStore:
         path = self.paths.config_file
         try:
             st = os.stat(path)
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            if key == self._cache_key:
+                return self._cache
+            raw = path.read_bytes()
         except FileNotFoundError:
             self._cache_key, self._cache = None, {}
             return self._cache
-        except OSError as exc:
-            raise ConfigError(f"Cannot read Kward config: {path}: {exc.strerror}", data={"path": str(path)})
-        key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        if key == self._cache_key:
-            return self._cache
+        except OSError as exc:  # permission denied, a part of the path that is a file, ...
+            raise FilesystemError.from_os_error(exc) from None
         try:
-            raw = path.read_bytes()
             data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             detail = f" ({exc.msg} at line {exc.lineno} column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
             raise ConfigError(f"Invalid Kward config JSON: {path}{detail}", data={"path": str(path)}) from None
         if not isinstance(data, dict):
             raise ConfigError(f"Invalid Kward config JSON: {path} (the top level must be an object)",
                               data={"path": str(path)})
+        shape = _shape_problem(data)
+        if shape is not None:
+            raise ConfigError(f"Invalid Kward config: {path}: {shape[0]} {shape[1]}",
+                              data={"path": str(path), "key": shape[0]})
         self._cache_key, self._cache = key, data
         return data
 
     def update(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Merge `values` into config.json (a None value removes the key); return the result.
 
-        Known keys are type-checked first; on any error nothing is written.
+        Values are checked first (nesting depth, valid Unicode, the types of known keys);
+        on any error nothing is written.
         """
         validate_values(values)
         path = self.paths.config_file
@@ -269,23 +278,12 @@ class Settings:
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
 
 
-def _env_int(env: Mapping[str, str], name: str, lo: int, hi: int) -> int | None:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
-    if not lo <= value <= hi:
-        raise ConfigError(f"{name} must be from {lo} to {hi}, got {value}")
-    return value
-
-
 def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Settings:
-    """Combine env and config into Settings. A bad environment value raises ConfigError
-    (the user just set it); a bad config.json value is ignored with a warning, so a
-    hand-edited file never stops the server."""
+    """Combine env and config into Settings. Every environment variable kward checks
+    (`rules.ENV`, the providers' ones included) is checked here, once at start: a bad
+    value raises ConfigError naming it (the user just set it). A bad config.json value is
+    ignored with a warning, so a hand-edited file never stops the server."""
+    rules.check_environment(env)
     warnings: list[str] = []
 
     def checked(key: str, value: Any) -> Any:
@@ -296,20 +294,13 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         return value
 
     rpc = checked("rpc", config.get("rpc")) or {}
-    level = env.get("KWARD_LOG_LEVEL")
-    if level:
-        level = level.upper()
-        if level not in LOG_LEVELS:
-            raise ConfigError(f"KWARD_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
-    else:
-        level = checked("log_level", config.get("log_level"))
-        level = level.upper() if level else None
+    level = rules.env_value(env, "KWARD_LOG_LEVEL") or checked("log_level", config.get("log_level"))
     return Settings(
-        log_level=level,
-        rpc_workers=_env_int(env, "KWARD_RPC_WORKERS", 1, 1024) or rpc.get("workers") or DEFAULT_WORKERS,
-        max_frame_bytes=_env_int(env, "KWARD_MAX_FRAME_BYTES", 1024, 1 << 34)
+        log_level=level.upper() if level else None,
+        rpc_workers=rules.env_value(env, "KWARD_RPC_WORKERS") or rpc.get("workers") or DEFAULT_WORKERS,
+        max_frame_bytes=rules.env_value(env, "KWARD_MAX_FRAME_BYTES")
         or rpc.get("max_frame_bytes") or DEFAULT_MAX_FRAME_BYTES,
-        max_input_chars=_env_int(env, "KWARD_MAX_INPUT_CHARS", 1, 1 << 30)
+        max_input_chars=rules.env_value(env, "KWARD_MAX_INPUT_CHARS")
         or rpc.get("max_input_chars") or DEFAULT_MAX_INPUT_CHARS,
         warnings=tuple(warnings),
     )

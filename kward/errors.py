@@ -10,6 +10,8 @@ Safe to import from any layer: standard library only, no side effects.
 
 from __future__ import annotations
 
+import errno as _errno
+import os
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -19,6 +21,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 OVERLOADED = -32001
 CONFIG_ERROR = -32002
+FILESYSTEM_ERROR = -32003
 
 #: Every stable reason slug a client may receive in ``error.data.reason``.
 REASONS: dict[str, str] = {
@@ -39,7 +42,13 @@ REASONS: dict[str, str] = {
     "shutting_down": "The server is stopping and takes no new work.",
     "invalid_config": "config.json cannot be read or a config value has the wrong type.",
     "workspace_not_found": "The workspace path does not exist.",
-    "not_a_directory": "The workspace path is not a directory.",
+    "not_a_directory": "A path that must be a directory (the workspace, a part of a config or session path) is not.",
+    "read_only_filesystem": "A file kward must write lies on a read-only file system.",
+    "permission_denied": "The OS refused access to a file or directory kward needs.",
+    "disk_full": "The disk (or the user's quota) is full.",
+    "name_too_long": "A file name or path is longer than the OS allows (or loops through symlinks).",
+    "too_many_open_files": "The process or system ran out of file descriptors.",
+    "filesystem_error": "Another failure of a file or directory operation; data names the path and the OS's words.",
     "session_not_found": "No RPC session has that id.",
     "session_locked": "The session file is already open in this process.",
     "session_busy": "Another process is running a turn on this session.",
@@ -146,3 +155,86 @@ class SessionBusy(InvalidParams):
     """Another process holds the session's turn lock."""
 
     reason = "session_busy"
+
+
+class FilesystemError(KwardError):
+    """A file or directory operation failed for a reason outside kward (a read-only or full
+    disk, missing permissions, a path component that is a file, ...).
+
+    Built from the OSError by `FilesystemError.from_os_error`; `data` carries `path` (and
+    `path2` for a rename), `errno` (the symbolic name, e.g. ``EROFS``) and `osMessage`, the
+    OS's own words. Code -32003; see `NameTooLong` for the exception.
+    """
+
+    code = FILESYSTEM_ERROR
+    reason = "filesystem_error"
+
+    @classmethod
+    def from_os_error(cls, exc: OSError) -> "FilesystemError":
+        reason = _ERRNO_REASONS.get(exc.errno or 0, "filesystem_error")
+        words = exc.strerror or (os.strerror(exc.errno) if exc.errno else type(exc).__name__)
+        data: dict[str, Any] = {"osMessage": words}
+        if exc.errno:
+            data["errno"] = _errno.errorcode.get(exc.errno, str(exc.errno))
+        message = words
+        for key, name in (("path", exc.filename), ("path2", exc.filename2)):
+            if name is not None:
+                shown = os.fsdecode(name) if isinstance(name, bytes) else str(name)
+                data[key] = shown
+                message += (": " if key == "path" else " -> ") + repr(shown)
+        if reason == "not_a_directory" and "path" in data:
+            blocker = _first_non_directory(data["path"])
+            if blocker is not None and blocker != data["path"]:
+                data["notADirectory"] = blocker
+                message += f" ({blocker!r} is not a directory)"
+        kind = NameTooLong if reason == "name_too_long" else cls
+        return kind(message, reason=reason, data=data)
+
+
+class NameTooLong(FilesystemError):
+    """ENAMETOOLONG / ELOOP: -32602, since such names come from the client (an export
+    target, a workspace or session path)."""
+
+    code = INVALID_PARAMS
+    reason = "name_too_long"
+
+
+_ERRNO_REASONS: dict[int, str] = {
+    _errno.EROFS: "read_only_filesystem",
+    _errno.EACCES: "permission_denied",
+    _errno.EPERM: "permission_denied",
+    _errno.ENOSPC: "disk_full",
+    getattr(_errno, "EDQUOT", _errno.ENOSPC): "disk_full",
+    _errno.ENOTDIR: "not_a_directory",
+    _errno.ENAMETOOLONG: "name_too_long",
+    _errno.ELOOP: "name_too_long",
+    _errno.EMFILE: "too_many_open_files",
+    _errno.ENFILE: "too_many_open_files",
+}
+
+
+def _first_non_directory(path: str) -> str | None:
+    """The nearest ancestor of `path` that exists and is not a directory (the component
+    that makes the OS answer ENOTDIR), or None. A few stat calls; error path only."""
+    current = os.path.abspath(path)
+    for _ in range(64):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+        if os.path.lexists(current):
+            return None if os.path.isdir(current) else current
+    return None
+
+
+def as_kward_error(exc: BaseException) -> KwardError | None:
+    """The one conversion used at every boundary (RPC responses, failed turns): a
+    KwardError as it is, an OSError of a file operation as `FilesystemError`, anything
+    else None (a bug: the caller logs it and answers `internal_error`). Network errors
+    (ConnectionError, TimeoutError) and OSErrors without an errno are not filesystem
+    failures and also give None."""
+    if isinstance(exc, KwardError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
+        return FilesystemError.from_os_error(exc)
+    return None

@@ -1,10 +1,12 @@
 """Small filesystem helpers shared by every store: private directories, atomic writes,
-advisory locks.
+advisory locks, and the removal of temp files that crashed processes left behind.
 
 Thread/process contract: `atomic_write_bytes` never leaves a half-written file at `path`
 (temp file in the same directory, fsync, rename, fsync of the directory); concurrent
 writers in other processes see the old or the new content, never a mix. `file_lock` is an
 flock on a sidecar file and serializes read-modify-write cycles across processes.
+`remove_stale_files` deletes only temp files whose writer process is gone (see there).
+Errors are plain OSErrors; the boundaries convert them (`errors.as_kward_error`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -35,7 +39,7 @@ def ensure_private_dir(path: Path) -> Path:
             continue
         os.chmod(d, DIR_MODE)  # umask may have narrowed or widened the mode
     if not path.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
     return path
 
 
@@ -53,13 +57,29 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+#: The temp files of `atomic_write_bytes`: ``.<name>.<pid>.<8 hex>.tmp``.
+ATOMIC_TEMP = re.compile(r"^\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp$")
+
+
+@contextlib.contextmanager
+def naming(path: Path | str) -> Iterator[None]:
+    """Give an OSError raised in the block without a file name (a `write` that finds the
+    disk full, an fsync) `path` as its name, so the error says which file failed."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     """Replace `path` with `data` atomically; the file ends with permissions `mode`."""
     ensure_private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with naming(path), os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -84,3 +104,55 @@ def file_lock(lock_path: Path, *, shared: bool = False) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one another user owns counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
+STALE_GRACE = 60.0  # seconds: a younger temp file is never touched
+STALE_MAX_AGE = 3600.0  # seconds: no write of ours keeps a temp file open this long
+
+
+def remove_stale_files(directory: Path, pattern: "re.Pattern[str]", *, grace: float = STALE_GRACE,
+                       max_age: float | None = STALE_MAX_AGE) -> int:
+    """Delete the files in `directory` whose names match `pattern` (which has a `pid`
+    group: the writer's process id) and that a crash left behind; return how many.
+
+    A file is stale when it is older than `grace` seconds and either its writer is not
+    alive, or it is older than `max_age` (None: never by age alone, e.g. for files a live
+    process keeps for long; a pid reused by an unrelated process otherwise keeps a file
+    forever). The grace keeps the files of processes this one cannot see (another pid
+    namespace or machine sharing the directory) during their short write. This process's
+    own files are never removed. One scandir, a stat per matching name; files that vanish
+    or cannot be removed meanwhile are skipped. Any thread; no lock is needed (a writer's
+    rename or unlink of its own file and ours race harmlessly).
+    """
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    now, own, removed = time.time(), os.getpid(), 0
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match is None:
+            continue
+        pid = int(match.group("pid"))
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+            if pid == own or age < grace or (pid_alive(pid) and (max_age is None or age < max_age)):
+                continue
+            os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            continue
+    return removed

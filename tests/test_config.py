@@ -98,7 +98,62 @@ def test_settings_env_wins_and_bad_env_is_an_error():
     s = resolve_settings({"rpc": {"workers": 3}}, {"KWARD_RPC_WORKERS": "5", "KWARD_LOG_LEVEL": "debug"})
     assert s.rpc_workers == 5 and s.log_level == "DEBUG"
     assert resolve_settings({}, {}).max_frame_bytes == 64 * 1024 * 1024
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="^KWARD_RPC_WORKERS must be an integer from 1 to 1024, not 'many'$"):
         resolve_settings({}, {"KWARD_RPC_WORKERS": "many"})
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="^KWARD_LOG_LEVEL must be one of DEBUG, "):
         resolve_settings({}, {"KWARD_LOG_LEVEL": "loud"})
+    with pytest.raises(ConfigError, match="^KWARD_PROVIDER must be one of codex, "):  # the providers' too
+        resolve_settings({}, {"KWARD_PROVIDER": "nonsense"})
+
+
+def deep(depth):
+    value = 1
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("values, key", [
+    ({"notes": deep(64)}, "notes"),  # the config document would be 65 levels deep
+    ({"notes": deep(900)}, "notes"),
+    ({"model": "bad\ud800"}, "model"),
+    ({"notes": ["ok", {"x\udcff": 1}]}, "notes"),
+])
+def test_update_refuses_deep_or_invalid_unicode_values_and_writes_nothing(tmp_path, values, key):
+    store = ConfigStore(resolve_paths({"HOME": str(tmp_path)}))
+    store.update({"model": "keep", "notes": deep(63)})  # 64 levels: the limit
+    before = (tmp_path / ".kward" / "config.json").read_bytes()
+    with pytest.raises(InvalidParams) as info:
+        store.update(values)
+    assert info.value.reason == "invalid_config" and info.value.data["key"].startswith(key)
+    assert f"Invalid config value for {key}" in info.value.message
+    assert (tmp_path / ".kward" / "config.json").read_bytes() == before
+    assert store.load()["model"] == "keep"
+
+
+@pytest.mark.parametrize("text, key", [
+    (json.dumps({"model": "m", "odd": deep(200)}), "odd"),
+    ('{"model": "\\ud800"}', "model"),
+    ('{"\\udc00": 1}', "\\udc00"),
+])
+def test_an_odd_config_on_disk_is_invalid_config_naming_the_file(tmp_path, text, key):
+    paths = resolve_paths({"HOME": str(tmp_path)})
+    paths.config_dir.mkdir()
+    paths.config_file.write_text(text)
+    store = ConfigStore(paths)
+    for action in (store.load, lambda: store.update({"model": "x"})):
+        with pytest.raises(ConfigError) as info:
+            action()
+        assert info.value.reason == "invalid_config" and str(paths.config_file) in info.value.message
+        assert info.value.data["key"].startswith(key)
+    assert paths.config_file.read_text() == text
+
+
+def test_an_unreadable_config_is_a_filesystem_error(tmp_path):
+    from kward.errors import FilesystemError
+
+    (tmp_path / "file").write_text("x")
+    store = ConfigStore(resolve_paths({"HOME": str(tmp_path), "KWARD_CONFIG_PATH": str(tmp_path / "file" / "c.json")}))
+    with pytest.raises(FilesystemError) as info:
+        store.load()
+    assert info.value.reason == "not_a_directory" and info.value.data["notADirectory"] == str(tmp_path / "file")

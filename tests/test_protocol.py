@@ -67,3 +67,88 @@ def test_error_wire_shape():
     with pytest.raises(ValueError):
         InvalidParams("x", reason="no_such_reason")
     assert all(k == k.lower() and " " not in k for k in REASONS)
+
+
+def nested(depth, leaf=0):
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+def test_params_nested_too_deeply_or_holding_lone_surrogates_are_invalid_params():
+    from kward.jsonshape import MAX_DEPTH
+
+    def request(params, **extra):
+        return json.dumps({"jsonrpc": "2.0", "method": "config/update", "params": params, **extra}).encode()
+
+    ok = protocol.parse(request({"values": nested(MAX_DEPTH - 1)}, id=1))  # params is level 1
+    assert isinstance(ok, protocol.Request)
+    for params, named in [({"values": nested(MAX_DEPTH)}, "values[0].k"),
+                          ({"values": nested(900)}, "values"),
+                          ({"values": {"model": "bad\ud800"}}, "values.model"),
+                          ({"values": {"bad\udfff": 1}}, "values.bad\\udfff"),
+                          ({"answers": [{"text": ["x", "\udc80"]}]}, "answers[0].text[1]")]:
+        body = request(params, id=9)
+        with pytest.raises(KwardError) as info:
+            protocol.parse(body)
+        err = info.value
+        assert (err.code, err.reason, err.request_id) == (-32602, "invalid_params", 9), err.message
+        assert err.data["param"].startswith(named) and f"'{err.data['param']}'" in err.message
+        assert "nested more than 64 levels" in err.message or "unpaired surrogate" in err.message
+        with pytest.raises(KwardError) as info:  # the same as a notification: never answered
+            protocol.parse(request(params))
+        assert info.value.notification is True
+    paired = protocol.parse(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"t":"\\ud83d\\ude00"}}')
+    assert paired.params == {"t": "\U0001F600"}
+
+
+def test_the_quick_test_only_skips_values_that_pass():
+    from kward import jsonshape
+
+    assert not jsonshape.maybe_odd('{"a": [1, {"b": "\\u00e9"}]}')
+    assert jsonshape.maybe_odd('{"a": "\\ud800"}') and jsonshape.maybe_odd("[" * 70 + "]" * 70)
+    assert jsonshape.find_problem(nested(64)) is None
+    path, problem = jsonshape.find_problem(nested(65))
+    assert len(path) == 64 and problem == jsonshape.NESTED_TOO_DEEPLY
+    assert jsonshape.format_path(path) == "k[0].k[0]..."
+
+
+def test_seeded_params_fuzz_never_lets_a_deep_or_invalid_value_through():
+    """3000 random params (depths up to 120, odd strings and keys): parse accepts exactly
+    those within the bounds, answers the rest -32602, and what it accepts is safe for the
+    recursive redaction and encoding every response goes through."""
+    import random
+
+    from kward import jsonshape
+    from kward.redact import redact
+
+    rng = random.Random(8_7)
+    atoms = ["x", "é✓", "\U0001F600", "\ud800", "a\udfffb", 1, 2.5, True, None]
+
+    def value(depth):
+        """A chain `depth` containers deep with a few atoms beside it at each level."""
+        if depth == 0:
+            return rng.choice(atoms)
+        siblings = [rng.choice(atoms) for _ in range(rng.randint(0, 2))]
+        if rng.random() < 0.5:
+            return [*siblings, value(depth - 1)]
+        keys = [rng.choice(["k", "é", "v"]) + str(i) for i in range(len(siblings))]
+        return {**dict(zip(keys, siblings)), rng.choice(["k", "é", "\udc80", "v"]): value(depth - 1)}
+
+    outcomes = {"accepted": 0, "refused": 0}
+    for _ in range(3000):
+        params = {"p": value(rng.choice([0, 1, 3, 20, 62, 63, 64, 90, 120]))}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "m", "params": params}).encode()
+        expected_ok = jsonshape.find_problem(params) is None
+        try:
+            msg = protocol.parse(body)
+        except KwardError as err:
+            assert not expected_ok and err.code == -32602 and err.data["param"].startswith("p"), err.message
+            outcomes["refused"] += 1
+            continue
+        assert expected_ok
+        redact(msg.params)
+        protocol.encode(protocol.response(1, msg.params)).decode("utf-8")
+        outcomes["accepted"] += 1
+    assert min(outcomes.values()) > 300, outcomes

@@ -37,7 +37,7 @@ def test_table(status, code, detail, kind, retryable):
 
 
 def test_messages_say_what_to_do():
-    assert "kward login" in classify("Codex", status=401, auth_hint="Run `kward login`.").message
+    assert "Set THE_TOKEN." in classify("Codex", status=401, auth_hint="Set THE_TOKEN.").message
     assert "Compact" in classify("X", status=400, code="context_length_exceeded").message
     msg = classify("Codex", status=429, code="usage_limit_reached", resets_at=time.time() + 600).message
     assert "resets at" in msg and "wait until then" in msg

@@ -70,8 +70,8 @@ def test_no_credentials_selects_codex_and_fails_at_request_time(isolated_home, f
     assert state["defaultProvider"] == "Codex" and "no credentials" in state["providerReason"]
     error = failed_error(events)
     assert error["reason"] == "not_logged_in"
-    assert "Not logged in to Codex" in error["message"] and "kward login" in error["message"]
-    assert "OPENAI_ACCESS_TOKEN" in error["message"]
+    assert "Not logged in to Codex" in error["message"] and "kward login" not in error["message"]
+    assert "OPENAI_ACCESS_TOKEN" in error["message"] and "OPENROUTER_API_KEY" in error["message"]
     assert fakes[0].requests() == [] and fakes[1].requests() == []  # nothing was sent anywhere
     assert "gpt-5.5" in [m["id"] for m in models]  # the built-in table
 
@@ -112,9 +112,12 @@ def test_configured_openrouter_without_key_is_not_logged_in(isolated_home, fakes
     assert fakes[1].requests() == []
 
 
-def test_unknown_provider_is_a_config_error(isolated_home, fakes):
-    with launch(isolated_home, fakes, KWARD_PROVIDER="bogus") as c:
+def test_unknown_provider_in_config_is_a_config_error(isolated_home, fakes):
+    """(KWARD_PROVIDER=bogus stops `kward rpc` at start: tests/test_env_settings.py.)"""
+    (isolated_home / ".kward").mkdir()
+    (isolated_home / ".kward" / "config.json").write_text('{"provider": "bogus"}')
+    with launch(isolated_home, fakes) as c:
         warnings = c.request("initialize").get("warnings")
         error = c.error("models/current")
     assert warnings and warnings[0]["reason"] == "invalid_config" and "bogus" in warnings[0]["message"]
-    assert error.reason == "invalid_config" and "codex, openrouter" in str(error)
+    assert error.reason == "invalid_config" and "codex, openrouter" in str(error) and "provider" in str(error)

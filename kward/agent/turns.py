@@ -39,7 +39,7 @@ from typing import Any, Callable
 from kward.agent.eventlog import EventLog
 from kward.agent.loop import now_iso
 from kward.cancel import CancelToken
-from kward.errors import Canceled, InvalidParams, KwardError
+from kward.errors import Canceled, InvalidParams, KwardError, as_kward_error
 from kward.steering import SteeringInbox, SteerInput
 
 log = logging.getLogger(__name__)
@@ -88,11 +88,15 @@ class _Lane:
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, KwardError):
-        out = {"message": exc.message, "code": type(exc).__name__, "fatal": False, "reason": exc.reason}
-    else:
-        out = {"message": f"Internal error: {type(exc).__name__}", "code": type(exc).__name__, "fatal": False,
-               "reason": "internal_error"}
+    """A failed turn's `error`: converted like an RPC error (`errors.as_kward_error`), so an
+    OSError says what the OS said about which path; `data` holds the error's extra fields."""
+    err = as_kward_error(exc)
+    if err is None:
+        return {"message": f"Internal error: {type(exc).__name__}", "code": type(exc).__name__, "fatal": False,
+                "reason": "internal_error"}
+    out: dict[str, Any] = {"message": err.message, "code": type(err).__name__, "fatal": False, "reason": err.reason}
+    if err.data:
+        out["data"] = dict(err.data)
     return out
 
 

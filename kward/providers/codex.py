@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 
 CodexCredentials = Callable[[], "tuple[str, str | None] | None"]
 
-NOT_LOGGED_IN = ("Not logged in to Codex: no OpenAI OAuth login found. "
-                 "Run `kward login`, or set OPENAI_ACCESS_TOKEN.")
+NOT_LOGGED_IN = ("Not logged in to Codex: no OpenAI login found. Set OPENAI_ACCESS_TOKEN to an OpenAI "
+                 "access token, or use OpenRouter instead: set OPENROUTER_API_KEY (or config openrouter_api_key).")
 _SESSION_NS = uuid.UUID("6f1c3f4e-8a56-4c1e-9d0e-6b2f0c6f8a11")
 
 
@@ -66,7 +66,7 @@ class CodexProvider(StreamingProvider):
 
     name = "Codex"
     supports_steering = True
-    auth_hint = "Run `kward login` again, or set OPENAI_ACCESS_TOKEN to a valid token."
+    auth_hint = "Set OPENAI_ACCESS_TOKEN to a valid OpenAI access token."
 
     def __init__(self, settings: ProviderSettings, credentials: CodexCredentials, *,
                  refresh: Callable[[], bool] | None = None, http: HttpClient | None = None):

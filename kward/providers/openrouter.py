@@ -35,7 +35,7 @@ class OpenRouterProvider(StreamingProvider):
     """OpenRouter chat completions, streamed. See the module docstring."""
 
     name = "OpenRouter"
-    auth_hint = "Check your OpenRouter API key (OPENROUTER_API_KEY or the stored key)."
+    auth_hint = "Check your OpenRouter API key (OPENROUTER_API_KEY or config openrouter_api_key)."
     key_required = True
 
     def __init__(self, settings: ProviderSettings, api_key: ApiKey, *, http: HttpClient | None = None):
@@ -51,7 +51,8 @@ class OpenRouterProvider(StreamingProvider):
         key = self._api_key()
         if not key:
             raise ProviderError(
-                "No OpenRouter API key. Set OPENROUTER_API_KEY or store a key with `kward login`.",
+                "No OpenRouter API key. Set OPENROUTER_API_KEY, or store one as openrouter_api_key in config.json "
+                "(config/update).",
                 provider=self.name, kind="auth", reason="not_logged_in",
                 data={"provider": self.name, "kind": "auth"})
         headers = {"Authorization": f"Bearer {key}", "X-Title": self.settings.app_title}

@@ -37,8 +37,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TypeVar
 
+from kward import rules
 from kward.cancel import CancelToken
-from kward.errors import Canceled, ConfigError
+from kward.errors import Canceled
 from kward.providers.base import ProviderError, RetryInfo, StreamSink
 from kward.redact import redact_text
 
@@ -68,37 +69,12 @@ class RetryPolicy:
         return self.delays[min(attempt, len(self.delays)) - 1]
 
 
-MAX_RETRY_DELAYS = 20
-MAX_RETRY_DELAY_SECONDS = 3600.0
-
-
 def resolve_retry_delays(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> tuple[float, ...]:
     """KWARD_RETRY_DELAYS ("0.05,0.1"; "" = no retries) wins over config `retry_delays` (a
-    list of numbers). Both hold at most 20 delays of 0 to 3600 seconds; anything else is
-    ConfigError (reason ``invalid_config``)."""
-    raw = env.get("KWARD_RETRY_DELAYS")
-    if raw is not None:
-        try:
-            values = tuple(float(x) for x in raw.replace(" ", "").split(",") if x)
-        except ValueError:
-            raise ConfigError(f"KWARD_RETRY_DELAYS must be comma-separated seconds, got {raw!r}") from None
-        return _checked_delays(values, "KWARD_RETRY_DELAYS")
-    configured = config.get("retry_delays")
-    if configured is None:
-        return DEFAULT_RETRY_DELAYS
-    if not isinstance(configured, list) or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in configured):
-        raise ConfigError(f"config retry_delays must be a list of numbers of seconds, got {configured!r}",
-                          data={"key": "retry_delays"})
-    return _checked_delays(tuple(float(x) for x in configured), "config retry_delays")
-
-
-def _checked_delays(values: tuple[float, ...], where: str) -> tuple[float, ...]:
-    # `not 0 <= v <= max` is also true for NaN
-    if len(values) > MAX_RETRY_DELAYS or any(not 0 <= v <= MAX_RETRY_DELAY_SECONDS for v in values):
-        raise ConfigError(f"{where} must hold at most {MAX_RETRY_DELAYS} delays of 0 to "
-                          f"{MAX_RETRY_DELAY_SECONDS:g} seconds", data={"key": "retry_delays"})
-    return values
+    list of numbers); both are checked by `rules.RETRY_DELAYS` (at most 20 delays of 0 to
+    3600 seconds), anything else is ConfigError (reason ``invalid_config``)."""
+    delays = rules.setting(config, env, "KWARD_RETRY_DELAYS", "retry_delays", rules.RETRY_DELAYS)
+    return DEFAULT_RETRY_DELAYS if delays is None else delays
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

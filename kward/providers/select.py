@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from kward import rules
+
 if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
     from kward.providers.base import Provider
 
@@ -62,15 +64,9 @@ def _openrouter_key(config: Mapping[str, Any], env: Mapping[str, str]) -> str | 
 
 def choose(config: Mapping[str, Any], env: Mapping[str, str], auth_file: Path) -> tuple[str, str]:
     """(provider key, why) without building the provider."""
-    explicit = env.get("KWARD_PROVIDER") or config.get("provider")
-    if isinstance(explicit, str) and explicit.strip():
-        key = explicit.strip().lower().replace("_", "-")
-        key = {"openaicompatible": "openai-compatible", "openai-compat": "openai-compatible"}.get(key, key)
-        if key not in LABELS:
-            from kward.errors import ConfigError
-
-            raise ConfigError(f"Unknown provider {explicit!r}: use codex, openrouter, openai-compatible or scripted")
-        return key, "KWARD_PROVIDER" if env.get("KWARD_PROVIDER") else "config provider"
+    explicit = rules.setting(config, env, "KWARD_PROVIDER", "provider", rules.PROVIDER)
+    if explicit is not None:
+        return explicit, "KWARD_PROVIDER" if rules.env_value(env, "KWARD_PROVIDER") else "config provider"
     if env.get("OPENAI_ACCESS_TOKEN") or stored_openai_tokens(auth_file):
         return "codex", "OpenAI login"
     if _openrouter_key(config, env):

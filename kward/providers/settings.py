@@ -8,6 +8,8 @@
 | retry delays (seconds)  | KWARD_RETRY_DELAYS            | retry_delays             | 1,2 |
 | stream idle timeout (s) | KWARD_STREAM_IDLE_TIMEOUT     | stream_idle_timeout      | 300 |
 
+Values are checked by the rules `kward.rules` shares with `kward rpc`'s start-up check (a
+bad variable never gets this far there); a bad config value is a ConfigError naming the key.
 Pure data and pure functions; any thread.
 """
 
@@ -17,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from kward import __version__
+from kward import __version__, rules
 from kward.providers.retry import RetryPolicy, resolve_retry_delays
 
 DEFAULT_CODEX_BASE_URL = "https://chatgpt.com/backend-api/codex"
@@ -44,38 +46,21 @@ class ProviderSettings:
     app_title: str = APP_TITLE
 
 
-def _pick(env: Mapping[str, str], config: Mapping[str, Any], env_name: str, key: str) -> str | None:
-    value = env.get(env_name) or config.get(key)
-    return value.rstrip("/") if isinstance(value, str) and value else None
-
-
-def _idle_timeout(config: Mapping[str, Any], env: Mapping[str, str]) -> float:
-    """Seconds of silence after which a model response counts as stalled (0.05 to 3600)."""
-    raw = env.get("KWARD_STREAM_IDLE_TIMEOUT") or config.get("stream_idle_timeout")
-    if raw is None or raw == "":
-        return ProviderSettings.idle_timeout
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = -1.0
-    if not 0.05 <= value <= 3600:
-        from kward.errors import ConfigError
-
-        raise ConfigError(f"KWARD_STREAM_IDLE_TIMEOUT / stream_idle_timeout must be seconds from 0.05 to 3600, "
-                          f"got {raw!r}")
-    return value
+def _url(config: Mapping[str, Any], env: Mapping[str, str], env_name: str, key: str) -> str | None:
+    return rules.setting(config, env, env_name, key, rules.URL)
 
 
 def resolve_provider_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ,
                               **overrides: Any) -> ProviderSettings:
     """Build ProviderSettings from env + config; `overrides` replace any field (tests)."""
     values: dict[str, Any] = {
-        "codex_base_url": _pick(env, config, "KWARD_CODEX_BASE_URL", "codex_base_url") or DEFAULT_CODEX_BASE_URL,
-        "openrouter_base_url": _pick(env, config, "KWARD_OPENROUTER_BASE_URL", "openrouter_base_url")
+        "codex_base_url": _url(config, env, "KWARD_CODEX_BASE_URL", "codex_base_url") or DEFAULT_CODEX_BASE_URL,
+        "openrouter_base_url": _url(config, env, "KWARD_OPENROUTER_BASE_URL", "openrouter_base_url")
         or DEFAULT_OPENROUTER_BASE_URL,
-        "openai_compat_base_url": _pick(env, config, "KWARD_OPENAI_COMPAT_BASE_URL", "openai_compat_base_url"),
+        "openai_compat_base_url": _url(config, env, "KWARD_OPENAI_COMPAT_BASE_URL", "openai_compat_base_url"),
         "retry": RetryPolicy(resolve_retry_delays(config, env)),
-        "idle_timeout": _idle_timeout(config, env),
+        "idle_timeout": rules.setting(config, env, "KWARD_STREAM_IDLE_TIMEOUT", "stream_idle_timeout",
+                                      rules.IDLE_TIMEOUT) or ProviderSettings.idle_timeout,
     }
     values.update(overrides)
     return ProviderSettings(**values)

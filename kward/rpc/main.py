@@ -1,9 +1,11 @@
 """`kward rpc`: claim stdio for the protocol, set up logging and signals, serve.
 
-Runs on the main thread. stdin and stdout are duplicated to private descriptors for the
-protocol and the originals are pointed at /dev/null, so neither a stray `print`, a library
-writing to fd 1, nor a child process can touch the protocol streams; `sys.stdout` becomes a
-logger (`diagnostics.StrayOutput`).
+Runs on the main thread. Before serving it checks the environment (`rules.ENV`: a bad
+value exits 2 with one stderr line naming the variable) and removes the temp files that
+killed processes left in the config directory. stdin and stdout are duplicated to private
+descriptors for the protocol and the originals are pointed at /dev/null, so neither a
+stray `print`, a library writing to fd 1, nor a child process can touch the protocol
+streams; `sys.stdout` becomes a logger (`diagnostics.StrayOutput`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 
 from kward import diagnostics
 from kward.config import ConfigStore, resolve_paths, resolve_settings
-from kward.errors import ConfigError
+from kward.errors import ConfigError, KwardError
+from kward.fsutil import ATOMIC_TEMP, remove_stale_files
 from kward.secrets import KnownSecrets
 
 USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
@@ -44,13 +47,16 @@ def run(argv: list[str]) -> int:
     config = ConfigStore(paths)
     try:
         values = config.load()
-    except ConfigError:
+    except KwardError:
         values = {}  # initialize and config/read report it; the server still starts
     try:
-        settings = resolve_settings(values)
-    except ConfigError as exc:
-        sys.stderr.write(f"kward rpc: {exc.message}\n")
+        settings = resolve_settings(values)  # checks every KWARD_* value kward reads
+    except ConfigError as exc:  # a bad environment variable: one line naming it, exit 2
+        from kward.redact import redact_text
+
+        sys.stderr.write(f"kward rpc: {redact_text(exc.message)}\n")
         return 2
+    remove_stale_files(paths.config_dir, ATOMIC_TEMP)  # config.json copies a SIGKILL left
     secrets = KnownSecrets(os.environ, config, paths.auth_file)
     diagnostics.configure(paths.logs_dir, settings.log_level, rpc_mode=True, secrets=secrets)
     stdin, stdout = _claim_stdio()

@@ -2,7 +2,8 @@
 
 Every accessor raises `InvalidParams` (-32602) naming the param when it is missing (and
 required) or of the wrong type. Params a handler never asks for are ignored: real clients
-send extra ones. Pure; used on whichever thread runs the handler.
+send extra ones. Values arrive checked by `protocol.parse` (at most 64 levels deep, no
+unpaired surrogate in any string). Pure; used on whichever thread runs the handler.
 """
 
 from __future__ import annotations
@@ -40,10 +41,6 @@ class Params:
             return default
         if not isinstance(value, str):
             raise self._wrong(name, "a string")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # "\ud800" in JSON: no file name, model or file can use it
-            raise self._wrong(name, "valid Unicode (it holds an unpaired surrogate)") from None
         if non_empty and not value.strip():
             raise self._wrong(name, "a non-empty string")
         if max_len is not None and len(value) > max_len:

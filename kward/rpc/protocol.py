@@ -3,6 +3,9 @@
 `parse(body)` turns one frame body into a `Request` or `Notification`, or raises a
 KwardError carrying the id to answer with (`.request_id`, None when unknown). Batches (JSON
 arrays) are not supported and are answered `-32600` with reason `batch_not_supported`.
+Params nested more than `jsonshape.MAX_DEPTH` levels deep or holding an unpaired surrogate
+anywhere are answered `-32602` naming the param, so no handler, redaction or store ever
+sees such a value.
 `encode(message)` produces compact UTF-8 JSON. Pure functions, safe from any thread.
 """
 
@@ -12,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kward import jsonshape
 from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
 
 _NO_ID = object()
@@ -39,6 +43,14 @@ def _reject_constant(name: str) -> Any:
 def _fail(exc: KwardError, request_id: Any = None) -> KwardError:
     exc.request_id = request_id  # type: ignore[attr-defined]
     return exc
+
+
+def _invalid_params(err: InvalidParams, request_id: Any) -> KwardError:
+    """Answered with the request's id; never answered for a notification."""
+    if request_id is _NO_ID:
+        err.notification = True  # type: ignore[attr-defined]
+        return _fail(err)
+    return _fail(err, request_id)
 
 
 def parse(body: bytes) -> Request | Notification:
@@ -75,10 +87,13 @@ def parse(body: bytes) -> Request | Notification:
     if params is None:
         params = {}
     elif not isinstance(params, dict):
-        err = InvalidParams("Invalid params: params must be an object")
-        if request_id is _NO_ID:
-            err.notification = True  # type: ignore[attr-defined]
-        raise _fail(err, answer_id)
+        raise _invalid_params(InvalidParams("Invalid params: params must be an object"), request_id)
+    if jsonshape.maybe_odd(text):
+        problem = jsonshape.find_problem(params)
+        if problem is not None:
+            name = jsonshape.format_path(problem[0])
+            raise _invalid_params(InvalidParams(f"Invalid params: '{name}' {problem[1]}", data={"param": name}),
+                                  request_id)
     trace = msg.get("trace")
     if not (isinstance(trace, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in trace.items())):
         trace = None

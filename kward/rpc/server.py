@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kward.config import ConfigStore, Paths, Settings
-from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError
+from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError, as_kward_error
 from kward.rpc import protocol, redaction
 from kward.rpc.app import App
 from kward.rpc.framing import FrameFault, encode_frame
@@ -151,17 +151,20 @@ class RpcServer:
             self._inflight_cond.notify_all()
 
     def _execute(self, method: str, call: Call, is_request: bool) -> None:
+        """Run one handler and answer. A KwardError is answered as it is, an OSError as the
+        FilesystemError `errors.as_kward_error` makes of it (reason, path, the OS's words);
+        anything else is a bug: -32603, with the traceback in the log only."""
         try:
             result = handler_for(method)(call)
-        except KwardError as exc:
-            if is_request:
-                self._send(protocol.error_response(call.id, exc), urgent=True)
-            return
         except Exception as exc:
-            log.exception("internal error in %s", method)
-            if is_request:
+            err = as_kward_error(exc)
+            if err is None:
+                log.exception("internal error in %s", method)
                 err = InternalError(f"Internal error in {method}: {type(exc).__name__}",
                                     data={"errorClass": type(exc).__name__, "method": method})
+            elif not isinstance(exc, KwardError):
+                log.warning("%s failed: %s", method, err.message)
+            if is_request:
                 self._send(protocol.error_response(call.id, err), urgent=True)
             return
         if not is_request:

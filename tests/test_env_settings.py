@@ -1,0 +1,86 @@
+"""Bad environment settings behave one way (kward(1) ENVIRONMENT): `kward rpc` exits 2 at
+start with one stderr line naming the variable and what it allows; good values, empty
+ones and odd spellings of good ones start normally. And no message sends the user to a
+command that does not exist (issue 8 point 7)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from lib.rpc_client import RpcClient, kward_env
+
+from kward import cli, rules
+
+BAD = {
+    "KWARD_PROVIDER": ("nonsense", "one of codex, openrouter, openai-compatible, scripted"),
+    "KWARD_LOG_LEVEL": ("loud", "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+    "KWARD_RPC_WORKERS": ("abc", "an integer from 1 to 1024"),
+    "KWARD_MAX_FRAME_BYTES": ("10", "an integer from 1024 to 17179869184"),
+    "KWARD_MAX_INPUT_CHARS": ("0", "an integer from 1 to 1073741824"),
+    "KWARD_RETRY_DELAYS": ("x", "comma-separated seconds (at most 20, each 0 to 3600; empty for no retries)"),
+    "KWARD_STREAM_IDLE_TIMEOUT": ("soon", "a number of seconds from 0.05 to 3600"),
+    "KWARD_CODEX_BASE_URL": ("ftp://example.org", "an http:// or https:// URL"),
+    "KWARD_OPENROUTER_BASE_URL": ("openrouter.ai/api/v1", "an http:// or https:// URL"),
+    "KWARD_OPENAI_COMPAT_BASE_URL": ("http://", "an http:// or https:// URL"),
+}
+
+
+def test_every_checked_variable_has_a_bad_value_here():
+    assert sorted(BAD) == sorted(rules.ENV)
+
+
+def test_a_bad_variable_stops_kward_rpc_with_one_line_naming_it(isolated_home):
+    procs = {name: subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(isolated_home),
+                                    env=kward_env(isolated_home, **{name: value}))
+             for name, (value, _) in BAD.items()}
+    for name, proc in procs.items():
+        out, err = proc.communicate(b"", timeout=30)
+        value, allowed = BAD[name]
+        assert (proc.returncode, out) == (2, b""), (name, err)
+        assert err.decode() == f"kward rpc: {name} must be {allowed}, not {value!r}\n"
+    assert not (isolated_home / ".kward").exists()  # stopped before touching anything
+
+
+def test_more_than_twenty_retry_delays_or_a_negative_one_are_refused(isolated_home):
+    for value in (",".join(["1"] * 21), "1,-1", "nan"):
+        proc = subprocess.run([sys.executable, "-m", "kward", "rpc"], input=b"", capture_output=True, timeout=30,
+                              cwd=str(isolated_home), env=kward_env(isolated_home, KWARD_RETRY_DELAYS=value))
+        assert proc.returncode == 2 and proc.stderr.decode().startswith("kward rpc: KWARD_RETRY_DELAYS must be ")
+
+
+def test_good_odd_and_empty_values_start_normally(isolated_home):
+    env = kward_env(isolated_home, KWARD_PROVIDER=" Scripted ", KWARD_LOG_LEVEL="error", KWARD_RPC_WORKERS="4",
+                    KWARD_MAX_FRAME_BYTES="", KWARD_MAX_INPUT_CHARS="2048", KWARD_RETRY_DELAYS="",
+                    KWARD_STREAM_IDLE_TIMEOUT="0.5", KWARD_CODEX_BASE_URL="HTTPS://example.org/codex/",
+                    KWARD_OPENROUTER_BASE_URL="http://127.0.0.1:9/api/v1", KWARD_OPENAI_COMPAT_BASE_URL="")
+    with RpcClient(isolated_home, env=env) as c:
+        init = c.request("initialize")
+        rpc = init["capabilities"]["rpc"]
+        assert "warnings" not in init and rpc["inputLimits"]["maxChars"] == 2048
+        assert rpc["maxFrameBytes"] == 64 * 1024 * 1024  # empty: as if unset
+        session = c.request("sessions/create", {"workspaceRoot": str(isolated_home)})
+        state = c.request("runtime/state", {"sessionId": session["id"]})
+        assert (state["defaultProvider"], state["providerReason"]) == ("Scripted", "KWARD_PROVIDER")
+        assert c.close() == 0 and c.stderr == ""
+
+
+def test_the_provider_rules_read_the_same_values():
+    from kward.providers.retry import resolve_retry_delays
+    from kward.providers.settings import resolve_provider_settings
+
+    s = resolve_provider_settings({"codex_base_url": "http://c/", "stream_idle_timeout": 2},
+                                  {"KWARD_OPENROUTER_BASE_URL": "https://o/v1/", "KWARD_RETRY_DELAYS": " 0.5, 1 "})
+    assert (s.codex_base_url, s.openrouter_base_url, s.idle_timeout) == ("http://c", "https://o/v1", 2.0)
+    assert s.retry.delays == (0.5, 1.0) and resolve_retry_delays({}, {"KWARD_RETRY_DELAYS": ""}) == ()
+
+
+def test_no_message_names_a_command_kward_does_not_have():
+    commands = set(re.findall(r"(?m)^  (\w[\w-]*) ", cli.HELP))
+    assert commands == {"rpc", "help", "version"}
+    named = set()
+    for path in (Path(cli.__file__).parent).rglob("*.py"):
+        named |= set(re.findall(r"`kward ([a-z][\w-]*)", path.read_text()))
+        named |= set(re.findall(r"(?i)\b(?:run|use|try) kward ([a-z][\w-]*)", path.read_text()))
+    assert named and named <= commands, named - commands

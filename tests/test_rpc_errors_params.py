@@ -1,0 +1,58 @@
+"""Deeply nested params and lone surrogates answer -32602 and change nothing; a config.json
+that is too deep or not valid Unicode is a clear `invalid_config`, never a crash (issue 8
+point 7, issue 9 point 6)."""
+
+import json
+
+from lib.rpc_client import RpcClient, frame
+
+
+def nested(depth):
+    value = "leaf"
+    for _ in range(depth):
+        value = {"k": [value]}
+    return value
+
+
+def raw_request(c, rid, method, params_json):
+    c.write(frame(('{"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}' % (json.dumps(rid), method, params_json))
+                  .encode()))
+    return c.response(rid)
+
+
+def test_config_update_refuses_deep_values_and_lone_surrogates_and_writes_nothing(isolated_home):
+    cfg = isolated_home / ".kward" / "config.json"
+    with RpcClient(isolated_home) as c:
+        for depth in (40, 450):  # 80 and 900 levels of objects and arrays
+            err = c.error("config/update", {"values": {"deep": nested(depth)}})
+            assert err.code == -32602 and err.error["data"]["param"].startswith("values.deep.k[0]"), err.error
+            assert "nested more than 64 levels" in err.error["message"]
+        for rid, body in ((1, '{"values":{"model":"bad\\ud800"}}'), (2, '{"values":{"x\\udfff":1}}'),
+                          (3, '{"values":{"list":["ok",["\\udc00"]]}}')):
+            err = raw_request(c, rid, "config/update", body)["error"]
+            assert err["code"] == -32602 and "unpaired surrogate" in err["message"], err
+            assert err["data"]["param"].startswith("values.")
+        assert not cfg.exists()
+        c.write(frame(b'{"jsonrpc":"2.0","method":"config/update","params":{"values":' + b'[' * 500 + b']' * 500
+                      + b'}}'))  # a notification: never answered
+        assert c.request("config/read")["config"] == {}
+        ok = c.request("config/update", {"values": {"fine": nested(30), "emoji": "\U0001F600"}})
+        assert ok["config"]["emoji"] == "\U0001F600"
+        assert c.request("config/read")["config"] == json.loads(cfg.read_text())
+        assert c.null_id_errors == [] and c.close() == 0 and c.stderr == ""
+
+
+def test_an_odd_config_on_disk_is_reported_and_never_crashes(isolated_home):
+    cfg = isolated_home / ".kward" / "config.json"
+    cfg.parent.mkdir()
+    for text in (json.dumps({"model": "m", "deep": nested(200)}), '{"model": "\\ud800"}'):
+        cfg.write_text(text)
+        with RpcClient(isolated_home) as c:
+            warnings = c.request("initialize")["warnings"]
+            assert warnings[0]["reason"] == "invalid_config" and str(cfg) in warnings[0]["message"]
+            for method, params in (("config/read", None), ("config/update", {"values": {"model": "x"}})):
+                err = c.error(method, params)
+                assert err.code == -32002 and err.reason == "invalid_config" and str(cfg) in err.error["message"]
+            assert c.request("sessions/list")["sessions"] == []
+            assert c.close() == 0 and c.stderr == ""
+        assert cfg.read_text() == text
