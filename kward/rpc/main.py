@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from kward import diagnostics
+from kward import diagnostics, procs
 from kward.config import ConfigStore, resolve_paths, resolve_settings
 from kward.errors import ConfigError
 
@@ -58,4 +58,8 @@ def run(argv: list[str]) -> int:
     server = RpcServer(stdin, stdout, paths=paths, config=config, settings=settings, launch_cwd=Path(os.path.realpath(os.getcwd())))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: server.stop_now())
-    return server.serve()
+    procs.own_descendants()
+    try:
+        return server.serve()
+    finally:  # every way out (shutdown, EOF, a signal): nothing a tool started outlives us
+        procs.end_descendants()
