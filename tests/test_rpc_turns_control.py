@@ -189,8 +189,8 @@ def test_canceling_a_long_shell_command_kills_its_processes(kward):
     assert not pid_alive(sh_pid)
     wait_until(lambda: not pid_alive(bg_pid), 5, "the killed background sleep to die")
     assert not os.path.exists(f"/proc/{sh_pid}")  # kward reaped its child: not even a zombie is left
-    # the orphaned background sleep was killed with the group; reaping it is its new
-    # parent's job (init), never kward's
+    # the background sleep was killed with the group and, re-parented to kward (a child
+    # subreaper), reaped by it: it is not left as kward's zombie
     assert parent_pid(bg_pid) != k.client.proc.pid
     assert [m["role"] for m in k.messages(s)] == ["user", "assistant", "tool"]
     assert k.messages(s)[-1]["content"] == "Cancelled."

@@ -1,13 +1,16 @@
 """run_shell_command: output format, bounded capture, timeout and cancellation killing the
-whole process group, closed stdin, and no zombies."""
+whole process group and every process the command started (``setsid``, double forks, a
+scrubbed environment), closed stdin, no zombies, and the reaping rules of kward.procs."""
 
 import os
 import select
+import subprocess
 import threading
 import time
 
 import pytest
 
+from kward import procs
 from kward.errors import Canceled
 from kward.tools import process
 from lib.tools_helpers import call, live_group_members, pid_alive, wait_until, ctx  # noqa: F401 (fixtures)
@@ -90,8 +93,73 @@ def test_background_child_holding_pipes_does_not_block(ctx):
     try:
         assert r.content.startswith("Exit status: 0\n")
         assert elapsed < 10  # returned after the shell, not after the sleep or the timeout
+        assert pid_alive(pid)  # a command's background processes outlive it (until kward exits)
     finally:
         os.kill(pid, 9)
+
+
+def test_every_command_is_tagged_with_its_own_id(ctx):
+    first, second = (sh(ctx, f"echo ${procs.TAG_VARIABLE}").content for _ in range(2))
+    assert first.startswith("Exit status: 0\n\nSTDOUT:\n") and second.startswith("Exit status: 0\n\nSTDOUT:\n")
+    assert first != second and procs.TAG_VARIABLE not in os.environ
+
+
+# Processes that leave the command's process group: a setsid child of the shell, a
+# double-forked daemon re-parented away from the shell at once, and a setsid child that
+# dropped its environment (and with it the command's tag).
+ESCAPEES = ('setsid sleep 100 & echo $! > sid.pid; (setsid sleep 100 & echo $! > dbl.pid); '
+            'env -i "$(command -v setsid)" "$(command -v sleep)" 100 & echo $! > bare.pid; ')
+
+
+def _pids(ws, names=("sid.pid", "dbl.pid", "bare.pid")):
+    return [int((ws / name).read_text()) for name in names]
+
+
+def _gone(pids):
+    return [pid for pid in pids if pid_alive(pid)] == []
+
+
+def test_timeout_ends_processes_that_left_the_group(ctx):
+    ws = ctx.workspace_root
+    r = sh(ctx, ESCAPEES + "sleep 100", timeout_seconds=1)
+    assert (r.content, r.is_error) == ("Error: command timed out after 1 seconds", True)
+    pids = _pids(ws)
+    assert wait_until(lambda: _gone(pids)), [p for p in pids if pid_alive(p)]
+
+
+def test_cancel_ends_processes_that_left_the_group(ctx):
+    ws = ctx.workspace_root
+    fifo = ws / "ready.fifo"
+    os.mkfifo(fifo)
+    fired = []
+    canceller = threading.Thread(target=_cancel_when_ready, args=(str(fifo), ctx, fired))
+    canceller.start()
+    try:
+        with pytest.raises(Canceled):
+            sh(ctx, ESCAPEES + "echo ready > ready.fifo; sleep 100")
+    finally:
+        canceller.join(15)
+    pids = _pids(ws)
+    assert wait_until(lambda: _gone(pids)), [p for p in pids if pid_alive(p)]
+
+
+def test_reaping_leaves_children_of_kwards_session_and_registered_ones_alone():
+    # a plain child in our session, and a registered one in a session of its own, both exited
+    plain = subprocess.Popen(["/bin/sh", "-c", "exit 7"])
+    spawned = procs.spawn(["/bin/sh", "-c", "exit 5"], start_new_session=True)
+    for p in (plain, spawned):
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+    procs.reap_orphans()
+    assert plain.wait(5) == 7 and procs.wait_child(spawned) == 5  # their statuses were kept
+
+
+def test_reaping_waits_for_unregistered_children_of_other_sessions():
+    # stands for a re-parented orphan: not spawned by us, in a session that is not ours
+    orphan = subprocess.Popen(["/bin/sh", "-c", "exit 3"], start_new_session=True)
+    os.waitid(os.P_PID, orphan.pid, os.WEXITED | os.WNOWAIT)
+    assert procs.reap_orphans() == 1
+    assert not os.path.exists(f"/proc/{orphan.pid}")
+    assert orphan.wait(5) == 0  # its status went to the reaper, as documented
 
 
 def test_timeout_kills_the_group_with_grandchildren(ctx):

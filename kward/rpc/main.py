@@ -16,7 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
-from kward import diagnostics
+from kward import diagnostics, procs
 from kward.config import ConfigStore, resolve_paths, resolve_settings
 from kward.errors import ConfigError, KwardError
 from kward.fsutil import ATOMIC_TEMP, remove_stale_files
@@ -67,4 +67,8 @@ def run(argv: list[str]) -> int:
                        launch_cwd=Path(os.path.realpath(os.getcwd())), secrets=secrets)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: server.stop_now())
-    return server.serve()
+    procs.own_descendants()
+    try:
+        return server.serve()
+    finally:  # every way out (shutdown, EOF, a signal): nothing a tool started outlives us
+        procs.end_descendants()

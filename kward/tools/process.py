@@ -8,13 +8,21 @@ discarded, so the child never blocks on a full pipe and memory stays bounded.
 
 - stdin is /dev/null; the child runs ``/bin/sh -c <command>`` (or the argv list given
   instead of a command string) with ``start_new_session=True``, so the child and
-  everything it starts share one process group whose id is the child's pid.
-- Timeout: SIGTERM to the group, up to 0.2 s grace for the shell, then SIGKILL to the group.
-- Cancellation: `cancel.on_cancel` SIGKILLs the whole group at once from the cancelling
-  thread and wakes the selector through a self-pipe; `run_command` then reaps and raises
-  `kward.errors.Canceled`.
+  everything it starts share one process group whose id is the child's pid, and with a
+  fresh ``KWARD_COMMAND_ID`` in its environment that marks every process the command
+  starts, even one that leaves the group (``setsid``) or is re-parented (`kward.procs`).
+- Timeout: SIGTERM to the group and every process of the command (collected while the
+  group is stopped), up to 0.2 s grace for the shell, then SIGKILL to all of them
+  (`procs.CommandProcesses`).
+- Cancellation: `cancel.on_cancel` SIGSTOPs the group at once from the cancelling thread
+  (so it can neither fork nor exit and re-parent its children) and wakes the selector
+  through a self-pipe; `run_command` then SIGKILLs every process of the command, reaps
+  and raises `kward.errors.Canceled`.
 - When the shell exits but a background child still holds the pipes, reading stops
-  after a short linger (`LINGER_SECONDS`); background children are not killed then.
+  after a short linger (`LINGER_SECONDS`). Background processes of a command that
+  returned are not killed: they run while kward runs and are ended when it exits
+  (`procs.end_descendants`). After every command exited orphans are reaped
+  (`procs.reap_orphans`).
 
 Environment: `child_environment` is ``os.environ`` without kward's own credentials
 (`CREDENTIAL_VARIABLES`, and any ``KWARD_*`` variable named like a secret), so that a
@@ -23,7 +31,8 @@ command the model runs (``env``, ``printenv``) cannot read them into the convers
 Locking: `_Group._lock` guards "is the leader reaped" and the self-pipe's lifetime.
 Signals go to the group only while the leader is unreaped (a zombie leader keeps the
 group id reserved, so a signal can never hit a recycled id), and the cancel callback
-never writes to a closed (possibly reused) descriptor.
+never writes to a closed (possibly reused) descriptor. `_Group.interrupted` is set by the
+cancelling thread before it stops the group and only read by the command's thread.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from kward import procs
 from kward.cancel import CancelToken
 from kward.errors import Canceled
 
@@ -103,11 +113,14 @@ class _Capture:
 
 
 class _Group:
-    """The child process and its process group (id == leader pid)."""
+    """The child process, its process group (id == leader pid) and every process carrying
+    its tag."""
 
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: subprocess.Popen, tag: str):
         self.proc = proc
         self.pid = proc.pid
+        self.members = procs.CommandProcesses(proc.pid, tag)
+        self.interrupted = False
         self._lock = threading.Lock()
         self._reaped = False
         self._wake_r, self._wake_w = os.pipe()
@@ -127,9 +140,27 @@ class _Group:
             except (ProcessLookupError, PermissionError):
                 pass
 
+    def terminate(self) -> None:
+        """SIGTERM the group and every other process of the command. The group is frozen
+        while they are collected, so the shell cannot exit and re-parent its children."""
+        self.signal(signal.SIGSTOP)
+        self.members.signal(signal.SIGTERM, signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        self.signal(signal.SIGCONT)
+
+    def kill(self, frozen: bool = False) -> None:
+        """SIGKILL the group and every other process of the command, until none is left.
+        `frozen`: first SIGSTOP the group (again, if `interrupt` did), so that it neither
+        forks nor re-parents its children while they are collected."""
+        if frozen:
+            self.signal(signal.SIGSTOP)
+        self.members.kill(also=lambda: self.signal(signal.SIGKILL), frozen_group=self.pid if frozen else None)
+
     def interrupt(self) -> None:
-        """The cancel callback: SIGKILL the group at once and wake the pump loop."""
-        self.signal(signal.SIGKILL)
+        """The cancel callback: freeze the group at once (`kill` follows on the command's
+        thread, with the process tree still intact) and wake the pump loop."""
+        self.interrupted = True
+        self.signal(signal.SIGSTOP)
         with self._lock:
             if self._wake_open:
                 try:
@@ -160,7 +191,7 @@ class _Group:
         except ChildProcessError:
             pass
         with self._lock:
-            code = self.proc.wait()  # immediate: the leader has exited
+            code = procs.wait_child(self.proc)  # immediate: the leader has exited
             self._reaped = True
         return 128 - code if code < 0 else code
 
@@ -191,12 +222,15 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
     """
     cancel.raise_if_cancelled()
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-    proc = subprocess.Popen(
-        argv, cwd=cwd, env=dict(env) if env is not None else None,
+    tag = procs.new_tag()
+    child_env = dict(os.environ if env is None else env)
+    child_env[procs.TAG_VARIABLE] = tag
+    proc = procs.spawn(
+        argv, cwd=cwd, env=child_env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, close_fds=True,
     )
-    group = _Group(proc)
+    group = _Group(proc, tag)
     pidfd = _pidfd(proc.pid)
     out, err = _Capture(cap), _Capture(cap)
     unregister = cancel.on_cancel(group.interrupt)
@@ -204,13 +238,15 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
     try:
         outcome = _pump(group, proc, pidfd, out, err, time.monotonic() + timeout, cancel)
         if outcome == "timeout":
-            group.signal(signal.SIGTERM)
+            group.terminate()
             group.wait_leader(TERM_GRACE_SECONDS, pidfd)
-            group.signal(signal.SIGKILL)  # the shell's children, even when the shell left
+            group.kill()  # the shell's children, even when the shell left
     finally:
         unregister()
+        if group.interrupted and outcome == "exit":  # cancelled as the command returned
+            outcome = "cancel"
         if outcome not in ("exit", "timeout"):  # cancelled or an unexpected failure
-            group.signal(signal.SIGKILL)
+            group.kill(frozen=True)
         status = group.reap()
         group.close()
         if pidfd is not None:
@@ -218,6 +254,7 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+        procs.reap_orphans(group.members.pids())
     log.debug("command pid=%d ended: %s, status %s", proc.pid, outcome, status)
     if outcome == "cancel":
         raise Canceled("Canceled.")
