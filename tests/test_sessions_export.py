@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,64 @@ def test_session_files_and_their_sidecars_are_never_export_targets(env, tmp_path
     (ws / "data.jsonl").write_text('{"type": "message"}\n')
     assert manager.export(s.id, path="data.jsonl")["path"] == str((ws / "data.jsonl").resolve())
     assert manager.export(s.id, path=str(session_dir / "Notes.HTML"), format="html")
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_overwrite_policy(env, tmp_path):
+    """Regular files are replaced (written 0600); symlinks, directories, FIFOs and
+    session files never are."""
+    manager, ws, s = env
+    (ws / "old.md").write_text("old")
+    os.chmod(ws / "old.md", 0o644)
+    assert manager.export(s.id, path="old.md")["path"] == str(ws / "old.md")
+    assert (ws / "old.md").read_text().startswith("# Kward Session")
+    assert stat.S_IMODE(os.stat(ws / "old.md").st_mode) == 0o600
+    (ws / "adir").mkdir()
+    os.mkfifo(ws / "pipe.md")  # must be refused without being opened (that would block)
+    os.symlink("old.md", ws / "inner-link.md")  # even a symlink pointing inside
+    for bad in ("adir", "pipe.md", "inner-link.md"):
+        with pytest.raises(PathNotAllowed):
+            manager.export(s.id, path=bad)
+    assert os.path.islink(ws / "inner-link.md") and stat.S_ISFIFO(os.lstat(ws / "pipe.md").st_mode)
+
+
+def test_a_symlinked_directory_above_the_parent_still_resolves(env):
+    manager, ws, s = env
+    (ws / "real" / "sub").mkdir(parents=True)
+    os.symlink("real", ws / "alias")
+    result = manager.export(s.id, path="alias/sub/x.md")  # the parent itself is no symlink
+    assert result["path"] == str(ws / "real" / "sub" / "x.md") and (ws / "real" / "sub" / "x.md").exists()
+
+
+def test_os_limits_are_invalid_params(env):
+    manager, ws, s = env
+    with pytest.raises(InvalidParams) as info:
+        manager.export(s.id, path="x" * 300 + ".md")
+    assert info.value.reason == "invalid_params" and info.value.data["param"] == "path"
+    assert "File name too long" in info.value.message
+    with pytest.raises(InvalidParams) as info:
+        manager.export(s.id, path="a\x00b.md")
+    assert info.value.data["param"] == "path"
+
+
+def test_dead_processes_temp_files_are_removed_by_the_next_export(env):
+    manager, ws, s = env
+    (ws / "out").mkdir()
+    session_dir = Path(s.path).parent
+    dead, live = dead_pid(), os.getppid()
+    planted = {d: [f".exp-{dead}-0123abcd.tmp", f".exp-{live}-0123abcd.tmp", f".exp-{os.getpid()}-0123abcd.tmp",
+                   f".exp-{dead}-0123abcd.tmp.keep", "notes.tmp"] for d in (ws / "out", session_dir)}
+    for directory, names in planted.items():
+        for name in names:
+            (directory / name).write_text("partial export")
+    manager.export(s.id, path="out/chat.md")
+    assert sorted(os.listdir(ws / "out")) == sorted(["chat.md"] + planted[ws / "out"][1:])
+    assert (session_dir / planted[session_dir][0]).exists()  # only the directory written into
+    manager.export(s.id)  # the default path: beside the session file
+    assert not (session_dir / planted[session_dir][0]).exists()
+    assert all((session_dir / name).exists() for name in planted[session_dir][1:])

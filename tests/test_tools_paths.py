@@ -121,3 +121,58 @@ def test_an_existing_file_is_not_replaced_through_a_swapped_parent(ctx, ws, outs
     assert_outside(call(ctx, "write_file", path="sub/secret.txt", content="pwned"), "sub/secret.txt")
     assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
     assert sorted(os.listdir(outside)) == ["secret.txt"]
+
+
+# --- symlinks inside the workspace, loops, special files (the confined walk) ----------
+
+def test_inner_symlinks_absolute_chained_and_dotdot_are_followed(ctx, ws):
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "f.txt").write_text("deep")
+    os.symlink(ws / "a", ws / "abs")  # absolute, pointing inside
+    os.symlink("abs/b", ws / "chain")  # through another symlink
+    os.symlink("a/../a/b/f.txt", ws / "dotdot.txt")
+    for path in ("abs/b/f.txt", "chain/f.txt", "dotdot.txt"):
+        assert call(ctx, "read_file", path=path).content == "deep", path
+    assert ctx.read_paths == {str(ws / "a" / "b" / "f.txt")}
+    assert call(ctx, "list_directory", path="chain").content == "f.txt"
+
+
+def test_symlink_loops_are_an_error(ctx, ws):
+    os.symlink("loop2", ws / "loop1")
+    os.symlink("loop1", ws / "loop2")
+    r = call(ctx, "read_file", path="loop1")
+    assert (r.content, r.is_error) == ("Error: too many levels of symbolic links: loop1", True)
+
+
+def test_a_fifo_is_refused_without_blocking(ctx, ws):
+    os.mkfifo(ws / "pipe")  # opening it for reading would wait for a writer forever
+    assert call(ctx, "read_file", path="pipe").content == "Error: not a file: pipe"
+    assert call(ctx, "list_directory", path="pipe").content == "Error: not a directory: pipe"
+    ctx.read_paths.add(str(ws / "pipe"))
+    assert call(ctx, "write_file", path="pipe", content="x").content == "Error: not a file: pipe"
+    (ws / "t.txt").write_text("needle\n")
+    assert call(ctx, "search_files", pattern="needle").content == "t.txt:1: needle"
+
+
+def test_listing_marks_only_symlinks_to_directories_inside(ctx, ws, outside):
+    (ws / "real").mkdir()
+    (ws / "f.txt").write_text("x")
+    os.symlink("real", ws / "dir-link")
+    os.symlink(outside, ws / "out-link")
+    os.symlink("f.txt", ws / "file-link")
+    os.symlink("missing", ws / "dangling")
+    assert call(ctx, "list_directory").content == "dangling\ndir-link/\nf.txt\nfile-link\nout-link\nreal/"
+
+
+def test_writes_through_inner_symlinks_land_on_their_targets(ctx, ws):
+    (ws / "real.txt").write_text("old\n")
+    os.symlink("real.txt", ws / "link.txt")
+    os.symlink("made-by-write.txt", ws / "dangling.txt")  # dangling, pointing inside
+    assert not call(ctx, "read_file", path="link.txt").is_error
+    r = call(ctx, "write_file", path="link.txt", content="new\n")
+    assert not r.is_error and "-old" in r.content and "+new" in r.content
+    assert (ws / "real.txt").read_text() == "new\n" and os.path.islink(ws / "link.txt")
+    assert not call(ctx, "write_file", path="dangling.txt", content="made\n").is_error
+    assert (ws / "made-by-write.txt").read_text() == "made\n"
+    r = call(ctx, "edit_file", path="link.txt", edits=[{"old_text": "new", "new_text": "edited"}])
+    assert not r.is_error and (ws / "real.txt").read_text() == "edited\n"

@@ -3,17 +3,21 @@
 Rules (the original's, plus parent creation for writes):
 
 - A relative path is joined to the workspace realpath; an absolute path is taken as is.
-- The lexically normalised absolute path must lie inside the root, and so must its
-  realpath (a symlink file or a symlinked parent directory pointing out is refused).
-- A path that does not exist yet (write_file) is judged by the realpath of its nearest
-  existing ancestor, which must be a directory inside the root; the missing directories
-  are created later under that realpath.
-- Creating and writing walk from the root one component at a time (`open_confined_dir`:
-  ``O_NOFOLLOW`` descriptors, ``mkdir``/``rename`` relative to them), so a component
-  swapped for a symlink after the checks above is refused, never followed out.
+  The lexically normalised absolute path must lie inside the root.
+- Every file or directory is then reached by `kward.confined.open_below`: a walk from the
+  root, one ``O_NOFOLLOW`` component at a time, checking what was opened. A symlink met on
+  the way is resolved textually and walked again the same way, so a symlink (file or
+  directory) that points inside keeps working, while one pointing out, or a component
+  swapped for such a symlink at any moment of the call, is refused. Callers work through
+  the descriptor they got (`open_existing`), never through the path again.
+- A path that does not exist yet (write_file) lands where its nearest existing ancestor
+  resolves, which must be a directory inside the root; creating and writing then walk
+  that resolved path from the root following no symlink at all (`open_confined_dir`).
 
 Violations raise `kward.errors.PathNotAllowed` whose message is
 ``path outside workspace: <path as given>``; the registry shows it as ``Error: ...``.
+Other failures of the walk are `ToolError`s (``no such file or directory: <p>``,
+``not a directory: <p>``, ``too many levels of symbolic links: <p>``, or the OS's text).
 Pure functions over the filesystem, safe from any thread; no locks.
 """
 
@@ -21,9 +25,9 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from pathlib import Path
 
+from kward.confined import Escape, Node, open_below, split_below
 from kward.errors import PathNotAllowed
 from kward.tools.base import ToolError
 
@@ -35,7 +39,8 @@ def is_inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
-def _outside(path: str) -> PathNotAllowed:
+def outside(path: str) -> PathNotAllowed:
+    """The error for `path` (as given) leaving the workspace."""
     return PathNotAllowed(f"path outside workspace: {path}", data={"path": path})
 
 
@@ -45,86 +50,80 @@ def lexical_path(root: Path, path: str) -> str:
         raise ToolError(f"path contains a NUL byte: {path!r}")
     lexical = os.path.normpath(os.path.join(str(root), path))
     if not is_inside(lexical, str(root)):
-        raise _outside(path)
+        raise outside(path)
     return lexical
 
 
-def resolve_existing(root: Path, path: str) -> str:
-    """The realpath of an existing file or directory inside the workspace.
+def _walk(root: Path, parts: list[str] | None, path: str, *, file_in_the_way: str = "not a directory",
+          **options: bool) -> Node:
+    """`open_below` with its failures as this module's errors, named by `path` (the path
+    as the model gave it). `file_in_the_way` words a file met where a directory must be:
+    ``not a directory`` names the resolved prefix, anything else is used with `path`."""
+    if parts is None:
+        raise outside(path)
+    try:
+        return open_below(str(root), parts, **options)
+    except Escape:
+        raise outside(path) from None
+    except NotADirectoryError as exc:
+        where = exc.filename if file_in_the_way == "not a directory" else path
+        raise ToolError(f"{file_in_the_way}: {where}") from None
+    except ValueError:  # a name the OS cannot encode
+        raise ToolError(f"no such file or directory: {path}") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise ToolError(f"no such file or directory: {path}") from None
+        if exc.errno == errno.ELOOP:
+            raise ToolError(f"too many levels of symbolic links: {path}") from None
+        raise ToolError(f"{exc.strerror or exc}: {path}") from None
 
-    Raises `PathNotAllowed` on escape and `ToolError` ``no such file or directory: <p>``
-    when nothing is there.
+
+def open_existing(root: Path, path: str) -> Node:
+    """The existing file or directory `path` names, opened confined (symlinks inside the
+    workspace followed); the caller closes the node. An entry that is neither a file nor
+    a directory comes back without a descriptor (``node.fd is None``).
+
+    Raises `PathNotAllowed` on escape, `ToolError` ``no such file or directory: <p>`` when
+    nothing is there (a file in the middle of the path included).
     """
-    lexical = lexical_path(root, path)
-    if not os.path.lexists(lexical):
-        raise ToolError(f"no such file or directory: {path}")
-    real = os.path.realpath(lexical)
-    if not is_inside(real, str(root)):
-        raise _outside(path)
-    return real
+    return _walk(root, split_below(str(root), lexical_path(root, path)), path,
+                 file_in_the_way="no such file or directory")
+
+
+def resolve_existing(root: Path, path: str) -> str:
+    """The realpath of an existing file or directory inside the workspace (see
+    `open_existing` for what is raised)."""
+    with open_existing(root, path) as node:
+        return node.path
 
 
 def resolve_for_write(root: Path, path: str) -> str:
-    """Where a write to `path` lands: the realpath of an existing entry, or, for a new
-    file, the realpath of its nearest existing ancestor joined with the missing parts."""
-    lexical = lexical_path(root, path)
-    if os.path.lexists(lexical):
-        return resolve_existing(root, path)
-    missing = [os.path.basename(lexical)]
-    ancestor = os.path.dirname(lexical)
-    while not os.path.lexists(ancestor):
-        missing.append(os.path.basename(ancestor))
-        ancestor = os.path.dirname(ancestor)
-    real_ancestor = os.path.realpath(ancestor)
-    if not is_inside(real_ancestor, str(root)):
-        raise _outside(path)
-    if not os.path.isdir(real_ancestor):
-        raise ToolError(f"not a directory: {os.path.relpath(ancestor, root)}")
-    return os.path.join(real_ancestor, *reversed(missing))
+    """Where a write to `path` lands: the resolved path of an existing entry, or, for a
+    new file, the resolved path of its nearest existing ancestor (a directory inside the
+    root) joined with the missing parts."""
+    with _walk(root, split_below(str(root), lexical_path(root, path)), path, missing_ok=True) as node:
+        return node.path
+
+
+def open_resolved(root: Path, real: str, path: str, *, missing_ok: bool = False) -> Node:
+    """Open `real`, a path resolved by this module, walking it from the root without
+    following any symlink (one swapped in since it was resolved is refused)."""
+    return _walk(root, split_below(str(root), real), path, follow=False, missing_ok=missing_ok)
 
 
 def open_confined_dir(root: Path, directory: str, path: str, *, create: bool = False) -> int:
-    """A descriptor of `directory` (absolute, realpath form, inside `root`) opened by walking
-    from the root one component at a time without following symlinks; missing components
-    are created (``0777 & ~umask``) when `create`. The caller closes it.
+    """A descriptor of `directory` (a resolved path inside `root`) opened by walking from
+    the root without following symlinks; missing components are created
+    (``0777 & ~umask``) when `create`. The caller closes it.
 
     Raises `PathNotAllowed` when a component is (now) a symlink or the path leaves the
     root, `ToolError` when a component is not a directory.
     """
-    rel = os.path.relpath(directory, str(root))
-    parts = [] if rel == os.curdir else rel.split(os.sep)
-    if parts and parts[0] == os.pardir:
-        raise _outside(path)
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(str(root), flags)
-    try:
-        for index, part in enumerate(parts):
-            if create:
-                try:
-                    os.mkdir(part, dir_fd=fd)  # never follows a symlink named `part`
-                except FileExistsError:
-                    pass
-            try:
-                child = os.open(part, flags, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno == errno.ELOOP or _is_symlink(part, fd):
-                    raise _outside(path) from None
-                if exc.errno == errno.ENOTDIR:
-                    raise ToolError(f"not a directory: {'/'.join(parts[:index + 1])}") from None
-                raise
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _is_symlink(name: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
+    node = _walk(root, split_below(str(root), directory), path, follow=False, create=create)
+    if not node.is_dir:
+        node.close()
+        raise ToolError(f"not a directory: {'/'.join(node.parts)}")
+    return node.fd
 
 
 def ensure_parent_dirs(root: Path, target: str, path: str) -> None:

@@ -5,6 +5,9 @@ most 2,000 lines and 51,200 bytes, ending with a continuation notice; a file con
 a NUL byte is refused as binary. A successful read records the file's realpath in
 `ctx.read_paths` (the read-before-write rule of writing.py). A listing is capped at
 51,200 bytes too (kward's addition), ending with a notice of how many entries were shown.
+Both open their target once, confined (`paths.open_existing`), and read or list through
+that descriptor; a listed symlink is shown as a directory (``name/``) only when it
+resolves, confined, to a directory inside the workspace.
 
 Handlers run on the turn's worker thread; they take no locks.
 """
@@ -13,9 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
+from kward.confined import Escape, Node, open_below, read_fd
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
-from kward.tools.paths import resolve_existing
+from kward.tools.paths import open_existing
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +32,24 @@ MAX_READ_BYTES = 50 * 1024
 def list_directory(args: Args, ctx: ToolContext) -> ToolResult:
     """Sorted children of a directory, directories suffixed ``/``, one per line."""
     path = args.string("path", required=False, default=".") or "."
-    real = resolve_existing(ctx.workspace_root, path)
-    if not os.path.isdir(real):
-        raise ToolError(f"not a directory: {path}")
-    names = sorted(os.listdir(real))
-    lines: list[str] = []
-    used = 0
-    for name in names:  # isdir only for what is shown: a huge directory costs one listdir
-        line = name + "/" if os.path.isdir(os.path.join(real, name)) else name
-        cost = len(line.encode("utf-8", "surrogateescape")) + (1 if lines else 0)
-        if used + cost > MAX_READ_BYTES:
-            break
-        lines.append(line)
-        used += cost
+    with open_existing(ctx.workspace_root, path) as node:
+        if not node.is_dir:
+            raise ToolError(f"not a directory: {path}")
+        try:
+            with os.scandir(node.fd) as it:
+                entries = {entry.name: entry for entry in it}
+        except OSError as exc:  # no permission to read it
+            raise ToolError(f"{exc.strerror or exc}: {path}") from None
+        names = sorted(entries)
+        lines: list[str] = []
+        used = 0
+        for name in names:  # types only for what is shown: a huge directory costs one scan
+            line = name + "/" if _shows_as_dir(ctx.workspace_root, node, entries[name]) else name
+            cost = len(line.encode("utf-8", "surrogateescape")) + (1 if lines else 0)
+            if used + cost > MAX_READ_BYTES:
+                break
+            lines.append(line)
+            used += cost
     out = "\n".join(lines)
     if len(lines) < len(names):
         out += (f"\n\n[Showing {len(lines)} of {len(names)} entries ({MAX_READ_BYTES} byte limit). "
@@ -47,15 +57,32 @@ def list_directory(args: Args, ctx: ToolContext) -> ToolResult:
     return ToolResult.text(out)
 
 
-def load_text_file(path: str, real: str) -> bytes:
-    """The bytes of a regular text file within the size cap (shared with edit_file)."""
-    if not os.path.isfile(real):
+def _shows_as_dir(root: Path, parent: Node, entry: os.DirEntry) -> bool:
+    """A directory, or a symlink resolving (confined) to a directory inside the root."""
+    try:
+        if not entry.is_symlink():
+            return entry.is_dir(follow_symlinks=False)
+        with open_below(str(root), parent.parts + [entry.name]) as target:
+            return target.is_dir
+    except (Escape, OSError):
+        return False
+
+
+def open_text_file(root: Path, path: str) -> Node:
+    """The regular file `path` names, opened confined (shared with edit_file)."""
+    node = open_existing(root, path)
+    if not node.is_file:
+        node.close()
         raise ToolError(f"not a file: {path}")
-    size = os.path.getsize(real)
+    return node
+
+
+def load_text_file(path: str, node: Node) -> bytes:
+    """The bytes of the text file open in `node` within the size cap (shared with edit_file)."""
+    size = node.st.st_size
     if size > MAX_FILE_BYTES:
         raise ToolError(f"file too large: {path} is {size} bytes; limit is {MAX_FILE_BYTES} bytes")
-    with open(real, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
+    data = read_fd(node.fd, MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:  # grew since the stat
         raise ToolError(f"file too large: {path} is over {MAX_FILE_BYTES} bytes; limit is {MAX_FILE_BYTES} bytes")
     if b"\x00" in data:
@@ -68,8 +95,9 @@ def read_file(args: Args, ctx: ToolContext) -> ToolResult:
     path = args.string("path")
     offset = args.integer("offset")
     limit = args.integer("limit")
-    real = resolve_existing(ctx.workspace_root, path)
-    data = load_text_file(path, real)
+    with open_text_file(ctx.workspace_root, path) as node:
+        data = load_text_file(path, node)
+        real = node.path
     content = slice_text(data.decode("utf-8", "replace"), offset=offset, limit=limit)
     ctx.read_paths.add(real)
     return ToolResult.text(content)

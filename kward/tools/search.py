@@ -1,11 +1,13 @@
 """search_files: a regular-expression search over workspace files (new in kward).
 
 Walks `path` (default the workspace root) in sorted order without following symlinked
-directories; skips VCS directories, symlinked files that resolve outside the workspace,
-files over 1 MiB and binary files (a NUL byte in the first 8 KiB). Each matching line is
-shown as ``path:line: text`` (path relative to the workspace root, text cut at 300
-characters). Results stop at `max_results` (default 100, at most 500) or 50 KiB of output,
-with a note saying so.
+directories, confined as the file tools are (see `search_worker`: every directory and
+file is opened relative to its parent's descriptor, never through a symlink pointing out,
+even one swapped in during the walk); skips VCS directories, symlinked files that resolve
+outside the workspace, files over 1 MiB and binary files (a NUL byte in the first 8 KiB).
+Each matching line is shown as ``path:line: text`` (path relative to the workspace root,
+text cut at 300 characters). Results stop at `max_results` (default 100, at most 500) or
+50 KiB of output, with a note saying so.
 
 Where the matching runs: Python's `re` cannot be interrupted inside one `search` call and
 holds the GIL meanwhile, so a catastrophically backtracking pattern (``(a+)+$``) would
@@ -27,7 +29,7 @@ import re
 import sys
 
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
-from kward.tools.paths import resolve_existing
+from kward.tools.paths import open_existing, outside
 from kward.tools.process import child_environment, run_command
 from kward.tools.search_worker import MAX_OUTPUT_BYTES, glob_matches
 
@@ -51,8 +53,9 @@ def _package_parent() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(kward.__file__)))
 
 
-def _run_worker(config: dict, ctx: ToolContext) -> tuple[list[str], str | None, bool]:
-    """Run the worker; (hit lines, stop reason, timed out). Raises Canceled or ToolError."""
+def _run_worker(config: dict, path: str, ctx: ToolContext) -> tuple[list[str], str | None, bool]:
+    """Run the worker; (hit lines, stop reason, timed out). Raises Canceled, ToolError or
+    PathNotAllowed (the start was swapped for a symlink pointing out)."""
     payload = json.dumps(config)
     if len(payload.encode("utf-8", "surrogateescape")) > MAX_ARGUMENT_BYTES:
         raise ToolError(f"pattern, glob and path are too long (limit {MAX_ARGUMENT_BYTES} bytes)")
@@ -81,6 +84,10 @@ def _run_worker(config: dict, ctx: ToolContext) -> tuple[list[str], str | None, 
             hits.append(value)
         elif kind == "stop":
             stop = value
+        elif kind == "error" and value == "outside":
+            raise outside(path)
+        elif kind == "error":
+            raise ToolError(f"no such file or directory: {path}")
     return hits, stop, outcome.timed_out
 
 
@@ -100,13 +107,14 @@ def search_files(args: Args, ctx: ToolContext) -> ToolResult:
         re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)  # errors named here, not by the child
     except (re.error, OverflowError, RecursionError) as exc:
         raise ToolError(f"invalid regex: {exc}") from exc
-    start = resolve_existing(ctx.workspace_root, path)
-    if not os.path.isdir(start) and not os.path.isfile(start):
-        raise ToolError(f"not a directory: {path}")
+    with open_existing(ctx.workspace_root, path) as node:
+        if not node.is_dir and not node.is_file:
+            raise ToolError(f"not a directory: {path}")
+        start = node.path
 
     config = {"root": str(ctx.workspace_root), "start": start, "pattern": pattern,
               "ignore_case": not case_sensitive, "glob": glob, "max_results": max_results}
-    lines, stop, timed_out = _run_worker(config, ctx)
+    lines, stop, timed_out = _run_worker(config, path, ctx)
     limit = f"{SEARCH_TIMEOUT_SECONDS:g}"
     if timed_out and not lines:
         return ToolResult.error(f"search timed out after {limit} seconds; the pattern may backtrack "

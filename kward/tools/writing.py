@@ -8,7 +8,8 @@ the existing file's permission bits; new files get ``0666 & ~umask`` and their m
 parent directories are created inside the workspace. The temp file and the rename are
 made relative to a descriptor of the parent directory reached from the workspace root
 without following symlinks (`paths.open_confined_dir`), so a parent swapped for a symlink
-after the path checks cannot redirect the write out of the workspace. A successful
+after the path checks cannot redirect the write out of the workspace; the old content
+(for the diff and the edits) is read through a descriptor opened the same way. A successful
 write or edit records the file's realpath in `ctx.read_paths` (session replay counts
 these results the same way). File bytes that are not valid
 UTF-8 survive an edit unchanged (surrogateescape round trip).
@@ -18,17 +19,17 @@ Handlers run on the turn's worker thread; they take no locks (one turn per sessi
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+from kward.confined import read_fd, replace_file
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.diff import truncated_diff
-from kward.tools.paths import ensure_parent_dirs, open_confined_dir, resolve_existing, resolve_for_write
-from kward.tools.reading import load_text_file
+from kward.tools.paths import ensure_parent_dirs, open_confined_dir, open_resolved, resolve_for_write
+from kward.tools.reading import load_text_file, open_text_file
 
 log = logging.getLogger(__name__)
 
@@ -59,21 +60,7 @@ def _write(root: Path, target: str, data: bytes, path: str) -> None:
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
         tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
-                     dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), mode)  # exact bits, whatever the umask
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
-        with contextlib.suppress(OSError):
-            os.fsync(dir_fd)
+        replace_file(dir_fd, name, data, mode, tmp)
     finally:
         os.close(dir_fd)
 
@@ -88,14 +75,14 @@ def write_file(args: Args, ctx: ToolContext) -> ToolResult:
     content = args.string("content")
     target = resolve_for_write(ctx.workspace_root, path)
     old: bytes | None = None
-    if os.path.lexists(target):
-        if not os.path.isfile(target):
-            raise ToolError(f"not a file: {path}")
-        if target not in ctx.read_paths:
-            raise ToolError(f"existing file must be read before writing: {path}")
-        with open(target, "rb") as f:
-            old = f.read()
-    else:
+    with open_resolved(ctx.workspace_root, target, path, missing_ok=True) as node:
+        if node.exists:
+            if not node.is_file:
+                raise ToolError(f"not a file: {path}")
+            if target not in ctx.read_paths:
+                raise ToolError(f"existing file must be read before writing: {path}")
+            old = read_fd(node.fd, node.st.st_size + 1)
+    if old is None:
         ensure_parent_dirs(ctx.workspace_root, target, path)
     data = content.encode("utf-8", "surrogateescape")
     _write(ctx.workspace_root, target, data, path)
@@ -157,12 +144,11 @@ def edit_file(args: Args, ctx: ToolContext) -> ToolResult:
     """Exact block replacements in a previously read file; ``Edited P: replaced N block(s)``."""
     path = args.string("path")
     edits = args.array("edits")
-    real = resolve_existing(ctx.workspace_root, path)
-    if not os.path.isfile(real):
-        raise ToolError(f"not a file: {path}")
-    if real not in ctx.read_paths:
-        raise ToolError(f"existing file must be read before editing: {path}")
-    old_bytes = load_text_file(path, real)
+    with open_text_file(ctx.workspace_root, path) as node:
+        real = node.path
+        if real not in ctx.read_paths:
+            raise ToolError(f"existing file must be read before editing: {path}")
+        old_bytes = load_text_file(path, node)
     content = old_bytes.decode("utf-8", "surrogateescape")
     new_content, count = apply_edits(path, content, edits or [])
     new_bytes = new_content.encode("utf-8", "surrogateescape")

@@ -1,0 +1,163 @@
+"""Where a conversation export goes, and writing it there without leaving that place.
+
+Rules (the original's): no path -> beside the session file (``<session>.md`` /
+``.html``). An explicit path is resolved against the session's workspace (``~``
+expanded); its parent must exist, must not be a symlink, and its real path must lie
+inside the real workspace or the session's directory. Inside the session directory only
+``.md`` and ``.html`` names are allowed (never a ``.jsonl`` or a ``.lock``/``.open``
+sidecar). Anything else is PathNotAllowed; a path the OS cannot use (a name too long, no
+permission to look) is InvalidParams naming ``path``.
+
+Overwriting (issue 9, decided): an existing *regular file* is replaced (a client such as
+Tauren asks the user in its save dialog first). Never replaced: a symlink, a directory or
+any other non-regular file, a session file (wherever it lies) and the ``.lock``/``.open``
+sidecar of a session file: the atomic replace would swap the live file for a new inode
+and every later append would be lost. The export is written ``0600`` (it holds the
+conversation), whatever the replaced file's mode was.
+
+Race-free writing (`kward.confined`): the checks above use the path once to find the
+directory; the write then opens that directory by walking its real path from the root
+(workspace or session directory) following no symlink, checks the target name through
+that descriptor, and creates the temp file and renames it relative to it. A directory
+swapped for a symlink at any moment is refused, never written through.
+
+Temp files are named ``.exp-<pid>-<8 hex>.tmp``; the ones a killed process left (their
+pid is dead) are removed by the next export into the same directory.
+
+Pure functions plus one atomic write: safe from any thread; no locks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from kward.confined import FILE_FLAGS, Escape, open_below, read_fd, remove_dead_temps, replace_file, split_below
+from kward.errors import InvalidParams, PathNotAllowed
+from kward.fsutil import FILE_MODE
+from kward.sessions.paths import lock_path_for, presence_path_for
+from kward.sessions.reader import SkipReport, decode_line
+from kward.sessions.records import header_problem
+
+TEMP_NAME = re.compile(r"\.exp-(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp")
+_HEADER_BYTES = 1 << 20  # as `reader.is_session_file`
+
+
+@dataclass(frozen=True)
+class ExportTarget:
+    """A resolved export destination: `name` in the directory `parent` (components below
+    the real directory `root`); `shown` is the path the result reports; `given` the path
+    as the client sent it (for messages)."""
+
+    root: str
+    parent: tuple[str, ...]
+    name: str
+    shown: str
+    given: str
+
+
+def resolve_target(path: Any, suffix: str, session_suffixes: Iterable[str], *, session_path: str,
+                   workspace_root: str) -> ExportTarget:
+    """Where an export goes (the module doc's location rules; the overwrite rules are
+    applied by `write_export`, through the directory's descriptor)."""
+    session_dir = os.path.realpath(os.path.dirname(session_path))
+    if path is None or (isinstance(path, str) and not path.strip()):
+        base = session_path[:-len(".jsonl")] if session_path.endswith(".jsonl") else session_path
+        return ExportTarget(session_dir, (), os.path.basename(base) + suffix, base + suffix, "")
+    if not isinstance(path, str):
+        raise InvalidParams("path must be a string", data={"param": "path"})
+    if "\x00" in path:
+        raise InvalidParams("path contains a NUL byte", data={"param": "path"})
+    target = os.path.normpath(os.path.join(workspace_root, os.path.expanduser(path.strip())))
+    parent, name = os.path.split(target)
+    if name in ("", ".", ".."):
+        raise PathNotAllowed(f"Export path is not a file name: {path}", data={"path": target})
+    if os.path.islink(parent) or not os.path.isdir(parent):
+        raise _refused(path, target)
+    try:
+        real_parent = os.path.realpath(parent)
+    except OSError:  # a component changing under it (a symlink swapped in and out)
+        raise _refused(path, target) from None
+    in_session_dir = split_below(session_dir, real_parent) is not None
+    root = session_dir if in_session_dir else os.path.realpath(workspace_root)
+    parts = split_below(root, real_parent)
+    if parts is None:
+        raise _refused(path, target)
+    shown = os.path.join(real_parent, name)
+    if in_session_dir and not name.lower().endswith(tuple(session_suffixes)):
+        raise PathNotAllowed(f"Only .md and .html exports may be written in the session directory: {path}",
+                             data={"path": shown})
+    return ExportTarget(root, tuple(parts), name, shown, path)
+
+
+def write_export(target: ExportTarget, data: bytes) -> None:
+    """Atomically write `data` at `target` through a confined directory descriptor;
+    removes dead processes' temp files there first. Raises PathNotAllowed when the
+    directory changed into something refused or the name may not be replaced."""
+    try:
+        node = open_below(target.root, list(target.parent), follow=False)
+    except (Escape, FileNotFoundError, NotADirectoryError):
+        raise _refused(target.given, target.shown) from None
+    except OSError as exc:
+        raise _unusable(target, exc) from None
+    with node:
+        if not node.is_dir:
+            raise _refused(target.given, target.shown)
+        _check_replaceable(node.fd, target)
+        remove_dead_temps(node.fd, TEMP_NAME)
+        replace_file(node.fd, target.name, data, FILE_MODE, f".exp-{os.getpid()}-{os.urandom(4).hex()}.tmp")
+
+
+def _check_replaceable(dir_fd: int, target: ExportTarget) -> None:
+    """Refuse a name that is not absent or a regular file, or that holds (or is the
+    sidecar of) a session file."""
+    try:
+        st = os.stat(target.name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _unusable(target, exc) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise _refused(target.given, target.shown)  # a symlink, a directory, a device...
+    base = os.path.splitext(target.name)[0]
+    sidecar = target.name in (lock_path_for(Path(base)).name, presence_path_for(Path(base)).name)
+    if (st is not None and _holds_session(dir_fd, target.name)) or (sidecar and _holds_session(dir_fd, base)):
+        raise PathNotAllowed(f"Export would overwrite a session file: {target.given or target.shown}",
+                             data={"path": target.shown})
+
+
+def _holds_session(dir_fd: int, name: str) -> bool:
+    """True when the regular file `name` of `dir_fd` starts like a session file (the rule
+    of `reader.is_session_file`, read through the descriptor)."""
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        data = read_fd(fd, _HEADER_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    report = SkipReport(name)
+    for line in data.splitlines():
+        record = decode_line(line, "", report)
+        if record is not None:
+            return header_problem(record) is None
+    return False
+
+
+def _refused(given: str, shown: str) -> PathNotAllowed:
+    return PathNotAllowed(f"Export path outside workspace or session directory: {given or shown}",
+                          data={"path": shown})
+
+
+def _unusable(target: ExportTarget, exc: OSError) -> InvalidParams:
+    return InvalidParams(f"Export path is not usable: {target.given or target.shown}: {exc.strerror or exc}",
+                         data={"param": "path", "path": target.shown})
