@@ -41,8 +41,9 @@ REASONS: dict[str, str] = {
     "workspace_not_found": "The workspace path does not exist.",
     "not_a_directory": "The workspace path is not a directory.",
     "session_not_found": "No RPC session has that id.",
-    "session_locked": "The session file is already open in this process.",
     "session_busy": "Another process is running a turn on this session.",
+    "session_in_use": "Another process has the session open; sessions/delete needs force: true.",
+    "session_file_gone": "The open session's file was deleted, moved or replaced; nothing more is saved to it.",
     "turn_not_found": "No turn has that id (finished turns are forgotten after a while).",
     "question_not_found": "No pending UI question has that id in that session.",
     "path_not_allowed": "A path lies outside the places this method may touch.",
@@ -136,13 +137,20 @@ class SessionNotFound(InvalidParams):
         super().__init__(f"Unknown session: {session_id}", data={"sessionId": session_id})
 
 
-class SessionLocked(InvalidParams):
-    """The session file is already open as another RPC session of this process."""
-
-    reason = "session_locked"
-
-
 class SessionBusy(InvalidParams):
     """Another process holds the session's turn lock."""
 
     reason = "session_busy"
+
+
+class SessionInUse(InvalidParams):
+    """`sessions/delete` without `force` of a session another process has open."""
+
+    reason = "session_in_use"
+
+
+class SessionFileGone(InvalidParams):
+    """The file an open session appends to is no longer at its path (deleted, moved or
+    replaced): what would be appended could never be read back."""
+
+    reason = "session_file_gone"

@@ -1,10 +1,12 @@
 """Export a conversation as Markdown or HTML, to a confined path, atomically.
 
-Markdown (as the original): ``# Kward Session``, then per non-system message
-``## <Role>`` (plus ``Tool: `name` `` for tool rows), a blank line, the text and a blank
-line; images as ``[mime: path]``; thinking parts as ``Reasoning:\\n...``; a compaction
-summary shows its summary. HTML is that Markdown, fully escaped, in a ``<pre>`` of a page
-titled "Kward Session".
+Markdown (as the original, made easier to read): ``# Kward Session``, then per non-system
+message ``## User`` / ``## Assistant`` / ``## Tool`` (plus ``Tool: `name` `` for tool rows)
+/ ``## Compaction summary``, a blank line, the text and a blank line; images as
+``[mime: path]``. An assistant's reasoning (thinking parts, else its reasoning summary)
+is a quoted ``> Reasoning:`` block before its text, its tool calls follow as
+``Tool call: `name` {args}`` lines, and an assistant message with none of these is left
+out. HTML is that Markdown, fully escaped, in a ``<pre>`` of a page titled "Kward Session".
 
 Path rules: no path -> beside the session file (``.md`` / ``.html``). An explicit path is
 resolved against the workspace; its parent must exist, must not be a symlink, and its real
@@ -21,6 +23,7 @@ Pure functions plus one atomic write: safe from any thread.
 from __future__ import annotations
 
 import html
+import json
 import os
 import stat
 from pathlib import Path
@@ -28,16 +31,18 @@ from typing import Any, Iterable
 
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.fsutil import atomic_write_bytes
-from kward.sessions.messages import role_of
+from kward.sessions.messages import compact, role_of
 from kward.sessions.paths import lock_path_for, presence_path_for
 from kward.sessions.reader import is_session_file
 from kward.tools.paths import is_inside
 
 FORMATS = {"markdown": ".md", "html": ".html"}
+TITLES = {"compactionSummary": "Compaction summary", "toolResult": "Tool"}
+CALL_ARGS_CHARS = 200  # a tool call's arguments are shown compacted, cut to this many characters
 
 
 def export_format(value: Any) -> str:
-    """``markdown`` (default; alias ``md``) or ``html``; InvalidParams otherwise."""
+    """``markdown`` (default; alias ``md``) or ``html``, in any case; InvalidParams otherwise."""
     if value is None:
         return "markdown"
     if not isinstance(value, str):
@@ -46,7 +51,7 @@ def export_format(value: Any) -> str:
     if fmt in ("", "md"):
         return "markdown"
     if fmt not in FORMATS:
-        raise InvalidParams(f"Unsupported export format: {value}", data={"param": "format"})
+        raise InvalidParams(f"Unsupported export format: {value} (markdown, md or html)", data={"param": "format"})
     return fmt
 
 
@@ -56,20 +61,14 @@ def render_markdown(messages: Iterable[dict[str, Any]]) -> str:
         role = role_of(message)
         if role == "system":
             continue
-        lines.append(f"## {role.capitalize()}")
+        body = _assistant_body(message) if role == "assistant" else _body(message, role)
+        if body is None:
+            continue
+        lines.append(f"## {TITLES.get(role, role.capitalize())}")
         name = message.get("name")
-        if role == "tool" and name:
+        if role in ("tool", "toolResult") and name:
             lines.append(f"Tool: `{name}`")
-        lines.append("")
-        if role == "compactionSummary":
-            body = message.get("summary")
-        elif role == "user":
-            shown = message.get("display_content")
-            body = shown if shown is not None else message.get("content")
-        else:
-            body = message.get("content")
-        lines.append(_markdown_content(body))
-        lines.append("")
+        lines.extend(["", body, ""])
     return "\n".join(lines)
 
 
@@ -85,6 +84,55 @@ def render(messages: Iterable[dict[str, Any]], fmt: str) -> str:
     return markdown if fmt == "markdown" else render_html(markdown)
 
 
+def _body(message: dict[str, Any], role: str) -> str:
+    if role == "compactionSummary":
+        return _markdown_content(message.get("summary", message.get("content")))
+    if role == "user" and message.get("display_content") is not None:
+        return _markdown_content(message["display_content"])
+    return _markdown_content(message.get("content"))
+
+
+def _assistant_body(message: dict[str, Any]) -> str | None:
+    """Reasoning block, text, tool calls (blank lines between); None when all are empty."""
+    content = message.get("content")
+    parts = content if isinstance(content, list) else [content]
+    thinking = [_thinking(p) for p in parts if _is_thinking(p)]
+    reasoning = "\n".join(t for t in thinking if t)
+    if not reasoning:
+        summary = message.get("reasoning_summary", message.get("reasoningSummary"))
+        reasoning = summary if isinstance(summary, str) else ""
+    text = "\n".join(t for t in (_markdown_part(p) for p in parts if not _is_thinking(p)) if t)
+    blocks = []
+    if reasoning.strip():
+        blocks.append("\n".join(f"> {line}".rstrip() for line in ["Reasoning:", *reasoning.splitlines()]))
+    if text.strip():
+        blocks.append(text)
+    calls = [_tool_call_line(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    if calls:
+        blocks.append("\n".join(calls))
+    return "\n\n".join(blocks) if blocks else None
+
+
+def _tool_call_line(call: dict[str, Any]) -> str:
+    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    name = function.get("name") or "tool"
+    args = function.get("arguments")
+    args = args if isinstance(args, str) else ("" if args is None else json.dumps(args, ensure_ascii=False))
+    shown = compact(args, CALL_ARGS_CHARS + 1)
+    if len(shown) > CALL_ARGS_CHARS:
+        shown = shown[:CALL_ARGS_CHARS - 3] + "..."
+    return f"Tool call: `{name}` {shown}".rstrip()
+
+
+def _is_thinking(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in ("thinking", "reasoning")
+
+
+def _thinking(part: dict[str, Any]) -> str:
+    value = part.get("thinking", part.get("reasoning", part.get("text")))
+    return value if isinstance(value, str) else ""
+
+
 def _markdown_content(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(text for text in (_markdown_part(p) for p in content) if text is not None)
@@ -93,14 +141,14 @@ def _markdown_content(content: Any) -> str:
 
 def _markdown_part(part: Any) -> str | None:
     if not isinstance(part, dict):
-        return str(part)
+        return None if part is None else str(part)
     kind = part.get("type")
     if kind == "image":
         mime = part.get("mimeType") or part.get("media_type") or part.get("mime_type") or "image"
         path = part.get("path")
         return f"[{mime}: {path}]" if path else f"[{mime}]"
-    if kind in ("thinking", "reasoning"):
-        thinking = part.get("thinking", part.get("reasoning", part.get("text")))
+    if _is_thinking(part):
+        thinking = _thinking(part)
         return f"Reasoning:\n{thinking}" if thinking else None
     text = part.get("text")
     return None if text is None else str(text)
