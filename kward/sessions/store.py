@@ -184,13 +184,14 @@ class SessionFile:
         return "present"
 
     def _check_present(self, st: os.stat_result) -> None:
-        if st.st_nlink == 0:
-            raise _gone(self.path, "missing", "deleted")
+        how = "deleted" if st.st_nlink == 0 else "moved away"
         try:
             here = os.stat(self.path)
         except (FileNotFoundError, NotADirectoryError):
-            raise _gone(self.path, "missing", "moved away or deleted") from None
-        except OSError:  # cannot tell (e.g. a directory made unreadable): not proof it is gone
+            raise _gone(self.path, "missing", how) from None
+        except OSError:  # cannot look (e.g. a directory made unreadable)
+            if st.st_nlink == 0:
+                raise _gone(self.path, "missing", how) from None
             return
         if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
             raise _gone(self.path, "replaced", "replaced by another file")
