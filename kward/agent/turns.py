@@ -4,11 +4,12 @@ Each session has a lane: a queue of turns drained by one job on the worker pool,
 session runs one turn at a time in arrival order while different sessions run in
 parallel. A session file open under several RPC ids (`session.shared`, see
 kward.sessions.handle) has one lane: turns started through any of its ids queue FIFO
-together, and each turn's events carry the RPC id it was started with. While a lane has queued or running turns it holds the session's cross-process
-turn lock (taken when the first turn is queued, so a session that another process is
-running answers `session_busy` at once; released when the queue drains). A turn started
-while the drain job is still releasing that lock waits for the release (an fsync and a
-close) instead of failing on its own process's lock.
+together, and each turn's events carry the RPC id it was started with. While a lane has
+queued or running turns it holds the session's cross-process turn lock (taken when the
+first turn is queued, so a session that another process is running answers
+`session_busy` at once; released when the queue drains). A turn started while the drain
+job is still releasing that lock waits for the release (an fsync and a close) instead of
+failing on its own process's lock.
 
 Events: every turn has an `EventLog` (kward.agent.eventlog); `emit` assigns the next sequence number and
 publishes under the log's lock, so a turn's events reach the client in sequence order
@@ -19,9 +20,8 @@ meanwhile, but only once the session file is fsynced and still the file at its p
 turn whose file was deleted or replaced meanwhile fails (`session_file_gone`) instead of
 reporting a completion nothing saved. turnFinished of a turn that ran is announced after
 the session file was fsynced and, when nothing else is queued, the turn lock released
-(see `_drain`). A turn canceled
-while queued never runs: `turnQueued`, `turnCancelRequested`, `turnFinished {status:
-canceled}`, without `turnStarted`. `steer` input that no running turn can take any more
+(see `_drain`). A turn canceled while queued never runs: `turnQueued`,
+`turnCancelRequested`, `turnFinished {status: canceled}`, without `turnStarted`. `steer` input that no running turn can take any more
 (it is finishing, or the next one has not started) becomes a follow-up turn; on an idle
 session it is refused.
 

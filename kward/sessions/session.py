@@ -4,17 +4,15 @@ cleanup needs. This process opens each session file once: every RPC id on it is 
 
 Thread contract: one `threading.RLock` per OpenSession (``_lock``) guards the live state
 (conversation, name, read paths, the file offset the state reflects), the busy/closing
-flags and the descriptor of the turn lock while one is held. Every append happens under
-it, so this process's view changes in file order. Records appended by other processes are
-folded in by `refresh` (called by `turn_lock`, `payload`, `rename`, `name`,
-`entry_messages` and before cleanup decisions) and automatically when our own append
-lands after them. Any thread may call any method; the agent loop's worker thread calls
-`append_message`/`append_record` inside `turn_lock`. The lock is held for file work of
-one record or one check at a time, never for a whole turn.
+flags and the turn lock's descriptor. Every append happens under it, so this process's
+view changes in file order. Records appended by other processes are folded in by
+`refresh` (called by `turn_lock`, `payload`, `rename`, `name`, `entry_messages` and
+before cleanup decisions) and when our own append lands after them. Any thread may call
+any method; the agent loop's worker thread appends inside `turn_lock`. The lock is held
+for one record or one check at a time, never for a whole turn.
 
-A file that vanished (deleted or moved by another process, replaced by another file)
-makes every append, `rename` and `sync` raise SessionFileGone: nothing is reported saved
-that was not. Cleanup never deletes anything at the path of such a session.
+A file that vanished (deleted, moved, replaced by another file) makes every append,
+`rename` and `sync` raise SessionFileGone; cleanup never deletes what is at its path.
 
 Messages are treated as immutable once appended: they are shared, not copied, between the
 live list, clones and forks.
@@ -293,12 +291,9 @@ class OpenSession:
                         raise self._in_use()
 
     def delete(self, *, force: bool = False) -> str:
-        """Close and remove the file and its sidecars, whatever they hold.
-
-        Without `force`, SessionInUse when another process has the file open (nothing
-        changes). A file already gone is not touched: when another file was put at the
-        path, SessionFileGone and nothing changes; when nothing is there, only the
-        leftover sidecars are removed."""
+        """Close and remove the file and its sidecars, whatever they hold. Without `force`,
+        SessionInUse when another process has it open; SessionFileGone when another file
+        is at the path now (both change nothing); a missing file only loses its sidecars."""
         with self._lock:
             if self._gone_state() == "missing":
                 self._closing = self._finalized = True
