@@ -102,6 +102,9 @@ def test_a_forced_delete_from_another_process_fails_the_running_turn(start):
     rb = b.resume(s["path"])
     err = b.error("sessions/delete", {"sessionId": rb["id"]})  # A runs a turn: in use
     assert err.reason == "session_in_use"
+    err = a.error("sessions/delete", {"sessionId": s["id"]})  # B has it open: A may not either...
+    assert err.reason == "session_in_use"
+    assert a.request("runtime/state", {"sessionId": s["id"]})["isStreaming"] is True  # ...and A's turn runs on
     assert b.request("sessions/delete", {"sessionId": rb["id"], "force": True})["deleted"] is True
     assert b.close() == 0
     a.start_turn(s["id"], "go on", "steer")  # the turn goes on and tries to save

@@ -252,10 +252,9 @@ class SessionManager:
 
     # --- closing ---------------------------------------------------------------------
 
-    def check_deletable(self, session_id: str) -> None:
-        """SessionInUse when another process has the session open (see `delete`);
-        SessionFileGone when another file is at its path now. Changes nothing."""
-        self.get(session_id).shared.check_deletable()
+    def check_deletable(self, session_id: str, *, force: bool = False) -> None:
+        """Raise what `delete` would refuse with (see there); changes nothing."""
+        self.get(session_id).shared.check_deletable(force=force)
 
     def delete(self, session_id: str, *, force: bool = False) -> dict[str, Any]:
         """Delete the file and its sidecars and close every id on it: ``{deleted, path}``.

@@ -281,11 +281,11 @@ class OpenSession:
             self._finalized = True
             return True
 
-    def check_deletable(self) -> None:
-        """Raise SessionInUse when another process has the file open or runs a turn on it,
-        SessionFileGone when another file is at its path now; changes nothing."""
+    def check_deletable(self, *, force: bool = False) -> None:
+        """Raise what `delete` would (SessionFileGone when another file is at the path now;
+        unless `force`, SessionInUse when another process has it open); changes nothing."""
         with self._lock:
-            if self._gone_state() is None:
+            if self._gone_state() is None and not force:
                 with self._alone() as alone:
                     if not alone:
                         raise self._in_use()

@@ -70,8 +70,7 @@ def delete(call: Call) -> dict[str, Any]:
     session_id = p.str("sessionId", required=True)
     force = p.bool("force", False)
     sessions = call.app.sessions
-    if not force:
-        sessions.check_deletable(session_id)  # session_in_use before any turn is stopped
+    sessions.check_deletable(session_id, force=force)  # refused before any turn is stopped
     _stop_turns(call, sessions.handles_on(session_id))
     return sessions.delete(session_id, force=force)
 
