@@ -50,8 +50,9 @@ REASONS: dict[str, str] = {
     "too_many_open_files": "The process or system ran out of file descriptors.",
     "filesystem_error": "Another failure of a file or directory operation; data names the path and the OS's words.",
     "session_not_found": "No RPC session has that id.",
-    "session_locked": "The session file is already open in this process.",
     "session_busy": "Another process is running a turn on this session.",
+    "session_in_use": "Another process has the session open; sessions/delete needs force: true.",
+    "session_file_gone": "The open session's file was deleted, moved or replaced; nothing more is saved to it.",
     "turn_not_found": "No turn has that id (finished turns are forgotten after a while).",
     "question_not_found": "No pending UI question has that id in that session.",
     "path_not_allowed": "A path lies outside the places this method may touch.",
@@ -145,12 +146,6 @@ class SessionNotFound(InvalidParams):
         super().__init__(f"Unknown session: {session_id}", data={"sessionId": session_id})
 
 
-class SessionLocked(InvalidParams):
-    """The session file is already open as another RPC session of this process."""
-
-    reason = "session_locked"
-
-
 class SessionBusy(InvalidParams):
     """Another process holds the session's turn lock."""
 
@@ -238,3 +233,16 @@ def as_kward_error(exc: BaseException) -> KwardError | None:
     if isinstance(exc, OSError) and exc.errno is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
         return FilesystemError.from_os_error(exc)
     return None
+
+
+class SessionInUse(InvalidParams):
+    """`sessions/delete` without `force` of a session another process has open."""
+
+    reason = "session_in_use"
+
+
+class SessionFileGone(InvalidParams):
+    """The file an open session appends to is no longer at its path (deleted, moved or
+    replaced): what would be appended could never be read back."""
+
+    reason = "session_file_gone"

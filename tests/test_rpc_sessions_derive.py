@@ -99,20 +99,24 @@ def test_export_formats_and_default_paths(exported):
     assert k.request("sessions/export", {"sessionId": s["id"]}) == {"path": base + ".md", "format": "markdown"}
     markdown = Path(base + ".md").read_text()
     assert markdown.startswith("# Kward Session\n\n## User\n\n" + SCARY + "\n")
-    assert "## Assistant\n\nReading them." in markdown and "## Tool\nTool: `read_file`" in markdown
-    assert "The notes say hello." in markdown
-    os.remove(base + ".md")
-    assert k.request("sessions/export", {"sessionId": s["id"], "format": "md"}) == {"path": base + ".md",
-                                                                                      "format": "markdown"}
-    assert Path(base + ".md").read_text() == markdown
-    assert k.request("sessions/export", {"sessionId": s["id"], "format": "html"}) == {"path": base + ".html",
-                                                                                        "format": "html"}
+    assert ("## Assistant\n\n> Reasoning:\n> Thinking about the notes.\n\nReading them.\n\n"
+            'Tool call: `read_file` {"path": "notes.txt"}\n\n## Tool\nTool: `read_file`') in markdown
+    assert "## Assistant\n\nThe notes say hello.\n" in markdown
+    for fmt in ("md", "MD", "Markdown", " markdown "):  # any case
+        os.remove(base + ".md")
+        assert k.request("sessions/export", {"sessionId": s["id"], "format": fmt}) == {"path": base + ".md",
+                                                                                         "format": "markdown"}
+        assert Path(base + ".md").read_text() == markdown
+    for fmt in ("HTML", "Html", "html"):
+        assert k.request("sessions/export", {"sessionId": s["id"], "format": fmt}) == {"path": base + ".html",
+                                                                                         "format": "html"}
     page = Path(base + ".html").read_text()
     assert "<title>Kward Session</title>" in page and "<pre># Kward Session" in page
     assert "<script>" not in page and "<b>" not in page  # everything escaped
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in page
-    err = k.error("sessions/export", {"sessionId": s["id"], "format": "pdf"})
-    assert err.code == -32602 and err.error["data"]["param"] == "format" and "format" in err.error["message"]
+    for bad in ("pdf", 12, ["md"]):
+        err = k.error("sessions/export", {"sessionId": s["id"], "format": bad})
+        assert err.code == -32602 and err.error["data"]["param"] == "format" and "format" in err.error["message"]
     # exports are not sessions: the listing still shows the one session
     assert [i["path"] for i in k.listing()] == [s["path"]]
 

@@ -200,7 +200,7 @@ def test_a_turn_started_while_the_lane_releases_its_lock_is_queued(tmp_path):
     ws.mkdir()
     manager = SessionManager(tmp_path / "sessions", default_workspace=str(ws))
     session = manager.create(name="lane")
-    real_turn_lock = session.turn_lock
+    real_turn_lock = session.shared.turn_lock
     releasing, proceed = threading.Event(), threading.Event()
 
     @contextlib.contextmanager
@@ -211,7 +211,7 @@ def test_a_turn_started_while_the_lane_releases_its_lock_is_queued(tmp_path):
                 releasing.set()
                 proceed.wait(10)
 
-    session.turn_lock = turn_lock
+    session.shared.turn_lock = turn_lock
     turns, threads = _turn_manager(_execute)
     turns.start(session, "one", [])
     assert releasing.wait(10)  # the queue is empty and the lane is releasing its lock

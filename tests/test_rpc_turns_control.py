@@ -278,6 +278,10 @@ def test_closing_a_session_cancels_its_running_and_queued_turns(kward):
 class _FakeSession:
     id = "fake-session"
 
+    @property
+    def shared(self):  # the object behind every RPC id on one file: here just this one
+        return self
+
     @contextlib.contextmanager
     def turn_lock(self):
         yield self

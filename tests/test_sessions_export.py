@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.sessions.export import render_html, render_markdown
-from lib.sessions_helpers import new_manager, tool, user
+from lib.sessions_helpers import assistant, new_manager, tool, user
 
 
 @pytest.fixture
@@ -39,10 +40,36 @@ def test_markdown_rendering():
         "## User", "", "plain", "",
         "## User", "", "shown instead", "",
         "## User", "", "see\n[image/png: /a/b.png]", "",
-        "## Assistant", "", "Reasoning:\nhmm\nok", "",
+        "## Assistant", "", "> Reasoning:\n> hmm\n\nok", "",
         "## Tool", "Tool: `read_file`", "", "file text", "",
-        "## Compactionsummary", "", "so far", "",
+        "## Compaction summary", "", "so far", "",
     ])
+
+
+def test_markdown_reasoning_tool_calls_and_empty_assistant_messages():
+    long_args = json.dumps({"path": "x" * 500})
+    md = render_markdown([
+        user("go"),
+        assistant("", reasoning_summary="first look\n\nthen act",
+                  calls=[("c1", "read_file", {"path": "notes.txt"}), ("c2", "run_shell_command", {"command": "ls\n-la"})]),
+        tool("c1", "read_file", "notes"),
+        assistant(""),  # nothing to show: no block at all
+        assistant("", calls=[("c3", "write_file", json.loads(long_args))]),
+        assistant([{"type": "reasoning", "text": "from a part"}, {"type": "text", "text": "the answer"}],
+                  reasoning_summary="not shown twice"),
+        assistant("plain answer"),
+    ])
+    blocks = md.split("## ")[1:]
+    assert [b.split("\n", 1)[0] for b in blocks] == ["User", "Assistant", "Tool", "Assistant", "Assistant", "Assistant"]
+    assert blocks[1] == ("Assistant\n\n> Reasoning:\n> first look\n>\n> then act\n\n"
+                         "Tool call: `read_file` {\"path\": \"notes.txt\"}\n"
+                         "Tool call: `run_shell_command` {\"command\": \"ls\\n-la\"}\n\n")
+    shown = blocks[3].split("Tool call: `write_file` ", 1)[1].strip()
+    assert len(shown) == 200 and shown.endswith("...") and shown.startswith('{"path": "xxx')
+    assert blocks[4] == "Assistant\n\n> Reasoning:\n> from a part\n\nthe answer\n\n"
+    assert "not shown twice" not in md
+    assert blocks[5] == "Assistant\n\nplain answer\n"
+    assert render_html(md).count("&gt; Reasoning:") == 2  # HTML is the escaped Markdown
 
 
 def test_html_escapes_everything():

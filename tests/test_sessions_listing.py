@@ -31,13 +31,23 @@ def test_item_fields(tmp_path):
         {"type": "tool_execution_end", "toolCallId": "c"},
         {"type": "session_info", "name": "Named"},
     ])
+    os.utime(path, ns=(1_800_000_000_123_456_789,) * 2)
     [item] = list_sessions(str(d), "/root")
     assert item == {
         "id": sid, "path": path, "cwd": "/ws", "workspaceRoot": "/root",
-        "createdAt": "2026-01-02T03:04:05.678Z", "modifiedAt": "2023-11-14T22:13:20.000Z",
+        "createdAt": "2026-01-02T03:04:05.678Z", "modifiedAt": "2027-01-15T08:00:00.123Z",
         "name": "Named", "firstMessage": "hello world", "messageCount": 3,
         "depth": 0, "isLast": True, "ancestorContinues": [],
     }
+
+
+def test_modified_at_is_never_before_created_at(tmp_path):
+    """The header's time and the file's mtime come from different clocks: an mtime that
+    is earlier (a coarse file-system clock, a copy keeping old times) shows createdAt."""
+    d = tmp_path / "d"
+    make(d, 1, mtime=1_700_000_000, lines=[message_rec(user("hi"))])  # before the header's 2026 time
+    [item] = list_sessions(str(d), "/root")
+    assert item["createdAt"] == item["modifiedAt"] == "2026-01-02T03:04:05.678Z"
 
 
 def test_first_message_and_count_follow_compaction_and_display_content(tmp_path):

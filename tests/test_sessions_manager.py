@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kward.errors import InvalidParams, PathNotAllowed, SessionBusy, SessionLocked, SessionNotFound
+from kward.errors import InvalidParams, PathNotAllowed, SessionBusy, SessionFileGone, SessionNotFound
 from kward.sessions.opening import load_session
 from lib.sessions_helpers import (
     assistant, child, file_records, header, message_rec, new_manager, run_child, tool, user, write_lines,
@@ -65,23 +65,26 @@ def test_unknown_session_id(env):
         assert err.value.reason == "session_not_found" and err.value.code == -32602
 
 
-def test_resume_relative_path_and_second_resume_in_one_process(env):
+def test_resume_relative_path_and_a_second_resume_in_one_process_shares_the_file(env):
     manager, ws = env
     s = manager.create(name="keep")
     s.append_message(user("hello"))
     rel = os.path.relpath(s.path, ws.resolve())
-    with pytest.raises(SessionLocked) as err:
-        manager.resume(rel)
-    assert s.id in err.value.message and err.value.reason == "session_locked"
-    manager.close(s.id)
     r = manager.resume(rel)
-    assert r.id != s.id and r.path == s.path and r.persistent_id == s.persistent_id
-    assert r.name == "keep" and [m["content"] for m in r.conversation] == ["hello"]
-    with pytest.raises(SessionLocked):
-        manager.resume(s.path)
+    assert r.id != s.id and r.shared is s.shared and r.path == s.path and r.persistent_id == s.persistent_id
+    assert r.opened["id"] == r.id and r.opened["path"] == s.path and r.opened["name"] == "keep"
+    r.append_message(user("through r"))  # one live state behind both ids
+    assert [m["content"] for m in s.conversation] == ["hello", "through r"]
+    manager.close(s.id)
+    assert manager.get(r.id) is r and r.name == "keep"
+    with pytest.raises(SessionNotFound):
+        manager.get(s.id)
+    manager.close(r.id)
+    again = manager.resume(rel)
+    assert again.shared is not s.shared and [m["content"] for m in again.conversation] == ["hello", "through r"]
 
 
-def test_second_resume_is_refused_through_symlinked_paths(tmp_path):
+def test_a_second_resume_shares_the_file_through_symlinked_paths(tmp_path):
     real = tmp_path / "real-home"
     real.mkdir()
     os.symlink(real, tmp_path / "link-home")
@@ -91,10 +94,59 @@ def test_second_resume_is_refused_through_symlinked_paths(tmp_path):
     s = manager.create(name="n")
     for alias in (s.path, s.path.replace(str(tmp_path / "link-home"), str(real)),
                   str(tmp_path / "link-home" / os.path.relpath(s.path, real))):
-        with pytest.raises(SessionLocked) as err:
-            manager.resume(alias)
-        assert err.value.data["sessionId"] == s.id
+        r = manager.resume(alias)
+        assert r.shared is s.shared and r.id != s.id
     manager.shutdown_all()
+
+
+def test_concurrent_resumes_of_one_file_share_one_load(env, monkeypatch):
+    manager, _ = env
+    s = manager.create(name="shared")
+    path = s.path
+    manager.close(s.id)
+    import kward.sessions.manager as manager_module
+
+    loads, entered, go = [], threading.Event(), threading.Event()
+    real_load = manager_module.load_session
+
+    def slow_load(*args):
+        loads.append(args[0])
+        entered.set()
+        assert go.wait(10)
+        return real_load(*args)
+
+    monkeypatch.setattr(manager_module, "load_session", slow_load)
+    results: list = []
+    first = threading.Thread(target=lambda: results.append(manager.resume(path)))
+    first.start()
+    assert entered.wait(10)
+    loading = manager._loading[path]
+    waiting, real_wait = threading.Event(), loading.wait
+    loading.wait = lambda *a: (waiting.set(), real_wait(*a))[1]
+    second = threading.Thread(target=lambda: results.append(manager.resume(path)))
+    second.start()
+    assert waiting.wait(10)  # the second waits for the first load (a faulty manager loads again or fails)
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert len(results) == 2 and results[0].id != results[1].id
+    assert results[0].shared is results[1].shared and loads == [path]
+
+
+def test_an_open_file_replaced_on_disk_is_not_shared_by_a_resume(env):
+    manager, _ = env
+    s = manager.create(name="old")
+    s.append_message(user("old content"))
+    copy = Path(s.path + ".copy")
+    copy.write_bytes(Path(s.path).read_bytes())
+    os.replace(copy, s.path)  # another file at the path now
+    r = manager.resume(s.path)
+    assert r.shared is not s.shared and [m["content"] for m in r.conversation] == ["old content"]
+    r.append_message(user("new"))
+    with pytest.raises(SessionFileGone) as err:
+        s.append_message(user("lost"))
+    assert err.value.reason == "session_file_gone" and s.path in err.value.message
+    assert [r["message"]["content"] for r in file_records(s.path) if r["type"] == "message"] == ["old content", "new"]
 
 
 def test_resume_refuses_missing_non_regular_and_non_session_files(env, tmp_path):
@@ -278,14 +330,14 @@ def test_close_deletes_only_unused_sessions(env):
 def test_cleanup_spares_busy_sessions_and_defers_close_until_idle(env):
     manager, _ = env
     busy = manager.create()
-    busy.begin_work()  # a queued turn
+    busy.shared.begin_work()  # a queued turn
     other = manager.create()
     assert os.path.exists(busy.path) and manager.get(busy.id) is busy
     manager.close(busy.id)  # requested while busy: happens when the work ends
     assert os.path.exists(busy.path) and busy.closed
     with pytest.raises(SessionNotFound):
-        busy.begin_work()
-    busy.end_work()
+        busy.shared.begin_work()
+    busy.shared.end_work()
     assert not os.path.exists(busy.path)
     manager.shutdown_all()
     assert not os.path.exists(other.path)
@@ -327,14 +379,16 @@ def test_shutdown_all_deletes_unused_and_keeps_the_rest(env):
     manager.rename(b.id, None)  # now unnamed, but a session_info line is not content
     manager.shutdown_all()
     assert os.path.exists(a.path) and not os.path.exists(b.path)
-    assert manager.sessions() == []
+    for s in (a, b):
+        with pytest.raises(SessionNotFound):
+            manager.get(s.id)
 
 
 def test_turn_lock_marks_busy_and_syncs(env):
     manager, _ = env
     s = manager.create()
     with s.turn_lock() as held:
-        assert held is s and s.busy
+        assert held is s.shared and s.busy
         s.append_message(user("in a turn"))
         s.append_record("tool_execution_end", toolCallId="c", toolName="read", args={}, result={}, isError=False)
         with pytest.raises(SessionBusy):  # a second turn on the same session

@@ -2,28 +2,39 @@
 
 Each session has a lane: a queue of turns drained by one job on the worker pool, so a
 session runs one turn at a time in arrival order while different sessions run in
-parallel. While a lane has queued or running turns it holds the session's cross-process
-turn lock (taken when the first turn is queued, so a session that another process is
-running answers `session_busy` at once; released when the queue drains). A turn started
-while the drain job is still releasing that lock waits for the release (an fsync and a
-close) instead of failing on its own process's lock.
+parallel. A session file open under several RPC ids (`session.shared`, see
+kward.sessions.handle) has one lane: turns started through any of its ids queue FIFO
+together, and each turn's events carry the RPC id it was started with. While a lane has
+queued or running turns it holds the session's cross-process turn lock (taken when the
+first turn is queued, so a session that another process is running answers
+`session_busy` at once; released when the queue drains). A turn started while the drain
+job is still releasing that lock waits for the release (an fsync and a close) instead of
+failing on its own process's lock.
 
 Events: every turn has an `EventLog` (kward.agent.eventlog); `emit` assigns the next sequence number and
 publishes under the log's lock, so a turn's events reach the client in sequence order
 with no gaps. Every turn starts with `turnQueued` and ends with exactly one
 `turnFinished` (`completed`, `failed` or `canceled`); the log drops anything emitted after
 it. A turn whose loop returned its answer is `completed`, even if a cancel request arrived
-meanwhile. turnFinished of a turn that ran is announced after the session file was fsynced
-and, when nothing else is queued, the turn lock released (see `_drain`). A turn canceled
-while queued never runs: `turnQueued`, `turnCancelRequested`, `turnFinished {status:
-canceled}`, without `turnStarted`. `steer` input that no running turn can take any more
+meanwhile, but only once the session file is fsynced and still the file at its path: a
+turn whose file was deleted or replaced meanwhile fails (`session_file_gone`) instead of
+reporting a completion nothing saved. turnFinished of a turn that ran is announced after
+the session file was fsynced and, when nothing else is queued, the turn lock released
+(see `_drain`). A turn canceled while queued never runs: `turnQueued`,
+`turnCancelRequested`, `turnFinished {status: canceled}`, without `turnStarted`. `steer` input that no running turn can take any more
 (it is finishing, or the next one has not started) becomes a follow-up turn; on an idle
 session it is refused.
 
 Thread contract: `start`, `cancel`, `get` and the queries are called from the
 dispatcher (any thread is fine); turns run on pool workers. `_lock` guards the turn table
 and the lanes; it is never held while a turn runs or a lane releases its lock
-(`_released`, a condition on `_lock`, signals the end of a release).
+(`_released`, a condition on `_lock`, signals the end of a release and every announced
+turnFinished). A lane is dropped once it is idle and released.
+
+What a session must offer (`kward.sessions.SessionHandle` does): `id` (the RPC id),
+`shared` (the object behind every id on one file: the lane key, with `turn_lock()`) and
+`sync()` (fsync; raises when the file is no longer at its path). `execute` gets the
+session the turn was started through.
 """
 
 from __future__ import annotations
@@ -52,7 +63,7 @@ KEEP_FINISHED_TURNS = 256
 @dataclass
 class Turn:
     id: str
-    session_id: str
+    session_id: str  # the RPC id the turn was started through
     input: str
     attachments: list[dict[str, Any]]
     created_at: str
@@ -66,6 +77,8 @@ class Turn:
     steering: SteeringInbox | None = None
     headers: dict[str, str] = field(default_factory=dict)  # e.g. traceparent for model requests
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    session: Any = field(default=None, repr=False)  # what it was started through (see the module docstring)
+    announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
 
     def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> None:
         self.events.emit(type_, payload, wait=wait)
@@ -79,7 +92,7 @@ class Turn:
 
 @dataclass
 class _Lane:
-    session: Any  # kward.sessions.OpenSession
+    shared: Any  # the session's `shared` object: one lane per session file
     queue: deque[Turn] = field(default_factory=deque)
     running: Turn | None = None
     draining: bool = False
@@ -112,10 +125,10 @@ class TurnManager:
         self._make_room = make_room
         self._execute = execute
         self._steering_supported = steering_supported
-        self._lock = threading.Lock()
-        self._released = threading.Condition(self._lock)  # a lane finished releasing its turn lock
+        self._lock = threading.RLock()  # re-entered by _announce when a cancel finishes a queued turn
+        self._released = threading.Condition(self._lock)  # a lane released its turn lock, or a turn was announced
         self._turns: OrderedDict[str, Turn] = OrderedDict()
-        self._lanes: dict[str, _Lane] = {}
+        self._lanes: dict[Any, _Lane] = {}  # by session.shared
         self._closed = False
 
     # --- requests ---------------------------------------------------------------------
@@ -127,12 +140,11 @@ class TurnManager:
             raise InvalidParams(f"Unsupported streamingBehavior: {behavior}", data={"param": "streamingBehavior"})
         steer_ok = self._steering_supported()
         with self._lock:
-            lane = self._lanes.get(session.id)
-            if lane is None or lane.session is not session:
-                lane = self._lanes[session.id] = _Lane(session)
+            lane = self._lane(session)
             busy = bool(lane.queue or lane.running is not None or lane.releasing)
             while lane.releasing:  # the previous turn's lock is being let go (quick): taking a
                 self._released.wait()  # second flock on the file now would fail as session_busy
+                lane = self._lane(session)  # a released idle lane is dropped: take the new one
             if self._closed:
                 raise InvalidParams("The server is shutting down", reason="shutting_down")
             running = lane.running if lane.running is not None and lane.running.status == "running" else None
@@ -148,9 +160,9 @@ class TurnManager:
                 # started yet): the input becomes a follow-up turn instead
             if lane.turn_lock is None:
                 stack = contextlib.ExitStack()
-                stack.enter_context(session.turn_lock())  # SessionBusy when another process runs it
+                stack.enter_context(lane.shared.turn_lock())  # SessionBusy when another process runs it
                 lane.turn_lock = stack
-            turn = self._enqueue(lane, text, attachments, headers or {})
+            turn = self._enqueue(lane, session, text, attachments, headers or {})
             if not lane.draining:
                 lane.draining = True
                 if not self._submit(lambda: self._drain(lane)):
@@ -165,7 +177,7 @@ class TurnManager:
                     return turn
                 turn.cancel_requested = True
             turn.emit("turnCancelRequested", {}, wait=False)
-            lane = self._lanes.get(turn.session_id)
+            lane = self._lanes.get(turn.session.shared)
             if lane is not None and turn in lane.queue:
                 lane.queue.remove(turn)
                 self._finish(turn, "canceled", wait=False)
@@ -173,13 +185,15 @@ class TurnManager:
         turn.cancel.cancel()  # interrupts model requests, shell commands, questions
         return turn
 
-    def cancel_session(self, session_id: str) -> None:
-        """Cancel every queued and running turn of a session (before it is closed)."""
+    def cancel_session(self, session: Any) -> None:
+        """Cancel every queued and running turn started through this RPC id (before it is
+        closed); turns started through other ids on the same file go on."""
         with self._lock:
-            lane = self._lanes.get(session_id)
+            lane = self._lanes.get(session.shared)
             turns = ([lane.running] if lane and lane.running else []) + (list(lane.queue) if lane else [])
         for turn in turns:
-            self.cancel(turn.id)
+            if turn.session_id == session.id:
+                self.cancel(turn.id)
 
     def get(self, turn_id: str) -> Turn:
         with self._lock:
@@ -188,39 +202,51 @@ class TurnManager:
             raise InvalidParams(f"Unknown turn: {turn_id}", reason="turn_not_found", data={"turnId": turn_id})
         return turn
 
-    def running_turn(self, session_id: str) -> Turn | None:
-        """The session's turn that is running now. A turn whose final status is settled is
-        not running, even while its worker still syncs the file before turnFinished."""
+    def running_turn(self, session: Any) -> Turn | None:
+        """The turn running now on the session's file (started through any of its ids). A
+        turn whose final status is settled is not running, even while its worker still
+        syncs the file before turnFinished."""
         with self._lock:
-            lane = self._lanes.get(session_id)
+            lane = self._lanes.get(session.shared)
             turn = lane.running if lane else None
         return turn if turn is not None and turn.status == "running" else None
 
-    def pending_count(self, session_id: str) -> int:
+    def pending_count(self, session: Any) -> int:
+        """Turns queued on the session's file (through any of its ids)."""
         with self._lock:
-            lane = self._lanes.get(session_id)
+            lane = self._lanes.get(session.shared)
             return len(lane.queue) if lane else 0
 
-    def wait_idle(self, session_id: str, timeout: float) -> bool:
-        """Wait until the session has no queued or running turn and its lock is released
-        (after `cancel_session`, before the session is closed). True when idle in time."""
+    def wait_idle(self, session: Any, timeout: float) -> bool:
+        """Wait until every turn started through this RPC id has announced turnFinished
+        and, unless turns of other ids on the file go on, the lane released the turn lock
+        (after `cancel_session`, before the id is closed). True when idle in time."""
         def idle() -> bool:
-            lane = self._lanes.get(session_id)
-            return not (lane and (lane.queue or lane.running or lane.draining or lane.releasing))
+            if any(t.session_id == session.id and not t.announced for t in self._turns.values()):
+                return False
+            lane = self._lanes.get(session.shared)
+            return lane is None or bool(lane.queue or lane.running) or not (lane.draining or lane.releasing)
 
         with self._lock:
             return self._released.wait_for(idle, timeout)
 
     # --- running ----------------------------------------------------------------------
 
-    def _enqueue(self, lane: _Lane, text: str, attachments: list[dict[str, Any]],
+    def _lane(self, session: Any) -> _Lane:
+        """The lane of the session's file, created when missing. Caller holds `_lock`."""
+        lane = self._lanes.get(session.shared)
+        if lane is None:
+            lane = self._lanes[session.shared] = _Lane(session.shared)
+        return lane
+
+    def _enqueue(self, lane: _Lane, session: Any, text: str, attachments: list[dict[str, Any]],
                  headers: dict[str, str] | None = None) -> Turn:
-        """Create a queued turn on `lane` and emit turnQueued. Caller holds `_lock`."""
+        """Create a queued turn of `session` on `lane` and emit turnQueued. Caller holds `_lock`."""
         turn_id = str(uuid.uuid4())
-        session_id = lane.session.id
+        session_id = session.id
         turn = Turn(id=turn_id, session_id=session_id, input=text, attachments=list(attachments),
                     created_at=now_iso(), events=EventLog(turn_id, session_id, self._publish, self._make_room),
-                    headers=dict(headers or {}))
+                    headers=dict(headers or {}), session=session)
         self._remember(turn)
         lane.queue.append(turn)
         turn.emit("turnQueued", {"status": "queued"}, wait=False)
@@ -247,14 +273,14 @@ class TurnManager:
             if turn is None:  # only turns canceled before they ran were queued
                 self._release(lane, stack)
                 return
-            settled = self._run(turn, lane.session)
+            settled = self._run(turn)
             leftovers = turn.steering.close() if turn.steering else []
             with self._lock:
                 lane.running = None
                 if self._closed or turn.status == "canceled":
                     leftovers = []  # the user stopped this turn: its pending steer input goes with it
                 for item in leftovers:  # steered input the turn never used: keep it as a follow-up
-                    self._enqueue(lane, item.text, item.attachments, turn.headers)
+                    self._enqueue(lane, turn.session, item.text, item.attachments, turn.headers)
                 done = not lane.queue
                 stack = self._end_lane(lane) if done else None
             if done:
@@ -279,7 +305,7 @@ class TurnManager:
         try:
             stack.close()  # fsync, release the cross-process lock
         except Exception:
-            log.exception("releasing the turn lock of session %s failed", lane.session.id)
+            log.exception("releasing the turn lock of %r failed", lane.shared)
 
     def _release(self, lane: _Lane, stack: contextlib.ExitStack | None) -> None:
         try:
@@ -287,11 +313,14 @@ class TurnManager:
         finally:
             with self._lock:
                 lane.releasing = False
+                if self._lanes.get(lane.shared) is lane and not (lane.queue or lane.running or lane.draining):
+                    del self._lanes[lane.shared]  # idle: a later start makes a new one
                 self._released.notify_all()
 
-    def _run(self, turn: Turn, session: Any) -> bool:
+    def _run(self, turn: Turn) -> bool:
         """Run one turn on this worker and settle its final status (not announced yet);
         False when it had already finished (canceled while queued)."""
+        session = turn.session
         with turn.lock:
             if turn.status in TERMINAL:
                 return False
@@ -304,12 +333,16 @@ class TurnManager:
             if self._steering_supported():
                 turn.steering = SteeringInbox()
         turn.emit("turnStarted", {"status": "running"})
+        sync_tried = False
         try:
             if turn.cancel_requested:
                 raise Canceled("Canceled.")
             self._execute(turn, session)
             # the loop returned: the answer is out and persisted, so a cancel request that
-            # arrived meanwhile came too late and the turn completed
+            # arrived meanwhile came too late and the turn completed, once the file is
+            # durable and still the one at its path (SessionFileGone otherwise)
+            sync_tried = True
+            session.sync()
             return self._settle(turn, "completed")
         except Canceled:
             return self._settle(turn, "canceled")
@@ -322,10 +355,13 @@ class TurnManager:
             turn.emit("error", turn.error)
             return self._settle(turn, "failed")
         finally:
-            try:
-                session.sync()
-            except Exception:
-                log.exception("fsync of session %s failed", session.id)
+            if not sync_tried:
+                try:
+                    session.sync()
+                except KwardError as exc:  # e.g. the file is gone: the turn already failed on it
+                    log.warning("fsync of session %s: %s", turn.session_id, exc.message)
+                except Exception:
+                    log.exception("fsync of session %s failed", turn.session_id)
 
     def _settle(self, turn: Turn, status: str) -> bool:
         """Make `status` final; False when the turn already had a final status."""
@@ -341,6 +377,9 @@ class TurnManager:
         if turn.error is not None and turn.status == "failed":
             payload["error"] = turn.error
         turn.emit("turnFinished", payload, wait=wait)
+        with self._lock:
+            turn.announced = True
+            self._released.notify_all()
 
     def _finish(self, turn: Turn, status: str, *, wait: bool = True) -> None:
         if self._settle(turn, status):

@@ -4,8 +4,11 @@ Public entry points:
 
 - `SessionManager` (``kward.sessions.manager``): the process-wide registry of open RPC
   sessions and every ``sessions/*`` operation, in Python terms.
-- `OpenSession` (``kward.sessions.session``): one open session; what the agent loop uses
-  (``append_message``, ``append_record``, ``conversation``, ``read_paths``, ``turn_lock``...).
+- `SessionHandle` (``kward.sessions.handle``): one RPC session id; what the agent loop and
+  the RPC methods use (``append_message``, ``append_record``, ``conversation``,
+  ``read_paths``, ``turn_lock``...). Several ids may share one file.
+- `OpenSession` (``kward.sessions.session``): one session file this process has open
+  (descriptor, live state, locks), shared by every handle on it.
 - ``kward.sessions.opening``: `create_session`, `load_session`, `derive_session` (no registry).
 - `SessionFile` (``kward.sessions.store``): the append-only file with its locks.
 - ``kward.sessions.normalize``: session-side helpers over ``kward.tools.normalize`` (the one
@@ -14,9 +17,10 @@ Public entry points:
 This package knows nothing of JSON-RPC; it raises the classes of ``kward.errors``.
 """
 
+from kward.sessions.handle import SessionHandle
 from kward.sessions.manager import SessionManager
 from kward.sessions.opening import create_session, derive_session, load_session
 from kward.sessions.session import OpenSession
 from kward.sessions.store import SessionFile
 
-__all__ = ["OpenSession", "SessionFile", "SessionManager", "create_session", "derive_session", "load_session"]
+__all__ = ["OpenSession", "SessionFile", "SessionHandle", "SessionManager", "create_session", "derive_session", "load_session"]

@@ -110,12 +110,13 @@ def summarize(path: str, mtime_ns: int) -> SessionSummary:
                 name = clean_name(record.get("name"))
     first = next((item[2] for item in live if item[2] is not None), None)
     modified = iso_from_ns(mtime_ns)
+    created = normalize_iso(header.timestamp) or modified
     return SessionSummary(
         id=header.id,
         path=path,
         cwd=header.cwd,
-        created_at=normalize_iso(header.timestamp) or modified,
-        modified_at=modified,
+        created_at=created,
+        modified_at=max(modified, created),  # the header's clock may run ahead of the file system's
         mtime_ns=mtime_ns,
         name=name,
         first_message=display_text(first) if first is not None else "",

@@ -1,20 +1,29 @@
 """The process-wide registry of open RPC sessions and every ``sessions/*`` operation.
 
 Knows nothing of JSON-RPC: methods take Python values, raise the classes of
-``kward.errors`` and return OpenSession objects or the plain dicts the protocol shows.
+``kward.errors`` and return SessionHandle objects or the plain dicts the protocol shows.
 
-Locking: ``SessionManager._lock`` (a ``threading.Lock``) guards only the two maps
-``_sessions`` (RPC id -> OpenSession) and ``_by_path`` (real file path -> RPC id, with a
-reservation marker while a resume loads). It is never held during file I/O: a resume
-reserves the path, loads without the lock, then registers. Per-session state is guarded by
-each OpenSession's own lock (see ``kward.sessions.session``). Any thread may call any
-method; slow ones (resume of a big file, clone, export, transcript, list) belong on worker
-threads.
+One file, one OpenSession: this process opens a session file once and gives every RPC id
+on it a `SessionHandle` over that OpenSession (one writer, one live state; the turn
+manager gives them one queue). Resuming a file this process has open adds an id;
+concurrent resumes of one file share the first one's load. Closing an id closes the file
+only when no other id is left on it; deleting through one id closes every id on the file.
+
+Locking: ``SessionManager._lock`` (a ``threading.Lock``) guards only the maps
+``_handles`` (RPC id -> handle), ``_by_path`` (real file path -> OpenSession) and
+``_loading`` (real path -> event set when that load ends). It is never held during file
+I/O, nor while taking another lock: a resume registers a load, loads without the lock,
+then registers. Per-session state is guarded by each OpenSession's own lock (see
+``kward.sessions.session``). Any thread may call any method; slow ones (resume of a big
+file, clone, export, transcript, list) belong on worker threads.
 
 Cleanup rule (issue 3, point 5): sessions this process opened that are idle, empty and
-unnamed are closed and their files deleted when the client creates, resumes, clones or
-forks into another session, on close, and at `shutdown_all`; never a session with content
-or a name, never one whose turn lock another process holds. Listing deletes nothing.
+unnamed are closed (every id on them) and their files deleted when the client creates,
+resumes, clones or forks into another session, on close, and at `shutdown_all`; never a
+session with content or a name, never one another process has open or runs a turn on,
+never one whose file is gone. Listing deletes nothing. A session being opened counts as
+busy until its answer payload (`SessionHandle.opened`) is built, so pipelined creates
+each answer with a complete payload of a session that existed then.
 """
 
 from __future__ import annotations
@@ -25,9 +34,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kward.errors import InvalidParams, SessionLocked, SessionNotFound
+from kward.errors import InvalidParams, SessionNotFound
 from kward.workspace import resolve_root
 from kward.sessions.export import export_conversation
+from kward.sessions.handle import SessionHandle
 from kward.sessions.listing import DEFAULT_LIMIT, list_sessions
 from kward.sessions.messages import entry_id, full_text, compact, parse_entry_id, role_of
 from kward.sessions.paths import resolve_session_path, workspace_session_dir
@@ -36,8 +46,6 @@ from kward.sessions.session import OpenSession
 from kward.sessions.transcript import normalize_transcript, tool_details_from_file, wanted_tool_call_ids
 
 log = logging.getLogger(__name__)
-
-_RESERVED = "<loading>"
 
 
 class SessionManager:
@@ -48,33 +56,81 @@ class SessionManager:
         self.sessions_dir = Path(os.path.realpath(sessions_dir))  # one file, one path key
         self.default_workspace = Path(os.path.realpath(default_workspace or os.getcwd()))
         self._lock = threading.Lock()
-        self._sessions: dict[str, OpenSession] = {}
-        self._by_path: dict[str, str] = {}
+        self._handles: dict[str, SessionHandle] = {}
+        self._by_path: dict[str, OpenSession] = {}
+        self._loading: dict[str, threading.Event] = {}
 
     # --- registry --------------------------------------------------------------------
 
-    def get(self, session_id: Any) -> OpenSession:
+    def get(self, session_id: Any) -> SessionHandle:
         """The open session with that RPC id; SessionNotFound (``Unknown session: <id>``)."""
         with self._lock:
-            session = self._sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is None or session.closed:
+            handle = self._handles.get(session_id) if isinstance(session_id, str) else None
+        if handle is None or handle.closed:
             raise SessionNotFound(str(session_id))
-        return session
+        return handle
 
-    def sessions(self) -> list[OpenSession]:
+    def handles_on(self, session_id: Any) -> list[SessionHandle]:
+        """Every open RPC id on the file of `session_id` (itself first)."""
+        handle = self.get(session_id)
         with self._lock:
-            return list(self._sessions.values())
+            others = [h for h in self._handles.values() if h.shared is handle.shared and h is not handle]
+        return [handle, *others]
 
-    def _register(self, session: OpenSession) -> None:
+    def _open_sessions(self) -> list[OpenSession]:
+        """The distinct files behind the open ids."""
         with self._lock:
-            self._sessions[session.id] = session
-            self._by_path[session.path] = session.id
+            return list({id(h.shared): h.shared for h in self._handles.values()}.values())
 
-    def _unregister(self, session: OpenSession) -> None:
+    def _drop(self, shared: OpenSession) -> None:
+        """Forget every id on `shared` (its file was closed or deleted)."""
         with self._lock:
-            self._sessions.pop(session.id, None)
-            if self._by_path.get(session.path) == session.id:
-                del self._by_path[session.path]
+            for handle in [h for h in self._handles.values() if h.shared is shared]:
+                handle.detach()
+                del self._handles[handle.id]
+            if self._by_path.get(shared.path) is shared:
+                del self._by_path[shared.path]
+
+    def _opened(self, shared: OpenSession, loading: threading.Event | None = None) -> SessionHandle:
+        """Register a session just opened (no id knows it yet) under a new id; end the
+        load of its path (`loading`) in the same step, so a resume waiting for it shares it."""
+        shared.begin_work()  # see _announce
+        handle = SessionHandle(shared)
+        with self._lock:
+            self._handles[handle.id] = handle
+            self._by_path[shared.path] = shared
+            if loading is not None:
+                self._loading.pop(shared.path, None)
+        if loading is not None:
+            loading.set()
+        return self._announce(handle)
+
+    def _attach(self, shared: OpenSession) -> SessionHandle | None:
+        """A new id on a session this process has open (busy, see `_announce`); None when
+        its last id was closed meanwhile."""
+        try:
+            shared.begin_work()
+        except SessionNotFound:  # closing
+            return None
+        handle = SessionHandle(shared)
+        with self._lock:
+            current = self._by_path.get(shared.path) is shared
+            if current:
+                self._handles[handle.id] = handle
+        if current:
+            return handle
+        shared.end_work()
+        return None
+
+    def _announce(self, handle: SessionHandle) -> SessionHandle:
+        """The session is busy (`begin_work`) since it was registered: clean up the other
+        sessions, build the answer payload, then let it be idle."""
+        try:
+            self.cleanup_unused(keep=handle.shared)
+            handle.opened = handle.payload()
+        finally:
+            handle.shared.end_work()
+        return handle
 
     def workspace(self, workspace_root: str | None) -> str:
         """The real path of an existing workspace directory (relative to the default one);
@@ -84,56 +140,63 @@ class SessionManager:
     # --- opening ---------------------------------------------------------------------
 
     def create(self, workspace_root: str | None = None, name: str | None = None, *,
-               model: str | None = None, reasoning_effort: str | None = None) -> OpenSession:
+               model: str | None = None, reasoning_effort: str | None = None) -> SessionHandle:
         """A new persisted session (named when `name` is non-empty)."""
         root = self.workspace(workspace_root)
-        session = create_session(self.sessions_dir, root, name=name, model=model,
-                                 reasoning_effort=reasoning_effort)
-        self._register(session)
-        self.cleanup_unused(keep=session)
-        return session
+        return self._opened(create_session(self.sessions_dir, root, name=name, model=model,
+                                           reasoning_effort=reasoning_effort))
 
-    def resume(self, path: str, workspace_root: str | None = None) -> OpenSession:
+    def resume(self, path: str, workspace_root: str | None = None) -> SessionHandle:
         """Open an existing session file under a new RPC id.
 
-        `path` is resolved against the workspace root. SessionLocked when this process
-        already has the file open (another process having it open is fine); InvalidParams
-        when it is missing or not a kward session; PathNotAllowed when not a regular file.
+        `path` is resolved against the workspace root. A file this process already has
+        open gets another id on the same OpenSession (one whose file was replaced since is
+        not shared: the new file is opened); InvalidParams when it is missing or not a
+        kward session; PathNotAllowed when not a regular file.
         """
         root = self.workspace(workspace_root)
         real = resolve_session_path(path, root)
-        with self._lock:
-            holder = self._by_path.get(real)
-            if holder is not None:
-                if holder == _RESERVED:
-                    raise SessionLocked(f"Session file is being opened by another request: {real}",
-                                        data={"path": real})
-                raise SessionLocked(f"Session file is already open as RPC session {holder}: {real}",
-                                    data={"sessionId": holder, "path": real})
-            self._by_path[real] = _RESERVED
-        try:
-            session = load_session(real, root)
-        except BaseException:
+        stale: OpenSession | None = None
+        while True:
             with self._lock:
-                self._by_path.pop(real, None)
-            raise
-        self._register(session)
-        self.cleanup_unused(keep=session)
-        return session
+                shared = self._by_path.get(real)
+                if shared is stale:
+                    shared = None
+                loading = self._loading.get(real) if shared is None else None
+                mine = None
+                if shared is None and loading is None:
+                    mine = self._loading[real] = threading.Event()
+            if shared is not None:
+                if shared.closed or not shared.present():  # closing, or its file is gone
+                    stale = shared  # (what is at the path now is another file): open afresh
+                    continue
+                handle = self._attach(shared)
+                if handle is not None:
+                    return self._announce(handle)
+                continue  # closed meanwhile: look again
+            if loading is not None:
+                loading.wait()  # another request is loading this file: share its session
+                continue
+            assert mine is not None
+            try:
+                shared = load_session(real, root)
+            except BaseException:
+                with self._lock:
+                    self._loading.pop(real, None)
+                mine.set()
+                raise
+            return self._opened(shared, mine)
 
-    def rename(self, session_id: str, name: str | None) -> OpenSession:
+    def rename(self, session_id: str, name: str | None) -> SessionHandle:
         session = self.get(session_id)
         session.rename(name)
         return session
 
-    def clone(self, session_id: str) -> OpenSession:
+    def clone(self, session_id: str) -> SessionHandle:
         """A new independent session with every non-system live message and the read paths."""
         source = self.get(session_id)
         messages, read_paths = source.snapshot()
-        session = derive_session(self.sessions_dir, source, messages, read_paths)
-        self._register(session)
-        self.cleanup_unused(keep=session)
-        return session
+        return self._opened(derive_session(self.sessions_dir, source.shared, messages, read_paths))
 
     def fork_messages(self, session_id: str) -> list[dict[str, str]]:
         """``[{entryId: "message:<n>", text}]`` for the user messages of the live branch."""
@@ -142,7 +205,7 @@ class SessionManager:
         return [{"entryId": entry_id(i), "text": compact(full_text(m))}
                 for i, m in enumerate(session.entry_messages()) if role_of(m) == "user"]
 
-    def fork(self, session_id: str, entry: Any) -> tuple[OpenSession, str]:
+    def fork(self, session_id: str, entry: Any) -> tuple[SessionHandle, str]:
         """A new session holding the messages before the chosen user message; returns it
         and that message's text (for the composer)."""
         source = self.get(session_id)
@@ -156,10 +219,7 @@ class SessionManager:
         chosen = messages[index]
         if role_of(chosen) != "user":
             raise InvalidParams(f"Entry is not forkable: {entry}", data={"param": "entryId"})
-        session = derive_session(self.sessions_dir, source, messages[:index])
-        self._register(session)
-        self.cleanup_unused(keep=session)
-        return session, full_text(chosen)
+        return self._opened(derive_session(self.sessions_dir, source.shared, messages[:index])), full_text(chosen)
 
     # --- reading ---------------------------------------------------------------------
 
@@ -168,7 +228,7 @@ class SessionManager:
         unnamed sessions are left out (as the original); nothing is deleted."""
         root = self.workspace(workspace_root)
         skip = []
-        for s in self.sessions():
+        for s in self._open_sessions():
             if s.workspace_root == root and not s.busy:
                 s.refresh()  # another process may have written to it
                 if s.is_empty:
@@ -192,40 +252,61 @@ class SessionManager:
 
     # --- closing ---------------------------------------------------------------------
 
-    def delete(self, session_id: str) -> dict[str, Any]:
-        """Close the session and delete its file and sidecar lock: ``{deleted, path}``."""
-        session = self.get(session_id)
-        self._unregister(session)
-        path = session.delete()
+    def check_deletable(self, session_id: str, *, force: bool = False) -> None:
+        """Raise what `delete` would refuse with (see there); changes nothing."""
+        self.get(session_id).shared.check_deletable(force=force)
+
+    def delete(self, session_id: str, *, force: bool = False) -> dict[str, Any]:
+        """Delete the file and its sidecars and close every id on it: ``{deleted, path}``.
+
+        Without `force`, SessionInUse when another process has it open; SessionFileGone
+        when another file was put at its path. Both change nothing. A file already
+        deleted elsewhere just closes the ids."""
+        shared = self.get(session_id).shared
+        path = shared.delete(force=force)
+        self._drop(shared)
         return {"deleted": True, "path": path}
 
     def close(self, session_id: str) -> dict[str, Any]:
-        """Close the session (deleting its file when unused): ``{closed: true}``."""
-        session = self.get(session_id)
-        self._unregister(session)
-        session.close(delete_if_unused=True)
+        """Close this RPC id; the file closes (deleted when unused) when no other id is
+        left on it: ``{closed: true}``."""
+        handle = self.get(session_id)
+        shared = handle.shared
+        with self._lock:
+            if self._handles.get(handle.id) is not handle:
+                raise SessionNotFound(handle.id)  # closed by a concurrent request
+            del self._handles[handle.id]
+            handle.detach()
+            last = not any(h.shared is shared for h in self._handles.values())
+            if last and self._by_path.get(shared.path) is shared:
+                del self._by_path[shared.path]
+        if last:
+            shared.close(delete_if_unused=True)
         return {"closed": True}
 
     def cleanup_unused(self, keep: OpenSession | None = None) -> list[str]:
         """Close and delete this process's idle, empty, unnamed sessions other than `keep`
-        (and other than any open on the same file); return the deleted paths."""
+        (every id on them); return the deleted paths."""
         deleted = []
-        for session in self.sessions():
-            if keep is not None and (session is keep or session.path == keep.path):
+        for shared in self._open_sessions():
+            if shared is keep or shared.busy or not shared.is_empty:
                 continue
-            if session.busy or not session.is_empty:
+            try:
+                if not shared.delete_if_unused():
+                    continue
+            except OSError as exc:  # e.g. a read-only directory: the session stays open
+                log.warning("Could not remove unused session %s: %s", shared.path, exc)
                 continue
-            if session.delete_if_unused():
-                self._unregister(session)
-                deleted.append(session.path)
+            self._drop(shared)
+            deleted.append(shared.path)
         return deleted
 
     def shutdown_all(self) -> None:
         """Close every session (running turns should be cancelled first): unused ones are
         deleted, the others fsynced and closed (a busy one closes when its turn ends)."""
-        for session in self.sessions():
-            self._unregister(session)
+        for shared in self._open_sessions():
+            self._drop(shared)
             try:
-                session.close(delete_if_unused=True)
+                shared.close(delete_if_unused=True)
             except OSError:
-                log.exception("Closing session %s failed", session.path)
+                log.exception("Closing session %s failed", shared.path)

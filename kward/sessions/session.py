@@ -1,12 +1,18 @@
-"""An open session: the file, its live state, and the busy/idle bookkeeping cleanup needs.
+"""An open session file: its descriptor, its live state, and the busy/idle bookkeeping
+cleanup needs. This process opens each session file once: every RPC id on it is a
+`kward.sessions.handle.SessionHandle` over the same OpenSession (one writer, one turn lock).
 
 Thread contract: one `threading.RLock` per OpenSession (``_lock``) guards the live state
-(conversation, name, read paths, the file offset the state reflects) and the busy/closing
-flags. Every append happens under it, so this process's view changes in file order.
-Records appended by other processes are folded in by `refresh` (called by `turn_lock`,
-`payload`, `rename`, `name`, `entry_messages` and before cleanup decisions) and
-automatically when our own append lands after them. Any thread may call any method; the
-agent loop's worker thread calls `append_message`/`append_record` inside `turn_lock`.
+(conversation, name, read paths, the file offset the state reflects), the busy/closing
+flags and the turn lock's descriptor. Every append happens under it, so this process's
+view changes in file order. Records appended by other processes are folded in by
+`refresh` (called by `turn_lock`, `payload`, `rename`, `name`, `entry_messages` and
+before cleanup decisions) and when our own append lands after them. Any thread may call
+any method; the agent loop's worker thread appends inside `turn_lock`. The lock is held
+for one record or one check at a time, never for a whole turn.
+
+A file that vanished (deleted, moved, replaced by another file) makes every append,
+`rename` and `sync` raise SessionFileGone; cleanup never deletes what is at its path.
 
 Messages are treated as immutable once appended: they are shared, not copied, between the
 live list, clones and forks.
@@ -18,10 +24,9 @@ import contextlib
 import logging
 import os
 import threading
-import uuid
 from typing import Any, Callable, Iterator
 
-from kward.errors import SessionNotFound
+from kward.errors import SessionInUse, SessionNotFound
 from kward.sessions.reader import SkipReport, split_chunk
 from kward.sessions.records import (
     EXTRA_TYPES,
@@ -33,18 +38,17 @@ from kward.sessions.records import (
     session_info_record,
 )
 from kward.sessions.replay import Replay, clean_name
-from kward.sessions.store import SessionFile, try_turn_lock
+from kward.sessions.store import SessionFile, remove_session_files, try_turn_lock
 
 log = logging.getLogger(__name__)
 
 
 class OpenSession:
-    """One session opened by this process under a fresh RPC id. Build with
-    ``kward.sessions.opening`` (`create_session`, `load_session`, `derive_session`)."""
+    """One session file opened by this process. Build with ``kward.sessions.opening``
+    (`create_session`, `load_session`, `derive_session`)."""
 
     def __init__(self, file: SessionFile, header: SessionHeader, replay: Replay, offset: int,
-                 workspace_root: str, rpc_id: str | None = None):
-        self.id = rpc_id or str(uuid.uuid4())
+                 workspace_root: str):
         self.header = header
         self.workspace_root = workspace_root
         self._file = file
@@ -54,6 +58,10 @@ class OpenSession:
         self._busy = 0
         self._closing = False
         self._finalized = False
+        self._turn_lock_fd: int | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenSession({self.path!r})"
 
     # --- read-only views -------------------------------------------------------------
 
@@ -162,12 +170,22 @@ class OpenSession:
             self._append(record, lambda: self._replay.apply(record))
 
     def sync(self) -> None:
-        """fsync what was appended (end of a turn, close)."""
+        """fsync what was appended (end of a turn), then confirm that the file is still
+        the one at its path: SessionFileGone when it was deleted, moved or replaced, since
+        what was appended is then lost."""
         self._file.sync()
+        self._file.check_present()
+
+    def present(self) -> bool:
+        """Whether the file is still open and the one at its path."""
+        try:
+            return self._file.state() == "present"
+        except ValueError:  # closed
+            return False
 
     def _append(self, record: dict[str, Any], apply: Callable[[], Any]) -> None:
         if self._finalized:
-            raise SessionNotFound(self.id)
+            raise SessionNotFound(self.path)
         start, end = self._file.append(record)
         if start > self._offset:  # another process appended since our last look
             self._catch_up(start)
@@ -197,11 +215,11 @@ class OpenSession:
     # --- turns, busy state, closing --------------------------------------------------
 
     def begin_work(self) -> None:
-        """Mark a queued or running turn (not idle: cleanup leaves the session alone).
-        Raises SessionNotFound when the session was closed."""
+        """Mark a queued or running turn, or an answer being built (not idle: cleanup
+        leaves the session alone). Raises SessionNotFound when the session was closed."""
         with self._lock:
             if self._closing:
-                raise SessionNotFound(self.id)
+                raise SessionNotFound(self.path)
             self._busy += 1
 
     def end_work(self) -> None:
@@ -222,20 +240,28 @@ class OpenSession:
     @contextlib.contextmanager
     def turn_lock(self) -> Iterator["OpenSession"]:
         """Hold the cross-process turn lock for a turn or compaction; SessionBusy at once
-        when another process holds it. Catches up with others' records on entry and
-        fsyncs on exit. The session counts as busy meanwhile."""
+        when another process holds it, SessionFileGone when the file is gone. Catches up
+        with others' records on entry and fsyncs on exit. The session counts as busy
+        meanwhile."""
         with self.work():
-            with self._file.turn_lock(label=f"session {self.id} ({self.path})"):
+            fd = self._file.take_turn_lock(label=self.path)
+            with self._lock:
+                self._turn_lock_fd = fd
+            try:
                 self.refresh()
+                yield self
+            finally:
                 try:
-                    yield self
+                    self._file.sync()
                 finally:
-                    self.sync()
+                    with self._lock:  # `_alone` reads it under the lock
+                        self._turn_lock_fd = None
+                        os.close(fd)  # releases the flock
 
     def close(self, *, delete_if_unused: bool = True) -> bool:
         """Stop accepting work; fsync and close the file (at once, or when the running
         turn ends). Returns True when the file was deleted as unused (idle, empty,
-        unnamed, turn lock free)."""
+        unnamed, no other process has it open)."""
         with self._lock:
             if self._closing:
                 return False
@@ -255,13 +281,74 @@ class OpenSession:
             self._finalized = True
             return True
 
-    def delete(self) -> str:
-        """Close and remove the file and its sidecar lock, whatever they hold."""
+    def check_deletable(self, *, force: bool = False) -> None:
+        """Raise what `delete` would (SessionFileGone when another file is at the path now;
+        unless `force`, SessionInUse when another process has it open); changes nothing."""
         with self._lock:
-            self._closing = True
-            self._finalized = True
-            self._file.delete()
+            if self._gone_state() is None and not force:
+                with self._alone() as alone:
+                    if not alone:
+                        raise self._in_use()
+
+    def delete(self, *, force: bool = False) -> str:
+        """Close and remove the file and its sidecars, whatever they hold. Without `force`,
+        SessionInUse when another process has it open; SessionFileGone when another file
+        is at the path now (both change nothing); a missing file only loses its sidecars."""
+        with self._lock:
+            if self._gone_state() == "missing":
+                self._closing = self._finalized = True
+                self._close_gone()
+            elif force:
+                self._closing = self._finalized = True
+                self._file.delete()
+            else:
+                with self._alone() as alone:
+                    if not alone:
+                        raise self._in_use()
+                    self._closing = self._finalized = True
+                    self._file.delete()  # while nobody else can open it
             return self.path
+
+    def _gone_state(self) -> str | None:
+        """Under `_lock`: None while the file is ours at its path, ``missing`` when
+        nothing is there; SessionFileGone when another file is there now."""
+        state = self._file.state()
+        if state == "replaced":
+            self._file.check_present()  # raises, naming the path
+        return None if state == "present" else state
+
+    def _close_gone(self) -> None:
+        """Close a session whose file is missing, removing the sidecars left beside it."""
+        try:
+            with contextlib.suppress(OSError):  # tidying only
+                remove_session_files(self._file.path, sidecars_only=True)
+        finally:
+            self._file.close()
+
+    def _in_use(self) -> SessionInUse:
+        return SessionInUse(f"Session is open in another process: {self.path}; close it there, "
+                            "or pass force: true to delete it anyway", data={"path": self.path})
+
+    @contextlib.contextmanager
+    def _alone(self) -> Iterator[bool]:
+        """Under `_lock`: yield True when no other process has the file open or runs a
+        turn on it; while the block runs with True nobody can open it.
+
+        The presence check must run under the turn lock (see
+        ``SessionFile.exclusive_presence``): ours when a turn of this process holds it,
+        else taken for the check (busy elsewhere: not alone)."""
+        lock_fd = None
+        if self._turn_lock_fd is None:
+            lock_fd = try_turn_lock(self._file.lock_path)
+            if lock_fd is None:
+                yield False
+                return
+        try:
+            with self._file.exclusive_presence() as alone:
+                yield alone
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)
 
     def _finalize(self, *, delete_if_unused: bool) -> bool:
         """Under `_lock`, closing and not busy: delete when unused, else fsync and close."""
@@ -272,50 +359,49 @@ class OpenSession:
             deleted = False
         self._finalized = True
         if not deleted:
-            self._file.close()
+            if delete_if_unused and self._file.state() == "missing":
+                self._close_gone()
+            else:
+                self._file.close()
         return deleted
 
     def _try_delete_unused(self) -> bool:
-        """Under `_lock`: delete the file when empty and unnamed, no other process runs a
-        turn on it (turn lock) and no other process has it open (presence lock), re-checking
-        emptiness against the file meanwhile. True when deleted."""
-        if not self.is_empty:
+        """Under `_lock`: delete the file when empty and unnamed, still ours (not gone)
+        and no other process runs a turn on it or has it open, re-checking emptiness
+        against the file meanwhile. True when deleted."""
+        if not self.is_empty or not self.present():
             return False
-        lock_fd = try_turn_lock(self._file.lock_path)
-        if lock_fd is None:
-            return False  # another process runs a turn on it
-        try:
-            with self._file.exclusive_presence() as alone:
-                if not alone:
-                    return False  # another process has it open
-                self.refresh()
-                if not self.is_empty:
-                    return False
-                self._file.delete()
-            log.info("Deleted unused session %s", self.path)
-            return True
-        finally:
-            os.close(lock_fd)
+        with self._alone() as alone:
+            if not alone:
+                return False  # another process has it open or runs a turn on it
+            self.refresh()
+            if not self.is_empty:
+                return False
+            self._file.delete()
+        log.info("Deleted unused session %s", self.path)
+        return True
 
     # --- payload ---------------------------------------------------------------------
 
     def payload(self) -> dict[str, Any]:
-        """The session payload of the protocol (None fields omitted)."""
+        """The session payload of the protocol without the RPC `id` (the handle adds it);
+        None fields omitted. `modifiedAt` (the file's mtime) is never before `createdAt`
+        (the header's time, from another clock)."""
         self.refresh()
         try:
-            mtime = iso_from_ns(os.stat(self.path).st_mtime_ns)
-        except OSError:
+            mtime = iso_from_ns(self._file.fstat().st_mtime_ns)
+        except (OSError, ValueError):  # closed
             mtime = None
         header = self.header
+        created = normalize_iso(header.timestamp) or mtime
         payload = {
-            "id": self.id,
             "persistentId": header.id,
             "path": self.path,
             "workspaceRoot": self.workspace_root,
             "cwd": header.cwd or self.workspace_root,
             "name": self.name,
-            "createdAt": normalize_iso(header.timestamp) or mtime,
-            "modifiedAt": mtime,
+            "createdAt": created,
+            "modifiedAt": max(mtime, created) if mtime and created else mtime,
             "parentId": header.parent_id,
             "parentPath": header.parent_path,
         }

@@ -17,6 +17,11 @@ Concurrency contract (DESIGN.md "Where we deliberately differ"):
   has the session open (``exclusive_presence``) before deleting an unused session. The
   files are unlinked while that exclusive lock is still held (``delete`` closes last), so
   an opener waiting for its shared lock finds the file gone and gives up.
+- The file may vanish under us (another process deleted it, a user moved it, something
+  renamed another file over it). Every append first compares the descriptor (``fstat``:
+  link count, device and inode) with the path (``os.stat``) and raises SessionFileGone
+  instead of writing to a file nobody will read again; ``check_present`` does the same
+  check on its own (before a turn is reported completed).
 
 Any thread may call any method; the internal lock makes appends, reads, sync and close
 atomic with respect to each other.
@@ -27,18 +32,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import logging
 import os
 import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from kward.errors import InvalidParams, SessionBusy
+from kward.errors import InvalidParams, SessionBusy, SessionFileGone
 from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
 from kward.sessions.paths import lock_path_for, presence_path_for
 from kward.sessions.records import SessionHeader, encode_line
-
-log = logging.getLogger(__name__)
 
 
 class SessionFile:
@@ -50,7 +52,6 @@ class SessionFile:
         self._presence_fd: int | None = presence_fd
         self._lock = threading.Lock()
         self._dirty = False
-        self._warned_unlinked = False
 
     # --- construction ----------------------------------------------------------------
 
@@ -139,9 +140,7 @@ class SessionFile:
             try:
                 st = os.fstat(fd)
                 size = st.st_size
-                if st.st_nlink == 0 and not self._warned_unlinked:
-                    self._warned_unlinked = True
-                    log.warning("Session file %s was deleted by another process; appends are lost", self.path)
+                self._check_present(st)
                 data = line
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     data = b"\n" + line  # terminate a torn line left by a crashed writer
@@ -162,6 +161,40 @@ class SessionFile:
     def size(self) -> int:
         with self._lock:
             return os.fstat(self._require_fd()).st_size
+
+    def fstat(self) -> os.stat_result:
+        """``os.fstat`` of our descriptor (ValueError when closed)."""
+        with self._lock:
+            return os.fstat(self._require_fd())
+
+    # --- is it still there? ----------------------------------------------------------
+
+    def check_present(self) -> None:
+        """Raise SessionFileGone unless the file we append to is still the one at `path`
+        (ValueError when closed). Costs one ``fstat`` and one ``stat``."""
+        self._check_present(self.fstat())
+
+    def state(self) -> str:
+        """``present``, ``missing`` (deleted or moved away) or ``replaced`` (another file
+        is at the path now). ValueError when closed."""
+        try:
+            self.check_present()
+        except SessionFileGone as exc:
+            return exc.data["state"]
+        return "present"
+
+    def _check_present(self, st: os.stat_result) -> None:
+        how = "deleted" if st.st_nlink == 0 else "moved away"
+        try:
+            here = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise _gone(self.path, "missing", how) from None
+        except OSError:  # cannot look (e.g. a directory made unreadable)
+            if st.st_nlink == 0:
+                raise _gone(self.path, "missing", how) from None
+            return
+        if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
+            raise _gone(self.path, "replaced", "replaced by another file")
 
     def read_range(self, start: int, end: int) -> bytes:
         """Bytes [start, end) of the file (lines already written never change)."""
@@ -201,17 +234,33 @@ class SessionFile:
     def lock_path(self) -> Path:
         return lock_path_for(self.path)
 
-    @contextlib.contextmanager
-    def turn_lock(self, label: str | None = None) -> Iterator[None]:
-        """Hold the sidecar flock for the block; SessionBusy at once if someone holds it.
+    def take_turn_lock(self, label: str | None = None) -> int:
+        """Take the sidecar flock and return its descriptor (closing it releases the lock).
 
-        `label` names the session in the error message (defaults to the file path).
+        SessionBusy at once if someone holds it; SessionFileGone (and no sidecar left
+        behind) when the session file is no longer at its path. `label` names the session
+        in the error message (defaults to the file path).
         """
+        self.check_present()
         fd = try_turn_lock(self.lock_path)
         if fd is None:
             name = label or str(self.path)
             raise SessionBusy(f"Session is busy: another process is running a turn on {name}",
                               data={"path": str(self.path)})
+        try:
+            self.check_present()  # deleted meanwhile: our open re-created the sidecar
+        except BaseException:
+            with contextlib.suppress(OSError):
+                if not os.path.lexists(self.path):
+                    os.unlink(self.lock_path)
+            os.close(fd)
+            raise
+        return fd
+
+    @contextlib.contextmanager
+    def turn_lock(self, label: str | None = None) -> Iterator[None]:
+        """Hold the sidecar flock for the block (see `take_turn_lock`)."""
+        fd = self.take_turn_lock(label)
         try:
             yield
         finally:
@@ -304,16 +353,23 @@ def try_turn_lock(lock_path: Path) -> int | None:
     return fd
 
 
-def remove_session_files(path: Path) -> bool:
-    """Unlink a session file and its sidecars; True when the session file was removed."""
+def remove_session_files(path: Path, *, sidecars_only: bool = False) -> bool:
+    """Unlink a session file (unless `sidecars_only`) and its sidecars; True when the
+    session file was removed."""
     removed = False
-    try:
-        os.unlink(path)
-        removed = True
-    except FileNotFoundError:
-        pass
+    if not sidecars_only:
+        try:
+            os.unlink(path)
+            removed = True
+        except FileNotFoundError:
+            pass
     for sidecar in (lock_path_for(Path(path)), presence_path_for(Path(path))):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(sidecar)
     fsync_dir(Path(path).parent)
     return removed
+
+
+def _gone(path: Path, state: str, how: str) -> SessionFileGone:
+    return SessionFileGone(f"Session file was {how}: {path}; nothing more can be saved to this session",
+                           data={"path": str(path), "state": state})

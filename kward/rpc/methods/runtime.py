@@ -18,8 +18,8 @@ def _ids(session: Any) -> dict[str, Any]:
 def state(call: Call) -> dict[str, Any]:
     app = call.app
     session = app.sessions.get(call.params.str("sessionId", required=True))
-    running = app.turns.running_turn(session.id) if app.has_service("turns") else None
-    pending = app.turns.pending_count(session.id) if app.has_service("turns") else 0
+    running = app.turns.running_turn(session) if app.has_service("turns") else None
+    pending = app.turns.pending_count(session) if app.has_service("turns") else 0
     config = app.config.load()
     compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
     out: dict[str, Any] = {

@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kward.rpc.registry import Call
 
-FORMATS = ("markdown", "html")
-
-
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
 
 
-def _stop_turns(call: Call, session_id: str) -> None:
-    """Cancel queued and running turns and wait for them to end (a canceled turn still
-    records its last tool result and turnFinished) before a session is closed or deleted."""
+def _stop_turns(call: Call, handles: list[Any]) -> None:
+    """Cancel the queued and running turns started through these ids and wait for them to
+    end (a canceled turn still records its last tool result and turnFinished) before the
+    ids are closed or the session deleted."""
     if call.app.has_service("turns"):  # no turn was ever started: nothing to stop
-        call.app.turns.cancel_session(session_id)
-        call.app.turns.wait_idle(session_id, STOP_WAIT)
+        for handle in handles:
+            call.app.turns.cancel_session(handle)
+        deadline = time.monotonic() + STOP_WAIT
+        for handle in handles:
+            call.app.turns.wait_idle(handle, max(0.0, deadline - time.monotonic()))
 
 
 def create(call: Call) -> dict[str, Any]:
     p = call.params
     name = p.str("name", max_len=10_000)
-    return call.app.sessions.create(p.str("workspaceRoot"), name or None).payload()
+    return call.app.sessions.create(p.str("workspaceRoot"), name or None).opened
 
 
 def resume(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.app.sessions.resume(p.str("path", required=True, non_empty=True), p.str("workspaceRoot")).payload()
+    return call.app.sessions.resume(p.str("path", required=True, non_empty=True), p.str("workspaceRoot")).opened
 
 
 def list_(call: Call) -> dict[str, Any]:
@@ -45,7 +47,7 @@ def rename(call: Call) -> dict[str, Any]:
 
 
 def clone(call: Call) -> dict[str, Any]:
-    return call.app.sessions.clone(call.params.str("sessionId", required=True)).payload()
+    return call.app.sessions.clone(call.params.str("sessionId", required=True)).opened
 
 
 def fork_messages(call: Call) -> dict[str, Any]:
@@ -55,26 +57,27 @@ def fork_messages(call: Call) -> dict[str, Any]:
 def fork(call: Call) -> dict[str, Any]:
     p = call.params
     session, text = call.app.sessions.fork(p.str("sessionId", required=True), p.str("entryId", required=True))
-    return {"session": session.payload(), "text": text, "cancelled": False}
+    return {"session": session.opened, "text": text, "cancelled": False}
 
 
 def export(call: Call) -> dict[str, Any]:
     p = call.params
-    fmt = p.choice("format", FORMATS, "markdown", aliases={"md": "markdown"})
-    return call.app.sessions.export(p.str("sessionId", required=True), p.str("path"), fmt)
+    return call.app.sessions.export(p.str("sessionId", required=True), p.str("path"), p.str("format"))
 
 
 def delete(call: Call) -> dict[str, Any]:
-    session_id = call.params.str("sessionId", required=True)
-    call.app.sessions.get(session_id)
-    _stop_turns(call, session_id)
-    return call.app.sessions.delete(session_id)
+    p = call.params
+    session_id = p.str("sessionId", required=True)
+    force = p.bool("force", False)
+    sessions = call.app.sessions
+    sessions.check_deletable(session_id, force=force)  # refused before any turn is stopped
+    _stop_turns(call, sessions.handles_on(session_id))
+    return sessions.delete(session_id, force=force)
 
 
 def close(call: Call) -> dict[str, Any]:
     session_id = call.params.str("sessionId", required=True)
-    call.app.sessions.get(session_id)
-    _stop_turns(call, session_id)
+    _stop_turns(call, [call.app.sessions.get(session_id)])
     return call.app.sessions.close(session_id)
 
 

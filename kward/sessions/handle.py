@@ -1,0 +1,120 @@
+"""One RPC session id: a light handle on the OpenSession this process has on that file.
+
+Resuming a file this process already has open gives a new RPC id on the same OpenSession
+(`kward.sessions.manager`): one descriptor, one live state, one writer, and (in
+``kward.agent.turns``) one turn queue and one cross-process turn lock behind every id.
+A handle adds only its id and whether that id was closed; everything else is the shared
+session's. Closing an id closes the file only when it was the last id on it.
+
+Thread contract: `detach` is called by the SessionManager under its lock; everything
+else delegates to the OpenSession, whose own lock guards the state (any thread).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ContextManager
+
+from kward.errors import SessionNotFound
+from kward.sessions.session import OpenSession
+
+
+class SessionHandle:
+    """The RPC session `id` over `shared`. `opened` is the payload built when the id was
+    opened (what sessions/create, resume, clone and fork answer), before any cleanup of
+    another request could remove the file."""
+
+    def __init__(self, shared: OpenSession, rpc_id: str | None = None):
+        self.id = rpc_id or str(uuid.uuid4())
+        self.shared = shared
+        self.opened: dict[str, Any] | None = None
+        self._detached = False
+
+    def detach(self) -> None:
+        """This id is closed (the file may stay open for other ids)."""
+        self._detached = True
+
+    @property
+    def closed(self) -> bool:
+        return self._detached or self.shared.closed
+
+    def payload(self) -> dict[str, Any]:
+        """The session payload with this RPC id; SessionNotFound once the id is closed."""
+        if self.closed:
+            raise SessionNotFound(self.id)
+        return {"id": self.id, **self.shared.payload()}
+
+    # --- the shared session's views (see OpenSession) --------------------------------
+
+    @property
+    def path(self) -> str:
+        return self.shared.path
+
+    @property
+    def persistent_id(self) -> str:
+        return self.shared.persistent_id
+
+    @property
+    def workspace_root(self) -> str:
+        return self.shared.workspace_root
+
+    @property
+    def name(self) -> str | None:
+        return self.shared.name
+
+    @property
+    def conversation(self) -> list[dict[str, Any]]:
+        return self.shared.conversation
+
+    @property
+    def read_paths(self) -> set[str]:
+        return self.shared.read_paths
+
+    @property
+    def memory_state(self) -> dict[str, Any] | None:
+        return self.shared.memory_state
+
+    @property
+    def model(self) -> str | None:
+        return self.shared.model
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        return self.shared.reasoning_effort
+
+    @property
+    def is_empty(self) -> bool:
+        return self.shared.is_empty
+
+    @property
+    def busy(self) -> bool:
+        return self.shared.busy
+
+    def entry_messages(self) -> list[dict[str, Any]]:
+        return self.shared.entry_messages()
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], set[str]]:
+        return self.shared.snapshot()
+
+    def refresh(self) -> None:
+        self.shared.refresh()
+
+    # --- writing (the agent loop's SessionPort) --------------------------------------
+
+    def append_message(self, message: dict[str, Any]) -> None:
+        self.shared.append_message(message)
+
+    def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]:
+        return self.shared.append_record(record_type, **fields)
+
+    def rename(self, name: str | None) -> None:
+        self.shared.rename(name)
+
+    def sync(self) -> None:
+        """fsync; SessionFileGone when the file is no longer at its path."""
+        self.shared.sync()
+
+    def turn_lock(self) -> ContextManager[OpenSession]:
+        """The shared session's cross-process turn lock (kward.agent.turns takes it once
+        per lane, for every id on the file)."""
+        return self.shared.turn_lock()
