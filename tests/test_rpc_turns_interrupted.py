@@ -86,7 +86,7 @@ def test_a_cancel_mid_stream_keeps_the_partial_answer_for_transcript_resume_expo
         exported = b.request("sessions/export", {"sessionId": r["id"]})["path"]
         with open(exported, encoding="utf-8") as f:
             markdown = f.read()
-        assert "## Assistant\n\nPartial answer\n" in markdown
+        assert "## Assistant\n\n> Reasoning:\n> Let me think.\n\nPartial answer\n\n_(interrupted)_\n" in markdown
         fake.script("responses", fc.text(["Go", "ne on"]))
         assert finished(run_turn(b, r["id"], "go on"))["status"] == "completed"
         [req] = fake.requests("responses")

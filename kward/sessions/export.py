@@ -6,7 +6,8 @@ message ``## User`` / ``## Assistant`` / ``## Tool`` (plus ``Tool: `name` `` for
 ``[mime: path]``. An assistant's reasoning (thinking parts, else its reasoning summary)
 is a quoted ``> Reasoning:`` block before its text, its tool calls follow as
 ``Tool call: `name` {args}`` lines, and an assistant message with none of these is left
-out. HTML is that Markdown, fully escaped, in a ``<pre>`` of a page titled "Kward Session".
+out; one the user interrupted ends with ``_(interrupted)_``. HTML is that Markdown, fully
+escaped, in a ``<pre>`` of a page titled "Kward Session".
 
 Where the export goes, what it may replace, and the race-free write: see
 `kward.sessions.export_target`.
@@ -98,6 +99,8 @@ def _assistant_body(message: dict[str, Any]) -> str | None:
     calls = [_tool_call_line(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
     if calls:
         blocks.append("\n".join(calls))
+    if blocks and message.get("interrupted"):
+        blocks.append("_(interrupted)_")
     return "\n\n".join(blocks) if blocks else None
 
 
