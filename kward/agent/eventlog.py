@@ -14,6 +14,12 @@ from kward.agent.loop import now_iso
 
 EVENT_LIMIT = 1000
 
+#: Every `turn/event` type a turn emits (kward.agent.turns and kward.agent.loop), roughly in
+#: the order a turn shows them. docs/protocol.md documents each one; tests/test_docs.py
+#: checks that every type emitted in the code is listed here and in the doc, and no other.
+EVENT_TYPES = ("turnQueued", "turnStarted", "reasoningDelta", "assistantDelta", "assistantMessage", "modelRetry",
+               "toolCall", "toolResult", "turnSteered", "answer", "turnCancelRequested", "error", "turnFinished")
+
 
 class EventLog:
     """The sequenced events of one turn; keeps the last EVENT_LIMIT for replay.
