@@ -102,3 +102,25 @@ def test_requests_after_shutdown_are_refused(isolated_home, extra_methods):
     late = s.response(3)
     assert late["error"]["data"]["reason"] == "shutting_down"
     assert s.join(5)
+
+
+def test_registering_changes_only_that_table(extra_methods):
+    assert "test/slow" in extra_methods and extra_methods.get("test/slow").slow is True
+    assert "test/slow" not in registry.METHODS and "test/slow" not in registry.default_table()
+    assert extra_methods.handler("test/boom") is boom_method
+    assert extra_methods.handler("workspace/info") is registry.default_table().handler("workspace/info")
+
+
+def test_capabilities_follow_the_table_served(isolated_home):
+    table = registry.MethodTable({n: m for n, m in registry.METHODS.items() if not n.startswith("turns/")})
+    s = InProcessServer(isolated_home, methods=table)
+    caps = s.request("initialize")["capabilities"]
+    assert caps["asyncTurns"] is False and caps["turns"]["supported"] is False
+    assert caps["sessions"]["supported"] is True
+    assert s.error("turns/start", {"sessionId": "x", "input": "hi"}).code == -32601
+    s.close_input()
+    assert s.join(5)
+    full = InProcessServer(isolated_home)
+    assert full.request("initialize")["capabilities"]["asyncTurns"] is True
+    full.close_input()
+    assert full.join(5)

@@ -14,10 +14,14 @@ import io
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from kward import diagnostics, procs
 from kward.errors import ConfigError
 from kward.fsutil import ATOMIC_TEMP, remove_stale_files
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.registry import MethodTable
 
 USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
 
@@ -33,7 +37,9 @@ def _claim_stdio() -> tuple[io.BufferedReader, io.FileIO]:
     return io.open(proto_in, "rb", buffering=256 * 1024), io.FileIO(proto_out, "wb", closefd=True)
 
 
-def run(argv: list[str]) -> int:
+def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
+    """`kward rpc` with `argv` (after `rpc`); `methods` is the table served (default:
+    kward.rpc.registry.METHODS; a test serves its own)."""
     if argv in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
         return 0
@@ -52,7 +58,7 @@ def run(argv: list[str]) -> int:
     remove_stale_files(setup.paths.config_dir, ATOMIC_TEMP)  # config.json copies a SIGKILL left
     diagnostics.configure(setup.paths.logs_dir, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
     stdin, stdout = _claim_stdio()
-    server = compose.build_server(stdin, stdout, setup)
+    server = compose.build_server(stdin, stdout, setup, methods=methods)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: server.stop_now())
     procs.own_descendants()
