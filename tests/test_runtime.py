@@ -14,7 +14,8 @@ import pytest
 
 from kward.config import ConfigStore, resolve_paths, resolve_settings
 from kward.errors import SessionNotFound
-from kward.runtime import QuestionAsked, Runtime
+from kward.runtime import Runtime
+from kward.runtime.notices import QuestionAsked
 from lib.turns_helpers import check_turn_events, text, tool, write_script
 
 QUESTION = {"question": "Which one?", "header": "Pick", "options": [{"label": "A", "description": "a"},

@@ -22,7 +22,6 @@ from kward.errors import Overloaded
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.transport import Outbox
-from kward.runtime.notices import QuestionAsked
 from kward.secrets import KnownSecrets
 
 
@@ -75,6 +74,9 @@ class Connection:
         self.notify("turn/event", event, wait=False)  # paced before, by make_room
 
     def report(self, notice: Any) -> None:
+        """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
+        from kward.runtime.notices import QuestionAsked  # loaded by the runtime before any notice
+
         if isinstance(notice, QuestionAsked):
             self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
                                         "questions": notice.questions})

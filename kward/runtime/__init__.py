@@ -5,15 +5,13 @@ transports").
 service, the question broker, the agent engine and the settings of one process, and
 offers what a face needs: open, resume, close and delete sessions (closing cancels the
 session's turns and waits for them), start and cancel turns with an event sink, session
-state and stats (`kward.runtime.state`), model, reasoning and settings changes, reload,
+state and stats (`kward.runtime.state`, imported on first use), model, reasoning and settings changes, reload,
 the tools list, question answers and shutdown. It knows nothing of JSON-RPC: it reports
 through the callables it is built with (turn events to an event sink, the notices of
 `kward.runtime.notices` to `notify`), raises the classes of `kward.errors`, and returns
 core objects or plain data the face shapes. Nothing here imports `kward.rpc`.
 """
 
-from kward.runtime.core import Runtime
-from kward.runtime.notices import QuestionAsked
-from kward.runtime.state import ModelState, RuntimeInfo, SessionIds, SessionState, SessionStats
+from kward.runtime.core import Runtime, RuntimeInfo
 
-__all__ = ["Runtime", "QuestionAsked", "RuntimeInfo", "SessionIds", "ModelState", "SessionState", "SessionStats"]
+__all__ = ["Runtime", "RuntimeInfo"]  # notices and state types: kward.runtime.notices, kward.runtime.state

@@ -16,12 +16,10 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 from kward.config import ConfigStore, Paths, Settings
 from kward.errors import InvalidParams, KwardError
-from kward.runtime.notices import QuestionAsked
-from kward.runtime.state import RuntimeInfo, SessionState, SessionStats
 from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.models import ModelService
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import Turn, TurnManager
+    from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
     from kward.sessions.manager import SessionManager
     from kward.workspace import WorkspaceInfo
@@ -37,6 +36,16 @@ log = logging.getLogger(__name__)
 
 EventSink = Callable[[dict[str, Any]], None]
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
+
+
+class RuntimeInfo(NamedTuple):  # a NamedTuple: built at start-up, where a dataclass costs more
+    """Facts a face announces at start (the RPC face: `initialize`)."""
+
+    steering: bool  # the active provider steers a running turn in flight
+    warnings: tuple[tuple[str, str], ...]  # (reason, message): settings ignored, an unusable config
+    logs_dir: str
+    max_frame_bytes: int
+    max_input_chars: int
 
 
 def _nothing() -> None:
@@ -105,6 +114,8 @@ class Runtime:
     @property
     def questions(self) -> "QuestionBroker":
         from kward.agent.questions import QuestionBroker
+
+        from kward.runtime.notices import QuestionAsked
 
         def asked(session_id: str, request_id: str, questions: list) -> None:
             self._notify(QuestionAsked(session_id, request_id, questions))
@@ -296,12 +307,12 @@ class Runtime:
 
     # --- state ------------------------------------------------------------------------
 
-    def state(self, session_id: str) -> SessionState:
+    def state(self, session_id: str) -> "SessionState":
         from kward.runtime.state import session_state
 
         return session_state(self, self.sessions.get(session_id))
 
-    def stats(self, session_id: str) -> SessionStats:
+    def stats(self, session_id: str) -> "SessionStats":
         from kward.runtime.state import session_stats
 
         return session_stats(self, self.sessions.get(session_id))

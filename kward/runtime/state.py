@@ -1,5 +1,5 @@
-"""What the runtime reports about itself and about one session: plain dataclasses the
-faces shape (the RPC face into `initialize`, `runtime/state` and `runtime/stats`).
+"""What the runtime reports about one session: plain dataclasses the faces shape (the RPC
+face into `runtime/state` and `runtime/stats`). Imported on first use.
 
 `session_state` and `session_stats` read the session, the turn manager and the model
 service of a Runtime; they may do local file I/O (the instructions files) and, for the
@@ -17,17 +17,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.core import Runtime
 
 DEFAULT_RESERVE_TOKENS = 16384
-
-
-@dataclass(frozen=True)
-class RuntimeInfo:
-    """Facts a face announces at start (the RPC face: `initialize`)."""
-
-    steering: bool  # the active provider steers a running turn in flight
-    warnings: tuple[tuple[str, str], ...]  # (reason, message): settings ignored, an unusable config
-    logs_dir: str
-    max_frame_bytes: int
-    max_input_chars: int
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kward.rpc.registry import Call
-from kward.runtime import SessionIds
+from kward.runtime.state import SessionIds
 
 
 def _ids(ids: SessionIds) -> dict[str, Any]:
