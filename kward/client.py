@@ -30,7 +30,6 @@ import queue
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from kward.rpc.framing import FrameFault, FrameReader, encode_frame
@@ -160,25 +159,14 @@ class Client:
         os.environ) decides the config directory, provider and settings exactly as the
         environment of `kward rpc` would; `cwd` is its launch directory (default: ours).
         Raises kward.errors.ConfigError for a bad environment setting."""
-        from kward.config import ConfigStore, resolve_paths, resolve_settings
-        from kward.errors import ConfigError
-        from kward.rpc.server import RpcServer
+        from kward.rpc import compose
 
-        environ = os.environ if env is None else env
-        paths = resolve_paths(environ)
-        config = ConfigStore(paths)
-        try:
-            values = config.load()
-        except ConfigError:
-            values = {}  # initialize reports it, as `kward rpc` does
-        settings = resolve_settings(values, environ)
+        setup = compose.resolve(os.environ if env is None else env, cwd)  # ConfigError before any pipe exists
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         server_in = io.open(in_r, "rb", buffering=256 * 1024)
         server_out = io.FileIO(out_w, "wb", closefd=True)
-        server = RpcServer(server_in, server_out, paths=paths, config=config, settings=settings,
-                           launch_cwd=Path(os.path.realpath(cwd if cwd is not None else os.getcwd())))
-        server.app.env = environ
+        server = compose.build_server(server_in, server_out, setup)
         status: list[int] = []
 
         def serve() -> None:

@@ -25,27 +25,25 @@ def boom_method(call):
 
 
 def notify_method(call):
-    call.app.notify("test/one", {"token": "t0ps3cret", "n": 1})
-    call.app.notify("test/two", {"n": 2})
+    call.conn.notify("test/one", {"token": "t0ps3cret", "n": 1})
+    call.conn.notify("test/two", {"n": 2})
     return {}
 
 
 @pytest.fixture
-def extra_methods(monkeypatch):
-    table = dict(registry.METHODS)
+def extra_methods():
+    """The default method table with the test methods registered (no global is patched)."""
+    table = registry.default_table()
     for name, fn, slow in [("test/slow", slow_method, True), ("test/stuck", stuck_method, True),
                            ("test/boom", boom_method, False), ("test/notify", notify_method, False)]:
-        table[name] = registry.Method("x:y", slow=slow)
-        monkeypatch.setitem(registry._resolved, name, fn)
-    monkeypatch.setattr(registry, "METHODS", table)
-    monkeypatch.setattr("kward.rpc.server.METHODS", table)
+        table.register(name, fn, slow=slow)
     GATE.clear()
-    yield
+    yield table
     GATE.set()
 
 
 def test_slow_method_does_not_delay_quick_ones(isolated_home, extra_methods):
-    s = InProcessServer(isolated_home)
+    s = InProcessServer(isolated_home, methods=extra_methods)
     slow_id = s.send("test/slow")
     assert s.request("workspace/info")["root"]  # answered while test/slow blocks
     with pytest.raises(TimeoutError):
@@ -57,7 +55,7 @@ def test_slow_method_does_not_delay_quick_ones(isolated_home, extra_methods):
 
 
 def test_unexpected_exception_is_32603_without_secrets_or_frames(isolated_home, extra_methods, caplog):
-    s = InProcessServer(isolated_home)
+    s = InProcessServer(isolated_home, methods=extra_methods)
     err = s.error("test/boom")
     assert err.code == -32603 and err.reason == "internal_error"
     assert err.error["data"]["errorClass"] == "ZeroDivisionError"
@@ -69,7 +67,7 @@ def test_unexpected_exception_is_32603_without_secrets_or_frames(isolated_home, 
 
 
 def test_notifications_redacted_and_opt_out(isolated_home, extra_methods):
-    s = InProcessServer(isolated_home)
+    s = InProcessServer(isolated_home, methods=extra_methods)
     s.request("initialize", {"capabilities": {"optOutNotificationMethods": ["test/two"]}})
     s.request("test/notify")
     s.request("workspace/info")  # ordering: notifications were queued before this answer
@@ -82,7 +80,7 @@ def test_notifications_redacted_and_opt_out(isolated_home, extra_methods):
 
 
 def test_stop_within_two_seconds_with_stuck_work(isolated_home, extra_methods):
-    s = InProcessServer(isolated_home)
+    s = InProcessServer(isolated_home, methods=extra_methods)
     s.send("test/stuck")
     s.request("workspace/info")
     t0 = time.monotonic()
@@ -92,7 +90,7 @@ def test_stop_within_two_seconds_with_stuck_work(isolated_home, extra_methods):
 
 
 def test_requests_after_shutdown_are_refused(isolated_home, extra_methods):
-    s = InProcessServer(isolated_home)
+    s = InProcessServer(isolated_home, methods=extra_methods)
     from lib.rpc_client import frame
 
     s.write(frame({"jsonrpc": "2.0", "id": 1, "method": "test/slow"})
@@ -104,3 +102,25 @@ def test_requests_after_shutdown_are_refused(isolated_home, extra_methods):
     late = s.response(3)
     assert late["error"]["data"]["reason"] == "shutting_down"
     assert s.join(5)
+
+
+def test_registering_changes_only_that_table(extra_methods):
+    assert "test/slow" in extra_methods and extra_methods.get("test/slow").slow is True
+    assert "test/slow" not in registry.METHODS and "test/slow" not in registry.default_table()
+    assert extra_methods.handler("test/boom") is boom_method
+    assert extra_methods.handler("workspace/info") is registry.default_table().handler("workspace/info")
+
+
+def test_capabilities_follow_the_table_served(isolated_home):
+    table = registry.MethodTable({n: m for n, m in registry.METHODS.items() if not n.startswith("turns/")})
+    s = InProcessServer(isolated_home, methods=table)
+    caps = s.request("initialize")["capabilities"]
+    assert caps["asyncTurns"] is False and caps["turns"]["supported"] is False
+    assert caps["sessions"]["supported"] is True
+    assert s.error("turns/start", {"sessionId": "x", "input": "hi"}).code == -32601
+    s.close_input()
+    assert s.join(5)
+    full = InProcessServer(isolated_home)
+    assert full.request("initialize")["capabilities"]["asyncTurns"] is True
+    full.close_input()
+    assert full.join(5)

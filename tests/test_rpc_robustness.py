@@ -57,12 +57,12 @@ def test_an_unusable_log_directory_never_kills_the_server(isolated_home):
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "logs").write_text("a file where the log directory should be")
     code = r'''
-from kward.rpc.methods import workspace
+from kward.rpc import main, registry
 def boom(call):
     raise RuntimeError("a bug that gets logged")
-workspace.info = boom
-from kward.cli import main
-main(["rpc"])
+table = registry.default_table()
+table.register("workspace/info", boom)
+main.run([], methods=table)
 '''
     with RpcClient(isolated_home, argv=[sys.executable, "-c", code]) as c:
         for _ in range(3):

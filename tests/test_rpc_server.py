@@ -188,17 +188,17 @@ def test_stdout_holds_frames_only_even_when_handlers_print(isolated_home):
     # process that writes to its inherited stdout.
     code = r'''
 import os, subprocess, sys
-from kward.rpc.methods import workspace
-orig = workspace.info
+from kward.rpc import main, registry
+table = registry.default_table()
+orig = table.handler("workspace/info")
 def noisy(call):
     print("hello from print")
     sys.stdout.write("partial")
     os.write(1, b"raw fd write\n")
     subprocess.run(["echo", "child output"])
     return orig(call)
-workspace.info = noisy
-from kward.cli import main
-main(["rpc"])
+table.register("workspace/info", noisy)
+main.run([], methods=table)
 '''
     with RpcClient(isolated_home, argv=[sys.executable, "-c", code]) as c:
         assert c.request("workspace/info")["basename"]

@@ -194,18 +194,16 @@ def bench_rpc(quick: bool) -> list[Row]:
 def bench_inprocess(quick: bool) -> list[Row]:
     """The same pipelined load against an RpcServer in this process (no process start, no
     child interpreter): isolates the server's own cost per request."""
-    from kward.config import ConfigStore, resolve_paths, resolve_settings
-    from kward.rpc.server import RpcServer
+    from kward.rpc.compose import build_server, resolve
 
     home = Path(tempfile.mkdtemp(prefix="kward-bench-"))
-    paths = resolve_paths({"HOME": str(home)})
+    setup = resolve({"HOME": str(home)}, home)
     n = 10_000
     rates = []
     for _ in range(3 if quick else 5):
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
-        server = RpcServer(io.open(in_r, "rb", buffering=262144), io.FileIO(out_w, "wb"), paths=paths,
-                           config=ConfigStore(paths), settings=resolve_settings({}, {}), launch_cwd=home)
+        server = build_server(io.open(in_r, "rb", buffering=262144), io.FileIO(out_w, "wb"), setup)
         t = threading.Thread(target=server.serve)
         t.start()
         data = b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(n))

@@ -78,6 +78,7 @@ class Turn:
     headers: dict[str, str] = field(default_factory=dict)  # e.g. traceparent for model requests
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     session: Any = field(default=None, repr=False)  # what it was started through (see the module docstring)
+    publish: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)  # its event sink
     announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
 
     def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> None:
@@ -134,8 +135,11 @@ class TurnManager:
     # --- requests ---------------------------------------------------------------------
 
     def start(self, session: Any, text: str, attachments: list[dict[str, Any]],
-              behavior: str | None = None, headers: dict[str, str] | None = None) -> Turn:
-        """Queue a turn (or steer the running one); returns the turn the input went to."""
+              behavior: str | None = None, headers: dict[str, str] | None = None,
+              publish: Callable[[dict[str, Any]], None] | None = None) -> Turn:
+        """Queue a turn (or steer the running one); returns the turn the input went to.
+        `publish` receives the new turn's events (default: the manager's); steered input
+        goes to the running turn, whose events keep going where they went."""
         if behavior is not None and behavior not in BEHAVIORS:
             raise InvalidParams(f"Unsupported streamingBehavior: {behavior}", data={"param": "streamingBehavior"})
         steer_ok = self._steering_supported()
@@ -162,7 +166,7 @@ class TurnManager:
                 stack = contextlib.ExitStack()
                 stack.enter_context(lane.shared.turn_lock())  # SessionBusy when another process runs it
                 lane.turn_lock = stack
-            turn = self._enqueue(lane, session, text, attachments, headers or {})
+            turn = self._enqueue(lane, session, text, attachments, headers or {}, publish)
             if not lane.draining:
                 lane.draining = True
                 if not self._submit(lambda: self._drain(lane)):
@@ -240,13 +244,15 @@ class TurnManager:
         return lane
 
     def _enqueue(self, lane: _Lane, session: Any, text: str, attachments: list[dict[str, Any]],
-                 headers: dict[str, str] | None = None) -> Turn:
+                 headers: dict[str, str] | None = None,
+                 publish: Callable[[dict[str, Any]], None] | None = None) -> Turn:
         """Create a queued turn of `session` on `lane` and emit turnQueued. Caller holds `_lock`."""
         turn_id = str(uuid.uuid4())
         session_id = session.id
+        publish = publish or self._publish
         turn = Turn(id=turn_id, session_id=session_id, input=text, attachments=list(attachments),
-                    created_at=now_iso(), events=EventLog(turn_id, session_id, self._publish, self._make_room),
-                    headers=dict(headers or {}), session=session)
+                    created_at=now_iso(), events=EventLog(turn_id, session_id, publish, self._make_room),
+                    headers=dict(headers or {}), session=session, publish=publish)
         self._remember(turn)
         lane.queue.append(turn)
         turn.emit("turnQueued", {"status": "queued"}, wait=False)
@@ -280,7 +286,7 @@ class TurnManager:
                 if self._closed or turn.status == "canceled":
                     leftovers = []  # the user stopped this turn: its pending steer input goes with it
                 for item in leftovers:  # steered input the turn never used: keep it as a follow-up
-                    self._enqueue(lane, turn.session, item.text, item.attachments, turn.headers)
+                    self._enqueue(lane, turn.session, item.text, item.attachments, turn.headers, turn.publish)
                 done = not lane.queue
                 stack = self._end_lane(lane) if done else None
             if done:

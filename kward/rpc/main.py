@@ -14,13 +14,14 @@ import io
 import os
 import signal
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kward import diagnostics, procs
-from kward.config import ConfigStore, resolve_paths, resolve_settings
-from kward.errors import ConfigError, KwardError
+from kward.errors import ConfigError
 from kward.fsutil import ATOMIC_TEMP, remove_stale_files
-from kward.secrets import KnownSecrets
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.registry import MethodTable
 
 USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
 
@@ -36,35 +37,28 @@ def _claim_stdio() -> tuple[io.BufferedReader, io.FileIO]:
     return io.open(proto_in, "rb", buffering=256 * 1024), io.FileIO(proto_out, "wb", closefd=True)
 
 
-def run(argv: list[str]) -> int:
+def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
+    """`kward rpc` with `argv` (after `rpc`); `methods` is the table served (default:
+    kward.rpc.registry.METHODS; a test serves its own)."""
     if argv in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
         return 0
     if argv:
         sys.stderr.write(f"kward rpc: unexpected argument: {argv[0]}\n{USAGE}")
         return 2
-    paths = resolve_paths()
-    config = ConfigStore(paths)
+    from kward.rpc import compose
+
     try:
-        values = config.load()
-    except KwardError:
-        values = {}  # initialize and config/read report it; the server still starts
-    try:
-        settings = resolve_settings(values)  # checks every KWARD_* value kward reads
+        setup = compose.resolve(os.environ)  # checks every KWARD_* value kward reads
     except ConfigError as exc:  # a bad environment variable: one line naming it, exit 2
         from kward.redact import redact_text
 
         sys.stderr.write(f"kward rpc: {redact_text(exc.message)}\n")
         return 2
-    remove_stale_files(paths.config_dir, ATOMIC_TEMP)  # config.json copies a SIGKILL left
-    secrets = KnownSecrets(os.environ, config, paths.auth_file)
-    diagnostics.configure(paths.logs_dir, settings.log_level, rpc_mode=True, secrets=secrets)
+    remove_stale_files(setup.paths.config_dir, ATOMIC_TEMP)  # config.json copies a SIGKILL left
+    diagnostics.configure(setup.paths.logs_dir, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
     stdin, stdout = _claim_stdio()
-
-    from kward.rpc.server import RpcServer
-
-    server = RpcServer(stdin, stdout, paths=paths, config=config, settings=settings,
-                       launch_cwd=Path(os.path.realpath(os.getcwd())), secrets=secrets)
+    server = compose.build_server(stdin, stdout, setup, methods=methods)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: server.stop_now())
     procs.own_descendants()

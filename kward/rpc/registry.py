@@ -1,33 +1,41 @@
 """The method table: every wire method name beside the handler that serves it.
 
-Handlers live in `kward/rpc/methods/<namespace>.py` and are imported on first use, so
-start-up cost does not grow with the number of methods. A handler is
-`def handler(call: Call) -> result` and is a thin adapter: it validates params through
-`call.params`, calls the core, and shapes the result. Quick handlers run on the dispatcher
-thread: they may do brief local work (a stat, an flock that is not contended, one appended
-line) but never wait for the network, the client or another turn; anything longer is
-`slow=True` and runs on the worker pool.
+`METHODS` is the one list of the methods kward serves. Handlers live in
+`kward/rpc/methods/<namespace>.py` and are imported on first use, so start-up cost does not
+grow with the number of methods. A handler is `def handler(call: Call) -> result` and is a
+thin adapter: it validates params through `call.params`, calls the runtime
+(`call.runtime`, kward.runtime.Runtime), and shapes the result. Quick handlers run on the
+dispatcher thread: they may do brief local work (a stat, an flock that is not contended,
+one appended line) but never wait for the network, the client or another turn; anything
+longer is `slow=True` and runs on the worker pool.
 
 `redaction` says how the result is redacted (`kward.rpc.redaction`): in full unless the
 method is marked as returning conversation content; errors are always redacted in full.
+
+A server serves a `MethodTable` (`default_table()`: METHODS), which may be extended before
+it serves (plugins, an approval mode, tests): `table.register(name, handler, slow=...,
+redaction=...)`. The capabilities of `initialize` are derived from the table served.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from kward.rpc.params import Params
 from kward.rpc.redaction import CONTENT, EVENTS, FULL
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.app import App
+    from kward.rpc.connection import Connection
+    from kward.runtime import Runtime
+
+Handler = Callable[["Call"], Any]
 
 
 @dataclass(frozen=True)
 class Method:
-    target: str  # "module:function" inside kward.rpc.methods
+    target: "str | Handler"  # "module:function" inside kward.rpc.methods, or the handler itself
     slow: bool = False
     redaction: str = FULL  # CONTENT: the result is conversation (names, messages, transcripts)
 
@@ -78,9 +86,13 @@ METHODS: dict[str, Method] = {
 
 @dataclass
 class Call:
-    """One request as a handler sees it. `id` is None for notifications."""
+    """One request as a handler sees it. `id` is None for notifications. `runtime` is the
+    core; `conn` the client's connection (its initialize state, notifications, the stop
+    of `shutdown`, backpressure); `methods` the table being served."""
 
-    app: "App"
+    runtime: "Runtime"
+    conn: "Connection"
+    methods: "MethodTable"
     params: Params
     id: Any = None
     trace: dict[str, str] | None = None
@@ -94,14 +106,48 @@ class Unredacted:
     value: Any
 
 
-_resolved: dict[str, Callable[[Call], Any]] = {}
+class MethodTable:
+    """Wire names and their Methods; handlers resolved on first use.
+
+    Thread contract: `register` before the server serves (or on its dispatcher thread);
+    lookups from any thread (a handler is resolved at most a few times, harmlessly)."""
+
+    def __init__(self, methods: Mapping[str, Method] | None = None):
+        self._methods: dict[str, Method] = dict(METHODS if methods is None else methods)
+        self._handlers: dict[str, Handler] = {}
+
+    def register(self, name: str, handler: "str | Handler", *, slow: bool = False, redaction: str = FULL) -> None:
+        """Add (or replace) the method `name`: a handler function or a "module:function"
+        target inside kward.rpc.methods."""
+        self._methods[name] = Method(handler, slow=slow, redaction=redaction)
+        self._handlers.pop(name, None)
+
+    def get(self, name: str) -> Method | None:
+        return self._methods.get(name)
+
+    def handler(self, name: str) -> Handler:
+        """The handler of a registered method (imported on first use). KeyError if unknown."""
+        fn = self._handlers.get(name)
+        if fn is None:
+            target = self._methods[name].target
+            if callable(target):
+                fn = target
+            else:
+                module, _, func = target.partition(":")
+                fn = getattr(importlib.import_module(f"kward.rpc.methods.{module}"), func)
+            self._handlers[name] = fn
+        return fn
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._methods
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._methods))
+
+    def __len__(self) -> int:
+        return len(self._methods)
 
 
-def handler_for(name: str) -> Callable[[Call], Any]:
-    """The handler of a registered method (imported on first use). KeyError if unknown."""
-    fn = _resolved.get(name)
-    if fn is None:
-        module, _, func = METHODS[name].target.partition(":")
-        fn = getattr(importlib.import_module(f"kward.rpc.methods.{module}"), func)
-        _resolved[name] = fn
-    return fn
+def default_table() -> MethodTable:
+    """A new table of every method in METHODS."""
+    return MethodTable(METHODS)

@@ -9,9 +9,12 @@ Threads (DESIGN.md "Runtime shape"):
 - the writer thread is the only one that writes stdout;
 - workers run slow requests and turns.
 
-Every outgoing message is redacted (`_send`; docs/protocol.md "Redaction") and encoded on
-the producing thread, then queued on the outbox. `serve()` returns 0 after `shutdown`, end
-of input or a stop signal, with running work cancelled, queued output flushed and every
+Composition (`kward.rpc.compose.build_server` puts the pieces together): the server is
+given its transport (reader and writer threads over the two streams), its worker pool,
+the method table it serves, the runtime its handlers call, and the connection every
+outgoing message goes through (redacted and encoded on the producing thread, then queued
+on the outbox; `kward.rpc.connection`). `serve()` returns 0 after `shutdown`, end of
+input or a stop signal, with running work cancelled, queued output flushed and every
 thread joined (within about 2 s).
 """
 
@@ -21,21 +24,19 @@ import logging
 import queue
 import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING
 
-from kward.config import ConfigStore, Paths, Settings
 from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError, as_kward_error
-from kward.rpc import protocol, redaction
-from kward.rpc.app import App
-from kward.rpc.framing import FrameFault, encode_frame
+from kward.rpc import protocol
+from kward.rpc.connection import Connection
+from kward.rpc.framing import FrameFault
 from kward.rpc.params import Params
 from kward.rpc.pool import WorkerPool
-from kward.rpc.registry import METHODS, Call, Unredacted, handler_for
+from kward.rpc.registry import Call, Method, MethodTable, Unredacted
 from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.secrets import KnownSecrets
+    from kward.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +46,19 @@ _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a g
 
 
 class RpcServer:
-    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, *, paths: Paths, config: ConfigStore,
-                 settings: Settings, launch_cwd: Path, secrets: "KnownSecrets | None" = None):
-        self.transport = Transport(stdin, stdout, max_frame_bytes=settings.max_frame_bytes,
-                                   on_writer_failed=lambda: self.transport.inbox.put_control(WRITER_FAILED))
-        self.pool = WorkerPool(settings.rpc_workers)
-        self.app = App(paths=paths, config=config, settings=settings, launch_cwd=launch_cwd,
-                       send_notification=self._send_notification, request_stop=self._stop_after_response,
-                       is_overloaded=lambda: self.transport.outbox.overloaded, submit=self.pool.submit,
-                       make_room=self.transport.outbox.wait_for_room, secrets=secrets)
+    """Serves `methods` over `transport`: quick methods on the dispatcher, slow ones on
+    `pool`; handlers get `runtime` and `connection` in their Call. The transport's
+    writer-failure callback must put WRITER_FAILED on its inbox (build_server does)."""
+
+    def __init__(self, transport: Transport, pool: WorkerPool, methods: MethodTable, runtime: "Runtime",
+                 connection: Connection):
+        self.transport = transport
+        self.pool = pool
+        self.methods = methods
+        self.runtime = runtime
+        self.conn = connection
         self._inflight = 0
         self._inflight_cond = threading.Condition()
-        self._stop_requested = False
 
     # --- called from any thread -----------------------------------------------------
 
@@ -64,27 +66,8 @@ class RpcServer:
         """Signal-safe: end the session as soon as the dispatcher sees it."""
         self.transport.inbox.put_control(SIGNAL)
 
-    def _stop_after_response(self) -> None:
-        self._stop_requested = True
-
-    def _send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
-              policy: str = redaction.FULL) -> None:
-        """Redact, encode and queue one message. The rules of `policy` apply (an error
-        response is always redacted in full), then every known secret value is replaced in
-        whatever is left. `raw` (`config/read` with `redacted: false`) skips both."""
-        if raw:
-            data = protocol.encode(message)
-        else:
-            message = redaction.apply(policy, message)
-            data = protocol.encode(message)
-            secrets = self.app.secrets.snapshot()
-            if secrets.found_in(data):  # rare: walk the message, so no JSON escape is cut
-                data = protocol.encode(secrets.scrub_value(message))
-        self.transport.outbox.put(encode_frame(data), urgent=urgent, wait=wait)
-
-    def _send_notification(self, method: str, params: Any, wait: bool = True) -> None:
-        self._send(protocol.notification(method, params), urgent=False, wait=wait,
-                   policy=redaction.NOTIFICATIONS.get(method, redaction.FULL))
+    def _send(self, message: dict, *, urgent: bool) -> None:
+        self.conn.send(message, urgent=urgent)
 
     # --- the dispatcher -------------------------------------------------------------
 
@@ -110,7 +93,7 @@ class RpcServer:
                     self._dispatch(item)  # type: ignore[arg-type]
             except Exception:  # a bug here must not end the session; the request was answered or logged
                 log.exception("dispatching a message failed")
-            if self._stop_requested:
+            if self.conn.stop_requested:
                 break
         self._stop(graceful)
         return 0
@@ -123,25 +106,26 @@ class RpcServer:
                 self._send(protocol.error_response(getattr(exc, "request_id", None), exc), urgent=True)
             return
         is_request = isinstance(msg, protocol.Request)
-        spec = METHODS.get(msg.method)
+        spec = self.methods.get(msg.method)
         if spec is None:
             if is_request:
                 self._send(protocol.error_response(
                     msg.id, MethodNotFound(f"Method not found: {msg.method}", data={"method": msg.method})),
                     urgent=True)
             return
-        call = Call(app=self.app, params=Params(msg.params), id=msg.id if is_request else None, trace=msg.trace)
+        call = Call(runtime=self.runtime, conn=self.conn, methods=self.methods, params=Params(msg.params),
+                    id=msg.id if is_request else None, trace=msg.trace)
         if not spec.slow:
-            self._execute(msg.method, call, is_request)
+            self._execute(msg.method, spec, call, is_request)
             return
         with self._inflight_cond:
             self._inflight += 1
-        if not self.pool.submit(lambda: self._execute_tracked(msg.method, call, is_request)):
+        if not self.pool.submit(lambda: self._execute_tracked(msg.method, spec, call, is_request)):
             self._finish_inflight()
 
-    def _execute_tracked(self, method: str, call: Call, is_request: bool) -> None:
+    def _execute_tracked(self, method: str, spec: Method, call: Call, is_request: bool) -> None:
         try:
-            self._execute(method, call, is_request)
+            self._execute(method, spec, call, is_request)
         finally:
             self._finish_inflight()
 
@@ -150,12 +134,12 @@ class RpcServer:
             self._inflight -= 1
             self._inflight_cond.notify_all()
 
-    def _execute(self, method: str, call: Call, is_request: bool) -> None:
+    def _execute(self, method: str, spec: Method, call: Call, is_request: bool) -> None:
         """Run one handler and answer. A KwardError is answered as it is, an OSError as the
         FilesystemError `errors.as_kward_error` makes of it (reason, path, the OS's words);
         anything else is a bug: -32603, with the traceback in the log only."""
         try:
-            result = handler_for(method)(call)
+            result = self.methods.handler(method)(call)
         except Exception as exc:
             err = as_kward_error(exc)
             if err is None:
@@ -171,8 +155,8 @@ class RpcServer:
             return
         raw = isinstance(result, Unredacted)
         try:
-            self._send(protocol.response(call.id, result.value if raw else result), urgent=True, raw=raw,
-                       policy=METHODS[method].redaction)
+            self.conn.send(protocol.response(call.id, result.value if raw else result), urgent=True, raw=raw,
+                           policy=spec.redaction)
         except Exception as exc:  # the result could not be encoded: still answer the request
             log.exception("encoding the result of %s failed", method)
             self._send(protocol.error_response(call.id, InternalError(
@@ -190,7 +174,7 @@ class RpcServer:
                                              timeout=STOP_BUDGET * _DRAIN_SHARE)
         self._refuse_queued()
         self.transport.outbox.stop_pacing()
-        self.app.shutdown()
+        self.runtime.shutdown()
         pool_done = self.pool.shutdown(max(0.05, deadline - 0.3 - time.monotonic()))
         self.transport.close_output()
         writer_done = self.transport.join_writer(deadline - time.monotonic())

@@ -1,5 +1,6 @@
-"""Run an `RpcServer` in this process over OS pipes, for tests that need to add a
-misbehaving method (one that blocks, raises or prints) to the method table."""
+"""Run an `RpcServer` in this process over OS pipes, built by `kward.rpc.compose` like
+`kward rpc`'s, for tests that serve their own method table (one with a method that
+blocks, raises or prints added)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,17 @@ import os
 import threading
 from pathlib import Path
 
-from kward.config import ConfigStore, resolve_paths, resolve_settings
-from kward.rpc.server import RpcServer
+from kward.rpc.compose import build_server
+from kward.rpc.registry import MethodTable
 from lib.rpc_client import FrameClient
 
 
 class InProcessServer(FrameClient):
-    def __init__(self, home: Path, env: dict[str, str] | None = None):
-        paths = resolve_paths({"HOME": str(home)})
-        config = ConfigStore(paths)
-        settings = resolve_settings({}, env or {})
+    def __init__(self, home: Path, env: dict[str, str] | None = None, methods: MethodTable | None = None):
         in_r, self._in_w = os.pipe()
         out_r, out_w = os.pipe()
-        self.server = RpcServer(io.open(in_r, "rb", buffering=65536), io.FileIO(out_w, "wb"), paths=paths,
-                                config=config, settings=settings, launch_cwd=home)
+        self.server = build_server(io.open(in_r, "rb", buffering=65536), io.FileIO(out_w, "wb"),
+                                   env={"HOME": str(home), **(env or {})}, launch_cwd=home, methods=methods)
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()

@@ -8,11 +8,11 @@ from kward.rpc.registry import Call, Unredacted
 def read(call: Call) -> dict | Unredacted:
     """Redacted like every response, unless `redacted: false` asks for the stored values."""
     redacted = call.params.bool("redacted", True)
-    result = {"path": str(call.app.config.path), "config": call.app.config.load()}
+    result = {"path": str(call.runtime.config.path), "config": call.runtime.read_config()}
     return result if redacted else Unredacted(result)
 
 
 def update(call: Call) -> dict:
     """The merged config, redacted (by the server, like every response)."""
     values = call.params.obj("values", required=True)
-    return {"path": str(call.app.config.path), "config": call.app.config.update(values)}
+    return {"path": str(call.runtime.config.path), "config": call.runtime.update_config(values)}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from kward import __version__
-from kward.errors import InvalidParams, KwardError
+from kward.errors import InvalidParams
 from kward.rpc import capabilities
-from kward.rpc.registry import METHODS, Call
+from kward.rpc.registry import Call
 
 
 def initialize(call: Call) -> dict[str, Any]:
@@ -22,37 +22,30 @@ def initialize(call: Call) -> dict[str, Any]:
     if not isinstance(experimental, bool):
         raise InvalidParams("Invalid params: 'capabilities.experimentalApi' must be true or false",
                             data={"param": "capabilities.experimentalApi"})
-    app = call.app
-    app.client.info = client_info
-    app.client.opt_out = frozenset(opt_out)
-    app.client.experimental_api = experimental
-    warnings = [{"reason": "invalid_config", "message": w} for w in app.settings.warnings]
-    steering = "unsupported"
-    try:  # problems are reported, never fatal for initialize
-        from kward.providers.select import STEERING, choose
-
-        key, _ = choose(app.config.load(), app.env, app.paths.auth_file)
-        steering = "native" if STEERING[key] else "unsupported"
-    except KwardError as exc:  # an invalid config.json, an unknown provider name
-        warnings.append({"reason": exc.reason, "message": exc.message})
+    client = call.conn.client
+    client.info = client_info
+    client.opt_out = frozenset(opt_out)
+    client.experimental_api = experimental
+    info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
     facts = capabilities.RuntimeFacts(
-        steering=steering,
+        steering="native" if info.steering else "unsupported",
         tokens_stats=True,
         cost_stats=True,
-        logs_dir=str(app.paths.logs_dir),
-        max_frame_bytes=app.settings.max_frame_bytes,
-        max_input_chars=app.settings.max_input_chars,
+        logs_dir=info.logs_dir,
+        max_frame_bytes=info.max_frame_bytes,
+        max_input_chars=info.max_input_chars,
     )
-    return _result(facts, warnings)
+    return _result(facts, [{"reason": reason, "message": message} for reason, message in info.warnings],
+                   call.methods)
 
 
-def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]]) -> dict[str, Any]:
+def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], methods: Iterable[str]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "protocolVersion": 1,
         "serverName": "kward",
         "serverVersion": __version__,
         "experimental": True,
-        "capabilities": capabilities.build(METHODS, facts),
+        "capabilities": capabilities.build(methods, facts),
     }
     if warnings:
         result["warnings"] = warnings
@@ -60,9 +53,9 @@ def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]]) ->
 
 
 def initialized(call: Call) -> None:
-    call.app.client.initialized = True
+    call.conn.client.initialized = True
 
 
 def shutdown(call: Call) -> dict[str, bool]:
-    call.app.request_stop()
+    call.conn.request_stop()
     return {"ok": True}

@@ -1,72 +1,54 @@
-"""runtime/state and runtime/stats."""
+"""runtime/state and runtime/stats: the runtime's SessionState and SessionStats, shaped."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kward.agent.prompt import build_instructions
-from kward.agent.stats import context_usage, message_counts, token_totals
-from kward.errors import KwardError
 from kward.rpc.registry import Call
+from kward.runtime.state import SessionIds
 
 
-def _ids(session: Any) -> dict[str, Any]:
-    return {"sessionFile": session.path, "sessionId": session.persistent_id, "sessionName": session.name,
-            "rpcSessionId": session.id, "persistentSessionId": session.persistent_id}
+def _ids(ids: SessionIds) -> dict[str, Any]:
+    return {"sessionFile": ids.path, "sessionId": ids.persistent_id, "sessionName": ids.name,
+            "rpcSessionId": ids.id, "persistentSessionId": ids.persistent_id}
 
 
 def state(call: Call) -> dict[str, Any]:
-    app = call.app
-    session = app.sessions.get(call.params.str("sessionId", required=True))
-    running = app.turns.running_turn(session) if app.has_service("turns") else None
-    pending = app.turns.pending_count(session) if app.has_service("turns") else 0
-    config = app.config.load()
-    compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
+    st = call.runtime.state(call.params.str("sessionId", required=True))
     out: dict[str, Any] = {
-        "isStreaming": running is not None, "isCompacting": False, "followUpMode": "one-at-a-time",
-        **_ids(session),
-        "autoCompactionEnabled": False, "autoCompactionReserveTokens": compaction.get("reserve_tokens", 16384),
+        "isStreaming": st.streaming, "isCompacting": False, "followUpMode": "one-at-a-time",
+        **_ids(st.ids),
+        "autoCompactionEnabled": False, "autoCompactionReserveTokens": st.reserve_tokens,
         "workspaceGuardrailsEnabled": True,
         "hideThinkingBlock": False, "quietStartup": False, "transport": "kward-rpc", "imageAutoResize": False,
         "blockImages": False, "enabledModels": [], "enableSkillCommands": False,
-        "messageCount": message_counts(session.entry_messages())["totalMessages"], "pendingMessageCount": pending,
-        "workspaceRoot": session.workspace_root,
+        "messageCount": st.message_count, "pendingMessageCount": st.pending,
+        "workspaceRoot": st.workspace_root,
     }
-    try:
-        selection = app.engine.selection()
-    except KwardError as exc:  # e.g. an unreadable script: the session state is still worth showing
+    m = st.model
+    if m is None:
+        err = st.provider_error
         out.update({"model": None, "thinkingLevel": None, "steeringMode": "one-at-a-time", "autoRetryEnabled": False,
                     "defaultProvider": None, "defaultModel": None, "defaultThinkingLevel": None,
-                    "providerError": {"reason": exc.reason, "message": exc.message}})
+                    "providerError": {"reason": err.reason, "message": err.message} if err is not None else None})
         return out
-    model = app.models.current(selection)
     out.update({
-        "model": model, "thinkingLevel": model["reasoningEffort"],
-        "steeringMode": "in-flight" if selection.provider.supports_steering else "one-at-a-time",
-        "autoRetryEnabled": selection.key != "scripted",
-        "defaultProvider": selection.label, "defaultModel": f"{selection.label}/{selection.model}",
-        "defaultThinkingLevel": model["reasoningEffort"], "providerReason": selection.reason,
+        "model": m.model, "thinkingLevel": m.reasoning_effort,
+        "steeringMode": "in-flight" if m.steering else "one-at-a-time",
+        "autoRetryEnabled": m.auto_retry,
+        "defaultProvider": m.provider, "defaultModel": f"{m.provider}/{m.model_id}",
+        "defaultThinkingLevel": m.reasoning_effort, "providerReason": m.reason,
     })
-    if "effectiveReasoningEffort" in model:  # the level requests carry, when the model lacks the requested one
-        out["effectiveThinkingLevel"] = model["effectiveReasoningEffort"]
+    if m.effective_reasoning_effort is not None:  # the level requests carry, when the model lacks the requested one
+        out["effectiveThinkingLevel"] = m.effective_reasoning_effort
     return out
 
 
 def stats(call: Call) -> dict[str, Any]:
-    app = call.app
-    session = app.sessions.get(call.params.str("sessionId", required=True))
-    messages = session.entry_messages()
-    out: dict[str, Any] = {**_ids(session), **message_counts(messages)}
-    totals, cost = token_totals(messages)
-    out["tokens"] = totals
-    if cost is not None:
-        out["cost"] = round(cost, 6)
-    try:
-        selection = app.engine.selection()
-        window = app.models.current(selection)["contextWindow"]
-    except KwardError:
-        window = None
-    usage = context_usage(messages, build_instructions(app.paths.config_dir, session.workspace_root), window)
-    if usage is not None:
-        out["contextUsage"] = usage
+    st = call.runtime.stats(call.params.str("sessionId", required=True))
+    out: dict[str, Any] = {**_ids(st.ids), **st.counts, "tokens": st.tokens}
+    if st.cost is not None:
+        out["cost"] = round(st.cost, 6)
+    if st.context_usage is not None:
+        out["contextUsage"] = st.context_usage
     return out

@@ -6,4 +6,4 @@ from kward.rpc.registry import Call
 
 
 def list_(call: Call) -> dict:
-    return {"tools": call.app.engine.tools.schemas(True)}
+    return {"tools": call.runtime.tool_schemas()}

@@ -12,6 +12,5 @@ def answer_question(call: Call) -> dict[str, bool]:
     if "answers" not in p.raw:
         p.list("answers", required=True)  # -32602 naming the param
     answers = p.list("answers", [])  # null, like [], means the user dismissed the questions
-    call.app.sessions.get(session_id)
-    call.app.questions.answer(session_id, request_id, answers)
+    call.runtime.answer_question(session_id, request_id, answers)
     return {"ok": True}

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from kward.rpc.registry import Call
-from kward.workspace import describe, resolve_root
 
 
 def validate(call: Call) -> dict:
-    root = resolve_root(call.params.str("workspaceRoot"), call.app.launch_cwd)
-    return {"root": str(root)}
+    return {"root": str(call.runtime.resolve_workspace(call.params.str("workspaceRoot")))}
 
 
 def info(call: Call) -> dict:
-    ws = describe(resolve_root(call.params.str("workspaceRoot"), call.app.launch_cwd))
+    ws = call.runtime.describe_workspace(call.params.str("workspaceRoot"))
     return {"root": str(ws.root), "basename": ws.basename, "writable": ws.writable}

@@ -1,0 +1,71 @@
+"""Composition of one RPC server: the one place that puts its pieces together.
+
+`resolve(env, launch_cwd)` reads what a server is configured by (paths, config.json,
+settings, known secrets); `build_server(stdin, stdout, setup, methods=...)` builds the
+transport over the two streams, the worker pool, the connection, the runtime and the
+server, and wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`,
+the tests and the bench all build servers here, so they serve the same thing. Main thread
+(or the thread that will call `serve()`); nothing starts until `serve()`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import BinaryIO, Mapping, NamedTuple
+
+from kward.config import ConfigStore, Paths, Settings, resolve_paths, resolve_settings
+from kward.errors import KwardError
+from kward.rpc.connection import Connection
+from kward.rpc.pool import WorkerPool
+from kward.rpc.registry import MethodTable, default_table
+from kward.rpc.server import RpcServer
+from kward.rpc.transport import WRITER_FAILED, Transport
+from kward.runtime import Runtime
+from kward.secrets import KnownSecrets
+
+
+class Setup(NamedTuple):  # not a dataclass: cheaper to define at start-up
+    """What one server is configured by."""
+
+    env: Mapping[str, str]  # the environment the providers and settings are read from
+    paths: Paths
+    config: ConfigStore
+    settings: Settings
+    secrets: KnownSecrets
+    launch_cwd: Path  # the default workspace (real path)
+
+
+def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike | None = None) -> Setup:
+    """Read the configuration a server runs with. An unreadable config.json is not fatal
+    (initialize and config/read report it); a bad environment value raises ConfigError
+    naming the variable (every one kward reads is checked here, once)."""
+    paths = resolve_paths(env)
+    config = ConfigStore(paths)
+    try:
+        values = config.load()
+    except KwardError:
+        values = {}
+    settings = resolve_settings(values, env)
+    return Setup(env=env, paths=paths, config=config, settings=settings,
+                 secrets=KnownSecrets(env, config, paths.auth_file),
+                 launch_cwd=Path(os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd())))
+
+
+def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, *,
+                 env: Mapping[str, str] | None = None, launch_cwd: str | os.PathLike | None = None,
+                 methods: MethodTable | None = None) -> RpcServer:
+    """A server over `stdin`/`stdout` (binary streams; stdout unbuffered or flushed by the
+    writer) serving `methods` (default: every method of kward.rpc.registry.METHODS).
+    Without `setup`, resolves one from `env` (default os.environ) and `launch_cwd`."""
+    if setup is None:
+        setup = resolve(os.environ if env is None else env, launch_cwd)
+    settings = setup.settings
+    transport = Transport(stdin, stdout, max_frame_bytes=settings.max_frame_bytes,
+                          on_writer_failed=lambda: transport.inbox.put_control(WRITER_FAILED))
+    pool = WorkerPool(settings.rpc_workers)
+    conn = Connection(transport.outbox, setup.secrets)
+    runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
+                      env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
+                      notify=conn.report, make_room=conn.make_room, admit=conn.admit)
+    return RpcServer(transport, pool, methods if methods is not None else default_table(), runtime, conn)

@@ -1,0 +1,89 @@
+"""The server's side of its one client: the outgoing message path, what the client said in
+`initialize`, and the stop `shutdown` asks for.
+
+Outgoing messages (responses, errors, notifications) are redacted and encoded on the
+producing thread, then queued on the transport's outbox (docs/protocol.md "Redaction";
+`kward.rpc.redaction` for the policies, `kward.secrets` for the known credential
+values). The runtime reports through the callables built here: `publish_turn_event` (its
+event sink: `turn/event`), `report` (its notices: `ui/question`), `make_room` and
+`admit` (the outbox's backpressure).
+
+Thread contract: `send`, `notify` and the runtime callables may be called from any
+thread; `client` is written by the dispatcher thread only (in `initialize`) and read
+anywhere; `stop_requested` is set by a quick handler on the dispatcher and read by it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kward.errors import Overloaded
+from kward.rpc import protocol, redaction
+from kward.rpc.framing import encode_frame
+from kward.rpc.transport import Outbox
+from kward.secrets import KnownSecrets
+
+
+@dataclass
+class ClientState:
+    """What the client told us in `initialize`."""
+
+    info: dict[str, Any] | None = None
+    opt_out: frozenset[str] = frozenset()
+    experimental_api: bool = False
+    initialized: bool = False
+
+
+class Connection:
+    def __init__(self, outbox: Outbox, secrets: KnownSecrets):
+        self.outbox = outbox
+        self.secrets = secrets
+        self.client = ClientState()
+        self.stop_requested = False
+
+    def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
+             policy: str = redaction.FULL) -> None:
+        """Redact, encode and queue one message. The rules of `policy` apply (an error
+        response is always redacted in full), then every known secret value is replaced in
+        whatever is left. `raw` (`config/read` with `redacted: false`) skips both."""
+        if raw:
+            data = protocol.encode(message)
+        else:
+            message = redaction.apply(policy, message)
+            data = protocol.encode(message)
+            secrets = self.secrets.snapshot()
+            if secrets.found_in(data):  # rare: walk the message, so no JSON escape is cut
+                data = protocol.encode(secrets.scrub_value(message))
+        self.outbox.put(encode_frame(data), urgent=urgent, wait=wait)
+
+    def notify(self, method: str, params: Any, *, wait: bool = True) -> None:
+        """Send a notification unless the client opted out of `method`. `wait=False` never
+        blocks (the dispatcher, and callers that paced themselves)."""
+        if method not in self.client.opt_out:
+            self.send(protocol.notification(method, params), urgent=False, wait=wait,
+                      policy=redaction.NOTIFICATIONS.get(method, redaction.FULL))
+
+    def request_stop(self) -> None:
+        """Stop serving once the current response is queued (`shutdown`)."""
+        self.stop_requested = True
+
+    # --- what the runtime is built with ---------------------------------------------
+
+    def publish_turn_event(self, event: dict[str, Any]) -> None:
+        self.notify("turn/event", event, wait=False)  # paced before, by make_room
+
+    def report(self, notice: Any) -> None:
+        """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
+        from kward.runtime.notices import QuestionAsked  # loaded by the runtime before any notice
+
+        if isinstance(notice, QuestionAsked):
+            self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
+                                        "questions": notice.questions})
+
+    def make_room(self) -> None:
+        self.outbox.wait_for_room()
+
+    def admit(self) -> None:
+        if self.outbox.overloaded:
+            raise Overloaded("Server overloaded; retry later")

@@ -1,0 +1,20 @@
+"""What the runtime reports to its face besides turn events, through the `notify`
+callable it was built with (the RPC face turns each into a notification).
+
+A notice is sent from the thread where the thing happened (a turn's worker for a
+question) and the callable may block briefly (the face paces its output)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class QuestionAsked:
+    """A tool of a running turn asks the user; the turn waits for
+    `Runtime.answer_question(session_id, request_id, answers)` or its cancellation."""
+
+    session_id: str
+    request_id: str
+    questions: list[dict[str, Any]]

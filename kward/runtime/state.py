@@ -1,0 +1,105 @@
+"""What the runtime reports about one session: plain dataclasses the faces shape (the RPC
+face into `runtime/state` and `runtime/stats`). Imported on first use.
+
+`session_state` and `session_stats` read the session, the turn manager and the model
+service of a Runtime; they may do local file I/O (the instructions files) and, for the
+model's context window, use cached model data only. Any thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kward.errors import KwardError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.core import Runtime
+
+DEFAULT_RESERVE_TOKENS = 16384
+
+
+@dataclass(frozen=True)
+class SessionIds:
+    id: str  # the id this process gave the open session (an RPC session id)
+    persistent_id: str  # the id stored in the session file
+    path: str
+    name: str | None
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """The provider and model the next turn uses."""
+
+    model: dict[str, Any]  # the current model entry (ModelService.current)
+    reasoning_effort: str  # as requested (`off` when none)
+    effective_reasoning_effort: str | None  # what requests carry, when the model lacks the requested level
+    steering: bool  # the provider steers a running turn in flight
+    auto_retry: bool
+    provider: str  # its label, e.g. "OpenRouter"
+    model_id: str
+    reason: str  # why this provider was chosen
+
+
+@dataclass(frozen=True)
+class SessionState:
+    ids: SessionIds
+    streaming: bool  # a turn runs on the session's file (through any of its ids)
+    pending: int  # turns queued behind it
+    message_count: int
+    workspace_root: str
+    reserve_tokens: int  # config `compaction.reserve_tokens`
+    model: ModelState | None  # None when no provider could be chosen ...
+    provider_error: KwardError | None = None  # ... and this says why
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    ids: SessionIds
+    counts: dict[str, int]  # kward.agent.stats.message_counts
+    tokens: dict[str, int]
+    cost: float | None
+    context_usage: dict[str, Any] | None
+
+
+def session_ids(session: Any) -> SessionIds:
+    return SessionIds(session.id, session.persistent_id, session.path, session.name)
+
+
+def session_state(rt: "Runtime", session: Any) -> SessionState:
+    from kward.agent.stats import message_counts
+
+    turns = rt.turns if rt.has_service("turns") else None  # no turn was ever started: none runs
+    config = rt.config.load()
+    compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
+    common = dict(ids=session_ids(session),
+                  streaming=turns is not None and turns.running_turn(session) is not None,
+                  pending=turns.pending_count(session) if turns is not None else 0,
+                  message_count=message_counts(session.entry_messages())["totalMessages"],
+                  workspace_root=session.workspace_root,
+                  reserve_tokens=compaction.get("reserve_tokens", DEFAULT_RESERVE_TOKENS))
+    try:
+        selection = rt.engine.selection()
+    except KwardError as exc:  # e.g. an unreadable script: the session state is still worth showing
+        return SessionState(**common, model=None, provider_error=exc)
+    model = rt.models.current(selection)
+    return SessionState(**common, model=ModelState(
+        model=model, reasoning_effort=model["reasoningEffort"],
+        effective_reasoning_effort=model.get("effectiveReasoningEffort"),
+        steering=selection.provider.supports_steering, auto_retry=selection.key != "scripted",
+        provider=selection.label, model_id=selection.model, reason=selection.reason))
+
+
+def session_stats(rt: "Runtime", session: Any) -> SessionStats:
+    from kward.agent.prompt import build_instructions
+    from kward.agent.stats import context_usage, message_counts, token_totals
+
+    messages = session.entry_messages()
+    totals, cost = token_totals(messages)
+    try:
+        window = rt.models.current(rt.engine.selection())["contextWindow"]
+    except KwardError:
+        window = None
+    usage = context_usage(messages, build_instructions(rt.paths.config_dir, session.workspace_root), window)
+    return SessionStats(ids=session_ids(session), counts=message_counts(messages), tokens=totals, cost=cost,
+                        context_usage=usage)

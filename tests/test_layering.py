@@ -1,0 +1,59 @@
+"""Imports point downward: nothing under the core imports kward.rpc (DESIGN.md "Package
+layout"). Only the RPC package itself and the faces above it (kward/client.py, the command
+line) may."""
+
+import ast
+from pathlib import Path
+
+KWARD = Path(__file__).resolve().parents[1] / "kward"
+ABOVE_RPC = {"rpc", "client.py", "cli.py", "__main__.py"}  # relative to kward/
+
+
+def rpc_imports(source: str, module: str) -> list[str]:
+    """The imports of kward.rpc (or anything in it) in `source`, the code of `module`
+    (dotted, for relative imports); also importlib-style string imports."""
+    found = []
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "kward.rpc" or a.name.startswith("kward.rpc.")]
+        elif isinstance(node, ast.ImportFrom):
+            name = node.module or ""
+            if node.level:  # relative: resolve against the importing package
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                name = ".".join(base + ([name] if name else []))
+            if name == "kward.rpc" or name.startswith("kward.rpc."):
+                found.append(name)
+            elif name == "kward" and any(a.name == "rpc" for a in node.names):
+                found.append("kward.rpc")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                (node.value == "kward.rpc" or node.value.startswith("kward.rpc.")) and " " not in node.value:
+            found.append(node.value)  # e.g. importlib.import_module("kward.rpc.x")
+    return found
+
+
+def core_modules():
+    for path in sorted(KWARD.rglob("*.py")):
+        rel = path.relative_to(KWARD)
+        if rel.parts[0] in ABOVE_RPC:
+            continue
+        yield path, "kward." + ".".join(rel.with_suffix("").parts)
+
+
+def test_no_core_module_imports_kward_rpc():
+    modules = list(core_modules())
+    assert any(name == "kward.runtime.core" for _, name in modules)  # the walk sees the core
+    offenders = {name: rpc_imports(path.read_text(encoding="utf-8"), name) for path, name in modules}
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_the_check_finds_every_form_of_import():
+    for source in ["import kward.rpc", "import kward.rpc.server as s", "from kward.rpc import protocol",
+                   "from kward.rpc.registry import Call", "from kward import rpc",
+                   "def f():\n    from kward.rpc.params import Params",
+                   "importlib.import_module('kward.rpc.methods.turns')"]:
+        assert rpc_imports(source, "kward.agent.loop"), source
+    assert rpc_imports("from ..rpc import server", "kward.agent.loop") == ["kward.rpc"]
+    assert rpc_imports("from . import rpc", "kward.sessions.x") == []  # kward.sessions.rpc is not kward.rpc
+    for source in ["import kward.rpcx", "from kward import runtime", "x = 'see kward.rpc for the wire'"]:
+        assert rpc_imports(source, "kward.agent.loop") == [], source
