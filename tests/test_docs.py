@@ -21,7 +21,7 @@ from kward import __version__, cli, config, errors
 from kward.agent.eventlog import EVENT_TYPES
 from kward.errors import REASONS
 from kward.rpc import capabilities, redaction
-from kward.rpc.registry import METHODS, handler_for
+from kward.rpc.registry import METHODS, default_table
 
 REPO = Path(__file__).resolve().parents[1]
 MAN = REPO / "man" / "kward.1"
@@ -167,7 +167,7 @@ def _on_params(node: ast.expr) -> bool:
 def code_params(method: str) -> dict[str, Param]:
     """The params a method's handler reads: `call.params.<accessor>("name", ...)` calls
     (and `"name" in p.raw` tests), with type, required and literal default."""
-    tree = ast.parse(inspect.getsource(handler_for(method)).strip())
+    tree = ast.parse(inspect.getsource(default_table().handler(method)).strip())
     found: dict[str, Param] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ACCESSORS \
