@@ -57,6 +57,10 @@ REASONS: dict[str, str] = {
     "question_not_found": "No pending UI question has that id in that session.",
     "path_not_allowed": "A path lies outside the places this method may touch.",
     "not_logged_in": "The provider has no usable credentials.",
+    "login_not_found": "No OAuth login has that id (finished logins are forgotten after a while).",
+    "login_finished": "The OAuth login is no longer pending (completed, failed or cancelled).",
+    "login_state_mismatch": "The callback's `state` is not this login's; the login stays pending.",
+    "login_failed": "The authorization server refused the login (a bad or used code, a denied consent).",
     "rate_limited": "The provider refused the request for now (HTTP 429) even after retries.",
     "usage_limit": "The account's usage limit or quota is reached; wait until it resets.",
     "context_overflow": "The conversation is too long for the model's context window.",
@@ -233,6 +237,28 @@ def as_kward_error(exc: BaseException) -> KwardError | None:
     if isinstance(exc, OSError) and exc.errno is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
         return FilesystemError.from_os_error(exc)
     return None
+
+
+class NotLoggedIn(KwardError):
+    """No usable credentials: never logged in, logged out, or the stored login expired and
+    refreshing it failed for good. The message names what fixes it."""
+
+    reason = "not_logged_in"
+
+
+class LoginError(InvalidParams):
+    """An OAuth login step that cannot proceed: `login_not_found`, `login_finished`,
+    `login_state_mismatch` or `login_failed` (the default). -32602: the step's params
+    (login id, code, callback URL) are what was wrong."""
+
+    reason = "login_failed"
+
+
+class AuthServerError(KwardError):
+    """The OAuth authorization server could not be reached or failed (network, 5xx) while
+    refreshing a login; retrying later may work. Reason `provider_error`."""
+
+    reason = "provider_error"
 
 
 class SessionInUse(InvalidParams):

@@ -27,7 +27,10 @@ REDACTED = "[REDACTED]"
 
 _SECRET_KEY = re.compile(r"token|secret|api[_-]?key|authorization|password|passwd|credential|cookie", re.I)
 # Keys that look secret but hold names or kinds, never secret values.
-_PUBLIC_KEYS = frozenset({"apiKeyProviders", "storedCredentialType", "credentialStore", "tokenType"})
+_PUBLIC_KEYS = frozenset({"apiKeyProviders", "storedCredentialType", "credentialStore", "tokenType",
+                          # auth/status, auth/providers and logins (kward.auth): sources, names, a URL
+                          "openaiAccessTokenSource", "openrouterApiKeySource", "credentialStoreDetail",
+                          "credentialStoreReason", "authorizationUrl"})
 
 _BEARER = re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{4,}")
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")

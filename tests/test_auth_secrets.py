@@ -1,0 +1,84 @@
+"""No secret in any payload, page, log record, exception or stderr: plant them, run every
+auth path (success and failure), grep everything that came out."""
+
+import json
+import logging
+
+import pytest
+
+from kward.errors import KwardError
+from lib.auth_helpers import authorize, make_auth, make_env, open_in_browser
+from lib.fake_http import json_response
+from lib.fake_oauth import FakeOAuth
+
+API_KEY = "sk-or-v1-planted-secret-key-000000000000"
+ENV_KEY = "sk-or-v1-planted-env-key-11111111111"
+BAD_CODE = "code-never-issued-9999"
+
+
+def test_no_secret_leaks_anywhere(caplog, capfd):
+    caplog.set_level(logging.DEBUG)
+    seen: list[str] = []
+    verifiers: list[str] = []
+
+    def keep(value):
+        seen.append(json.dumps(value) if not isinstance(value, str) else value)
+
+    def expect_error(fn, *args):
+        with pytest.raises(KwardError) as info:
+            fn(*args)
+        keep(str(info.value))
+        keep(info.value.to_wire())
+
+    with FakeOAuth() as fake:
+        env = make_env(KWARD_OPENAI_AUTH_ISSUER=fake.issuer, KWARD_OAUTH_PORT="0", OPENROUTER_API_KEY=ENV_KEY)
+        auth = make_auth(env)
+        try:
+            # a login through the browser, then one by pasted URL
+            login = auth.logins.start(timeout=10, on_finished=keep)
+            verifiers.append(login._verifier)
+            keep(login.payload())
+            keep(open_in_browser(login.authorization_url).text)
+            assert login.wait(5)
+            login = auth.logins.start(timeout=10, on_finished=keep)
+            verifiers.append(login._verifier)
+            callback = authorize(login.authorization_url)
+            keep(auth.logins.submit(login.login_id, callback))
+            expect_error(auth.logins.submit, login.login_id, callback)  # already finished
+            # state mismatch, a refused code, a denied consent
+            fake.authorize_outcome = "wrong_state"
+            login = auth.logins.start(timeout=10, on_finished=keep)
+            verifiers.append(login._verifier)
+            forged = authorize(login.authorization_url)
+            keep(open_in_browser(login.authorization_url).text)
+            expect_error(auth.logins.submit, login.login_id, forged)
+            expect_error(auth.logins.submit, login.login_id, BAD_CODE)
+            fake.authorize_outcome = "ok"
+            # refreshes: fine, transient failure, permanent failure
+            keep(auth.tokens.refresh(force=True))
+            fake.script("token", json_response(503, {"error": "temporarily_unavailable"}))
+            expect_error(auth.tokens.refresh, True)
+            fake.refresh_fails = True
+            expect_error(auth.tokens.refresh, True)
+            # API keys
+            keep(auth.credentials.login_with_api_key("openrouter", API_KEY))
+            expect_error(auth.credentials.login_with_api_key, "openrouter", API_KEY + " extra")
+            keep(auth.credentials.status())
+            keep(auth.credentials.providers())
+            keep(auth.credentials.logout("openrouter"))
+            keep(auth.credentials.logout("openai"))
+            planted = fake.issued + verifiers + [API_KEY, ENV_KEY, BAD_CODE]
+        finally:
+            auth.close()
+
+    assert len(planted) > 10 and any(p.startswith("rt-") for p in planted)
+    out, err = capfd.readouterr()
+    assert err == ""
+    # kward's records, and urllib3's about kward's own requests (the test's browser GETs the
+    # authorize and callback URLs itself: those lines are not kward's)
+    ours = [r for r in caplog.records if r.name.startswith("kward") or "/oauth/token" in r.getMessage()]
+    assert any(r.name.startswith("kward") and r.levelno >= logging.WARNING for r in ours)  # failures were logged
+    logs = "\n".join(r.getMessage() + (r.exc_text or "") for r in ours)
+    everything = "\n".join(seen) + "\n" + logs + "\n" + out
+    leaked = [p for p in planted if p in everything]
+    assert leaked == []
