@@ -68,10 +68,10 @@ def _outside_tree(home: Path) -> dict[str, Any]:
 
 
 def _still_works(c: RpcClient, ws: Path) -> None:
-    assert c.request("initialize")["serverName"] == "kward"
+    assert c.request("initialize")["serverName"] == "kward", f"seed {SEED}"
     session = c.request("sessions/create", {"workspaceRoot": str(ws)})
-    assert finished(run_turn(c, session["id"], "still there?", timeout=20))["status"] == "completed"
-    assert c.request("config/read")["config"] is not None
+    assert finished(run_turn(c, session["id"], "still there?", timeout=20))["status"] == "completed", f"seed {SEED}"
+    assert isinstance(c.request("config/read")["config"], dict), f"seed {SEED}"
 
 
 #: -32603 answers the fuzz finds in code other helpers own (kward/sessions/), left for
@@ -101,14 +101,23 @@ def _short(value: Any) -> str:
     return _REPR.repr(value)
 
 
-def _wait_all(c: RpcClient, served: dict[str, str], case_of: dict[str, Any]) -> None:
+def _send_all(c: RpcClient, data: bytes) -> None:
     try:
-        c.wait(lambda: all(c.response_counts[k] for k in served), WAIT, "every answer")
+        c.write(data)
+    except BrokenPipeError:
+        raise AssertionError(f"seed {SEED}: kward died reading the fuzz (exit status {c.proc.wait(10)}, "
+                             f"stderr {c.stderr[-500:]!r})") from None
+
+
+def _wait_all(c: RpcClient, served: dict[str, str], case_of: dict[str, Any]) -> None:
+    """Until every `served` id is answered (or kward's stdout closed: it died)."""
+    try:
+        c.wait(lambda: all(c.response_counts[k] for k in served) or c.stdout_closed, WAIT, "every answer")
     except TimeoutError:
-        missing = [f"{served[k]}: {_short(case_of.get(k))}" for k in served if not c.response_counts[k]]
-        alive = c.proc.poll() is None
-        raise AssertionError(f"seed {SEED}: {len(missing)} requests never answered (kward alive: {alive}):\n"
-                             + "\n".join(missing[:20])) from None
+        pass
+    missing = [f"{served[k]}: {_short(case_of.get(k))}" for k in served if not c.response_counts[k]]
+    assert not missing, (f"seed {SEED}: {len(missing)} requests never answered (kward alive: {c.proc.poll() is None}, "
+                         f"stderr {c.stderr[-500:]!r}):\n" + "\n".join(missing[:20]))
 
 
 def _own(k: str) -> bool:
@@ -162,7 +171,7 @@ def test_seeded_frame_fuzz_never_breaks_the_stream(isolated_home):
                 case_of[k] = unit.data[:300]
     c, ws = _start(isolated_home, KWARD_MAX_FRAME_BYTES=str(MAX_FRAME))
     with c:
-        c.write(b"".join(chunks))
+        _send_all(c, b"".join(chunks))
         _wait_all(c, served, case_of)
         _still_works(c, ws)
         problems = _check_answers(c, served, skipped, maybe, case_of)
@@ -208,7 +217,7 @@ def test_seeded_params_fuzz_of_every_method(isolated_home):
             served[k] = f"case {n} ({method})"
             case_of[k] = {"method": method, "params": params}
             chunks.append(frame(fuzz_frames.dumps(message, rng).encode("utf-8")))
-        c.write(b"".join(chunks))
+        _send_all(c, b"".join(chunks))
         _wait_all(c, served, case_of)
         _still_works(c, ws)
         problems = _check_answers(c, served, {}, set(), case_of)
