@@ -27,7 +27,8 @@ device). Writes (`replace_file`) create a temp file with ``dir_fd`` and rename i
 
 Pure functions over the filesystem: safe from any thread, no locks, no shared state.
 Descriptors returned are owned by the caller (`Node` is a context manager). Stdlib
-only, so the search worker (a child interpreter started with ``-I -S``) can import it.
+only (and `kward.fsutil`, stdlib only too), so the search worker (a child interpreter
+started with ``-I -S``) can import it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 from typing import Sequence
+
+from kward.fsutil import pid_alive
 
 MAX_HOPS = 40
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -244,21 +247,6 @@ def replace_file(dir_fd: int, name: str, data: bytes, mode: int, tmp_name: str) 
         raise
     with contextlib.suppress(OSError):
         os.fsync(dir_fd)
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process `pid` exists (ours, or another user's)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OverflowError:
-        return False  # no such pid can exist
-    except OSError:
-        return True  # EPERM: another user's; anything else: keep what may be alive
-    return True
 
 
 def remove_dead_temps(dir_fd: int, pattern: re.Pattern[str]) -> int:

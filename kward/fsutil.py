@@ -112,10 +112,10 @@ def pid_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True
+    except (ProcessLookupError, OverflowError):
+        return False  # gone, or a number no process id can be
+    except OSError:
+        return True  # EPERM: another user's; anything else: keep what may be alive
     return True
 
 

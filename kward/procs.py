@@ -41,6 +41,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from kward.confined import read_fd
+
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
 
@@ -133,15 +135,7 @@ def _read(path: str, limit: int) -> bytes | None:
     except OSError:
         return None
     try:
-        chunks = []
-        size = 0
-        while size < limit:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
+        return read_fd(fd, limit)
     except OSError:
         return None
     finally:

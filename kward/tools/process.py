@@ -25,8 +25,9 @@ discarded, so the child never blocks on a full pipe and memory stays bounded.
   (`procs.reap_orphans`).
 
 Environment: `child_environment` is ``os.environ`` without kward's own credentials
-(`CREDENTIAL_VARIABLES`, and any ``KWARD_*`` variable named like a secret), so that a
-command the model runs (``env``, ``printenv``) cannot read them into the conversation.
+(`kward.secrets.is_credential_variable`: its `CREDENTIAL_VARIABLES` and any ``KWARD_*``
+variable named like a secret), so that a command the model runs (``env``, ``printenv``)
+cannot read them into the conversation.
 
 Locking: `_Group._lock` guards "is the leader reaped" and the self-pipe's lifetime.
 Signals go to the group only while the leader is unreaped (a zombie leader keeps the
@@ -51,6 +52,7 @@ from typing import Mapping, Sequence
 from kward import procs
 from kward.cancel import CancelToken
 from kward.errors import Canceled
+from kward.secrets import is_credential_variable
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +61,6 @@ TERM_GRACE_SECONDS = 0.2
 LINGER_SECONDS = 0.2
 _POLL_SECONDS = 0.02  # leader-exit polling when pidfd is unavailable
 _READ_SIZE = 64 * 1024
-
-#: Environment variables kward reads as credentials; never passed to a child process.
-CREDENTIAL_VARIABLES = frozenset({"OPENAI_ACCESS_TOKEN", "OPENROUTER_API_KEY"})
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
-
-
-def is_credential_variable(name: str) -> bool:
-    """True for kward's credential variables, including any ``KWARD_*_KEY/_TOKEN/...``."""
-    upper = name.upper()
-    return upper in CREDENTIAL_VARIABLES or (upper.startswith("KWARD_") and upper.endswith(_SECRET_SUFFIXES))
-
 
 def child_environment(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """``os.environ`` without kward's credentials, then `overrides` (given explicitly by

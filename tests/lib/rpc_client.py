@@ -7,6 +7,7 @@ wait on with conditions and timeouts, never sleeps.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -22,6 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 def frame(obj: Any) -> bytes:
     body = obj if isinstance(obj, bytes) else json.dumps(obj).encode("utf-8")
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 class RpcError(Exception):
@@ -54,6 +59,7 @@ class FrameClient:
         self._from_server = from_server
         self._cond = threading.Condition()
         self._responses: dict[Any, dict] = {}
+        self.response_counts: collections.Counter[str] = collections.Counter()  # by json.dumps(id)
         self.notifications: list[dict] = []
         self.null_id_errors: list[dict] = []
         self.protocol_errors: list[str] = []
@@ -93,13 +99,21 @@ class FrameClient:
                 if len(body) != n:
                     self.protocol_errors.append("EOF inside a body")
                     return
-                msg = json.loads(body.decode("utf-8"))
+                try:
+                    msg = json.loads(body.decode("utf-8"), parse_constant=_not_json)
+                except ValueError:
+                    self.protocol_errors.append(f"a frame body that is not UTF-8 JSON: {body[:200]!r}")
+                    return
+                if not isinstance(msg, dict):
+                    self.protocol_errors.append(f"a frame body that is not an object: {body[:200]!r}")
+                    return
                 with self._cond:
                     if "id" in msg and ("result" in msg or "error" in msg):
                         if msg["id"] is None:
                             self.null_id_errors.append(msg)
                         else:
                             self._responses[json.dumps(msg["id"])] = msg
+                            self.response_counts[json.dumps(msg["id"])] += 1
                     elif "method" in msg and "id" not in msg:
                         self.notifications.append(msg)
                     else:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import pytest
 
 from lib.rpc_client import RpcClient, RpcError, kward_env
+from lib.tools_helpers import pid_alive  # noqa: F401 (re-exported for the turn tests)
 
 TERMINAL = ("completed", "failed", "canceled")
 EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "reasoningDelta", "assistantDelta", "assistantMessage",
@@ -71,16 +72,6 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = 
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(interval)
-
-
-def pid_alive(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def proc_status_kb(pid: int, field: str) -> int:
