@@ -35,7 +35,7 @@ def settings(shell: Any, arg: str) -> None:
     shell.say(json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False) if values else "{}  (all defaults)")
 
 
-@register("model", "[PROVIDER/ID]", "show the models and pick one, or set one")
+@register("model", "[provider/id]", "show the models and pick one, or set one")
 def model(shell: Any, arg: str) -> None:
     if arg:
         provider, _, model_id = arg.partition("/")
