@@ -188,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a turn (start-up, shutting down)
         sys.stderr.write("\n")
         code = 130
+    except SystemExit as exc:  # SIGTERM/SIGHUP in a terminal mode (after its clean-up)
+        if argv is not None:
+            raise
+        code = exc.code if isinstance(exc.code, int) else 1
     if argv is None:
         _exit_now(code)
     return code

@@ -96,6 +96,16 @@ def test_ctrl_c_cancels_the_turn_and_exits_130(cli):
     assert cli.session_files() == []
 
 
+def test_sigterm_ends_the_turn_cleanly(cli):
+    cli.script([[text("tick "), delay(30), text("never")]])
+    run = cli.start("wait")
+    run.wait_for(b"tick")
+    run.proc.terminate()
+    assert run.finish() == 143
+    assert b"never" not in run.out and b"Traceback" not in run.err
+    assert cli.session_files() == []
+
+
 def test_reasoning_is_dim_on_stderr_when_colours_are_forced(cli):
     cli.script([[reasoning("deep thought"), text("answer")]], loop=True)
     forced = cli.run("q", env={"FORCE_COLOR": "1"})

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
 from kward.terminal import commands
+from kward.terminal.host import fail
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
 from kward.terminal.turn import Interrupts, ask_inline, run_turn
@@ -282,9 +283,10 @@ def run(env: Mapping[str, str], cwd: str, *, model_override: str | None = None) 
         try:
             shell.start()
             shell.loop()
+        except RpcError as exc:  # the session could not be opened (an unusable workspace or config)
+            return fail(exc.message)
         except ClientClosed:
-            sys.stderr.write("kward: the kward core stopped unexpectedly (see the log in the config directory)\n")
-            return 1
+            return fail("the kward core stopped unexpectedly (see the log in the config directory)")
         finally:
             shell.close()
     return 0
