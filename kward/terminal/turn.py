@@ -70,7 +70,8 @@ def answer_choice(reply: str, question: dict[str, Any]) -> str:
     return reply
 
 
-def ask_inline(questions: list, write: Callable[[str], None], read: Callable[[str], str]) -> list[dict[str, str]] | None:
+def ask_inline(questions: list, write: Callable[[str], None],
+               read: Callable[[str], str]) -> list[dict[str, str]] | None:
     """Ask each question with numbered options; an empty reply (or end of input) dismisses
     them all (None)."""
     answers = []
