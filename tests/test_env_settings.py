@@ -78,7 +78,7 @@ def test_the_provider_rules_read_the_same_values():
 
 def test_no_message_names_a_command_kward_does_not_have():
     commands = set(re.findall(r"(?m)^  (\w[\w-]*) ", cli.HELP))
-    assert commands == {"rpc", "help", "version"}
+    assert commands == set(cli.COMMANDS) and {"rpc", "help", "version", "doctor"} <= commands
     named = set()
     for path in (Path(cli.__file__).parent).rglob("*.py"):
         named |= set(re.findall(r"`kward ([a-z][\w-]*)", path.read_text()))

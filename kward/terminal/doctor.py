@@ -1,0 +1,224 @@
+"""`kward doctor`: one line per check, `ok`, `warn` or `fail`; exit 1 when any failed.
+
+Checks: the environment (the variables `kward rpc` would refuse), config.json (the
+`initialize` warnings and `config/read` of an in-process server), the provider and model
+it would use (`models/current`), where credentials come from (environment variables,
+config.json keys, the stored login file; values are never shown), the keyring backend
+(`keyring` is imported here and nowhere else in the terminal), whether the endpoints in
+use answer (a HEAD request with a 2 s timeout; any HTTP answer counts as reachable), and
+whether the config directory is writable (nothing is created).
+
+Main thread; the endpoint checks run on short-lived threads of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from kward import __version__
+
+TIMEOUT = 2.0
+ENDPOINTS = {  # provider label -> (config key, env variable) of its base URL
+    "Codex": ("codex_base_url", "KWARD_CODEX_BASE_URL"),
+    "OpenRouter": ("openrouter_base_url", "KWARD_OPENROUTER_BASE_URL"),
+    "OpenAICompatible": ("openai_compat_base_url", "KWARD_OPENAI_COMPAT_BASE_URL"),
+}
+
+
+class Report:
+    def __init__(self, out: Any, env: Mapping[str, str]):
+        from kward.terminal.style import Style
+
+        self.out = out
+        self.style = Style.for_stream(out, env)
+        self.failed = False
+
+    def line(self, status: str, check: str, detail: str) -> None:
+        color = {"ok": self.style.green, "warn": self.style.yellow, "fail": self.style.red}[status]
+        self.failed |= status == "fail"
+        self.out.write(f"{color(f'{status:<4}')}  {check:<12} {detail}\n")
+        self.out.flush()
+
+
+def run(env: Mapping[str, str], cwd: str, out: Any = None) -> int:
+    from kward.terminal.host import EnvironmentProblem, check_environment
+
+    report = Report(out or sys.stdout, env)
+    report.line("ok", "kward", f"{__version__} on Python {sys.version.split()[0]} ({sys.executable})")
+    try:
+        check_environment(env)
+    except EnvironmentProblem as exc:
+        report.line("fail", "environment", str(exc))
+        _config_dir(report, env)
+        return 1
+    report.line("ok", "environment", "every variable kward checks is usable")
+    from kward.client import Client, RpcError
+
+    with Client.in_process(env=env, cwd=cwd) as client:
+        init = client.initialize(name="kward-doctor", version=__version__)
+        config = _config(report, client, init)
+        try:
+            current = client.request("models/current", {})
+            provider = str(current.get("provider"))
+            report.line("ok", "provider", f"{provider}, model {current.get('id')}")
+        except RpcError as exc:
+            provider = None
+            report.line("fail", "provider", exc.message)
+    _credentials(report, env, config, provider)
+    _keyring(report)
+    _endpoints(report, env, config, provider)
+    _config_dir(report, env)
+    return 1 if report.failed else 0
+
+
+def _config(report: Report, client: Any, init: dict) -> dict[str, Any]:
+    from kward.client import RpcError
+
+    warnings = init.get("warnings") or []
+    for warning in warnings:
+        report.line("fail", "config", str(warning.get("message", "")))
+    try:
+        result = client.request("config/read", {})
+    except RpcError:
+        return {}  # already reported through the warnings
+    if not warnings:
+        path = Path(result.get("path", ""))
+        values = result.get("config") or {}
+        detail = f"{path} ({len(values)} settings)" if path.exists() else f"{path} (not created yet: defaults)"
+        report.line("ok", "config", detail)
+    return result.get("config") or {}
+
+
+def _credentials(report: Report, env: Mapping[str, str], config: Mapping[str, Any], provider: str | None) -> None:
+    from kward.config import resolve_paths
+
+    auth_file = resolve_paths(env).auth_file
+    found: dict[str, list[str]] = {"Codex": [], "OpenRouter": [], "OpenAICompatible": []}
+    if env.get("OPENAI_ACCESS_TOKEN"):
+        found["Codex"].append("OPENAI_ACCESS_TOKEN (environment)")
+    if auth_file.is_file():
+        found["Codex"].append(f"OpenAI login ({auth_file})")
+    if env.get("OPENROUTER_API_KEY"):
+        found["OpenRouter"].append("OPENROUTER_API_KEY (environment)")
+    if config.get("openrouter_api_key"):
+        found["OpenRouter"].append("openrouter_api_key (config.json)")
+    if config.get("openai_compat_api_key"):
+        found["OpenAICompatible"].append("openai_compat_api_key (config.json)")
+    sources = [s for group in found.values() for s in group]
+    listed = ", ".join(sources) if sources else "none"
+    if provider == "Scripted":
+        report.line("ok", "credentials", f"the Scripted provider needs none; found: {listed}")
+    elif provider == "OpenAICompatible" or (provider in found and found[provider]):
+        report.line("ok", "credentials", listed)
+    else:
+        report.line("warn", "credentials", f"none for {provider or 'the provider'} (turns will fail: not logged in); "
+                                           f"found: {listed}")
+
+
+def _keyring(report: Report) -> None:
+    try:
+        import keyring
+
+        backend = keyring.get_keyring()
+    except Exception as exc:  # a broken keyring install must not break the doctor
+        report.line("warn", "keyring", f"unavailable ({type(exc).__name__}: {exc}); secrets would go to a 0600 file")
+        return
+    name = f"{type(backend).__module__}.{type(backend).__name__}"
+    usable = not name.startswith(("keyring.backends.fail", "keyring.backends.null"))
+    if name.endswith("chainer.ChainerBackend") and not getattr(backend, "backends", None):
+        usable = False
+    if usable:
+        report.line("ok", "keyring", name)
+    else:
+        report.line("warn", "keyring", f"no usable OS keyring ({name}); secrets would go to a 0600 file")
+
+
+def _endpoints(report: Report, env: Mapping[str, str], config: Mapping[str, Any], provider: str | None) -> None:
+    """The active provider's base URL and every base URL set explicitly, each HEAD-checked."""
+    from kward.errors import KwardError
+    from kward.providers.settings import resolve_provider_settings
+
+    try:
+        settings = resolve_provider_settings(config, env)
+    except KwardError as exc:
+        report.line("fail", "endpoints", exc.message)
+        return
+    urls = {"Codex": settings.codex_base_url, "OpenRouter": settings.openrouter_base_url,
+            "OpenAICompatible": settings.openai_compat_base_url}
+    wanted = []
+    for label, (key, variable) in ENDPOINTS.items():
+        if label == provider or env.get(variable) or config.get(key):
+            if urls[label]:
+                wanted.append((label, urls[label]))
+            elif label == provider:
+                report.line("fail", "endpoint", f"{label}: no base URL configured (openai_compat_base_url)")
+    if not wanted:
+        if provider == "Scripted":
+            report.line("ok", "endpoint", "the Scripted provider works offline")
+        return
+    results: dict[str, str | None] = {}
+    threads = [threading.Thread(target=lambda u=url: results.__setitem__(u, _reach(u)), daemon=True)
+               for _, url in wanted]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT * 3)
+    for label, url in wanted:
+        outcome = results.get(url, "no answer in time")
+        if outcome is not None and outcome.startswith("HTTP "):
+            report.line("ok", "endpoint", f"{label} {url} answers ({outcome})")
+        else:
+            report.line("fail", "endpoint", f"{label} {url} unreachable: {outcome}")
+
+
+def _reach(url: str) -> str:
+    """`HTTP <status>` when the server answered, else why not."""
+    import requests
+
+    try:
+        response = requests.head(url, timeout=TIMEOUT, allow_redirects=False)
+    except requests.RequestException as exc:
+        return _reason(exc)
+    response.close()
+    return f"HTTP {response.status_code}"
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause in a few words (requests wraps urllib3's errors twice)."""
+    from kward.terminal.render import short
+
+    inner = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc
+    text = str(getattr(inner, "reason", inner))
+    if "): " in text:  # "HTTPSConnection(host=..., port=...): Failed to resolve ..."
+        text = text.split("): ", 1)[1]
+    return short(text, 160)
+
+
+def _config_dir(report: Report, env: Mapping[str, str]) -> None:
+    from kward.config import resolve_paths
+
+    directory = resolve_paths(env).config_dir
+    if directory.is_dir():
+        if os.access(directory, os.W_OK | os.X_OK):
+            mode = directory.stat().st_mode & 0o777
+            if mode & 0o077:
+                report.line("warn", "config dir", f"{directory} is writable but open to others (mode {mode:o}; 700 "
+                                                  "expected)")
+            else:
+                report.line("ok", "config dir", f"{directory} is writable")
+        else:
+            report.line("fail", "config dir", f"{directory} is not writable")
+        return
+    parent = directory
+    while not parent.exists() and parent.parent != parent:
+        parent = parent.parent
+    if directory.exists():
+        report.line("fail", "config dir", f"{directory} is not a directory")
+    elif parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
+        report.line("ok", "config dir", f"{directory} does not exist yet and can be created")
+    else:
+        report.line("fail", "config dir", f"{directory} cannot be created ({parent} is not writable)")

@@ -1,0 +1,158 @@
+"""Running one turn from a terminal: `turns/start`, its `turn/event` stream, inline
+`ui/question`s and Ctrl-C, all through the protocol client.
+
+Ctrl-C while a turn runs: `Interrupts` replaces the SIGINT handler with one that only
+counts, so no KeyboardInterrupt can land inside the client's code; the turn loop sees the
+count within `POLL` seconds and sends `turns/cancel` (the turn then ends `canceled`). A
+second Ctrl-C while the cancel is under way raises `TurnAbandoned` when the caller asked
+for it (one-shot mode exits at once); interactive mode keeps waiting for the end.
+
+A `ui/question` of the turn's session is answered through the `ask` callable: it gets the
+questions and returns `[{question, answer}]`, or None when the user dismissed them (sent
+as `answers: []`); a KeyboardInterrupt inside `ask` cancels the turn, which releases the
+question. Without `ask` every question is dismissed.
+
+Main thread only (signal handlers can only be set there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Any, Callable, Iterator
+
+from kward.client import Client, RpcError
+
+POLL = 0.05  # seconds between looks at the Ctrl-C count while waiting for events
+
+Ask = Callable[[list], "list[dict[str, str]] | None"]
+
+
+class TurnAbandoned(Exception):
+    """Ctrl-C twice: the caller stops waiting for the canceled turn to end."""
+
+
+class Interrupts:
+    """Counts SIGINTs while `counting()` is active; `raising()` brings KeyboardInterrupt
+    back for a blocking read (an inline question, a pick list)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _count(self, signum: int, frame: Any) -> None:
+        self.count += 1
+
+    @contextlib.contextmanager
+    def _handler(self, handler: Any) -> Iterator["Interrupts"]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def counting(self) -> "contextlib.AbstractContextManager[Interrupts]":
+        self.count = 0
+        return self._handler(self._count)
+
+    def raising(self) -> "contextlib.AbstractContextManager[Interrupts]":
+        return self._handler(signal.default_int_handler)
+
+
+def answer_choice(reply: str, question: dict[str, Any]) -> str:
+    """A typed reply as the answer: an option's number picks its label, other text is kept."""
+    options = question.get("options") or []
+    if reply.isdigit() and 1 <= int(reply) <= len(options):
+        return str(options[int(reply) - 1].get("label", reply))
+    return reply
+
+
+def ask_inline(questions: list, write: Callable[[str], None],
+               read: Callable[[str], str]) -> list[dict[str, str]] | None:
+    """Ask each question with numbered options; an empty reply (or end of input) dismisses
+    them all (None)."""
+    answers = []
+    for question in questions:
+        header = str(question.get("header", "")).strip()
+        write(f"\n{header + ': ' if header else ''}{question.get('question', '')}\n")
+        options = question.get("options") or []
+        for n, option in enumerate(options, 1):
+            description = str(option.get("description", "") or "")
+            write(f"  {n}. {option.get('label', '')}{' - ' + description if description else ''}\n")
+        try:
+            reply = read(f"answer [1-{len(options)} or text, empty to dismiss]: ").strip()
+        except EOFError:
+            return None
+        if not reply:
+            return None
+        answers.append({"question": str(question.get("question", "")), "answer": answer_choice(reply, question)})
+    return answers
+
+
+def run_turn(client: Client, session_id: str, text: str, view: Any, interrupts: Interrupts, *,
+             ask: Ask | None = None, abandon_on_second: bool = False) -> dict[str, Any]:
+    """Run one turn to its end, showing its events through `view` (a TurnView); returns
+    the turnFinished payload. Raises kward.client.RpcError when `turns/start` is refused,
+    ClientClosed when the server ended, TurnAbandoned (see the module docstring)."""
+
+    def wanted(msg: dict) -> bool:
+        return msg.get("method") in ("turn/event", "ui/question")
+
+    with client.subscribe(wanted) as events, interrupts.counting():
+        turn = client.request("turns/start", {"sessionId": session_id, "input": text})
+        turn_id = turn["id"]
+        seen = 0
+        canceling = False
+
+        def cancel() -> None:
+            nonlocal canceling
+            if not canceling:
+                canceling = True
+                view.note("canceling...")
+                try:
+                    client.request("turns/cancel", {"sessionId": session_id, "turnId": turn_id})
+                except RpcError:
+                    pass  # it ended meanwhile: its turnFinished is on the way
+            elif abandon_on_second:
+                raise TurnAbandoned()
+
+        while True:
+            if interrupts.count > seen:
+                seen = interrupts.count
+                cancel()
+            try:
+                msg = events.get(POLL)
+            except TimeoutError:
+                continue
+            params = msg.get("params") or {}
+            if msg["method"] == "ui/question":
+                if params.get("sessionId") == session_id and not canceling:
+                    try:
+                        _answer(client, session_id, params, ask, interrupts)
+                    except KeyboardInterrupt:
+                        seen = interrupts.count
+                        cancel()
+                continue
+            if params.get("turnId") != turn_id:
+                continue
+            view.event(params)
+            if params.get("type") == "turnFinished":
+                return params.get("payload") or {}
+
+
+def _answer(client: Client, session_id: str, params: dict, ask: Ask | None, interrupts: Interrupts) -> None:
+    questions = params.get("questions") or []
+    if ask is None:
+        answers = None
+    else:
+        with interrupts.raising():
+            answers = ask(questions)
+    try:
+        client.request("ui/answerQuestion", {"sessionId": session_id,
+                                             "questionRequestId": params.get("questionRequestId"),
+                                             "answers": answers or []})
+    except RpcError:
+        pass  # the question was released meanwhile (the turn ended or was canceled)

@@ -1,0 +1,111 @@
+"""The single-file zipapp: tools/build_zipapp.py builds kward.pyz into a temp dir; a copy
+in a directory that knows nothing of the checkout runs `--version`, an RPC handshake, a
+scripted turn (over RPC and one-shot) and imports everything from the archive alone.
+
+The archive is run with `python3 -S` (no site-packages: neither this checkout's editable
+install nor the machine's requests or keyring can help it), except for one plain run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kward import __version__
+from lib.fake_openrouter import FakeOpenRouter
+from lib.rpc_client import RpcClient, kward_env
+from lib.turns_helpers import text, tool, write_script
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pyz(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("zipapp") / "build" / "kward.pyz"
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "build_zipapp.py"), "--output", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    copy = elsewhere / "kward.pyz"
+    shutil.copy2(out, copy)
+    return copy
+
+
+@pytest.fixture
+def env(isolated_home, tmp_path) -> dict[str, str]:
+    env = kward_env(isolated_home)
+    env.pop("PYTHONPATH", None)
+    env["TMPDIR"] = str(tmp_path / "tmp")
+    os.mkdir(env["TMPDIR"])
+    return env
+
+
+def test_the_archive_holds_pure_python_and_every_dist_info(pyz):
+    names = zipfile.ZipFile(pyz).namelist()
+    assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+    assert "__main__.py" in names and "kward/cli.py" in names and "kward/terminal/interactive.py" in names
+    compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".dll")) or "_cffi_backend" in n]
+    assert compiled == [] and not [n for n in names if n.startswith(("cryptography/", "cffi/", "bin/"))]
+    dist_infos = {n.split("/")[0].split("-")[0].lower() for n in names if ".dist-info/" in n}
+    assert {"kward", "requests", "keyring", "urllib3", "certifi", "idna", "charset_normalizer"} <= dist_infos
+    assert "keyring-" in "".join(n for n in names if n.endswith("entry_points.txt"))
+    assert not [n for n in names if "__pycache__" in n]
+
+
+def test_version_and_exit_status_from_outside_the_checkout(pyz, env):
+    for argv in ([sys.executable, str(pyz), "--version"], [sys.executable, "-S", str(pyz), "--version"]):
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=pyz.parent, env=env, timeout=60)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"kward {__version__}\n", "")
+    bad = subprocess.run([sys.executable, "-S", str(pyz), "--frobnicate"], capture_output=True, text=True,
+                         cwd=pyz.parent, env=env, timeout=60)
+    assert bad.returncode == 2 and "unknown option" in bad.stderr  # the exit status survives the archive
+
+
+def test_rpc_handshake_and_a_scripted_turn(pyz, env, isolated_home):
+    ws = isolated_home / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello\n")
+    script = write_script(isolated_home / "scripts", [[tool("read_file", path="notes.txt")], [text("It says hello.")]])
+    env = {**env, "KWARD_PROVIDER": "scripted", "KWARD_SCRIPT": str(script)}
+    with RpcClient(isolated_home, cwd=ws, env=env, argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
+        init = c.request("initialize", {"clientInfo": {"name": "zipapp-test", "version": "1"}})
+        assert (init["serverName"], init["serverVersion"]) == ("kward", __version__)
+        session = c.request("sessions/create", {"workspaceRoot": str(ws)})
+        turn = c.request("turns/start", {"sessionId": session["id"], "input": "read it"})
+        c.wait_notification(lambda n: n["method"] == "turn/event" and n["params"]["turnId"] == turn["id"]
+                            and n["params"]["type"] == "turnFinished")
+        events = [n["params"] for n in c.notifications if n["method"] == "turn/event"]
+        assert [e["payload"] for e in events if e["type"] == "answer"] == [{"content": "It says hello."}]
+        assert [e["payload"]["result"]["content"] for e in events if e["type"] == "toolResult"] == ["hello\n"]
+        assert c.close() == 0 and c.stderr == ""
+    oneshot = subprocess.run([sys.executable, "-S", str(pyz), "what", "is", "it"], capture_output=True, text=True,
+                             cwd=ws, env={**env, "KWARD_SCRIPT": str(write_script(
+                                 isolated_home / "scripts", [[text("One shot.")]]))}, timeout=60)
+    assert (oneshot.returncode, oneshot.stdout) == (0, "One shot.\n"), oneshot.stderr
+
+
+def test_everything_is_imported_from_the_archive_and_certifi_leaves_no_temp_file(pyz, env, isolated_home):
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "import json, kward, kward.terminal.doctor, requests, urllib3, keyring, certifi\n"
+            "print(json.dumps({m.__name__: m.__file__ for m in (kward, requests, urllib3, keyring, certifi)}))\n")
+    found = json.loads(subprocess.run([sys.executable, "-S", "-c", code, str(pyz)], capture_output=True, text=True,
+                                      check=True, env=env, timeout=60).stdout)
+    assert all(path.startswith(str(pyz) + os.sep) for path in found.values()), found
+    with FakeOpenRouter() as fake:  # the doctor imports requests (and keyring) from the archive
+        doctor = subprocess.run([sys.executable, "-S", str(pyz), "doctor"], capture_output=True, text=True,
+                                cwd=pyz.parent, timeout=60,
+                                env={**env, "KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url})
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "keyring.backends.fail.Keyring" in doctor.stdout and "answers (HTTP" in doctor.stdout
+    [pem] = (isolated_home / ".kward" / "cache").glob("certifi-*/cacert.pem")
+    with zipfile.ZipFile(pyz) as z:
+        assert pem.read_bytes() == z.read("certifi/cacert.pem")
+    assert os.listdir(env["TMPDIR"]) == []  # no extracted copy left behind

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Build dist/kward.pyz: kward and its dependencies in one file for any OS with Python 3.10+.
+
+    python3 tools/build_zipapp.py                  # -> dist/kward.pyz
+    python3 tools/build_zipapp.py --output /tmp/kward.pyz --compile
+
+Steps (docs: README "One file: kward.pyz"):
+1. `pip install --target STAGE` of a copy of this source tree (the copy keeps `build/`
+   and `*.egg-info` out of the checkout; pip uses its usual index configuration).
+2. Remove what is compiled or platform-bound: cryptography, cffi and pycparser (with their
+   metadata; keyring's Secret Service backend needs cryptography, so it is not offered
+   from the archive and the file store takes over), `_cffi_backend*`, every `*.so`,
+   `*.pyd`, `*.dylib` and `*.dll` (charset_normalizer falls back to its pure-Python
+   modules), `bin/`, `share/` and `__pycache__/`. Then refuse (exit 1) if any compiled
+   file is left.
+3. Keep every other `*.dist-info`: keyring finds its backends through entry points.
+4. Add the root `__main__.py` (tools/zipapp_main.py: exit status, certifi's cacert.pem).
+5. `--compile`: legacy `.pyc` beside each `.py` (zipimport reads only those), faster
+   imports; bytecode of one Python version is ignored by later ones (they read the
+   source) but one built on a newer Python failed on an older one, so it is off by default.
+6. `zipapp.create_archive(..., interpreter="/usr/bin/env python3", compressed=True)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipapp
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = ("kward", "man", "setup.cfg", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in")
+PLATFORM_PACKAGES = ("cryptography", "cffi", "pycparser")
+PLATFORM_DIRS = ("bin", "share")
+COMPILED = (".so", ".pyd", ".dylib", ".dll")
+INTERPRETER = "/usr/bin/env python3"
+
+
+def log(message: str) -> None:
+    print(f"build_zipapp: {message}", file=sys.stderr, flush=True)
+
+
+def copy_source(target: Path) -> Path:
+    src = target / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+    for name in SOURCE:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=ignore)
+        elif path.exists():
+            shutil.copy2(path, src / name)
+    return src
+
+
+def install(src: Path, stage: Path) -> None:
+    cmd = [sys.executable, "-m", "pip", "install", "--target", str(stage), "--no-compile", "--no-warn-script-location",
+           "--disable-pip-version-check", "-q", str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout + proc.stderr)
+        raise SystemExit(f"build_zipapp: pip install failed ({proc.returncode})")
+
+
+def _distribution(dist_info: Path) -> str:
+    return dist_info.name[: -len(".dist-info")].rsplit("-", 1)[0].lower().replace("-", "_")
+
+
+def prune(stage: Path) -> list[str]:
+    """Remove the compiled and platform-bound parts; returns what was removed."""
+    removed = []
+    for name in PLATFORM_PACKAGES + PLATFORM_DIRS:
+        if (stage / name).is_dir():
+            shutil.rmtree(stage / name)
+            removed.append(name + "/")
+    for dist_info in stage.glob("*.dist-info"):
+        if _distribution(dist_info) in PLATFORM_PACKAGES:
+            shutil.rmtree(dist_info)
+            removed.append(dist_info.name + "/")
+    for path in sorted(stage.rglob("*"), reverse=True):
+        if path.is_dir() and path.name == "__pycache__":
+            shutil.rmtree(path)
+        elif path.is_file() and (path.name.startswith("_cffi_backend") or path.suffix in COMPILED):
+            path.unlink()
+            removed.append(str(path.relative_to(stage)))
+    return removed
+
+
+def compiled_files(stage: Path) -> list[str]:
+    return sorted(str(p.relative_to(stage)) for p in stage.rglob("*")
+                  if p.is_file() and (p.suffix in COMPILED or ".so." in p.name or p.name.startswith("_cffi_backend")))
+
+
+def build(output: Path, compile_bytecode: bool = False) -> Path:
+    with tempfile.TemporaryDirectory(prefix="kward-zipapp-") as tmp:
+        tmp_path = Path(tmp)
+        stage = tmp_path / "stage"
+        log(f"installing kward and its dependencies into {stage}")
+        install(copy_source(tmp_path), stage)
+        removed = prune(stage)
+        log("removed: " + (", ".join(removed) if removed else "nothing"))
+        left = compiled_files(stage)
+        if left:
+            raise SystemExit("build_zipapp: refusing to build: compiled files remain: " + ", ".join(left))
+        if not any(stage.glob("keyring-*.dist-info")):
+            raise SystemExit("build_zipapp: refusing to build: keyring's metadata is missing (its backends "
+                             "are found through entry points)")
+        shutil.copy2(REPO / "tools" / "zipapp_main.py", stage / "__main__.py")
+        if compile_bytecode:
+            compileall.compile_dir(str(stage), quiet=1, legacy=True)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial = output.with_name(output.name + ".partial")
+        zipapp.create_archive(stage, partial, interpreter=INTERPRETER, compressed=True)
+        os.replace(partial, output)
+    log(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
+    return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build the single-file kward.pyz.")
+    parser.add_argument("--output", type=Path, default=REPO / "dist" / "kward.pyz", help="where to write the archive")
+    parser.add_argument("--compile", action="store_true",
+                        help="add legacy .pyc files for faster imports (run the archive with this Python version "
+                             "or a later one)")
+    args = parser.parse_args(argv)
+    build(args.output.resolve(), args.compile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
