@@ -19,7 +19,7 @@ from kward.config import ConfigStore, Paths, Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
-    from kward.agent.models import ModelService
+    from kward.providers.model_service import ModelService
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import TurnManager
     from kward.secrets import KnownSecrets
@@ -97,7 +97,7 @@ class App:
 
     @property
     def models(self) -> "ModelService":
-        from kward.agent.models import ModelService
+        from kward.providers.model_service import ModelService
 
         return self._service("models", lambda: ModelService(self.config))
 

@@ -29,7 +29,8 @@ def initialize(call: Call) -> dict[str, Any]:
     warnings = [{"reason": "invalid_config", "message": w} for w in app.settings.warnings]
     steering = "unsupported"
     try:  # problems are reported, never fatal for initialize
-        from kward.providers.select import STEERING, choose
+        from kward.providers.registry import STEERING
+        from kward.providers.select import choose
 
         key, _ = choose(app.config.load(), app.env, app.paths.auth_file)
         steering = "native" if STEERING[key] else "unsupported"
