@@ -1,6 +1,6 @@
 """Config paths and config.json load/save (the values it holds are read by `kward.settings`).
 
-Paths (DESIGN.md "Contracts"): the config directory is `~/.kward`, or the directory of
+Paths (kward(1) FILES): the config directory is `~/.kward`, or the directory of
 `KWARD_CONFIG_PATH` when set (that variable names the config *file*). `KWARD_AUTH_PATH`
 overrides `auth.json`. Directories are created 0700, files written 0600, and every write is
 atomic, so a crash or a concurrent process never sees a half-written config.

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from kward.errors import ConfigError
 from kward.providers import registry
@@ -171,8 +171,7 @@ TOKENS = integer(0, 10_000_000)
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     """One config.json key kward reads. `path` is dotted inside a group ("rpc.workers": the
     group "rpc" must then be an object). `env` overrides it; when `env_checked` the
     variable's text is checked by `rule` at start, otherwise it is taken as written.

@@ -26,9 +26,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from kward import rules
 from kward.errors import ConfigError
@@ -37,23 +36,21 @@ from kward.providers import registry
 if TYPE_CHECKING:  # pragma: no cover
     from kward.config import ConfigStore
 
+# Sections are NamedTuples: immutable and typed like frozen dataclasses, but defining one
+# costs a tenth of the time, and this module is imported before `initialize` is answered.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+DEFAULT_RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0)
+DEFAULT_IDLE_TIMEOUT = 300.0
+DEFAULT_AUTH_ISSUER = "https://auth.openai.com"
 
 
-def _empty_field(**kwargs: Any) -> Any:
-    """A field defaulting to the empty read-only mapping."""
-    return field(default_factory=lambda: _EMPTY, **kwargs)
-
-
-@dataclass(frozen=True)
-class RpcSettings:
+class RpcSettings(NamedTuple):
     workers: int = 32
     max_frame_bytes: int = 64 * 1024 * 1024
     max_input_chars: int = 1_000_000
 
 
-@dataclass(frozen=True)
-class ModelChoice:
+class ModelChoice(NamedTuple):
     """A provider's configured model (None: its default, for Scripted the script's own)
     and reasoning level (lower case, as requested; None: no reasoning)."""
 
@@ -61,8 +58,7 @@ class ModelChoice:
     effort: str | None
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """A config.json value of a strict key that cannot be used."""
 
     key: str
@@ -72,39 +68,39 @@ class Problem:
         return ConfigError(self.message, data={"key": self.key})
 
 
-@dataclass(frozen=True)
-class ProvidersSettings:
+class ProvidersSettings(NamedTuple):
     """What selection needs, for every provider of `kward.providers.registry` (by key)."""
 
     provider: str | None = None  # the `provider` setting; None: chosen by credentials
     provider_source: str | None = None  # "KWARD_PROVIDER" or "config provider"
-    base_urls: Mapping[str, str | None] = _empty_field()  # the default applied
-    retry_delays: tuple[float, ...] = (1.0, 2.0)
-    idle_timeout: float = 300.0  # max silence between bytes of a response
-    models: Mapping[str, ModelChoice] = _empty_field()
-    secrets: Mapping[str, str] = _empty_field(repr=False)  # credentials stored in config.json
-    options: Mapping[str, Mapping[str, Any]] = _empty_field()  # provider options by config key
+    base_urls: Mapping[str, str | None] = _EMPTY  # the default applied
+    retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # max silence between bytes of a response
+    models: Mapping[str, ModelChoice] = _EMPTY
+    secrets: Mapping[str, str] = _EMPTY  # credentials stored in config.json (never in repr)
+    options: Mapping[str, Mapping[str, Any]] = _EMPTY  # provider options by config key
 
     def model(self, key: str) -> ModelChoice:
         return self.models.get(key) or ModelChoice(None, None)
 
+    def __repr__(self) -> str:
+        shown = self._replace(secrets={key: "[REDACTED]" for key in self.secrets})
+        return "ProvidersSettings(" + ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, shown)) + ")"
 
-@dataclass(frozen=True)
-class CompactionSettings:
+
+class CompactionSettings(NamedTuple):
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
     context_window: int | None = None  # None: the model's
 
 
-@dataclass(frozen=True)
-class MemorySettings:
+class MemorySettings(NamedTuple):
     enabled: bool = False
     auto_summary: bool = False
 
 
-@dataclass(frozen=True)
-class LoggingSettings:
+class LoggingSettings(NamedTuple):
     """The opt-in telemetry records (not the diagnostic log: `Settings.log_level`)."""
 
     enabled: bool = False
@@ -114,19 +110,16 @@ class LoggingSettings:
     errors: bool = False
 
 
-@dataclass(frozen=True)
-class ToolsSettings:
+class ToolsSettings(NamedTuple):
     workspace_guardrails: bool = True
 
 
-@dataclass(frozen=True)
-class AuthSettings:
-    issuer: str = "https://auth.openai.com"
+class AuthSettings(NamedTuple):
+    issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Every setting, resolved from environment (wins), config.json and defaults. Pure data."""
 
     log_level: str | None = None  # None = not set by the user (default WARNING, file only)
@@ -138,7 +131,7 @@ class Settings:
     tools: ToolsSettings = ToolsSettings()
     auth: AuthSettings = AuthSettings()
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
-    problems: Mapping[str, Problem] = _empty_field()  # unusable values of strict keys, by key
+    problems: Mapping[str, Problem] = _EMPTY  # unusable values of strict keys, by key
 
     def check(self, *keys: str) -> None:
         """Raise the ConfigError of the first of `keys` whose config value is unusable."""
@@ -188,6 +181,8 @@ class _Reader:
         return value.get(name)
 
     def _read(self, path: str, key: rules.Key) -> Any:
+        """The variable's value when set (the config value is then not looked at), else
+        the config value checked by the key's rule."""
         if key.env and key.env in self.env:
             if key.env_checked:
                 value = rules.env_value(self.env, key.env)  # ConfigError naming the variable
@@ -196,20 +191,15 @@ class _Reader:
             if value is not None:
                 self.from_env.add(path)
                 return value
-        return self.stored(path)
-
-    def stored(self, path: str) -> Any:
-        """The config value of key `path` (the variable ignored), None when unset or refused."""
         raw = self._raw(path)
         if raw is None:
             return None
-        key = rules.KEYS[path]
         try:
             return key.rule.normalize(raw)
         except rules.Invalid as exc:
             if key.strict:
                 self.problems[path] = Problem(path, f"Invalid config value for {path}: {exc}, not {rules.shown(raw)}")
-            elif f"config.json: ignoring {path}: {exc}" not in self.warnings:
+            else:
                 self.warnings.append(f"config.json: ignoring {path}: {exc}")
             return None
 
@@ -222,8 +212,8 @@ class _Reader:
         return None
 
     def section(self, cls: type, group: str) -> Any:
-        """A section dataclass from the keys of `group`; unset fields keep their defaults."""
-        values = {name: self.values.get(f"{group}.{name}") for name in cls.__dataclass_fields__}
+        """A section from the keys of `group`; unset fields keep their defaults."""
+        values = {name: self.values.get(f"{group}.{name}") for name in cls._fields}
         return cls(**{k: v for k, v in values.items() if v is not None})
 
 
@@ -240,9 +230,9 @@ def _providers(r: _Reader) -> ProvidersSettings:
             base_urls[spec.key] = r.values[spec.base_url.key] or spec.default_base_url
         models[spec.key] = ModelChoice(r.first(spec.model) or spec.default_model,
                                        _effort(r.first(spec.effort), spec.default_effort))
-        stored = r.stored(spec.secret.key) if spec.secret is not None and spec.secret.key else None
-        if stored:
-            secrets[spec.key] = stored  # the variable, when set, wins at request time
+        secret = spec.secret.key if spec.secret is not None else None
+        if secret and secret not in r.from_env and r.values[secret]:
+            secrets[spec.key] = r.values[secret]  # (a variable, when set, is read per request)
         options[spec.key] = MappingProxyType({s.key: r.values[s.key] for s in spec.options if s.key})
     delays = r.values["retry_delays"]
     return ProvidersSettings(
@@ -250,8 +240,8 @@ def _providers(r: _Reader) -> ProvidersSettings:
         provider_source=None if provider is None
         else "KWARD_PROVIDER" if "provider" in r.from_env else "config provider",
         base_urls=MappingProxyType(base_urls),
-        retry_delays=ProvidersSettings.retry_delays if delays is None else delays,
-        idle_timeout=r.values["stream_idle_timeout"] or ProvidersSettings.idle_timeout,
+        retry_delays=DEFAULT_RETRY_DELAYS if delays is None else delays,
+        idle_timeout=r.values["stream_idle_timeout"] or DEFAULT_IDLE_TIMEOUT,
         models=MappingProxyType(models), secrets=MappingProxyType(secrets), options=MappingProxyType(options))
 
 
@@ -270,7 +260,7 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         memory=r.section(MemorySettings, "memory"),
         logging=r.section(LoggingSettings, "logging"),
         tools=r.section(ToolsSettings, "tools"),
-        auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or AuthSettings.issuer,
+        auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or DEFAULT_AUTH_ISSUER,
                           oauth_client_id=r.values["openai_oauth_client_id"] or None),
         warnings=tuple(r.warnings),
         problems=MappingProxyType(dict(r.problems)),

@@ -1,4 +1,4 @@
-"""The Codex provider against the loopback fake Codex server (every scenario of issue 5 #9)."""
+"""The Codex provider against the loopback fake Codex server (every scenario of tests/lib/fake_codex.py)."""
 
 import json
 import threading

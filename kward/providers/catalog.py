@@ -316,7 +316,7 @@ def effective_effort(requested: str | None, entry: ModelEntry | None) -> str | N
 
 
 class ModelCatalog:
-    """A time-limited cache of listings, keyed by the caller (e.g. ("Codex", base URL)).
+    """A time-limited cache of listings, keyed by the caller (e.g. ("codex", base URL)).
 
     Any thread may call `get`; the loader runs outside the lock (two threads may load the
     same key at once; the later result wins), so a slow endpoint never blocks other keys.

@@ -44,7 +44,7 @@ class RuntimeFacts:
 
     steering: str = "unsupported"  # "native" when the active provider steers in flight
     logs_dir: str = "~/.kward/logs"
-    max_frame_bytes: int = RpcSettings.max_frame_bytes
+    max_frame_bytes: int = RpcSettings().max_frame_bytes
     max_input_chars: int = 0
     tokens_stats: bool = False
     cost_stats: bool = False
