@@ -1,6 +1,6 @@
-"""Config paths, config.json load/save, and the settings derived from config + environment.
+"""Config paths and config.json load/save (the values it holds are read by `kward.settings`).
 
-Paths (DESIGN.md "Contracts"): the config directory is `~/.kward`, or the directory of
+Paths (kward(1) FILES): the config directory is `~/.kward`, or the directory of
 `KWARD_CONFIG_PATH` when set (that variable names the config *file*). `KWARD_AUTH_PATH`
 overrides `auth.json`. Directories are created 0700, files written 0600, and every write is
 atomic, so a crash or a concurrent process never sees a half-written config.
@@ -17,17 +17,14 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from kward import jsonshape, rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
-
-EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")  # max: the model's highest level
-
-DEFAULT_WORKERS = 32
-DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
-DEFAULT_MAX_INPUT_CHARS = 1_000_000
+# The settings read from config.json live in kward.settings; these names stay importable
+# from here, where the RPC server and the client look for them.
+from kward.settings import Settings, resolve_settings  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -78,97 +75,30 @@ def resolve_paths(env: Mapping[str, str] = os.environ) -> Paths:
     return Paths(config_dir=config_dir, config_file=config_file, auth_file=auth_file)
 
 
-# --- schema of known keys -------------------------------------------------------------
+# --- checks of known keys (the rules of `kward.rules.KEYS`) --------------------------
 
-Check = Callable[[Any], "str | None"]
-
-
-def _str(v: Any) -> str | None:
-    return None if isinstance(v, str) else "must be a string"
-
-
-def _choice(options: tuple[str, ...]) -> Check:
-    def check(v: Any) -> str | None:
-        if not isinstance(v, str) or v.lower() not in {o.lower() for o in options}:
-            return "must be one of " + ", ".join(options)
-        return None
-
-    return check
-
-
-def _rule(rule: rules.Rule) -> Check:
-    """A schema check from the rule the environment variable shares."""
-    def check(v: Any) -> str | None:
-        try:
-            rule.normalize(v)
-        except rules.Invalid as exc:
-            return str(exc)
-        return None
-
-    return check
-
-
-def _bool(v: Any) -> str | None:
-    return None if isinstance(v, bool) else "must be true or false"
-
-
-def _int_range(lo: int, hi: int) -> Check:
-    return _rule(rules.integer(lo, hi))
-
-
-def _obj(fields: dict[str, Check]) -> Check:
-    def check(v: Any) -> str | None:
-        if not isinstance(v, dict):
+def _problem(key: str, value: Any) -> str | None:
+    """What is wrong with `value` for top-level config key `key` ("must be ..."), or None
+    (also for keys kward does not read, and for unknown fields of a group)."""
+    if key in rules.GROUPS:
+        if not isinstance(value, dict):
             return "must be an object"
-        for key, sub in fields.items():
-            if key in v and v[key] is not None:
-                problem = sub(v[key])
-                if problem:
-                    return f"{key} {problem}"
+        for name, sub in value.items():
+            rule = rules.KEYS.get(f"{key}.{name}")
+            if rule is not None and sub is not None:
+                try:
+                    rule.rule.normalize(sub)
+                except rules.Invalid as exc:
+                    return f"{name} {exc}"
         return None
-
-    return check
-
-
-_EFFORT = _choice(EFFORTS)
-SCHEMA: dict[str, Check] = {
-    "provider": _rule(rules.PROVIDER),
-    "model": _str,
-    "openai_model": _str,
-    "openrouter_model": _str,
-    "openai_compat_model": _str,
-    "scripted_model": _str,
-    "reasoning_effort": _EFFORT,
-    "openai_reasoning_effort": _EFFORT,
-    "openrouter_reasoning_effort": _EFFORT,
-    "thinking_level": _EFFORT,
-    "openrouter_api_key": _str,
-    "openai_compat_api_key": _str,
-    "openai_oauth_client_id": _str,
-    "codex_base_url": _rule(rules.URL),
-    "openrouter_base_url": _rule(rules.URL),
-    "openai_compat_base_url": _rule(rules.URL),
-    "openai_auth_issuer": _rule(rules.URL),
-    "retry_delays": _rule(rules.RETRY_DELAYS),
-    "stream_idle_timeout": _rule(rules.IDLE_TIMEOUT),
-    "scripted_script": _str,
-    "log_level": _rule(rules.LOG_LEVEL),
-    "rpc": _obj({
-        "workers": _rule(rules.WORKERS),
-        "max_frame_bytes": _rule(rules.MAX_FRAME_BYTES),
-        "max_input_chars": _rule(rules.MAX_INPUT_CHARS),
-    }),
-    "logging": _obj({k: _bool for k in ("enabled", "tokens", "performance", "tools", "errors")}),
-    "memory": _obj({"enabled": _bool, "auto_summary": _bool}),
-    "compaction": _obj({
-        "enabled": _bool,
-        "reserve_tokens": _int_range(0, 10_000_000),
-        "keep_recent_tokens": _int_range(0, 10_000_000),
-        "context_window": _int_range(1, 100_000_000),
-    }),
-    "sessions": _obj({"auto_resume": _bool}),
-    "tools": _obj({"workspace_guardrails": _bool}),
-}
+    known = rules.KEYS.get(key)
+    if known is None:
+        return None
+    try:
+        known.rule.normalize(value)
+    except rules.Invalid as exc:
+        return str(exc)
+    return None
 
 
 def _shape_problem(values: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -186,9 +116,8 @@ def validate_values(values: Mapping[str, Any]) -> None:
         raise InvalidParams(f"Invalid config value for {shape[0]}: {shape[1]}", reason="invalid_config",
                             data={"key": shape[0]})
     for key, value in values.items():
-        check = SCHEMA.get(key)
-        if check is not None and value is not None:
-            problem = check(value)
+        if value is not None:
+            problem = _problem(key, value)
             if problem:
                 raise InvalidParams(f"Invalid config value for {key}: {problem}", reason="invalid_config",
                                     data={"key": key})
@@ -265,42 +194,3 @@ class ConfigStore:
             atomic_write_bytes(path, data)
             self._cache_key = None
             return json.loads(json.dumps(current))
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Process settings resolved from environment (wins) and config. Pure data."""
-
-    log_level: str | None  # None = not set by the user (default WARNING, file only)
-    rpc_workers: int
-    max_frame_bytes: int
-    max_input_chars: int
-    warnings: tuple[str, ...] = ()  # config values that were ignored, and why
-
-
-def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Settings:
-    """Combine env and config into Settings. Every environment variable kward checks
-    (`rules.ENV`, the providers' ones included) is checked here, once at start: a bad
-    value raises ConfigError naming it (the user just set it). A bad config.json value is
-    ignored with a warning, so a hand-edited file never stops the server."""
-    rules.check_environment(env)
-    warnings: list[str] = []
-
-    def checked(key: str, value: Any) -> Any:
-        problem = SCHEMA[key](value) if value is not None else None
-        if problem:
-            warnings.append(f"config.json: ignoring {key}: {problem}")
-            return None
-        return value
-
-    rpc = checked("rpc", config.get("rpc")) or {}
-    level = rules.env_value(env, "KWARD_LOG_LEVEL") or checked("log_level", config.get("log_level"))
-    return Settings(
-        log_level=level.upper() if level else None,
-        rpc_workers=rules.env_value(env, "KWARD_RPC_WORKERS") or rpc.get("workers") or DEFAULT_WORKERS,
-        max_frame_bytes=rules.env_value(env, "KWARD_MAX_FRAME_BYTES")
-        or rpc.get("max_frame_bytes") or DEFAULT_MAX_FRAME_BYTES,
-        max_input_chars=rules.env_value(env, "KWARD_MAX_INPUT_CHARS")
-        or rpc.get("max_input_chars") or DEFAULT_MAX_INPUT_CHARS,
-        warnings=tuple(warnings),
-    )

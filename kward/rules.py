@@ -1,12 +1,15 @@
 """One validator per setting, shared by the environment variables and config.json.
 
 A `Rule` turns a value into the one kward uses (or refuses it) and says what is allowed.
-`ENV` names every environment variable whose value kward checks, with its rule;
-`check_environment` runs them all once when `kward rpc` starts, so a bad value stops the
+`KEYS` is the table of every config.json key kward reads, each with its rule and the
+environment variable that overrides it; the providers' own keys (models, reasoning levels,
+base URLs, credentials, options) come from `kward.providers.registry`. config/update
+checks values with these rules (`kward.config.validate_values`), `kward.settings` resolves
+them, and `ENV` names every environment variable whose value is checked:
+`check_environment` runs those once when `kward rpc` starts, so a bad value stops the
 process at once (exit status 2, one stderr line naming the variable) instead of being
-ignored or failing some later request. `setting()` reads one setting the way the
-providers do at turn time: the variable when set, else the config key (a bad config value
-is a ConfigError naming the key: config.json never stops the server).
+ignored or failing some later request. Other variables (a model id, a script path, a
+reasoning level: passed on as written) are not checked.
 
 | variable                       | config key               | allowed |
 |--------------------------------|--------------------------|---------|
@@ -29,13 +32,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from kward.errors import ConfigError
+from kward.providers import registry
 
-PROVIDERS = ("codex", "openrouter", "openai-compatible", "scripted")
-PROVIDER_ALIASES = {"openaicompatible": "openai-compatible", "openai-compat": "openai-compatible"}
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")  # max: the model's highest level
 MAX_RETRY_DELAYS = 20
 MAX_RETRY_DELAY_SECONDS = 3600.0
 
@@ -85,15 +88,24 @@ def _fail() -> Any:
 
 
 def _provider(v: Any) -> str:
-    if not isinstance(v, str):
-        return _fail()
-    key = v.strip().lower().replace("_", "-")
-    key = PROVIDER_ALIASES.get(key, key)
-    return key if key in PROVIDERS else _fail()
+    spec = registry.find(v)
+    return spec.key if spec is not None else _fail()
 
 
 def _log_level(v: Any) -> str:
     return v.upper() if isinstance(v, str) and v.upper() in LOG_LEVELS else _fail()
+
+
+def _effort(v: Any) -> str:
+    return v.lower() if isinstance(v, str) and v.lower() in EFFORTS else _fail()
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else _fail()
+
+
+def _bool(v: Any) -> bool:
+    return v if isinstance(v, bool) else _fail()
 
 
 def _number(v: Any) -> float:
@@ -139,8 +151,11 @@ def _url(v: Any) -> str:
     return v.rstrip("/")
 
 
-PROVIDER = Rule("one of " + ", ".join(PROVIDERS), _provider)
+PROVIDER = Rule("one of " + ", ".join(spec.key for spec in registry.PROVIDERS), _provider)
 LOG_LEVEL = Rule("one of " + ", ".join(LOG_LEVELS), _log_level)
+EFFORT = Rule("one of " + ", ".join(EFFORTS), _effort)
+TEXT = Rule("a string", _text)
+BOOL = Rule("true or false", _bool)
 WORKERS = integer(1, 1024)
 MAX_FRAME_BYTES = integer(1024, 1 << 34)
 MAX_INPUT_CHARS = integer(1, 1 << 30)
@@ -151,20 +166,62 @@ RETRY_DELAYS = Rule(f"a list of at most {MAX_RETRY_DELAYS} numbers of seconds (0
                     empty=())
 IDLE_TIMEOUT = seconds(0.05, 3600)
 URL = Rule("an http:// or https:// URL", _url)
+TOKENS = integer(0, 10_000_000)
+#: The rule of each kind of `registry.Setting`.
+KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
+
+class Key(NamedTuple):
+    """One config.json key kward reads. `path` is dotted inside a group ("rpc.workers": the
+    group "rpc" must then be an object). `env` overrides it; when `env_checked` the
+    variable's text is checked by `rule` at start, otherwise it is taken as written.
+    `strict`: a bad config value makes whatever needs the setting fail with a ConfigError
+    naming the key (it decides where or how model requests go); other bad values are
+    ignored with a warning."""
+
+    path: str
+    rule: Rule
+    env: str | None = None
+    env_checked: bool = True
+    strict: bool = False
+
+
+def _table() -> dict[str, Key]:
+    keys = [
+        Key("provider", PROVIDER, "KWARD_PROVIDER", strict=True),
+        Key("log_level", LOG_LEVEL, "KWARD_LOG_LEVEL"),
+        Key("rpc.workers", WORKERS, "KWARD_RPC_WORKERS"),
+        Key("rpc.max_frame_bytes", MAX_FRAME_BYTES, "KWARD_MAX_FRAME_BYTES"),
+        Key("rpc.max_input_chars", MAX_INPUT_CHARS, "KWARD_MAX_INPUT_CHARS"),
+        Key("retry_delays", RETRY_DELAYS, "KWARD_RETRY_DELAYS", strict=True),
+        Key("stream_idle_timeout", IDLE_TIMEOUT, "KWARD_STREAM_IDLE_TIMEOUT", strict=True),
+    ]
+    for spec in registry.PROVIDERS:
+        for s in (spec.base_url, *spec.model, *spec.effort, spec.secret, *spec.options):
+            if s is not None and s.key is not None:
+                keys.append(Key(s.key, KINDS[s.kind], s.env, env_checked=s.kind == "url", strict=s.kind == "url"))
+    keys += [
+        Key("openai_oauth_client_id", TEXT),
+        Key("openai_auth_issuer", URL, strict=True),
+        *(Key(f"logging.{name}", BOOL) for name in ("enabled", "tokens", "performance", "tools", "errors")),
+        Key("memory.enabled", BOOL), Key("memory.auto_summary", BOOL),
+        Key("compaction.enabled", BOOL), Key("compaction.reserve_tokens", TOKENS),
+        Key("compaction.keep_recent_tokens", TOKENS), Key("compaction.context_window", integer(1, 100_000_000)),
+        Key("sessions.auto_resume", BOOL),
+        Key("tools.workspace_guardrails", BOOL),
+    ]
+    table: dict[str, Key] = {}
+    for key in keys:
+        table.setdefault(key.path, key)  # shared keys (`model`, `reasoning_effort`) appear once
+    return table
+
+
+#: Every config.json key kward reads, by path.
+KEYS: dict[str, Key] = _table()
+#: The groups of dotted keys: config values that must be objects.
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(p.split(".")[0] for p in KEYS if "." in p))
 #: Every environment variable whose value kward checks.
-ENV: dict[str, Rule] = {
-    "KWARD_PROVIDER": PROVIDER,
-    "KWARD_LOG_LEVEL": LOG_LEVEL,
-    "KWARD_RPC_WORKERS": WORKERS,
-    "KWARD_MAX_FRAME_BYTES": MAX_FRAME_BYTES,
-    "KWARD_MAX_INPUT_CHARS": MAX_INPUT_CHARS,
-    "KWARD_RETRY_DELAYS": RETRY_DELAYS,
-    "KWARD_STREAM_IDLE_TIMEOUT": IDLE_TIMEOUT,
-    "KWARD_CODEX_BASE_URL": URL,
-    "KWARD_OPENROUTER_BASE_URL": URL,
-    "KWARD_OPENAI_COMPAT_BASE_URL": URL,
-}
+ENV: dict[str, Rule] = {k.env: k.rule for k in KEYS.values() if k.env and k.env_checked}
 
 
 def env_value(env: Mapping[str, str], name: str) -> Any:
@@ -177,18 +234,3 @@ def check_environment(env: Mapping[str, str] = os.environ) -> None:
     """ConfigError naming the first variable of `ENV` whose value is refused."""
     for name in ENV:
         env_value(env, name)
-
-
-def setting(config: Mapping[str, Any], env: Mapping[str, str], env_name: str | None, key: str, rule: Rule) -> Any:
-    """Variable `env_name` when set, else config `key` checked by `rule`, else None."""
-    if env_name:
-        value = env_value(env, env_name)
-        if value is not None:
-            return value
-    raw = config.get(key)
-    if raw is None:
-        return None
-    try:
-        return rule.normalize(raw)
-    except Invalid as exc:
-        raise ConfigError(f"Invalid config value for {key}: {exc}, not {shown(raw)}", data={"key": key}) from None

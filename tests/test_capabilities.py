@@ -76,11 +76,13 @@ def test_steering_table_matches_the_provider_classes():
     from kward.providers.openai_compat import OpenAICompatibleProvider
     from kward.providers.openrouter import OpenRouterProvider
     from kward.providers.scripted import ScriptedProvider
-    from kward.providers.select import STEERING
+    from kward.providers import registry as providers
+    from kward.providers.registry import STEERING
 
     classes = {"codex": CodexProvider, "openrouter": OpenRouterProvider,
                "openai-compatible": OpenAICompatibleProvider, "scripted": ScriptedProvider}
     assert {k: c.supports_steering for k, c in classes.items()} == STEERING
+    assert {s.key: providers.load(s.cls) for s in providers.PROVIDERS} == classes  # every spec names its class
 
 
 def test_capability_constants_match_the_code_they_describe():

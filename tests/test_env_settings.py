@@ -1,7 +1,7 @@
 """Bad environment settings behave one way (kward(1) ENVIRONMENT): `kward rpc` exits 2 at
 start with one stderr line naming the variable and what it allows; good values, empty
 ones and odd spellings of good ones start normally. And no message sends the user to a
-command that does not exist (issue 8 point 7)."""
+command that does not exist."""
 
 import re
 import subprocess
@@ -67,13 +67,13 @@ def test_good_odd_and_empty_values_start_normally(isolated_home):
 
 
 def test_the_provider_rules_read_the_same_values():
-    from kward.providers.retry import resolve_retry_delays
-    from kward.providers.settings import resolve_provider_settings
+    from kward.settings import resolve_settings
 
-    s = resolve_provider_settings({"codex_base_url": "http://c/", "stream_idle_timeout": 2},
-                                  {"KWARD_OPENROUTER_BASE_URL": "https://o/v1/", "KWARD_RETRY_DELAYS": " 0.5, 1 "})
-    assert (s.codex_base_url, s.openrouter_base_url, s.idle_timeout) == ("http://c", "https://o/v1", 2.0)
-    assert s.retry.delays == (0.5, 1.0) and resolve_retry_delays({}, {"KWARD_RETRY_DELAYS": ""}) == ()
+    s = resolve_settings({"codex_base_url": "http://c/", "stream_idle_timeout": 2},
+                         {"KWARD_OPENROUTER_BASE_URL": "https://o/v1/", "KWARD_RETRY_DELAYS": " 0.5, 1 "}).providers
+    assert (s.base_urls["codex"], s.base_urls["openrouter"], s.idle_timeout) == ("http://c", "https://o/v1", 2.0)
+    assert s.retry_delays == (0.5, 1.0)
+    assert resolve_settings({}, {"KWARD_RETRY_DELAYS": ""}).providers.retry_delays == ()
 
 
 def test_no_message_names_a_command_kward_does_not_have():

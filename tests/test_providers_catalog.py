@@ -15,7 +15,7 @@ from lib.fake_openrouter import FakeOpenRouter
 
 def test_codex_models_from_endpoint():
     with FakeCodex() as fake:
-        provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url), lambda: (make_jwt("acct_m"), None))
+        provider = CodexProvider(ProviderSettings(base_url=fake.base_url), lambda: (make_jwt("acct_m"), None))
         listing = catalog.codex_models(provider)
         assert listing.source == "endpoint"
         assert [e.id for e in listing.entries] == ["gpt-5.5", "gpt-5.1-codex-mini"]
@@ -29,18 +29,18 @@ def test_codex_models_from_endpoint():
 def test_codex_models_fall_back_to_builtin():
     with FakeCodex() as fake:
         fake.script("models", json_response(500, {"detail": "down"}))
-        provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url), lambda: (make_jwt(), None))
+        provider = CodexProvider(ProviderSettings(base_url=fake.base_url), lambda: (make_jwt(), None))
         listing = catalog.codex_models(provider)
         assert listing.source == "builtin" and "HTTP 500" in listing.error
         assert listing.entries[0].id == "gpt-5.5" and listing.entries[0].context_window == 400_000
         # not logged in: built-in table, no request
-        listing = catalog.codex_models(CodexProvider(ProviderSettings(codex_base_url=fake.base_url), lambda: None))
+        listing = catalog.codex_models(CodexProvider(ProviderSettings(base_url=fake.base_url), lambda: None))
         assert listing.source == "builtin" and len(fake.requests()) == 1
 
 
 def test_openrouter_models_for_the_key_then_catalog_then_defaults():
     with FakeOpenRouter() as fake:
-        settings = ProviderSettings(openrouter_base_url=fake.base_url)
+        settings = ProviderSettings(base_url=fake.base_url)
         listing = catalog.openrouter_models(OpenRouterProvider(settings, lambda: "sk-or-v1-k"))
         assert listing.source == "user" and [e.id for e in listing.entries] == [m["id"] for m in fake.user_models]
         assert fake.requests("models_user")[0].headers["authorization"] == "Bearer sk-or-v1-k"
@@ -58,14 +58,14 @@ def test_openrouter_models_for_the_key_then_catalog_then_defaults():
 
 def test_compat_models():
     with FakeOpenRouter() as fake:
-        provider = OpenAICompatibleProvider(ProviderSettings(openai_compat_base_url=fake.base_url))
+        provider = OpenAICompatibleProvider(ProviderSettings(base_url=fake.base_url))
         listing = catalog.compat_models(provider)
         assert listing.source == "endpoint" and listing.entries[0].provider == "OpenAICompatible"
     assert catalog.compat_models(OpenAICompatibleProvider(ProviderSettings())).entries == []
 
 
 def test_entry_wire_shape():
-    entry = catalog.builtin_entry("Codex", "gpt-5.3-codex-spark")
+    entry = catalog.codex_entry("gpt-5.3-codex-spark")
     assert entry.to_wire(current=True, reasoning_effort="high") == {
         "provider": "Codex", "id": "gpt-5.3-codex-spark", "name": "GPT-5.3 Codex Spark", "reasoning": True,
         "reasoningEffort": "high", "contextWindow": 128_000, "current": True, "model": "gpt-5.3-codex-spark",
@@ -87,9 +87,9 @@ def test_effective_effort_maps_to_the_nearest_offered_level():
     def entry(*efforts):
         return catalog.ModelEntry("Codex", "m", "m", efforts=efforts)
 
-    full = catalog.builtin_entry("Codex", "gpt-5.5")  # low, medium, high, xhigh
-    mini = catalog.builtin_entry("Codex", "gpt-5.1-codex-mini")  # medium, high
-    three = catalog.builtin_entry("Codex", "gpt-5.1")  # low, medium, high
+    full = catalog.codex_entry("gpt-5.5")  # low, medium, high, xhigh
+    mini = catalog.codex_entry("gpt-5.1-codex-mini")  # medium, high
+    three = catalog.codex_entry("gpt-5.1")  # low, medium, high
     cases = {
         full: {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"},
         mini: {"minimal": "medium", "low": "medium", "medium": "medium", "high": "high", "xhigh": "high",

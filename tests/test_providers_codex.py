@@ -1,4 +1,4 @@
-"""The Codex provider against the loopback fake Codex server (every scenario of issue 5 #9)."""
+"""The Codex provider against the loopback fake Codex server (every scenario of tests/lib/fake_codex.py)."""
 
 import json
 import threading
@@ -32,7 +32,7 @@ def fake():
 
 def make_provider(fake, creds=None, **settings):
     settings.setdefault("retry", RetryPolicy((0.01, 0.02)))
-    return CodexProvider(ProviderSettings(codex_base_url=fake.base_url, **settings),
+    return CodexProvider(ProviderSettings(base_url=fake.base_url, **settings),
                          creds or (lambda: (TOKEN, None)))
 
 
@@ -203,7 +203,7 @@ def test_401_refreshes_once_then_succeeds(fake):
         refreshed.append(tokens.pop(0))
         return True
 
-    provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url, retry=RetryPolicy(())),
+    provider = CodexProvider(ProviderSettings(base_url=fake.base_url, retry=RetryPolicy(())),
                              lambda: (tokens[0], None), refresh=refresh)
     fake.script("responses", fc.http_error(401, {"detail": "expired"}), fc.text(["ok"]))
     resp, _ = run(provider)

@@ -35,7 +35,7 @@ def free_port():
 
 def test_connection_refused_is_a_retryable_network_error():
     sink = RecordingSink()
-    provider = CodexProvider(ProviderSettings(codex_base_url=f"http://127.0.0.1:{free_port()}/backend-api/codex",
+    provider = CodexProvider(ProviderSettings(base_url=f"http://127.0.0.1:{free_port()}/backend-api/codex",
                                               retry=RetryPolicy((0.0,))), lambda: (make_jwt(), None))
     req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="gpt-5.5")
     with pytest.raises(ProviderError) as info:
@@ -59,7 +59,7 @@ def test_get_and_cancelled_token():
 
 def test_stream_pool_survives_many_cancels():
     with FakeCodex() as fake:
-        provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url, retry=RetryPolicy(())),
+        provider = CodexProvider(ProviderSettings(base_url=fake.base_url, retry=RetryPolicy(())),
                                  lambda: (make_jwt(), None))
         req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="gpt-5.5")
         for _ in range(5):
@@ -90,7 +90,7 @@ def test_jwt_claims():
 
 def test_concurrent_streams_share_one_provider():
     with FakeCodex() as fake:
-        provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url, retry=RetryPolicy(())),
+        provider = CodexProvider(ProviderSettings(base_url=fake.base_url, retry=RetryPolicy(())),
                                  lambda: (make_jwt(), None))
 
         def answer(record):
@@ -122,7 +122,7 @@ def test_sse_body_with_content_length_is_read_incrementally():
     with fo.FakeOpenRouter() as fake:
         body = b"".join(fo.text(["plain ", "body"]).pieces)
         fake.script("chat", Scenario(headers={"Content-Type": "text/event-stream"}, body=body))
-        provider = OpenAICompatibleProvider(ProviderSettings(openai_compat_base_url=fake.base_url))
+        provider = OpenAICompatibleProvider(ProviderSettings(base_url=fake.base_url))
         req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="local")
         assert provider.complete(req, RecordingSink(), CancelToken()).text == "plain body"
 
@@ -184,7 +184,7 @@ def test_a_401_whose_body_breaks_off_is_still_a_classified_provider_error():
                     conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 100\r\n\r\n{\"err")
 
         threading.Thread(target=serve, daemon=True).start()
-        provider = CodexProvider(ProviderSettings(codex_base_url=f"http://127.0.0.1:{server.getsockname()[1]}/codex",
+        provider = CodexProvider(ProviderSettings(base_url=f"http://127.0.0.1:{server.getsockname()[1]}/codex",
                                                   retry=RetryPolicy(())), lambda: (make_jwt(), "acct"))
         req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="gpt-5.5")
         with pytest.raises(ProviderError) as info:

@@ -31,7 +31,7 @@ def fake():
 
 def make_provider(fake, key=KEY, **settings):
     settings.setdefault("retry", RetryPolicy((0.01, 0.02)))
-    return OpenRouterProvider(ProviderSettings(openrouter_base_url=fake.base_url, **settings), lambda: key)
+    return OpenRouterProvider(ProviderSettings(base_url=fake.base_url, **settings), lambda: key)
 
 
 @pytest.fixture
@@ -196,7 +196,7 @@ def test_idle_timeout(fake):
 
 def test_no_key(fake, monkeypatch):
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
-    provider = OpenRouterProvider(ProviderSettings(openrouter_base_url=fake.base_url), env_api_key())
+    provider = OpenRouterProvider(ProviderSettings(base_url=fake.base_url), env_api_key())
     with pytest.raises(ProviderError) as info:
         run(provider)
     assert info.value.reason == "not_logged_in" and "OPENROUTER_API_KEY" in info.value.message
@@ -206,7 +206,7 @@ def test_no_key(fake, monkeypatch):
 # --- OpenAI-compatible ----------------------------------------------------------------
 
 def test_compat_without_key(fake):
-    provider = OpenAICompatibleProvider(ProviderSettings(openai_compat_base_url=fake.base_url,
+    provider = OpenAICompatibleProvider(ProviderSettings(base_url=fake.base_url,
                                                          retry=RetryPolicy(())))
     fake.script("chat", fo.text(["local"], processing=False))
     resp, sink = run(provider, request(effort="low"))
@@ -218,7 +218,7 @@ def test_compat_without_key(fake):
 
 
 def test_compat_with_key_and_missing_base_url(fake):
-    provider = OpenAICompatibleProvider(ProviderSettings(openai_compat_base_url=fake.base_url), lambda: "local-key")
+    provider = OpenAICompatibleProvider(ProviderSettings(base_url=fake.base_url), lambda: "local-key")
     fake.script("chat", fo.text(["x"]))
     run(provider)
     assert fake.requests()[0].headers["authorization"] == "Bearer local-key"

@@ -8,9 +8,11 @@ import pytest
 from kward.cancel import CancelToken
 from kward.errors import Canceled, ConfigError
 from kward.providers.base import ProviderError
-from kward.providers.retry import (RETRY_AFTER_CAP, RetryPolicy, classify, parse_retry_after,
-                                   resolve_retry_delays, retry_hint_from_text, run_with_retries)
-from kward.providers.settings import resolve_provider_settings
+from kward.providers import registry
+from kward.providers.retry import (RETRY_AFTER_CAP, RetryPolicy, classify, parse_retry_after, retry_hint_from_text,
+                                   run_with_retries)
+from kward.providers.settings import for_provider
+from kward.settings import resolve_settings
 from lib.fake_sink import RecordingSink
 
 
@@ -71,6 +73,11 @@ def test_try_again_hint():
     assert retry_hint_from_text("nothing") is None
 
 
+def resolve_retry_delays(config, env):
+    """The delays a provider gets from config + env (a ConfigError as its turn would see)."""
+    return for_provider(registry.get("codex"), resolve_settings(config, env)).retry.delays
+
+
 def test_delay_settings():
     assert resolve_retry_delays({}, {}) == (1.0, 2.0)
     assert resolve_retry_delays({"retry_delays": [0.5]}, {}) == (0.5,)
@@ -78,10 +85,11 @@ def test_delay_settings():
     assert resolve_retry_delays({}, {"KWARD_RETRY_DELAYS": ""}) == ()
     with pytest.raises(ConfigError):
         resolve_retry_delays({}, {"KWARD_RETRY_DELAYS": "a,b"})
-    s = resolve_provider_settings({"codex_base_url": "http://c/", "retry_delays": [0]},
-                                  {"KWARD_OPENROUTER_BASE_URL": "http://o/api/v1/"})
-    assert (s.codex_base_url, s.openrouter_base_url, s.openai_compat_base_url) == ("http://c", "http://o/api/v1", None)
-    assert s.retry.max_attempts == 2
+    settings = resolve_settings({"codex_base_url": "http://c/", "retry_delays": [0]},
+                                {"KWARD_OPENROUTER_BASE_URL": "http://o/api/v1/"})
+    urls = settings.providers.base_urls
+    assert (urls["codex"], urls["openrouter"], urls["openai-compatible"]) == ("http://c", "http://o/api/v1", None)
+    assert for_provider(registry.get("codex"), settings).retry.max_attempts == 2
 
 
 @pytest.mark.parametrize("configured", [["x"], [1e9], [-1], [True], "1,2", [0.1] * 21, {"a": 1}])

@@ -40,7 +40,7 @@ def test_codex_secrets_never_leak(caplog):
     caplog.set_level(logging.DEBUG)
     echo = f"token {TOKEN} Bearer {TOKEN} account {ACCOUNT} rejected"
     with FakeCodex() as fake:
-        provider = CodexProvider(ProviderSettings(codex_base_url=fake.base_url, retry=RetryPolicy((0.0,))),
+        provider = CodexProvider(ProviderSettings(base_url=fake.base_url, retry=RetryPolicy((0.0,))),
                                  lambda: (TOKEN, None))
         text = collect(provider, "gpt-5.5", [
             fc.http_error(401, {"detail": echo}),
@@ -59,7 +59,7 @@ def test_openrouter_key_never_leaks(caplog):
     caplog.set_level(logging.DEBUG)
     echo = f"key {KEY} is not valid"
     with FakeOpenRouter() as fake:
-        provider = OpenRouterProvider(ProviderSettings(openrouter_base_url=fake.base_url, retry=RetryPolicy((0.0,))),
+        provider = OpenRouterProvider(ProviderSettings(base_url=fake.base_url, retry=RetryPolicy((0.0,))),
                                       lambda: KEY)
         text = collect(provider, "openai/gpt-5.5", [
             fo.http_error(401, echo),

@@ -154,3 +154,33 @@ def test_switching_model_keeps_the_requested_level_and_sends_one_the_model_offer
     current = kward.request("models/set", {"model": "gpt-5.5"})
     assert current["reasoningEffort"] == "low" and "effectiveReasoningEffort" not in current
     assert config(isolated_home)["openai_reasoning_effort"] == "low"
+
+
+def test_a_hand_edit_of_config_json_applies_at_once_and_a_bad_key_gives_way(kward, fakes, isolated_home):
+    codex, _ = fakes
+    (isolated_home / ".kward").mkdir(exist_ok=True)
+    path = isolated_home / ".kward" / "config.json"
+    path.write_text(json.dumps({"openai_model": "gpt-5.4", "openai_reasoning_effort": "high"}))
+    current = kward.request("models/current")  # no reload: the settings follow the file's content
+    assert (current["id"], current["reasoningEffort"]) == ("gpt-5.4", "high")
+    path.write_text(json.dumps({"openai_model": 5, "model": "gpt-5.2", "openai_reasoning_effort": "loud",
+                                "reasoning_effort": "low"}))
+    current = kward.request("models/current")
+    assert (current["id"], current["reasoningEffort"]) == ("gpt-5.2", "low")  # the next key of each
+    codex.script("responses", fc.text(["ok"]))
+    assert finished(run_turn(kward, kward.session["id"]))["status"] == "completed"
+    body = codex.requests("responses")[-1].json
+    assert (body["model"], body["reasoning"]["effort"]) == ("gpt-5.2", "low")
+
+
+def test_bad_model_keys_are_warned_about_at_start(isolated_home, fakes):
+    (isolated_home / ".kward").mkdir()
+    (isolated_home / ".kward" / "config.json").write_text(json.dumps({"openai_model": 5, "thinking_level": "loud"}))
+    with start_kward(isolated_home, OPENAI_ACCESS_TOKEN=TOKEN) as c:
+        warnings = c.request("initialize")["warnings"]
+        assert [w["message"] for w in warnings] == [
+            "config.json: ignoring openai_model: must be a string",
+            "config.json: ignoring thinking_level: must be one of off, minimal, low, medium, high, xhigh, max"]
+        assert {w["reason"] for w in warnings} == {"invalid_config"}
+        assert c.request("models/current")["id"] == "gpt-5.5"
+        assert c.close() == 0 and c.stderr == ""

@@ -110,9 +110,9 @@ def bench_first_delta(requests: int) -> tuple[float, float]:
     results = []
     with fc.FakeCodex() as codex, fo.FakeOpenRouter() as router:
         http_c, http_o = _TimedHttp(), _TimedHttp()
-        pc = CodexProvider(ProviderSettings(codex_base_url=codex.base_url, retry=RetryPolicy(())),
+        pc = CodexProvider(ProviderSettings(base_url=codex.base_url, retry=RetryPolicy(())),
                            lambda: (fc.make_jwt(), None), http=http_c)
-        po = OpenRouterProvider(ProviderSettings(openrouter_base_url=router.base_url, retry=RetryPolicy(())),
+        po = OpenRouterProvider(ProviderSettings(base_url=router.base_url, retry=RetryPolicy(())),
                                 lambda: "sk-or-v1-bench", http=http_o)
         for provider, fake, route, scenario, http in ((pc, codex, "responses", fc.text(["Hel", "lo"]), http_c),
                                                       (po, router, "chat", fo.text(["Hel", "lo"]), http_o)):
@@ -131,7 +131,7 @@ def bench_cancel(rounds: int) -> float:
     req = ModelRequest(instructions="bench", messages=[{"role": "user", "content": "hi"}], tools=[], model="m")
     samples = []
     with fc.FakeCodex() as codex:
-        provider = CodexProvider(ProviderSettings(codex_base_url=codex.base_url, retry=RetryPolicy(())),
+        provider = CodexProvider(ProviderSettings(base_url=codex.base_url, retry=RetryPolicy(())),
                                  lambda: (fc.make_jwt(), None))
         for _ in range(rounds):
             codex.script("responses", fc.hang(["a"]))

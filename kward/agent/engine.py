@@ -5,26 +5,27 @@ turn's requests carry is the requested one mapped to what the model offers
 
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which
-is rebuilt when config.json or auth.json changes, or on `reload()`.
+is rebuilt when the settings change (config.json's content: `LiveSettings`) or auth.json
+does, or on `reload()`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
 from typing import Any, Mapping
 
 from kward.agent.loop import TurnSetup, run_agent
-from kward.agent.models import ModelService
 from kward.agent.prompt import build_instructions
 from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams
-from kward.providers.select import Selection, select_provider
+from kward.providers.model_service import ModelService
+from kward.providers.select import Selection, build, select_provider
 from kward.secrets import KnownSecrets
+from kward.settings import LiveSettings
 from kward.tools import ToolContext, ToolRegistry, default_registry
 
 NAME_CHARS = 120
@@ -46,29 +47,33 @@ def compact_name(text: str) -> str:
 class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
-                 models: ModelService | None = None, secrets: KnownSecrets | None = None):
+                 models: ModelService | None = None, secrets: KnownSecrets | None = None,
+                 settings: LiveSettings | None = None):
         self.paths = paths
         self.config = config
+        self.settings = settings or LiveSettings(config, env)
         self.models = models or ModelService(config)
         self.questions = questions
         self.env = env
         self.tools = tools or default_registry()
         self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
         self._lock = threading.Lock()
-        self._key: Any = None
+        self._built_from: Any = None  # the Settings and auth.json stat the selection was built from
+        self._auth: Any = None
         self._selection: Selection | None = None
 
     def selection(self) -> Selection:
-        """The provider selection for the current config (cached; ConfigError if invalid)."""
-        config = self.config.load()
-        key = (json.dumps(config, sort_keys=True), _stat_key(self.paths.auth_file))
+        """The provider selection for the current settings (cached; ConfigError if invalid)."""
+        settings = self.settings.current()  # a new object whenever config.json's content changed
+        auth = _stat_key(self.paths.auth_file)
         with self._lock:
-            if self._selection is None or key != self._key:
-                self._selection = select_provider(config, self.paths.auth_file, self.env)
-                self._key = key
+            if self._selection is None or settings is not self._built_from or auth != self._auth:
+                self._selection = select_provider(settings, self.paths.auth_file, self.env)
+                self._built_from, self._auth = settings, auth
             return self._selection
 
     def reload(self) -> Selection:
+        self.settings.reload()
         with self._lock:
             self._selection = None
         return self.selection()
@@ -78,9 +83,9 @@ class AgentEngine:
         selection = self.selection()
         if selection.key == "openrouter":
             return selection.provider
-        from kward.providers.select import build_openrouter
+        from kward.providers import registry
 
-        return build_openrouter(self.config.load(), self.env)
+        return build(registry.get("openrouter"), self.settings.current(), self.env, self.paths.auth_file)
 
     def steering_supported(self) -> bool:
         try:

@@ -1,8 +1,7 @@
 """The provider interface: what the agent loop asks of a model, and what it gets back.
 
-Messages are the session's v1 conversation records (see
-`../shared/reference/original-behavior.md` section 4): user `{role, content}`, assistant
-`{role, content, reasoning_summary?, tool_calls?[{id, type:"function", function:{name,
+Messages are the session's v1 conversation records (`kward/sessions/records.py`): user
+`{role, content}`, assistant `{role, content, reasoning_summary?, tool_calls?[{id, type:"function", function:{name,
 arguments}}], usage?, provider, model}`, tool `{role:"tool", tool_call_id, name, content}`,
 and `{role:"compactionSummary", summary, ...}`. An assistant message may also be the kept
 partial answer of a cancelled or failed call (`interrupted: true`, `errorMessage?`, never
@@ -17,10 +16,13 @@ model answered, failed, or `cancel` fired (it must return or raise `Canceled` wi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from kward.cancel import CancelToken
 from kward.errors import KwardError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.providers.settings import ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -123,11 +125,31 @@ class ProviderError(KwardError):
         self.retry_after = retry_after
 
 
+@dataclass(frozen=True)
+class ProviderSetup:
+    """What selection hands to `Provider.create`. The callables are read per request, on the
+    request's thread: `secret` the API key or access token (its variable, else the value
+    stored in config.json; None: none), `login` a stored OpenAI login (access token,
+    account id) or None. `options` holds the spec's provider-specific settings by key."""
+
+    settings: "ProviderSettings | None"  # None for a provider without a base URL
+    secret: Callable[[], "str | None"] = lambda: None
+    login: Callable[[], "tuple[str, str | None] | None"] = lambda: None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
 class Provider:
-    """Base class of every provider. Subclasses set `name` and implement `complete`."""
+    """Base class of every provider. Subclasses set `name`, implement `complete`, and build
+    themselves from a `ProviderSetup` in `create` (how `kward.providers.select` makes one
+    from the registry's spec)."""
 
     name: str = "Provider"
     supports_steering: bool = False
+    model: str = ""  # the provider's own model, used when none is configured (Scripted: the script's)
+
+    @classmethod
+    def create(cls, setup: ProviderSetup) -> "Provider":
+        raise NotImplementedError
 
     def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
         raise NotImplementedError

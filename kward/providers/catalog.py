@@ -1,8 +1,8 @@
 """Model listing data: what models each provider offers, and which reasoning efforts fit.
 
-- Codex: `GET {base}/models?client_version=...` with the login's headers (wire notes 1.8),
-  falling back to the built-in `CODEX_MODELS` (ids, names, context windows and efforts
-  from the original kward and wire notes 1.9).
+- Codex: `GET {base}/models?client_version=...` with the login's headers (the endpoint
+  the Codex CLI lists models with), falling back to the built-in `CODEX_MODELS` (ids,
+  names, context windows and efforts as the ChatGPT backend lists them; they change often).
 - OpenRouter: `GET /models/user` (models usable with the key), falling back to the public
   `GET /models` catalog, then to `OPENROUTER_DEFAULTS`. `openrouter_catalog` is the full
   public catalog (`openrouter/catalog`).
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urljoin
 
 from kward.cancel import CancelToken
-from kward.config import EFFORTS
+from kward.rules import EFFORTS
 from kward.errors import Canceled, InvalidParams, KwardError
 
 if TYPE_CHECKING:  # pragma: no cover - mapping levels must not load the provider modules
@@ -44,8 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover - mapping levels must not load the provide
 log = logging.getLogger(__name__)
 
 CODEX_CLIENT_VERSION = "0.99.0"  # any recent Codex CLI version; the endpoint requires one
-DEFAULT_CODEX_MODEL = "gpt-5.5"
-DEFAULT_OPENROUTER_MODEL = "openai/gpt-5.5"
 REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh")  # levels a model may offer, lowest first
 HIGHEST_KNOWN = REASONING_EFFORTS[-1]  # what `max` means for a model whose levels are unknown
 _FULL = ("low", "medium", "high", "xhigh")
@@ -169,7 +167,7 @@ def codex_models(provider: CodexProvider, cancel: CancelToken | None = None) -> 
     not logged in."""
     try:
         headers = provider.auth_headers()
-        url = f"{provider.settings.codex_base_url.rstrip('/')}/models?client_version={CODEX_CLIENT_VERSION}"
+        url = f"{provider.base_url}/models?client_version={CODEX_CLIENT_VERSION}"
         entries = parse_codex_models(_get_json(provider.http, url, headers, provider.settings.catalog_timeout, cancel))
         if entries:
             return ModelList(entries, "endpoint")
@@ -267,10 +265,14 @@ def find_entry(entries: list[ModelEntry] | tuple[ModelEntry, ...], model_id: str
     return next((e for e in entries if e.id == model_id), None)
 
 
-def builtin_entry(provider: str, model_id: str) -> ModelEntry | None:
-    """The built-in entry for a model id (Codex table or OpenRouter defaults), if any."""
-    table = CODEX_MODELS if provider == "Codex" else OPENROUTER_DEFAULTS if provider == "OpenRouter" else ()
-    return find_entry(table, model_id)
+def codex_entry(model_id: str) -> ModelEntry | None:
+    """The entry of a Codex model in the built-in table, if any."""
+    return find_entry(CODEX_MODELS, model_id)
+
+
+def openrouter_entry(model_id: str) -> ModelEntry | None:
+    """The entry of an OpenRouter model among the built-in defaults, if any."""
+    return find_entry(OPENROUTER_DEFAULTS, model_id)
 
 
 def normalize_effort(effort: Any, param: str = "effort") -> str:
@@ -314,7 +316,7 @@ def effective_effort(requested: str | None, entry: ModelEntry | None) -> str | N
 
 
 class ModelCatalog:
-    """A time-limited cache of listings, keyed by the caller (e.g. ("Codex", base URL)).
+    """A time-limited cache of listings, keyed by the caller (e.g. ("codex", base URL)).
 
     Any thread may call `get`; the loader runs outside the lock (two threads may load the
     same key at once; the later result wins), so a slow endpoint never blocks other keys.

@@ -1,9 +1,9 @@
 """OpenAI-style chat completions wire format (OpenRouter and compatible servers).
 
 `build_messages` converts v1 conversation messages; `ChatAssembler` assembles a streamed
-answer from `chat.completion.chunk` events (wire notes 3.1-3.3): text and reasoning
-deltas, tool-call fragments joined by `index`, the usage chunk (with `cost` on
-OpenRouter), mid-stream error chunks, and `[DONE]`.
+answer from `chat.completion.chunk` events (OpenAI's streaming format, which OpenRouter
+speaks too): text and reasoning deltas, tool-call fragments joined by `index`, the usage
+chunk (with `cost` on OpenRouter), mid-stream error chunks, and `[DONE]`.
 
 Tool calls without a stored result (kward was stopped between the two) get the result
 `wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).

@@ -1,4 +1,4 @@
-"""The Codex provider: ChatGPT OAuth + the Responses API over SSE (wire notes section 1).
+"""The Codex provider: ChatGPT OAuth + the Responses API over SSE, as the Codex CLI uses them.
 
 Credentials come from a callable passed in by the auth layer, called once per attempt on
 the request's thread: it returns `(access_token, account_id or None)`, or None when not
@@ -21,7 +21,7 @@ import uuid
 from typing import Any, Callable, Mapping
 
 from kward.providers import jwt_claims
-from kward.providers.base import ModelRequest, ProviderError, StreamSink
+from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
 from kward.providers.codex_wire import CodexAssembler, build_body
 from kward.providers.http import HttpClient
 from kward.providers.retry import classify, parse_retry_after, retry_hint_from_text
@@ -74,9 +74,20 @@ class CodexProvider(StreamingProvider):
         self._credentials = credentials
         self._refresh = refresh
 
+    @classmethod
+    def create(cls, setup: ProviderSetup) -> "CodexProvider":
+        """Built by selection (`kward.providers.registry`): the setup's access token (its
+        account id from the JWT claims), else the stored login, read per attempt."""
+
+        def credentials() -> tuple[str, str | None] | None:
+            token = setup.secret()
+            return (token, jwt_claims.account_id(token)) if token else setup.login()
+
+        return cls(setup.settings, credentials)
+
     @property
     def responses_url(self) -> str:
-        base = self.settings.codex_base_url.rstrip("/")
+        base = self.base_url
         return base if base.endswith("/responses") else base + "/responses"
 
     def auth_headers(self) -> dict[str, str]:

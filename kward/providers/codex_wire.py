@@ -142,7 +142,6 @@ class CodexAssembler(Assembler):
     def __init__(self, provider: str, model: str, sink: Any, auth_hint: str = ""):
         super().__init__(provider=provider, model=model, sink=sink)
         self.auth_hint = auth_hint
-        self.response_id: str | None = None
         # Messages whose text was streamed as deltas (by item id and by output index), and
         # whether a delta named neither: then no completed message is delivered again.
         self._streamed_ids: set[str] = set()
@@ -167,8 +166,6 @@ class CodexAssembler(Assembler):
             self.emit_reasoning(data.get("delta") or "")
         elif kind == "response.output_item.done":
             self._item_done(data.get("item") or {}, data.get("output_index"))
-        elif kind == "response.created":
-            self.response_id = (data.get("response") or {}).get("id")
         elif kind in ("response.completed", "response.done"):
             response = data.get("response") or {}
             self.usage = parse_usage(response.get("usage"))

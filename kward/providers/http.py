@@ -4,7 +4,7 @@ read raw bytes, an idle-read timeout, and cancellation that interrupts a blocked
 `requests` is imported lazily, inside functions only, so `import kward.providers.*` stays
 cheap (kward must start without importing it).
 
-Cancellation (wire notes 4.3): closing a response does not unblock a thread blocked in a
+Cancellation: closing a response does not unblock a thread blocked in a
 socket read; shutting the socket down does. Every request runs with a
 `tracking.Inflight` record that the pool's connections report to (see
 ``kward.providers.tracking``), so a cancel shuts down the socket of the request, from the

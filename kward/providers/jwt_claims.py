@@ -1,4 +1,4 @@
-"""Read claims from an OpenAI OAuth JWT without verifying it (wire notes 2.7).
+"""Read claims from an OpenAI OAuth JWT without verifying it.
 
 The signature is not checked: the token is only used to find our own account id and
 expiry; the server verifies it. Pure functions, any thread.
@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 AUTH_CLAIM = "https://api.openai.com/auth"
-PROFILE_CLAIM = "https://api.openai.com/profile"
 
 
 def decode_claims(token: str) -> dict[str, Any]:

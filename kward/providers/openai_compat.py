@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.providers.base import ProviderError
 from kward.providers.content import reasoning_enabled
 from kward.providers.http import HttpClient
 from kward.providers.openrouter import ApiKey, OpenRouterProvider
@@ -24,21 +23,12 @@ class OpenAICompatibleProvider(OpenRouterProvider):
 
     name = "OpenAICompatible"
     auth_hint = "Check the API key configured for the OpenAI-compatible server (openai_compat_api_key)."
+    no_base_url = ("No OpenAI-compatible base URL configured. Set KWARD_OPENAI_COMPAT_BASE_URL or the "
+                   "config key openai_compat_base_url (for example http://127.0.0.1:8080/v1).")
 
     def __init__(self, settings: ProviderSettings, api_key: ApiKey | None = None, *,
                  http: HttpClient | None = None):
         super().__init__(settings, api_key or (lambda: None), http=http)
-
-    @property
-    def base_url(self) -> str:
-        base = self.settings.openai_compat_base_url
-        if not base:
-            raise ProviderError(
-                "No OpenAI-compatible base URL configured. Set KWARD_OPENAI_COMPAT_BASE_URL or the "
-                "config key openai_compat_base_url (for example http://127.0.0.1:8080/v1).",
-                provider=self.name, kind="bad_request", reason="invalid_config",
-                data={"provider": self.name, "kind": "bad_request"})
-        return base.rstrip("/")
 
     def auth_headers(self) -> dict[str, str]:
         key = self._api_key()

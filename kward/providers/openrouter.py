@@ -1,4 +1,4 @@
-"""OpenRouter: streamed chat completions with an API key (wire notes section 3).
+"""OpenRouter: streamed chat completions with an API key (https://openrouter.ai/docs).
 
 The key comes from a callable passed in by the auth layer (`OPENROUTER_API_KEY`, the
 credential store, or config), called once per attempt on the request's thread; None
@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any, Callable, Mapping
 
-from kward.providers.base import ModelRequest, ProviderError, StreamSink
+from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
 from kward.providers.chat_wire import ChatAssembler, build_messages, build_tools, error_detail, history_has_tool_calls
 from kward.providers.content import reasoning_enabled
 from kward.providers.http import HttpClient
@@ -36,15 +36,15 @@ class OpenRouterProvider(StreamingProvider):
 
     name = "OpenRouter"
     auth_hint = "Check your OpenRouter API key (OPENROUTER_API_KEY or config openrouter_api_key)."
-    key_required = True
 
     def __init__(self, settings: ProviderSettings, api_key: ApiKey, *, http: HttpClient | None = None):
         super().__init__(settings, http=http)
         self._api_key = api_key
 
-    @property
-    def base_url(self) -> str:
-        return self.settings.openrouter_base_url.rstrip("/")
+    @classmethod
+    def create(cls, setup: ProviderSetup) -> "OpenRouterProvider":
+        """Built by selection (`kward.providers.registry`): the key callable is the setup's."""
+        return cls(setup.settings, setup.secret)
 
     def auth_headers(self) -> dict[str, str]:
         """Authorization (and attribution) headers; raises `not_logged_in` without a key."""

@@ -31,13 +31,11 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import os
 import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TypeVar
 
-from kward import rules
 from kward.cancel import CancelToken
 from kward.errors import Canceled
 from kward.providers.base import ProviderError, RetryInfo, StreamSink
@@ -67,14 +65,6 @@ class RetryPolicy:
         if retry_after is not None:
             return max(0.0, min(retry_after, RETRY_AFTER_CAP))
         return self.delays[min(attempt, len(self.delays)) - 1]
-
-
-def resolve_retry_delays(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> tuple[float, ...]:
-    """KWARD_RETRY_DELAYS ("0.05,0.1"; "" = no retries) wins over config `retry_delays` (a
-    list of numbers); both are checked by `rules.RETRY_DELAYS` (at most 20 delays of 0 to
-    3600 seconds), anything else is ConfigError (reason ``invalid_config``)."""
-    delays = rules.setting(config, env, "KWARD_RETRY_DELAYS", "retry_delays", rules.RETRY_DELAYS)
-    return DEFAULT_RETRY_DELAYS if delays is None else delays
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

@@ -35,8 +35,8 @@ from typing import Any
 
 from kward.cancel import CancelToken
 from kward.errors import CONFIG_ERROR, Canceled
-from kward.providers.base import (ModelRequest, ModelResponse, Provider, ProviderError, RetryInfo, StreamSink,
-                                  ToolCall, Usage)
+from kward.providers.base import (ModelRequest, ModelResponse, Provider, ProviderError, ProviderSetup, RetryInfo,
+                                  StreamSink, ToolCall, Usage)
 
 NAME = "Scripted"
 DEMO_MODEL = "scripted-demo"
@@ -127,6 +127,13 @@ def _check_event(event: Any, at: str) -> None:
             raise ScriptError(f"{at} ({kind}) \"{name}\" must be {_KINDS[rule][0]}, not {event[name]!r}")
 
 
+def model_entry(model_id: str) -> Any:
+    """The catalog entry of the scripted model: its nominal context window, levels unknown."""
+    from kward.providers.catalog import ModelEntry
+
+    return ModelEntry(NAME, model_id, model_id, CONTEXT_WINDOW, None, None)
+
+
 class ScriptedProvider(Provider):
     name = NAME
     supports_steering = True
@@ -134,6 +141,13 @@ class ScriptedProvider(Provider):
     def __init__(self, script: dict[str, Any] | None = None):
         self.script = script
         self.model = (script or {}).get("model") or ("scripted" if script else DEMO_MODEL)
+
+    @classmethod
+    def create(cls, setup: ProviderSetup) -> "ScriptedProvider":
+        """Built by selection: the script of option `scripted_script` (KWARD_SCRIPT wins),
+        read and checked now (ScriptError), else the demo."""
+        path = setup.options.get("scripted_script")
+        return cls(load_script(path) if path else None)
 
     def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
         cancel.raise_if_cancelled()

@@ -1,11 +1,13 @@
 """Which provider, model and reasoning effort a turn uses, and why.
 
-Order (DESIGN.md "Contracts"): `KWARD_PROVIDER` / config `provider` (codex, openrouter,
-openai-compatible, scripted); else an OpenAI token (stored login in auth.json or
-`OPENAI_ACCESS_TOKEN`) -> Codex; else an OpenRouter key (`OPENROUTER_API_KEY` or config
-`openrouter_api_key`) -> OpenRouter; else Codex, which fails at request time with a clear
-"not logged in" error. Provider modules are imported only for the provider chosen, and
-none of them imports `requests` before its first request.
+Order: the `provider` setting (`KWARD_PROVIDER`, else config `provider`); else the first
+provider of `kward.providers.registry` marked `auto` whose credential exists, in table
+order: an OpenAI token (`OPENAI_ACCESS_TOKEN` or the stored login in auth.json) -> Codex,
+an OpenRouter key (`OPENROUTER_API_KEY` or config `openrouter_api_key`) -> OpenRouter;
+else Codex, which fails at request time with a clear "not logged in" error. The model and
+reasoning level are the resolved settings of the chosen provider
+(`kward.settings.ProvidersSettings.models`). Provider modules are imported only for the
+provider chosen, and none of them imports `requests` before its first request.
 
 `select_provider` is pure apart from reading auth.json and the script file; any thread.
 """
@@ -16,32 +18,32 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from kward import rules
+from kward.providers import registry
+from kward.providers.registry import ProviderSpec
+from kward.settings import Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
     from kward.providers.base import Provider
 
-LABELS = {"codex": "Codex", "openrouter": "OpenRouter", "openai-compatible": "OpenAICompatible",
-          "scripted": "Scripted"}
-# Which providers steer a running turn natively (must match each class's supports_steering;
-# known without importing the provider modules, so `initialize` stays cheap).
-STEERING = {"codex": True, "openrouter": False, "openai-compatible": False, "scripted": True}
-DEFAULT_MODELS = {"codex": "gpt-5.5", "openrouter": "openai/gpt-5.5", "openai-compatible": "default"}
-
 
 @dataclass(frozen=True)
 class Selection:
-    key: str  # codex | openrouter | openai-compatible | scripted
+    spec: ProviderSpec
     provider: "Provider"
     model: str
     reasoning_effort: str | None
     reason: str  # why this provider was chosen, for runtime/state and logs
+    base_url: str | None = None  # the configured base URL (listings are cached by it)
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
 
     @property
     def label(self) -> str:
-        return LABELS[self.key]
+        return self.spec.label
 
 
 def stored_openai_tokens(auth_file: Path) -> tuple[str, str | None] | None:
@@ -57,85 +59,67 @@ def stored_openai_tokens(auth_file: Path) -> tuple[str, str | None] | None:
     return tokens["access_token"], account if isinstance(account, str) else None
 
 
-def _openrouter_key(config: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    key = env.get("OPENROUTER_API_KEY") or config.get("openrouter_api_key")
-    return key if isinstance(key, str) and key else None
+def _secret(spec: ProviderSpec, settings: Settings, env: Mapping[str, str]) -> Callable[[], str | None]:
+    """The credential getter of `spec`: its variable (read per call) when set, else the
+    value stored in config.json."""
+    variable = spec.secret.env if spec.secret else None
+    stored = settings.providers.secrets.get(spec.key)
+
+    def secret() -> str | None:
+        value = env.get(variable) if variable else None
+        return value if isinstance(value, str) and value else stored
+
+    return secret
+
+
+def _login(spec: ProviderSpec, auth_file: Path) -> Callable[[], tuple[str, str | None] | None]:
+    return (lambda: stored_openai_tokens(auth_file)) if spec.stored_login else (lambda: None)
+
+
+def has_credentials(spec: ProviderSpec, settings: Settings, env: Mapping[str, str], auth_file: Path) -> bool:
+    return bool(_secret(spec, settings, env)()) or _login(spec, auth_file)() is not None
+
+
+def choose_spec(settings: Settings, env: Mapping[str, str], auth_file: Path) -> tuple[ProviderSpec, str]:
+    """(provider spec, why) without building the provider; ConfigError for a config
+    `provider` that names no provider."""
+    settings.check("provider")
+    providers = settings.providers
+    if providers.provider is not None:
+        return registry.get(providers.provider), providers.provider_source or "config provider"
+    for spec in registry.PROVIDERS:
+        if spec.auto and has_credentials(spec, settings, env, auth_file):
+            return spec, spec.auto
+    return registry.get(registry.DEFAULT), "default (no credentials found)"
 
 
 def choose(config: Mapping[str, Any], env: Mapping[str, str], auth_file: Path) -> tuple[str, str]:
-    """(provider key, why) without building the provider."""
-    explicit = rules.setting(config, env, "KWARD_PROVIDER", "provider", rules.PROVIDER)
-    if explicit is not None:
-        return explicit, "KWARD_PROVIDER" if rules.env_value(env, "KWARD_PROVIDER") else "config provider"
-    if env.get("OPENAI_ACCESS_TOKEN") or stored_openai_tokens(auth_file):
-        return "codex", "OpenAI login"
-    if _openrouter_key(config, env):
-        return "openrouter", "OpenRouter API key"
-    return "codex", "default (no credentials found)"
+    """(provider key, why) for a config document, without building the provider (the
+    `initialize` answer's steering mode)."""
+    spec, why = choose_spec(resolve_settings(config, env), env, auth_file)
+    return spec.key, why
 
 
-def _model(key: str, config: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    specific = {"codex": ("OPENAI_MODEL", "openai_model"), "openrouter": ("OPENROUTER_MODEL", "openrouter_model"),
-                "openai-compatible": ("", "openai_compat_model")}[key]
-    value = (specific[0] and env.get(specific[0])) or config.get(specific[1]) or config.get("model")
-    return value if isinstance(value, str) and value else DEFAULT_MODELS[key]
+def build(spec: ProviderSpec, settings: Settings, env: Mapping[str, str], auth_file: Path) -> "Provider":
+    """The provider of `spec` (imports its module). ConfigError for a bad config value it
+    needs; ScriptError (also -32002, `invalid_config`) for an unusable script."""
+    from kward.providers.base import ProviderSetup
+
+    http = None
+    if spec.base_url is not None:
+        from kward.providers.settings import for_provider
+
+        http = for_provider(spec, settings)
+    setup = ProviderSetup(settings=http, secret=_secret(spec, settings, env), login=_login(spec, auth_file),
+                          options=settings.providers.options.get(spec.key, {}))
+    return registry.load(spec.cls).create(setup)
 
 
-def _effort(key: str, config: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    if key == "codex":
-        value = (env.get("OPENAI_REASONING_EFFORT") or config.get("openai_reasoning_effort")
-                 or config.get("reasoning_effort") or config.get("thinking_level") or "medium")
-    elif key == "openrouter":
-        value = (env.get("OPENROUTER_REASONING_EFFORT") or config.get("openrouter_reasoning_effort")
-                 or config.get("reasoning_effort") or config.get("thinking_level"))
-    else:
-        value = config.get("reasoning_effort") or config.get("thinking_level")
-    if not isinstance(value, str) or value.lower() == "off":
-        return None
-    return value.lower()
-
-
-def select_provider(config: Mapping[str, Any], auth_file: Path, env: Mapping[str, str] = os.environ) -> Selection:
-    """Build the provider to use now. Raises ConfigError for an unknown provider name or a
-    bad endpoint setting, and ScriptError (also -32002, `invalid_config`) for an unusable
-    script."""
-    key, reason = choose(config, env, auth_file)
-    if key == "scripted":
-        from kward.providers.scripted import ScriptedProvider, load_script
-
-        script_path = env.get("KWARD_SCRIPT") or config.get("scripted_script")
-        provider = ScriptedProvider(load_script(script_path) if script_path else None)
-        model = config.get("scripted_model")
-        return Selection(key, provider, model if isinstance(model, str) and model else provider.model,
-                         _effort(key, config, env), reason)
-    from kward.providers.settings import resolve_provider_settings
-
-    settings = resolve_provider_settings(config, env)
-    if key == "codex":
-        from kward.providers.codex import CodexProvider
-
-        def credentials() -> tuple[str, str | None] | None:
-            token = env.get("OPENAI_ACCESS_TOKEN")
-            if token:
-                from kward.providers.jwt_claims import account_id
-
-                return token, account_id(token)
-            return stored_openai_tokens(auth_file)
-
-        provider = CodexProvider(settings, credentials)
-    elif key == "openrouter":
-        provider = build_openrouter(config, env)
-    else:
-        from kward.providers.openai_compat import OpenAICompatibleProvider
-
-        compat_key = config.get("openai_compat_api_key")
-        provider = OpenAICompatibleProvider(settings, lambda: compat_key if isinstance(compat_key, str) else None)
-    return Selection(key, provider, _model(key, config, env), _effort(key, config, env), reason)
-
-
-def build_openrouter(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> "Provider":
-    """An OpenRouter provider with the configured key (none is fine for the public catalog)."""
-    from kward.providers.openrouter import OpenRouterProvider
-    from kward.providers.settings import resolve_provider_settings
-
-    return OpenRouterProvider(resolve_provider_settings(config, env), lambda: _openrouter_key(config, env))
+def select_provider(settings: Settings, auth_file: Path, env: Mapping[str, str] = os.environ) -> Selection:
+    """Build the provider to use now, with its model and reasoning level. Raises what
+    `choose_spec` and `build` raise."""
+    spec, reason = choose_spec(settings, env, auth_file)
+    provider = build(spec, settings, env, auth_file)
+    choice = settings.providers.model(spec.key)
+    model = choice.model or provider.model
+    return Selection(spec, provider, model, choice.effort, reason, settings.providers.base_urls.get(spec.key))

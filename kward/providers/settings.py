@@ -1,29 +1,24 @@
-"""Settings of the HTTP providers, resolved from environment (wins) and config.
+"""What an HTTP provider needs besides credentials: its base URL, retry policy and timeouts.
 
-| setting                 | env                           | config key               | default |
-|-------------------------|-------------------------------|--------------------------|---------|
-| Codex base URL          | KWARD_CODEX_BASE_URL          | codex_base_url           | https://chatgpt.com/backend-api/codex |
-| OpenRouter base URL     | KWARD_OPENROUTER_BASE_URL     | openrouter_base_url      | https://openrouter.ai/api/v1 |
-| OpenAI-compatible base  | KWARD_OPENAI_COMPAT_BASE_URL  | openai_compat_base_url   | none |
-| retry delays (seconds)  | KWARD_RETRY_DELAYS            | retry_delays             | 1,2 |
-| stream idle timeout (s) | KWARD_STREAM_IDLE_TIMEOUT     | stream_idle_timeout      | 300 |
-
-Values are checked by the rules `kward.rules` shares with `kward rpc`'s start-up check (a
-bad variable never gets this far there); a bad config value is a ConfigError naming the key.
+`for_provider` builds them for one provider of the registry from the resolved settings
+(`kward.settings.ProvidersSettings`: base URLs, retry delays and the stream idle timeout,
+environment over config.json; see kward(1) ENVIRONMENT). A config value the provider
+needs that could not be used is a ConfigError naming the key (reason `invalid_config`).
 Pure data and pure functions; any thread.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING
 
-from kward import __version__, rules
-from kward.providers.retry import RetryPolicy, resolve_retry_delays
+from kward import __version__
+from kward.providers.retry import RetryPolicy
 
-DEFAULT_CODEX_BASE_URL = "https://chatgpt.com/backend-api/codex"
-DEFAULT_OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.providers.registry import ProviderSpec
+    from kward.settings import Settings
+
 ORIGINATOR = "kward"
 APP_URL = ""  # sent as HTTP-Referer to OpenRouter when set
 APP_TITLE = "kward"
@@ -33,9 +28,7 @@ APP_TITLE = "kward"
 class ProviderSettings:
     """Everything an HTTP provider needs besides credentials."""
 
-    codex_base_url: str = DEFAULT_CODEX_BASE_URL
-    openrouter_base_url: str = DEFAULT_OPENROUTER_BASE_URL
-    openai_compat_base_url: str | None = None
+    base_url: str | None = None  # None: not configured (the provider says what to set)
     retry: RetryPolicy = RetryPolicy()
     connect_timeout: float = 10.0
     idle_timeout: float = 300.0  # max silence between bytes of a response
@@ -46,21 +39,9 @@ class ProviderSettings:
     app_title: str = APP_TITLE
 
 
-def _url(config: Mapping[str, Any], env: Mapping[str, str], env_name: str, key: str) -> str | None:
-    return rules.setting(config, env, env_name, key, rules.URL)
-
-
-def resolve_provider_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ,
-                              **overrides: Any) -> ProviderSettings:
-    """Build ProviderSettings from env + config; `overrides` replace any field (tests)."""
-    values: dict[str, Any] = {
-        "codex_base_url": _url(config, env, "KWARD_CODEX_BASE_URL", "codex_base_url") or DEFAULT_CODEX_BASE_URL,
-        "openrouter_base_url": _url(config, env, "KWARD_OPENROUTER_BASE_URL", "openrouter_base_url")
-        or DEFAULT_OPENROUTER_BASE_URL,
-        "openai_compat_base_url": _url(config, env, "KWARD_OPENAI_COMPAT_BASE_URL", "openai_compat_base_url"),
-        "retry": RetryPolicy(resolve_retry_delays(config, env)),
-        "idle_timeout": rules.setting(config, env, "KWARD_STREAM_IDLE_TIMEOUT", "stream_idle_timeout",
-                                      rules.IDLE_TIMEOUT) or ProviderSettings.idle_timeout,
-    }
-    values.update(overrides)
-    return ProviderSettings(**values)
+def for_provider(spec: "ProviderSpec", settings: "Settings") -> ProviderSettings:
+    """The HTTP settings of provider `spec`; ConfigError for a bad config value it needs."""
+    settings.check(*spec.required_keys)
+    providers = settings.providers
+    return ProviderSettings(base_url=providers.base_urls.get(spec.key), retry=RetryPolicy(providers.retry_delays),
+                            idle_timeout=providers.idle_timeout)

@@ -1,10 +1,11 @@
 """Incremental Server-Sent Events parser that works on bytes.
 
 Feed it network chunks exactly as they arrive; it returns the events completed so far.
-Rules (wire notes section 4): lines end in CRLF, LF or CR, and a CRLF pair split across
-two chunks counts once; a line is decoded as UTF-8 only once it is complete, so a
-multibyte character split across chunks is never mangled (and U+2028 inside JSON never
-splits a line, unlike `str.splitlines`); consecutive `data:` lines join with "\\n";
+Rules (the HTML standard's server-sent events, plus what real servers send): lines end
+in CRLF, LF or CR, and a CRLF pair split across two chunks counts once; a line is decoded
+as UTF-8 only once it is complete, so a multibyte character split across chunks is never
+mangled (and U+2028 inside JSON never splits a line, unlike `str.splitlines`);
+consecutive `data:` lines join with "\\n";
 comment lines (`: OPENROUTER PROCESSING`) are counted and skipped; one space after the
 colon is dropped; `event:` and `id:` are kept; a leading UTF-8 BOM is ignored. At end of
 stream, `close()` dispatches a pending event that lacks its final blank line (lenient).

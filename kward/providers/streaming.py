@@ -118,10 +118,20 @@ class StreamingProvider(Provider):
     """Base of Codex, OpenRouter and OpenAICompatible. See the module docstring."""
 
     auth_hint = "Check your credentials."
+    no_base_url = "No base URL is configured for this provider."
 
     def __init__(self, settings: ProviderSettings, *, http: HttpClient | None = None):
         self.settings = settings
         self.http = http or HttpClient(user_agent=settings.user_agent)
+
+    @property
+    def base_url(self) -> str:
+        """The configured base URL without a trailing slash; `invalid_config` when none is."""
+        base = self.settings.base_url
+        if not base:
+            raise ProviderError(self.no_base_url, provider=self.name, kind="bad_request", reason="invalid_config",
+                                data={"provider": self.name, "kind": "bad_request"})
+        return base.rstrip("/")
 
     # --- hooks ------------------------------------------------------------------------
 

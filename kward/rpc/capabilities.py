@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from kward.config import DEFAULT_MAX_FRAME_BYTES
+from kward.settings import RpcSettings
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
                    "sessions/delete", "sessions/close", "sessions/transcript")
-TURN_METHODS = ("turns/start", "turns/cancel", "turns/status", "turns/events")
 MODEL_METHODS = ("models/list", "models/current", "models/set", "reasoning/set", "openrouter/catalog")
 RUNTIME_METHODS = ("runtime/state", "runtime/stats")
 RUNTIME_SETTING_METHODS = ("runtime/updateSetting", "runtime/reload")
@@ -45,7 +44,7 @@ class RuntimeFacts:
 
     steering: str = "unsupported"  # "native" when the active provider steers in flight
     logs_dir: str = "~/.kward/logs"
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_frame_bytes: int = RpcSettings().max_frame_bytes
     max_input_chars: int = 0
     tokens_stats: bool = False
     cost_stats: bool = False

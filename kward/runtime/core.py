@@ -24,7 +24,7 @@ from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
-    from kward.agent.models import ModelService
+    from kward.providers.model_service import ModelService
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import Turn, TurnManager
     from kward.runtime.state import SessionState, SessionStats
@@ -124,7 +124,7 @@ class Runtime:
 
     @property
     def models(self) -> "ModelService":
-        from kward.agent.models import ModelService
+        from kward.providers.model_service import ModelService
 
         return self._service("models", lambda: ModelService(self.config))
 
@@ -155,7 +155,8 @@ class Runtime:
         warnings = [("invalid_config", w) for w in self.settings.warnings]
         steering = False
         try:
-            from kward.providers.select import STEERING, choose
+            from kward.providers.registry import STEERING
+            from kward.providers.select import choose
 
             key, _ = choose(self.config.load(), self.env, self.paths.auth_file)
             steering = STEERING[key]

@@ -22,13 +22,6 @@ from typing import Any, Mapping
 from kward import __version__
 
 TIMEOUT = 2.0
-ENDPOINTS = {  # provider label -> (config key, env variable) of its base URL
-    "Codex": ("codex_base_url", "KWARD_CODEX_BASE_URL"),
-    "OpenRouter": ("openrouter_base_url", "KWARD_OPENROUTER_BASE_URL"),
-    "OpenAICompatible": ("openai_compat_base_url", "KWARD_OPENAI_COMPAT_BASE_URL"),
-}
-
-
 class Report:
     def __init__(self, out: Any, env: Mapping[str, str]):
         from kward.terminal.style import Style
@@ -139,23 +132,21 @@ def _keyring(report: Report) -> None:
 
 def _endpoints(report: Report, env: Mapping[str, str], config: Mapping[str, Any], provider: str | None) -> None:
     """The active provider's base URL and every base URL set explicitly, each HEAD-checked."""
-    from kward.errors import KwardError
-    from kward.providers.settings import resolve_provider_settings
+    from kward.providers.registry import PROVIDERS
+    from kward.settings import resolve_settings
 
-    try:
-        settings = resolve_provider_settings(config, env)
-    except KwardError as exc:
-        report.line("fail", "endpoints", exc.message)
-        return
-    urls = {"Codex": settings.codex_base_url, "OpenRouter": settings.openrouter_base_url,
-            "OpenAICompatible": settings.openai_compat_base_url}
+    base_urls = resolve_settings(config, env).providers.base_urls
     wanted = []
-    for label, (key, variable) in ENDPOINTS.items():
-        if label == provider or env.get(variable) or config.get(key):
-            if urls[label]:
-                wanted.append((label, urls[label]))
-            elif label == provider:
-                report.line("fail", "endpoint", f"{label}: no base URL configured (openai_compat_base_url)")
+    for spec in PROVIDERS:
+        if spec.base_url is None:
+            continue
+        explicit = (spec.base_url.env and env.get(spec.base_url.env)) or (spec.base_url.key and config.get(spec.base_url.key))
+        if spec.label == provider or explicit:
+            url = base_urls.get(spec.key)
+            if url:
+                wanted.append((spec.label, url))
+            elif spec.label == provider:
+                report.line("fail", "endpoint", f"{spec.label}: no base URL configured ({spec.base_url.key})")
     if not wanted:
         if provider == "Scripted":
             report.line("ok", "endpoint", "the Scripted provider works offline")

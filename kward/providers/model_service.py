@@ -1,11 +1,12 @@
-"""Models and reasoning efforts: list them, tell the current one, change them in config.
+"""The model service: list models and reasoning levels, tell the current one, change them.
 
-The current provider/model/effort always comes from `AgentEngine.selection()` (config +
-environment); changing them writes config.json, after which the next selection picks the
-change up (the engine rebuilds its selection when config.json changes). Listings come
-from the providers' endpoints through a time-limited `ModelCatalog`, with the fallbacks of
-`kward.providers.catalog`; `list` and `openrouter_catalog` say where theirs came from
-(`source`: api, cache or builtin, and `sourceError` for a fallback).
+The current provider/model/effort always comes from `AgentEngine.selection()` (the
+resolved settings); changing them writes config.json (the keys each provider's spec in
+`kward.providers.registry` names), after which the next selection picks the change up
+(settings are re-resolved when config.json changes). Listings come from the functions the
+specs name (`kward.providers.catalog`) through a time-limited `ModelCatalog`; `list` and
+`openrouter_catalog` say where theirs came from (`source`: api, cache or builtin, and
+`sourceError` for a fallback).
 
 Reasoning levels: every level of `EFFORTS` is accepted and stored as requested, for
 every model; `request_effort` gives the level a turn's model request carries
@@ -14,9 +15,9 @@ current model entry reports it as `effectiveReasoningEffort` when it differs. `m
 keeps the stored level: the mapping adapts it to the new model.
 
 What is known about the current model (name, context window, reasoning levels) comes, in
-this order, from a fresh cached listing, the built-in tables, the provider's listing
-(only when loading is allowed and the first two do not know the model), else a bare entry
-whose levels are unknown.
+this order, from a fresh cached listing, the spec's built-in entries, the provider's
+listing and then its wider one (only when loading is allowed and the first two do not
+know the model), else a bare entry whose levels are unknown.
 
 Thread contract: any thread; `list`, `openrouter_catalog`, `describe(load=True)` and
 `request_effort` may do network I/O and belong on worker threads.
@@ -30,35 +31,37 @@ from typing import Any
 from kward.cancel import CancelToken
 from kward.config import ConfigStore
 from kward.errors import InvalidParams
-from kward.providers.catalog import (ModelCatalog, ModelEntry, ModelList, builtin_entry, effective_effort, find_entry,
-                                     normalize_effort)
-from kward.providers.select import LABELS, Selection
+from kward.providers import registry
+from kward.providers.catalog import ModelCatalog, ModelEntry, ModelList, effective_effort, find_entry, normalize_effort
+from kward.providers.registry import ProviderSpec
+from kward.providers.select import Selection
 
-MODEL_KEYS = {"codex": "openai_model", "openrouter": "openrouter_model", "openai-compatible": "openai_compat_model",
-              "scripted": "scripted_model"}
-EFFORT_KEYS = {"codex": "openai_reasoning_effort", "openrouter": "openrouter_reasoning_effort",
-               "openai-compatible": "reasoning_effort", "scripted": "reasoning_effort"}
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,199}$")
 
 
 def provider_key(label: str, param: str = "provider") -> str:
     """`Codex`, `openrouter`, `OpenAICompatible`, `openai-compatible`, ... -> the selection key."""
-    wanted = label.strip().lower().replace("_", "-") if isinstance(label, str) else ""
-    for key, shown in LABELS.items():
-        if wanted in (key, shown.lower(), key.replace("-", "")):
-            return key
-    raise InvalidParams(f"Unknown provider {label!r}; use one of: {', '.join(LABELS.values())}",
-                        data={"param": param})
+    spec = registry.find(label)
+    if spec is None:
+        raise InvalidParams(f"Unknown provider {label!r}; use one of: {', '.join(s.label for s in registry.PROVIDERS)}",
+                            data={"param": param})
+    return spec.key
+
+
+def _model_key(spec: ProviderSpec) -> str:
+    """The config key `models/set` writes for a provider (the first of its model keys)."""
+    return next(s.key for s in spec.model if s.key)
+
+
+def _effort_key(spec: ProviderSpec) -> str:
+    return next(s.key for s in spec.effort if s.key)
 
 
 def known_entry(selection: Selection) -> ModelEntry | None:
-    """The selected model from the built-in tables (the Scripted model, whose levels are
-    unknown, always), or None."""
-    if selection.key == "scripted":
-        from kward.providers.scripted import CONTEXT_WINDOW
-
-        return ModelEntry("Scripted", selection.model, selection.model, CONTEXT_WINDOW, None, None)
-    return builtin_entry(selection.label, selection.model)
+    """The selected model from the provider's built-in knowledge (the Scripted model,
+    whose levels are unknown, always), or None."""
+    builtin = selection.spec.builtin
+    return registry.load(builtin)(selection.model) if builtin else None
 
 
 def bare_entry(selection: Selection) -> ModelEntry:
@@ -89,16 +92,12 @@ def source_fields(listing: ModelList) -> dict[str, Any]:
 
 
 def _listing_key(selection: Selection) -> tuple[str, Any]:
-    """Cache key of a provider's listing: the provider and its configured base URL (read
-    from the settings: `OpenAICompatibleProvider.base_url` raises when none is set)."""
-    settings = getattr(selection.provider, "settings", None)
-    field = {"codex": "codex_base_url", "openrouter": "openrouter_base_url",
-             "openai-compatible": "openai_compat_base_url"}.get(selection.key, "")
-    return selection.key, getattr(settings, field, None) if field else None
+    """Cache key of a provider's listing: the provider and its configured base URL."""
+    return selection.key, selection.base_url
 
 
-def _catalog_key(provider: Any) -> tuple[str, Any]:
-    return "openrouter-catalog", provider.base_url
+def _wider_key(spec: ProviderSpec, base_url: Any) -> tuple[str, str, Any]:
+    return "wider", spec.key, base_url
 
 
 class ModelService:
@@ -116,25 +115,21 @@ class ModelService:
         return {"models": [entry_payload(e, selection) for e in entries], **source_fields(listing)}
 
     def _listing(self, selection: Selection, refresh: bool = False, cancel: CancelToken | None = None) -> ModelList:
-        from kward.providers import catalog
-
-        if selection.key == "scripted":
+        if selection.spec.listing is None:
             return ModelList([self.describe(selection)], "builtin")
-        provider = selection.provider
-        loader = {"codex": catalog.codex_models, "openrouter": catalog.openrouter_models,
-                  "openai-compatible": catalog.compat_models}[selection.key]
+        loader, provider = registry.load(selection.spec.listing), selection.provider
         return self.catalog.get(_listing_key(selection), lambda: loader(provider, cancel), refresh)
 
-    def _catalog_listing(self, provider: Any, cancel: CancelToken | None = None) -> ModelList:
-        from kward.providers import catalog
-
-        return self.catalog.get(_catalog_key(provider), lambda: catalog.openrouter_catalog(provider, cancel))
+    def _wider_listing(self, spec: ProviderSpec, provider: Any, base_url: Any,
+                       cancel: CancelToken | None = None) -> ModelList:
+        loader = registry.load(spec.wider_listing)
+        return self.catalog.get(_wider_key(spec, base_url), lambda: loader(provider, cancel))
 
     def _cached_entries(self, selection: Selection) -> list[ModelEntry]:
         """Entries of the fresh cached listings for the selected provider (no I/O)."""
-        keys = [_listing_key(selection)]
-        if selection.key == "openrouter":
-            keys.append(_catalog_key(selection.provider))
+        keys: list[Any] = [_listing_key(selection)]
+        if selection.spec.wider_listing:
+            keys.append(_wider_key(selection.spec, selection.base_url))
         out: list[ModelEntry] = []
         for key in keys:
             listing = self.catalog.peek(key)
@@ -143,11 +138,12 @@ class ModelService:
 
     def _loaded_entries(self, selection: Selection, cancel: CancelToken | None) -> list[ModelEntry]:
         """Entries that may describe the selected model, loading listings (cached) as needed."""
-        if selection.key == "scripted":
+        spec = selection.spec
+        if spec.listing is None:
             return []
         entries = list(self._listing(selection, cancel=cancel).entries)
-        if selection.key == "openrouter" and find_entry(entries, selection.model) is None:
-            entries += self._catalog_listing(selection.provider, cancel).entries  # models the key cannot use yet
+        if spec.wider_listing and find_entry(entries, selection.model) is None:  # e.g. models the key cannot use yet
+            entries += self._wider_listing(spec, selection.provider, selection.base_url, cancel).entries
         return entries
 
     def describe(self, selection: Selection, load: bool = False, cancel: CancelToken | None = None) -> ModelEntry:
@@ -166,8 +162,10 @@ class ModelService:
         return effective_effort(selection.reasoning_effort, self.describe(selection, load=True, cancel=cancel))
 
     def openrouter_catalog(self, provider: Any, selection: Selection) -> dict[str, Any]:
-        """`{models, source, sourceError?}`: OpenRouter's full public catalog."""
-        listing = self._catalog_listing(provider)
+        """`{models, source, sourceError?}`: OpenRouter's full public catalog (`provider`
+        is an OpenRouter provider, whichever provider is active)."""
+        spec = registry.get("openrouter")
+        listing = self._wider_listing(spec, provider, provider.settings.base_url)
         return {"models": [entry_payload(e, selection) for e in listing.entries], **source_fields(listing)}
 
     def current(self, selection: Selection, load: bool = False) -> dict[str, Any]:
@@ -180,7 +178,7 @@ class ModelService:
         if not _MODEL_ID.match(model):
             raise InvalidParams(f"Invalid model id {model!r}", data={"param": "model"})
         key = provider_key(provider) if provider is not None else selection.key
-        values: dict[str, Any] = {MODEL_KEYS[key]: model}
+        values: dict[str, Any] = {_model_key(registry.get(key)): model}
         if key != selection.key:
             values["provider"] = key
         self.config.update(values)
@@ -189,7 +187,7 @@ class ModelService:
         """Store the requested level (any of `EFFORTS`, case-insensitive) for the active
         provider; InvalidParams naming `param` for anything else, writing nothing."""
         value = normalize_effort(effort, param)
-        self.config.update({EFFORT_KEYS[selection.key]: value})
+        self.config.update({_effort_key(selection.spec): value})
         return value
 
     def set_default_model(self, value: str) -> tuple[str, str]:
@@ -197,8 +195,8 @@ class ModelService:
         provider, sep, model = value.partition("/") if isinstance(value, str) else ("", "", "")
         if not sep or not model:
             raise InvalidParams("defaultModel must look like Provider/model-id", data={"param": "value"})
-        key = provider_key(provider, "value")
+        spec = registry.get(provider_key(provider, "value"))
         if not _MODEL_ID.match(model):
             raise InvalidParams(f"Invalid model id {model!r}", data={"param": "value"})
-        self.config.update({"provider": key, MODEL_KEYS[key]: model})
-        return LABELS[key], model
+        self.config.update({"provider": spec.key, _model_key(spec): model})
+        return spec.label, model
