@@ -23,6 +23,8 @@ reasoning level: passed on as written) are not checked.
 | KWARD_CODEX_BASE_URL           | codex_base_url           | http(s) URL |
 | KWARD_OPENROUTER_BASE_URL      | openrouter_base_url      | http(s) URL |
 | KWARD_OPENAI_COMPAT_BASE_URL   | openai_compat_base_url   | http(s) URL |
+| KWARD_OPENAI_AUTH_ISSUER       | openai_auth_issuer       | http(s) URL |
+| KWARD_OAUTH_PORT               | -                        | integer 0 to 65535 (0: any free port) |
 
 An empty variable counts as unset, except `KWARD_RETRY_DELAYS=` (no retries).
 Pure functions over plain data; any thread; standard library only (imported at start).
@@ -202,7 +204,7 @@ def _table() -> dict[str, Key]:
                 keys.append(Key(s.key, KINDS[s.kind], s.env, env_checked=s.kind == "url", strict=s.kind == "url"))
     keys += [
         Key("openai_oauth_client_id", TEXT),
-        Key("openai_auth_issuer", URL, strict=True),
+        Key("openai_auth_issuer", URL, "KWARD_OPENAI_AUTH_ISSUER", strict=True),
         *(Key(f"logging.{name}", BOOL) for name in ("enabled", "tokens", "performance", "tools", "errors")),
         Key("memory.enabled", BOOL), Key("memory.auto_summary", BOOL),
         Key("compaction.enabled", BOOL), Key("compaction.reserve_tokens", TOKENS),
@@ -220,8 +222,10 @@ def _table() -> dict[str, Key]:
 KEYS: dict[str, Key] = _table()
 #: The groups of dotted keys: config values that must be objects.
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(p.split(".")[0] for p in KEYS if "." in p))
-#: Every environment variable whose value kward checks.
-ENV: dict[str, Rule] = {k.env: k.rule for k in KEYS.values() if k.env and k.env_checked}
+OAUTH_PORT = integer(0, 65535)
+#: Every environment variable whose value kward checks (KWARD_OAUTH_PORT has no config key).
+ENV: dict[str, Rule] = {**{k.env: k.rule for k in KEYS.values() if k.env and k.env_checked},
+                        "KWARD_OAUTH_PORT": OAUTH_PORT}
 
 
 def env_value(env: Mapping[str, str], name: str) -> Any:

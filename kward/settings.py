@@ -117,6 +117,7 @@ class ToolsSettings(NamedTuple):
 class AuthSettings(NamedTuple):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
+    oauth_port: int | None = None  # KWARD_OAUTH_PORT; None: the default callback port
 
 
 class Settings(NamedTuple):
@@ -261,7 +262,8 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         logging=r.section(LoggingSettings, "logging"),
         tools=r.section(ToolsSettings, "tools"),
         auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or DEFAULT_AUTH_ISSUER,
-                          oauth_client_id=r.values["openai_oauth_client_id"] or None),
+                          oauth_client_id=r.values["openai_oauth_client_id"] or None,
+                          oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),
         warnings=tuple(r.warnings),
         problems=MappingProxyType(dict(r.problems)),
     )

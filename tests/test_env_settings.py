@@ -23,6 +23,8 @@ BAD = {
     "KWARD_CODEX_BASE_URL": ("ftp://example.org", "an http:// or https:// URL"),
     "KWARD_OPENROUTER_BASE_URL": ("openrouter.ai/api/v1", "an http:// or https:// URL"),
     "KWARD_OPENAI_COMPAT_BASE_URL": ("http://", "an http:// or https:// URL"),
+    "KWARD_OPENAI_AUTH_ISSUER": ("auth.openai.com", "an http:// or https:// URL"),
+    "KWARD_OAUTH_PORT": ("70000", "an integer from 0 to 65535"),
 }
 
 

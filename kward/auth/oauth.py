@@ -30,7 +30,6 @@ SCOPE = "openid profile email offline_access api.connectors.read api.connectors.
 ORIGINATOR = "kward"  # the same value the Codex provider sends as its `originator` header
 CALLBACK_PATH = "/auth/callback"
 MAX_CODE_CHARS = 4096
-PORT = rules.integer(0, 65535)
 
 
 @dataclass(frozen=True)
@@ -51,19 +50,15 @@ class OAuthSettings:
 
 
 def resolve_oauth_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> OAuthSettings:
-    """Settings from env (wins) and config. A bad variable is a ConfigError naming it; a
-    bad config value a ConfigError naming the key."""
-    issuer = rules.setting(config, env, None, "openai_auth_issuer", rules.URL)
-    raw = env.get("KWARD_OPENAI_AUTH_ISSUER")
-    if raw is not None and raw.strip():
-        issuer = rules.URL.from_env("KWARD_OPENAI_AUTH_ISSUER", raw)
-    raw_port = env.get("KWARD_OAUTH_PORT")
-    port = PORT.from_env("KWARD_OAUTH_PORT", raw_port) if raw_port is not None else None
-    client_id = config.get("openai_oauth_client_id")
-    return OAuthSettings(issuer=issuer or DEFAULT_ISSUER,
-                         client_id=client_id.strip() if isinstance(client_id, str) and client_id.strip()
-                         else DEFAULT_CLIENT_ID,
-                         port=DEFAULT_PORT if port is None else port)
+    """Settings from env (wins) and config (`kward.settings`). A bad variable is a
+    ConfigError naming it; a bad config value a ConfigError naming the key."""
+    from kward.settings import resolve_settings
+
+    settings = resolve_settings(config, env)
+    settings.check("openai_auth_issuer")
+    auth = settings.auth
+    return OAuthSettings(issuer=auth.issuer, client_id=(auth.oauth_client_id or "").strip() or DEFAULT_CLIENT_ID,
+                         port=DEFAULT_PORT if auth.oauth_port is None else auth.oauth_port)
 
 
 def _b64url(data: bytes) -> str:
