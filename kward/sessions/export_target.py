@@ -39,12 +39,11 @@ from typing import Any, Iterable
 from kward.confined import FILE_FLAGS, Escape, open_below, read_fd, remove_dead_temps, replace_file, split_below
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.fsutil import FILE_MODE
+from kward.sessions.lines import HEADER_MAX
 from kward.sessions.paths import lock_path_for, presence_path_for
-from kward.sessions.reader import SkipReport, decode_line
-from kward.sessions.records import header_problem
+from kward.sessions.reader import header_ok
 
 TEMP_NAME = re.compile(r"\.exp-(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp")
-_HEADER_BYTES = 1 << 20  # as `reader.is_session_file`
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def _check_replaceable(dir_fd: int, target: ExportTarget) -> None:
 
 def _holds_session(dir_fd: int, name: str) -> bool:
     """True when the regular file `name` of `dir_fd` starts like a session file (the rule
-    of `reader.is_session_file`, read through the descriptor)."""
+    of `reader.SessionReader`, read through the descriptor)."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
@@ -140,17 +139,12 @@ def _holds_session(dir_fd: int, name: str) -> bool:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return False
-        data = read_fd(fd, _HEADER_BYTES)
+        data = read_fd(fd, HEADER_MAX)
     except OSError:
         return False
     finally:
         os.close(fd)
-    report = SkipReport(name)
-    for line in data.splitlines():
-        record = decode_line(line, "", report)
-        if record is not None:
-            return header_problem(record) is None
-    return False
+    return header_ok(data)
 
 
 def _refused(given: str, shown: str) -> PathNotAllowed:
