@@ -20,7 +20,6 @@ limit allows. Pure code over the callable it is given: safe from any thread.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterator
 
 CHUNK = 1 << 20
@@ -28,8 +27,29 @@ MAX_LINE = 64 << 20  # a record longer than this is skipped (the RPC frame limit
 HEADER_MAX = 64 << 10  # the header line must end within this many bytes
 MAX_DEPTH = 200  # levels of arrays/objects in one record (requests are bounded at 64)
 
-_NONBLANK = re.compile(rb"[^ \t\r\n\x0b\x0c]")
-_BLANK_BYTES = frozenset(b" \t\r\n\x0b\x0c")
+_BLANK = b" \t\r\n\x0b\x0c"
+_BLANK_BYTES = frozenset(_BLANK)
+
+
+def _blank_run_end(chunk: bytes, pos: int) -> int:
+    """The index of the first non-blank byte of `chunk` at or after `pos` (``len(chunk)``
+    when none), at C speed: windows growing from 64 bytes are tested whole with
+    ``bytes.translate`` (fast), and only the 4 KiB piece holding the end of the run is
+    stripped byte by byte. A short run costs a short window, a long one about its length."""
+    n = len(chunk)
+    window = 64
+    while pos < n:
+        end = min(n, pos + window)
+        if chunk[pos:end].translate(None, _BLANK):  # the run ends in this window
+            while True:
+                piece_end = min(end, pos + 4096)
+                rest = chunk[pos:piece_end].lstrip(_BLANK)
+                if rest:
+                    return piece_end - len(rest)
+                pos = piece_end
+        pos = end
+        window = min(window * 16, 1 << 20)
+    return n
 
 
 class LineScanner:
@@ -48,10 +68,10 @@ class LineScanner:
     """
 
     def __init__(self, read: Callable[[int], bytes], offset: int = 0, *, skipping: bool = False,
-                 max_line: int = MAX_LINE, chunk: int = CHUNK):
+                 max_line: int | None = None, chunk: int = CHUNK):
         self._read = read
         self._chunk = chunk
-        self.max_line = max_line
+        self.max_line = MAX_LINE if max_line is None else max_line
         self.consumed = offset
         self.skipping = skipping
         self.lines = 0
@@ -84,8 +104,7 @@ class LineScanner:
                     self.consumed = base + pos
                     continue
                 if not parts and chunk[pos] in _BLANK_BYTES:  # a run of blank lines?
-                    found = _NONBLANK.search(chunk, pos)
-                    stop = found.start() if found else n
+                    stop = _blank_run_end(chunk, pos)
                     last = chunk.rfind(b"\n", pos, stop)
                     if last >= 0:
                         count = chunk.count(b"\n", pos, last + 1)
@@ -127,14 +146,8 @@ class LineScanner:
                     continue
                 yield line, start
             base += n
-        if parts:
-            self.tail = b"".join(parts)
-            self.tail_start = self.consumed
-
-
-def file_reader(f: Any) -> Callable[[int], bytes]:
-    """``read(n)`` over a binary file object (its current position onwards)."""
-    return f.read
+        self.tail = b"".join(parts)
+        self.tail_start = self.consumed
 
 
 def range_reader(pread: Callable[[int, int], bytes], start: int, end: int) -> Callable[[int], bytes]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kward.errors import KwardError
+from kward.sessions.descriptors import out_of_descriptors
 from kward.sessions.messages import (
     CONTENT_ROLES,
     COUNTED_ROLES,
@@ -170,6 +171,8 @@ def recent_sessions(directory: str, limit: int = DEFAULT_LIMIT, skip: Iterable[s
         try:
             result.append(summarize(path, mtime_ns))
         except (OSError, KwardError) as exc:
+            if out_of_descriptors(exc):
+                raise  # nothing wrong with the file: the listing would be silently short
             log.info("Not listing %s: %s", path, exc)
     return result
 

@@ -61,7 +61,7 @@ class SessionManager:
                  presence: PresenceTable | None = None):
         self.sessions_dir = Path(os.path.realpath(sessions_dir))  # one file, one path key
         self.default_workspace = Path(os.path.realpath(default_workspace or os.getcwd()))
-        self.presence = presence or PresenceTable()
+        self.presence = presence if presence is not None else PresenceTable()
         self._lock = threading.Lock()
         self._handles: dict[str, SessionHandle] = {}
         self._by_path: dict[str, OpenSession] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from kward.errors import PathNotAllowed
+from kward.sessions.descriptors import out_of_descriptors
 from kward.sessions.paths import new_session_name, workspace_session_dir
 from kward.sessions.presence import PROCESS_TABLE, PresenceTable
 from kward.sessions.reader import SessionReader
@@ -39,9 +40,13 @@ def create_session(sessions_dir: Path, workspace_root: str, *, name: str | None 
 
 @contextlib.contextmanager
 def _opening(path: str) -> Iterator[None]:
+    """An OSError opening `path` is PathNotAllowed, unless the process is out of
+    descriptors (that goes up as it is: ``too_many_open_files``, nothing wrong with the file)."""
     try:
         yield
     except OSError as exc:
+        if out_of_descriptors(exc):
+            raise
         raise PathNotAllowed(f"Cannot open session file {path}: {exc.strerror}", data={"path": path}) from None
 
 

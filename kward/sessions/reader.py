@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from kward.errors import InvalidParams
+from kward.sessions.descriptors import retrying
 from kward.sessions.lines import HEADER_MAX, LineScanner, too_deep
 from kward.sessions.records import BODY_TYPES, SessionHeader, header_problem
 
@@ -212,7 +213,7 @@ class SessionReader:
         self.header: SessionHeader | None = None
 
     def __enter__(self) -> "SessionReader":
-        self._file = open(self.path, "rb")
+        self._file = retrying(open, self.path, "rb")
         try:
             self.header, self.end_offset = parse_header(self._file.read(HEADER_MAX), self.path)
             self._file.seek(self.end_offset)

@@ -254,7 +254,7 @@ class OpenSession:
         when another process holds it, SessionFileGone when the file is gone. Catches up
         with others' records on entry and fsyncs on exit. The session counts as busy
         meanwhile, and its file keeps its descriptor (pinned)."""
-        with self.work(), self._pinned():
+        with self.work(), self._file.pinning():
             fd = self._file.take_turn_lock(label=self.path)
             with self._lock:
                 self._turn_lock_fd = fd
@@ -268,14 +268,6 @@ class OpenSession:
                     with self._lock:  # `_alone` reads it under the lock
                         self._turn_lock_fd = None
                         os.close(fd)  # releases the flock
-
-    @contextlib.contextmanager
-    def _pinned(self) -> Iterator[None]:
-        self._file.pin()
-        try:
-            yield
-        finally:
-            self._file.unpin()
 
     def close(self, *, delete_if_unused: bool = True) -> bool:
         """Stop accepting work; fsync and close the file (at once, or when the running

@@ -42,14 +42,12 @@ import errno
 import fcntl
 import os
 import re
-import stat
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from kward.errors import InvalidParams, SessionBusy, SessionFileGone
+from kward.errors import InvalidParams, SessionBusy
 from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
-from kward.sessions.descriptors import DEFAULT_POOL, DescriptorPool, retrying
+from kward.sessions.descriptors import DEFAULT_POOL, DescriptorPool, PooledFile, retrying
 from kward.sessions.paths import lock_path_for, presence_path_for
 from kward.sessions.presence import PROCESS_TABLE, Presence, PresenceTable
 from kward.sessions.records import SessionHeader, encode_line
@@ -59,26 +57,15 @@ from kward.sessions.records import SessionHeader, encode_line
 CREATING = re.compile(r"^\..+\.jsonl\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.creating$")
 
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
-_REOPEN_FLAGS = _APPEND_FLAGS | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK  # never wait on a FIFO put there
 
 
-class SessionFile:
-    """An append descriptor (released while idle) on one session file, and its presence
-    lock. Build with `create` or `open`."""
+class SessionFile(PooledFile):
+    """An append descriptor (released while idle, see `PooledFile`) on one session file,
+    and its presence lock. Build with `create` or `open`."""
 
     def __init__(self, path: Path, fd: int, presence: Presence, pool: DescriptorPool | None = None):
-        self.path = Path(path)
-        st = os.fstat(fd)
-        self._identity = (st.st_dev, st.st_ino)
-        self._fd: int | None = fd
         self._presence: Presence | None = presence
-        self._pool = pool or DEFAULT_POOL
-        self._lock = threading.Lock()
-        self._closed = False
-        self._dirty = False
-        self._pins = 0
-        with self._lock:
-            self._pool.opened(self)
+        super().__init__(path, fd, _APPEND_FLAGS, pool if pool is not None else DEFAULT_POOL)
 
     # --- construction ----------------------------------------------------------------
 
@@ -147,89 +134,6 @@ class SessionFile:
             raise InvalidParams(f"Session file not found: {path}", data={"path": str(path)})
         return session
 
-    # --- the descriptor --------------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def pinned(self) -> bool:
-        """Keeps its descriptor (read by the pool without the lock: a hint)."""
-        return self._pins > 0
-
-    @property
-    def holds_descriptor(self) -> bool:
-        return self._fd is not None
-
-    def pin(self) -> None:
-        """Keep the descriptor until `unpin` (a turn is queued or running); nestable."""
-        with self._lock:
-            self._pins += 1
-
-    def unpin(self) -> None:
-        with self._lock:
-            self._pins -= 1
-
-    def release_descriptor(self) -> bool:
-        """Give the descriptor back (fsynced first) unless pinned, closed or busy in
-        another thread (never waits); True when released. The pool calls this."""
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            fd = self._fd
-            if fd is None or self._pins:
-                return False
-            self._fd = None
-            self._pool.forget(self)
-            try:
-                if self._dirty:
-                    os.fsync(fd)
-                    self._dirty = False
-            finally:
-                os.close(fd)
-            return True
-        finally:
-            self._lock.release()
-
-    def _descriptor(self) -> int:
-        """Under `_lock`: our descriptor, reopened when it was released. ValueError when
-        closed; SessionFileGone when the file at the path is no longer ours."""
-        if self._closed:
-            raise ValueError(f"session file is closed: {self.path}")
-        fd = self._fd
-        if fd is not None:
-            self._pool.used(self)
-            return fd
-        self._stat_path()  # gone or replaced: say so without opening what is there now
-        try:
-            fd = retrying(os.open, self.path, _REOPEN_FLAGS)
-        except (FileNotFoundError, NotADirectoryError):
-            raise _gone(self.path, "missing", "deleted or moved away") from None
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            raise _gone(self.path, "replaced", "replaced by another file") from None
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != self._identity:
-            os.close(fd)
-            raise _gone(self.path, "replaced", "replaced by another file")
-        os.set_blocking(fd, True)
-        self._fd = fd
-        self._pool.opened(self)
-        return fd
-
-    def _stat_path(self) -> os.stat_result:
-        """Under `_lock`, without a descriptor: ``os.stat`` of the path when it is still
-        our file, else SessionFileGone."""
-        try:
-            st = os.stat(self.path, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
-            raise _gone(self.path, "missing", "deleted or moved away") from None
-        if (st.st_dev, st.st_ino) != self._identity or not stat.S_ISREG(st.st_mode):
-            raise _gone(self.path, "replaced", "replaced by another file")
-        return st
-
     # --- writing ---------------------------------------------------------------------
 
     def append(self, record: dict[str, Any]) -> tuple[int, int]:
@@ -266,86 +170,11 @@ class SessionFile:
                 os.fsync(self._fd)
                 self._dirty = False
 
-    def size(self) -> int:
-        """The file's size (ValueError when closed; SessionFileGone when it is gone and
-        our descriptor was released, so that it cannot be read any more)."""
-        return self.fstat().st_size
-
-    def fstat(self) -> os.stat_result:
-        """The stat of our file: ``os.fstat`` of the descriptor, or while it is released
-        ``os.stat`` of the path checked to be our file (see `size`). Opens nothing."""
-        with self._lock:
-            if self._closed:
-                raise ValueError(f"session file is closed: {self.path}")
-            if self._fd is None:
-                return self._stat_path()
-            return os.fstat(self._fd)
-
-    # --- is it still there? ----------------------------------------------------------
-
-    def check_present(self) -> None:
-        """Raise SessionFileGone unless the file we append to is still the one at `path`
-        (ValueError when closed). Costs one ``fstat`` and one ``stat``."""
-        with self._lock:
-            if self._closed:
-                raise ValueError(f"session file is closed: {self.path}")
-            if self._fd is None:
-                self._stat_path()
-                return
-            st = os.fstat(self._fd)
-        self._check_present(st)
-
-    def state(self) -> str:
-        """``present``, ``missing`` (deleted or moved away) or ``replaced`` (another file
-        is at the path now). ValueError when closed."""
-        try:
-            self.check_present()
-        except SessionFileGone as exc:
-            return exc.data["state"]
-        return "present"
-
-    def _check_present(self, st: os.stat_result) -> None:
-        how = "deleted" if st.st_nlink == 0 else "moved away"
-        try:
-            here = os.stat(self.path)
-        except (FileNotFoundError, NotADirectoryError):
-            raise _gone(self.path, "missing", how) from None
-        except OSError:  # cannot look (e.g. a directory made unreadable)
-            if st.st_nlink == 0:
-                raise _gone(self.path, "missing", how) from None
-            return
-        if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
-            raise _gone(self.path, "replaced", "replaced by another file")
-
-    def pread(self, size: int, offset: int) -> bytes:
-        """At most `size` bytes from `offset` (lines already written never change)."""
-        with self._lock:  # held so that a concurrent close or release cannot recycle the descriptor
-            return os.pread(self._descriptor(), size, offset)
-
-    def read_range(self, start: int, end: int) -> bytes:
-        """Bytes [start, end) of the file."""
-        chunks = []
-        while start < end:
-            chunk = self.pread(min(end - start, 1 << 20), start)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            start += len(chunk)
-        return b"".join(chunks)
-
     def close(self) -> None:
         """fsync, close, and drop the presence lock; idempotent."""
         with self._lock:
-            self._closed = True
-            fd, self._fd = self._fd, None
             presence, self._presence = self._presence, None
-            self._pool.forget(self)
-            try:
-                if fd is not None and self._dirty:
-                    os.fsync(fd)
-            finally:
-                if fd is not None:
-                    os.close(fd)
+            self._close_descriptor()
         if presence is not None:  # outside our lock: see the lock order
             presence.release()
 
@@ -466,8 +295,3 @@ def remove_session_files(path: Path, *, sidecars_only: bool = False) -> bool:
             os.unlink(sidecar)
     fsync_dir(Path(path).parent)
     return removed
-
-
-def _gone(path: Path, state: str, how: str) -> SessionFileGone:
-    return SessionFileGone(f"Session file was {how}: {path}; nothing more can be saved to this session",
-                           data={"path": str(path), "state": state})
