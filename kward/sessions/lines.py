@@ -52,6 +52,9 @@ def _blank_run_end(chunk: bytes, pos: int) -> int:
     return n
 
 
+_BLANK_PREFIXES = frozenset([b""] + [bytes([c]) for c in _BLANK])  # first bytes of a blank line
+
+
 class LineScanner:
     """Iterate ``(line, start_offset)`` over the non-blank complete lines of a byte stream.
 
@@ -91,7 +94,25 @@ class LineScanner:
                 break
             n = len(chunk)
             pos = 0
+            sparse = n <= max_line and chunk.count(b"\n") * 32 < n  # lines of 32 bytes on average, or longer
             while pos < n:
+                if sparse and not parts and not self.skipping:
+                    # the common case: split the whole lines from here at C speed (newline-dense
+                    # chunks, such as runs of blank lines, take the run-skipping path below)
+                    sparse = False  # (once per chunk: no newline is left after this)
+                    last = chunk.rfind(b"\n")
+                    if last >= pos:
+                        start = base + pos
+                        for line in chunk[pos:last].split(b"\n"):
+                            self.lines += 1
+                            self.consumed = start + len(line) + 1
+                            if line[:1] in _BLANK_PREFIXES and not line.strip():
+                                self.blank += 1
+                            else:
+                                yield line, start
+                            start = self.consumed
+                        pos = last + 1
+                        continue
                 if self.skipping:
                     nl = chunk.find(b"\n", pos)
                     if nl < 0:

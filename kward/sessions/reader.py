@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, Iterator
 
 from kward.errors import InvalidParams
 from kward.sessions.descriptors import retrying
-from kward.sessions.lines import HEADER_MAX, LineScanner, too_deep
+from kward.sessions.lines import HEADER_MAX, MAX_DEPTH, LineScanner, too_deep
 from kward.sessions.records import BODY_TYPES, SessionHeader, header_problem
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,7 @@ def body_records(scanner: LineScanner, report: SkipReport, skip_types: tuple[byt
     UTF-8 decode and one call of the C scanner; anything unusual takes `decode_line`."""
     scan = _SCAN
     body = BODY_TYPES
+    deep_min = 2 * MAX_DEPTH  # a shorter line cannot nest that deep
 
     def where(start: int) -> str:
         return f"line {first_line + scanner.lines}" if first_line is not None else f"byte {start}"
@@ -153,7 +154,7 @@ def body_records(scanner: LineScanner, report: SkipReport, skip_types: tuple[byt
             record = decode_line(line, where(start), report)
             if record is None:
                 continue
-        elif too_deep(record, line):
+        elif len(line) > deep_min and too_deep(record, line):
             report.note("invalid", where(start))
             continue
         kind = record.get("type")
