@@ -50,7 +50,7 @@ from kward.fsutil import FILE_MODE
 log = logging.getLogger(__name__)
 
 PRESENCE_NAME = ".kward-sessions.open"
-WAIT_LIMIT = 10.0  # seconds `take_presence` waits for another process's exclusive lock
+WAIT_LIMIT = 10.0  # seconds `PresenceTable.take` waits for another process's exclusive lock
 
 _OFD = sys.platform.startswith("linux") and hasattr(fcntl, "F_OFD_SETLK") and struct.calcsize("l") == 8
 _BUSY = (errno.EAGAIN, errno.EACCES)
