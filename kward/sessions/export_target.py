@@ -30,6 +30,7 @@ Pure functions plus one atomic write: safe from any thread; no locks.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -105,6 +106,8 @@ def write_export(target: ExportTarget, data: bytes) -> None:
     except (Escape, FileNotFoundError, NotADirectoryError):
         raise _refused(target.given, target.shown) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a component is a symlink now (swapped in since the check)
+            raise _refused(target.given, target.shown) from None
         raise _unusable(target, exc) from None
     with node:
         if not node.is_dir:
