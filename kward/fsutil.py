@@ -17,7 +17,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -124,7 +124,7 @@ STALE_MAX_AGE = 3600.0  # seconds: no write of ours keeps a temp file open this 
 
 
 def remove_stale_files(directory: Path, pattern: "re.Pattern[str]", *, grace: float = STALE_GRACE,
-                       max_age: float | None = STALE_MAX_AGE) -> int:
+                       max_age: float | None = STALE_MAX_AGE, names: Iterable[str] | None = None) -> int:
     """Delete the files in `directory` whose names match `pattern` (which has a `pid`
     group: the writer's process id) and that a crash left behind; return how many.
 
@@ -133,25 +133,29 @@ def remove_stale_files(directory: Path, pattern: "re.Pattern[str]", *, grace: fl
     process keeps for long; a pid reused by an unrelated process otherwise keeps a file
     forever). The grace keeps the files of processes this one cannot see (another pid
     namespace or machine sharing the directory) during their short write. This process's
-    own files are never removed. One scandir, a stat per matching name; files that vanish
-    or cannot be removed meanwhile are skipped. Any thread; no lock is needed (a writer's
+    own files are never removed. One scandir (none when the caller already listed the
+    directory and passes the candidate `names`), a stat per matching name; files that
+    vanish or cannot be removed meanwhile are skipped. Any thread; no lock is needed (a writer's
     rename or unlink of its own file and ours race harmlessly).
     """
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return 0
+    if names is None:
+        try:
+            with os.scandir(directory) as entries:
+                names = [entry.name for entry in entries]
+        except OSError:
+            return 0
     now, own, removed = time.time(), os.getpid(), 0
-    for entry in entries:
-        match = pattern.match(entry.name)
+    for name in names:
+        match = pattern.match(name)
         if match is None:
             continue
         pid = int(match.group("pid"))
+        path = os.path.join(directory, name)
         try:
-            age = now - entry.stat(follow_symlinks=False).st_mtime
+            age = now - os.stat(path, follow_symlinks=False).st_mtime
             if pid == own or age < grace or (pid_alive(pid) and (max_age is None or age < max_age)):
                 continue
-            os.unlink(entry.path)
+            os.unlink(path)
             removed += 1
         except OSError:
             continue

@@ -70,7 +70,7 @@ def test_delete_from_another_process_is_refused_while_one_has_it_open_unless_for
         err = b.error("sessions/delete", params)
         assert err.code == -32602 and err.reason == "session_in_use", err.error
         assert err.error["data"]["path"] == s["path"] and "force" in err.error["message"]
-    assert Path(s["path"]).read_bytes() == before and sidecars(s["path"]) == ["", ".lock", ".open"]
+    assert Path(s["path"]).read_bytes() == before and sidecars(s["path"]) == ["", ".lock"]
     assert b.transcript(rb["id"])["session"]["name"] == "open in A"  # B's id still works: nothing changed
     err = b.error("sessions/delete", {"sessionId": rb["id"], "force": "yes"})
     assert err.code == -32602 and err.error["data"]["param"] == "force"
@@ -129,7 +129,7 @@ def test_a_file_unlinked_under_the_process_fails_turns_and_writes(start, workspa
     assert_gone(k.error("sessions/rename", {"sessionId": s["id"], "name": "x"}), s["path"])
     assert completed(k, s["id"]) == [] and not os.path.exists(s["path"])
     # deleting it now closes the id and removes the sidecars the unlink left behind
-    assert sidecars(s["path"]) == [".lock", ".open"]
+    assert sidecars(s["path"]) == [".lock"]
     assert k.request("sessions/delete", {"sessionId": s["id"]}) == {"deleted": True, "path": s["path"]}
     assert sidecars(s["path"]) == []
     err = k.error("sessions/rename", {"sessionId": s["id"], "name": "x"})

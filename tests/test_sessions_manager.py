@@ -109,11 +109,11 @@ def test_concurrent_resumes_of_one_file_share_one_load(env, monkeypatch):
     loads, entered, go = [], threading.Event(), threading.Event()
     real_load = manager_module.load_session
 
-    def slow_load(*args):
+    def slow_load(*args, **kwargs):
         loads.append(args[0])
         entered.set()
         assert go.wait(10)
-        return real_load(*args)
+        return real_load(*args, **kwargs)
 
     monkeypatch.setattr(manager_module, "load_session", slow_load)
     results: list = []
@@ -190,9 +190,9 @@ def test_a_session_file_replaced_between_check_and_open_is_refused(env, monkeypa
     manager.close(s.id)
     real_open = opening.SessionFile.open
 
-    def swap_then_open(p, identity=None):
+    def swap_then_open(p, *args):
         os.replace(ws / "README.md", p)  # another file takes the name after the header check
-        return real_open(p, identity)
+        return real_open(p, *args)
 
     (ws / "README.md").write_text("# not a session\n")
     monkeypatch.setattr(opening.SessionFile, "open", swap_then_open)
@@ -206,39 +206,57 @@ def test_an_unused_session_is_unlinked_before_its_presence_lock_is_released(env,
     exclusive presence lock and then see the file gone, never open it in between."""
     import fcntl
 
-    from kward.sessions import store
+    from kward.sessions import presence, store
 
     manager, _ = env
     s = manager.create()  # empty and unnamed: close deletes it
-    presence = s.path + ".open"
+    presence_file = os.path.join(os.path.dirname(s.path), presence.PRESENCE_NAME)
     seen = []
     real_remove = store.remove_session_files
 
     def remove_while_checking(path):
-        probe = os.open(presence, os.O_RDONLY)
+        probe = os.open(presence_file, os.O_RDWR)  # another open file description: another process
         try:
-            fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            seen.append("another opener got in")
-        except BlockingIOError:
-            seen.append("still locked")
+            got_in = presence._setlk(probe, fcntl.F_RDLCK, presence._key(os.path.basename(path)))
+            seen.append("another opener got in" if got_in else "still locked")
         finally:
             os.close(probe)
         return real_remove(path)
 
     monkeypatch.setattr(store, "remove_session_files", remove_while_checking)
     manager.close(s.id)
-    assert seen == ["still locked"] and not os.path.exists(s.path) and not os.path.exists(presence)
+    assert seen == ["still locked"] and not os.path.exists(s.path)
 
 
-def test_resume_uses_the_header_cwd_when_it_exists(env, tmp_path):
+def test_resume_uses_the_header_cwd_only_for_a_file_kward_filed_for_it(env, tmp_path):
+    """issue 9: a crafted file's header never decides where tools write."""
+    from kward.sessions.paths import workspace_session_dir
+
     manager, ws = env
-    other = tmp_path / "other"
+    other = (tmp_path / "other").resolve()
     other.mkdir()
-    path = write_lines(tmp_path / "x.jsonl", [header(cwd=str(other)), message_rec(user("u"))])
-    assert manager.resume(str(path)).workspace_root == str(other.resolve())
-    path2 = write_lines(tmp_path / "y.jsonl", [header(cwd="/does/not/exist"), message_rec(user("u"))])
-    r = manager.resume(str(path2))
-    assert r.workspace_root == str(ws.resolve()) and r.payload()["cwd"] == "/does/not/exist"
+
+    def root(path, workspace_root=None):
+        handle = manager.resume(str(path), workspace_root)
+        try:
+            assert handle.payload()["workspaceRoot"] == handle.workspace_root
+            return handle.workspace_root, handle.payload()["cwd"]
+        finally:
+            manager.close(handle.id)
+
+    crafted = write_lines(tmp_path / "x.jsonl", [header(cwd=str(other)), message_rec(user("u"))])
+    assert root(crafted) == (str(ws.resolve()), str(other))  # an arbitrary path: the launch directory
+    assert root(crafted, str(other)) == (str(other), str(other))  # the client's root
+    filed = write_lines(workspace_session_dir(manager.sessions_dir, str(other)) / "y.jsonl",
+                        [header(cwd=str(other)), message_rec(user("u"))])
+    assert root(filed)[0] == str(other)  # kward filed it there for that cwd
+    assert root(filed, str(ws))[0] == str(ws.resolve())  # the client decides
+    misfiled = write_lines(workspace_session_dir(manager.sessions_dir, str(ws)) / "z.jsonl",
+                           [header(cwd=str(other)), message_rec(user("u"))])
+    assert root(misfiled)[0] == str(ws.resolve())  # filed for another workspace
+    gone = write_lines(workspace_session_dir(manager.sessions_dir, "/does/not/exist") / "w.jsonl",
+                       [header(cwd="/does/not/exist"), message_rec(user("u"))])
+    assert root(gone) == (str(ws.resolve()), "/does/not/exist")
 
 
 def test_rename_and_clear(env):

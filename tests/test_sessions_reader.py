@@ -79,9 +79,12 @@ def test_non_session_files_are_refused(tmp_path, lines):
     assert "Not a Kward session file" in err.value.message and err.value.reason == "invalid_params"
 
 
-def test_garbage_before_the_header_is_skipped(tmp_path):
-    path = write_lines(tmp_path / "s.jsonl", ["", "garbage", header(), message_rec(user("x"))])
-    assert contents(load(path, tmp_path)) == ["x"]
+@pytest.mark.parametrize("before", [[""], ["garbage"], ["", "garbage"]])
+def test_the_header_must_be_the_first_line(tmp_path, before):
+    path = write_lines(tmp_path / "s.jsonl", [*before, header(), message_rec(user("x"))])
+    with pytest.raises(InvalidParams) as err:
+        load(path, tmp_path)
+    assert "Not a Kward session file" in err.value.message
 
 
 def compaction(first_kept, summary="S", **extra):
@@ -141,13 +144,12 @@ def test_read_paths_come_from_successful_read_file_results(tmp_path):
         message_rec(tool("c3", "read_file", "gone")),
         message_rec(tool("c4", "write_file", "Wrote 0 bytes")),
     ])
-    session = load(path, tmp_path)
-    assert session.workspace_root == str(ws.resolve())  # the header's cwd wins when it exists
+    session = load(path, ws.resolve())
     assert session.read_paths == {str((ws / "a.txt").resolve())}
     session.append_record("compaction", message={"role": "compactionSummary", "summary": "s"})
     assert session.read_paths == set() and contents(session) == ["s"]
     session.close()
-    assert load(path, tmp_path).read_paths == set()  # a reload agrees with the live view
+    assert load(path, ws.resolve()).read_paths == set()  # a reload agrees with the live view
 
 
 def test_memory_state_is_the_last_record(tmp_path):
@@ -187,7 +189,7 @@ def test_successful_writes_and_edits_count_as_read_after_a_resume(tmp_path):
     assert live == {str((ws / "new.txt").resolve()), str((ws / "old.txt").resolve())}
     session.close()
 
-    resumed = load(session.path, tmp_path)
+    resumed = load(session.path, ws.resolve())
     assert resumed.read_paths == live
     ctx2 = ToolContext(workspace_root=ws, read_paths=resumed.read_paths)
     assert default_registry().run("write_file", json.dumps({"path": "new.txt", "content": "v2"}), ctx2).content \

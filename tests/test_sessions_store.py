@@ -16,6 +16,7 @@ import pytest
 from kward.errors import SessionBusy
 from kward.sessions import store as store_mod
 from kward.sessions.paths import new_session_name, safe_cwd
+from kward.sessions.presence import PRESENCE_NAME
 from kward.sessions.records import SessionHeader
 from kward.sessions.opening import load_session
 from kward.sessions.store import SessionFile
@@ -39,7 +40,8 @@ def test_create_modes_name_and_header(tmp_path):
     assert NAME.match(f.path.name)
     assert stat.S_IMODE(os.stat(f.path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(f.path.parent).st_mode) == 0o700
-    assert stat.S_IMODE(os.stat(f.path.with_name(f.path.name + ".open")).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(f.path.with_name(PRESENCE_NAME)).st_mode) == 0o600
+    assert sorted(os.listdir(f.path.parent)) == sorted([f.path.name, PRESENCE_NAME])  # no per-session sidecar
     [rec] = file_records(f.path)
     assert rec["type"] == "session" and rec["version"] == 1 and rec["cwd"] == "/w"
     assert set(rec) == {"type", "version", "id", "timestamp", "cwd"}  # empty fields omitted
@@ -104,7 +106,6 @@ def test_turn_lock_is_exclusive_and_released(tmp_path):
         pass
     f.delete()
     assert not f.path.exists() and not f.lock_path.exists()
-    assert not f.path.with_name(f.path.name + ".open").exists()
     other.close()
 
 
@@ -247,17 +248,19 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path):
 
 def test_opening_a_session_deleted_meanwhile_leaves_no_sidecar(tmp_path, monkeypatch):
     from kward.errors import InvalidParams
+    from kward.sessions.presence import PresenceTable
 
     f = new_file(tmp_path)
     path = f.path
     f.close()
-    real_take = store_mod._take_presence
+    table = PresenceTable()
+    real_take = table.take
 
     def delete_then_take(p):
         store_mod.remove_session_files(p)  # removed as unused by another process right now
-        return real_take(p)  # re-creates <file>.open
+        return real_take(p)
 
-    monkeypatch.setattr(store_mod, "_take_presence", delete_then_take)
+    monkeypatch.setattr(table, "take", delete_then_take)
     with pytest.raises(InvalidParams):
-        SessionFile.open(path)
-    assert os.listdir(path.parent) == []
+        SessionFile.open(path, presence=table)
+    assert os.listdir(path.parent) == [PRESENCE_NAME] and len(table) == 0  # nothing held any more

@@ -10,9 +10,10 @@ permission to look) is InvalidParams naming ``path``.
 
 Overwriting (issue 9, decided): an existing *regular file* is replaced (a client such as
 Tauren asks the user in its save dialog first). Never replaced: a symlink, a directory or
-any other non-regular file, a session file (wherever it lies) and the ``.lock``/``.open``
-sidecar of a session file: the atomic replace would swap the live file for a new inode
-and every later append would be lost. The export is written ``0600`` (it holds the
+any other non-regular file, a session file (wherever it lies), the ``.lock``/``.open``
+sidecar of a session file and a directory's ``.kward-sessions.open`` presence file
+(`kward.sessions.presence`): the atomic replace would swap the live file for a new inode
+and every later append (or every process's presence lock) would be lost. The export is written ``0600`` (it holds the
 conversation), whatever the replaced file's mode was.
 
 Race-free writing (`kward.confined`): the checks above use the path once to find the
@@ -29,6 +30,7 @@ Pure functions plus one atomic write: safe from any thread; no locks.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -39,12 +41,13 @@ from typing import Any, Iterable
 from kward.confined import FILE_FLAGS, Escape, open_below, read_fd, remove_dead_temps, replace_file, split_below
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.fsutil import FILE_MODE
+from kward.sessions.descriptors import out_of_descriptors
+from kward.sessions.lines import HEADER_MAX
 from kward.sessions.paths import lock_path_for, presence_path_for
-from kward.sessions.reader import SkipReport, decode_line
-from kward.sessions.records import header_problem
+from kward.sessions.presence import PRESENCE_NAME
+from kward.sessions.reader import header_ok
 
 TEMP_NAME = re.compile(r"\.exp-(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp")
-_HEADER_BYTES = 1 << 20  # as `reader.is_session_file`
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ def write_export(target: ExportTarget, data: bytes) -> None:
     except (Escape, FileNotFoundError, NotADirectoryError):
         raise _refused(target.given, target.shown) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a component is a symlink now (swapped in since the check)
+            raise _refused(target.given, target.shown) from None
         raise _unusable(target, exc) from None
     with node:
         if not node.is_dir:
@@ -123,6 +128,9 @@ def _check_replaceable(dir_fd: int, target: ExportTarget) -> None:
         raise _unusable(target, exc) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise _refused(target.given, target.shown)  # a symlink, a directory, a device...
+    if target.name == PRESENCE_NAME:  # replacing it would drop every process's presence locks
+        raise PathNotAllowed(f"Export would overwrite the sessions' presence file: {target.given or target.shown}",
+                             data={"path": target.shown})
     base = os.path.splitext(target.name)[0]
     sidecar = target.name in (lock_path_for(Path(base)).name, presence_path_for(Path(base)).name)
     if (st is not None and _holds_session(dir_fd, target.name)) or (sidecar and _holds_session(dir_fd, base)):
@@ -132,25 +140,22 @@ def _check_replaceable(dir_fd: int, target: ExportTarget) -> None:
 
 def _holds_session(dir_fd: int, name: str) -> bool:
     """True when the regular file `name` of `dir_fd` starts like a session file (the rule
-    of `reader.is_session_file`, read through the descriptor)."""
+    of `reader.SessionReader`, read through the descriptor)."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
-    except OSError:
+    except OSError as exc:
+        if out_of_descriptors(exc):
+            raise  # cannot tell: never guess "not a session"
         return False
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return False
-        data = read_fd(fd, _HEADER_BYTES)
+        data = read_fd(fd, HEADER_MAX)
     except OSError:
         return False
     finally:
         os.close(fd)
-    report = SkipReport(name)
-    for line in data.splitlines():
-        record = decode_line(line, "", report)
-        if record is not None:
-            return header_problem(record) is None
-    return False
+    return header_ok(data)
 
 
 def _refused(given: str, shown: str) -> PathNotAllowed:
@@ -158,6 +163,10 @@ def _refused(given: str, shown: str) -> PathNotAllowed:
                           data={"path": shown})
 
 
-def _unusable(target: ExportTarget, exc: OSError) -> InvalidParams:
+def _unusable(target: ExportTarget, exc: OSError) -> Exception:
+    """InvalidParams naming ``path``; `exc` itself when the process is out of descriptors
+    (answered ``too_many_open_files``: nothing is wrong with the path)."""
+    if out_of_descriptors(exc):
+        return exc
     return InvalidParams(f"Export path is not usable: {target.given or target.shown}: {exc.strerror or exc}",
                          data={"param": "path", "path": target.shown})

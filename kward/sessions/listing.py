@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kward.errors import KwardError
+from kward.sessions.descriptors import out_of_descriptors
 from kward.sessions.messages import (
     CONTENT_ROLES,
     COUNTED_ROLES,
@@ -127,8 +128,10 @@ def summarize(path: str, mtime_ns: int) -> SessionSummary:
     )
 
 
-def newest_files(directory: str) -> list[tuple[int, str]]:
-    """(mtime_ns, absolute path) of the ``*.jsonl`` files in `directory`, newest first."""
+def newest_files(directory: str, temps: list[str] | None = None) -> list[tuple[int, str]]:
+    """(mtime_ns, absolute path) of the ``*.jsonl`` files in `directory`, newest first.
+    Hidden names are never sessions (``.*.creating`` temp files among them: their names
+    are added to `temps` when given)."""
     found: list[tuple[int, str, str]] = []
     try:
         entries = os.scandir(directory)
@@ -136,7 +139,12 @@ def newest_files(directory: str) -> list[tuple[int, str]]:
         return []
     with entries:
         for entry in entries:
-            if not entry.name.endswith(".jsonl"):
+            name = entry.name
+            if name[:1] == ".":
+                if temps is not None and name.endswith(".creating"):
+                    temps.append(name)
+                continue
+            if not name.endswith(".jsonl"):
                 continue
             try:
                 if not entry.is_file():
@@ -149,12 +157,13 @@ def newest_files(directory: str) -> list[tuple[int, str]]:
     return [(mtime, os.path.abspath(path)) for mtime, _, path in found]
 
 
-def recent_sessions(directory: str, limit: int = DEFAULT_LIMIT, skip: Iterable[str] = ()) -> list[SessionSummary]:
+def recent_sessions(directory: str, limit: int = DEFAULT_LIMIT, skip: Iterable[str] = (),
+                    temps: list[str] | None = None) -> list[SessionSummary]:
     """The newest `limit` readable sessions in `directory`, undecorated, newest first.
-    Paths in `skip` are passed over without being read."""
+    Paths in `skip` are passed over without being read; see `newest_files` for `temps`."""
     skipped = set(skip)
     result: list[SessionSummary] = []
-    for mtime_ns, path in newest_files(directory):
+    for mtime_ns, path in newest_files(directory, temps):
         if len(result) >= limit:
             break
         if path in skipped:
@@ -162,6 +171,8 @@ def recent_sessions(directory: str, limit: int = DEFAULT_LIMIT, skip: Iterable[s
         try:
             result.append(summarize(path, mtime_ns))
         except (OSError, KwardError) as exc:
+            if out_of_descriptors(exc):
+                raise  # nothing wrong with the file: the listing would be silently short
             log.info("Not listing %s: %s", path, exc)
     return result
 
@@ -200,8 +211,9 @@ def decorate_tree(sessions: list[SessionSummary]) -> list[SessionSummary]:
 
 
 def list_sessions(directory: str, workspace_root: str, limit: int | None = DEFAULT_LIMIT,
-                  skip: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """``sessions/list`` items for one workspace's session directory."""
+                  skip: Iterable[str] = (), temps: list[str] | None = None) -> list[dict[str, Any]]:
+    """``sessions/list`` items for one workspace's session directory (see `newest_files`
+    for `temps`)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
         limit = DEFAULT_LIMIT  # as the original: a non-positive limit means the default
-    return [s.to_payload(workspace_root) for s in decorate_tree(recent_sessions(directory, limit, skip))]
+    return [s.to_payload(workspace_root) for s in decorate_tree(recent_sessions(directory, limit, skip, temps))]

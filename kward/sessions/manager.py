@@ -35,14 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from kward.errors import InvalidParams, SessionNotFound
+from kward.fsutil import remove_stale_files
 from kward.workspace import resolve_root
 from kward.sessions.export import export_conversation
 from kward.sessions.handle import SessionHandle
 from kward.sessions.listing import DEFAULT_LIMIT, list_sessions
 from kward.sessions.messages import entry_id, full_text, compact, parse_entry_id, role_of
-from kward.sessions.paths import resolve_session_path, workspace_session_dir
+from kward.sessions.paths import resolve_session_path, resume_root, workspace_session_dir
 from kward.sessions.opening import create_session, derive_session, load_session
+from kward.sessions.presence import PresenceTable
 from kward.sessions.session import OpenSession
+from kward.sessions.store import CREATING
 from kward.sessions.transcript import normalize_transcript, tool_details_from_file, wanted_tool_call_ids
 
 log = logging.getLogger(__name__)
@@ -50,15 +53,20 @@ log = logging.getLogger(__name__)
 
 class SessionManager:
     """Open sessions of this process. `sessions_dir` is ``Paths.sessions_dir``;
-    `default_workspace` is used when a call names no workspace (default: the cwd)."""
+    `default_workspace` is used when a call names no workspace (default: the cwd).
+    `presence` holds the presence locks of the sessions it opens (one table per process;
+    by default a new one)."""
 
-    def __init__(self, sessions_dir: Path, default_workspace: str | None = None):
+    def __init__(self, sessions_dir: Path, default_workspace: str | None = None,
+                 presence: PresenceTable | None = None):
         self.sessions_dir = Path(os.path.realpath(sessions_dir))  # one file, one path key
         self.default_workspace = Path(os.path.realpath(default_workspace or os.getcwd()))
+        self.presence = presence if presence is not None else PresenceTable()
         self._lock = threading.Lock()
         self._handles: dict[str, SessionHandle] = {}
         self._by_path: dict[str, OpenSession] = {}
         self._loading: dict[str, threading.Event] = {}
+        self._tidied: set[str] = set()  # session directories whose stale temp files were removed
 
     # --- registry --------------------------------------------------------------------
 
@@ -132,6 +140,15 @@ class SessionManager:
             handle.shared.end_work()
         return handle
 
+    def _tidy(self, directory: Path) -> None:
+        """Remove the ``.creating`` temp files killed processes left in `directory`, the
+        first time this process writes there (`list` removes those it comes across)."""
+        with self._lock:
+            if str(directory) in self._tidied:
+                return
+            self._tidied.add(str(directory))
+        remove_stale_files(directory, CREATING)
+
     def workspace(self, workspace_root: str | None) -> str:
         """The real path of an existing workspace directory (relative to the default one);
         InvalidParams ``workspace_not_found`` / ``not_a_directory`` otherwise."""
@@ -143,19 +160,23 @@ class SessionManager:
                model: str | None = None, reasoning_effort: str | None = None) -> SessionHandle:
         """A new persisted session (named when `name` is non-empty)."""
         root = self.workspace(workspace_root)
+        self._tidy(workspace_session_dir(self.sessions_dir, root))
         return self._opened(create_session(self.sessions_dir, root, name=name, model=model,
-                                           reasoning_effort=reasoning_effort))
+                                           reasoning_effort=reasoning_effort, presence=self.presence))
 
     def resume(self, path: str, workspace_root: str | None = None) -> SessionHandle:
         """Open an existing session file under a new RPC id.
 
-        `path` is resolved against the workspace root. A file this process already has
-        open gets another id on the same OpenSession (one whose file was replaced since is
-        not shared: the new file is opened); InvalidParams when it is missing or not a
-        kward session; PathNotAllowed when not a regular file.
+        `path` is resolved against the workspace root. The session works in the root
+        `paths.resume_root` decides (the given `workspace_root`; without one the header's
+        cwd only for a file kward filed for that cwd, else the default workspace). A file
+        this process already has open gets another id on the same OpenSession (one whose
+        file was replaced since is not shared: the new file is opened); InvalidParams when
+        it is missing or not a kward session; PathNotAllowed when not a regular file.
         """
         root = self.workspace(workspace_root)
         real = resolve_session_path(path, root)
+        requested = root if workspace_root is not None and workspace_root.strip() else None
         stale: OpenSession | None = None
         while True:
             with self._lock:
@@ -179,7 +200,9 @@ class SessionManager:
                 continue
             assert mine is not None
             try:
-                shared = load_session(real, root)
+                shared = load_session(real, lambda header: resume_root(
+                    real, header.cwd, self.sessions_dir, requested, str(self.default_workspace)),
+                    presence=self.presence)
             except BaseException:
                 with self._lock:
                     self._loading.pop(real, None)
@@ -196,7 +219,7 @@ class SessionManager:
         """A new independent session with every non-system live message and the read paths."""
         source = self.get(session_id)
         messages, read_paths = source.snapshot()
-        return self._opened(derive_session(self.sessions_dir, source.shared, messages, read_paths))
+        return self._opened(self._derive(source.shared, messages, read_paths))
 
     def fork_messages(self, session_id: str) -> list[dict[str, str]]:
         """``[{entryId: "message:<n>", text}]`` for the user messages of the live branch."""
@@ -219,7 +242,12 @@ class SessionManager:
         chosen = messages[index]
         if role_of(chosen) != "user":
             raise InvalidParams(f"Entry is not forkable: {entry}", data={"param": "entryId"})
-        return self._opened(derive_session(self.sessions_dir, source.shared, messages[:index])), full_text(chosen)
+        return self._opened(self._derive(source.shared, messages[:index])), full_text(chosen)
+
+    def _derive(self, source: OpenSession, messages: list[dict[str, Any]],
+                read_paths: set[str] | None = None) -> OpenSession:
+        self._tidy(workspace_session_dir(self.sessions_dir, source.workspace_root))
+        return derive_session(self.sessions_dir, source, messages, read_paths, presence=self.presence)
 
     # --- reading ---------------------------------------------------------------------
 
@@ -233,7 +261,12 @@ class SessionManager:
                 s.refresh()  # another process may have written to it
                 if s.is_empty:
                     skip.append(s.path)
-        return list_sessions(str(workspace_session_dir(self.sessions_dir, root)), root, limit, skip)
+        directory = workspace_session_dir(self.sessions_dir, root)
+        temps: list[str] = []
+        items = list_sessions(str(directory), root, limit, skip, temps)
+        if temps:  # hidden temp files seen by the listing's scandir: remove those of dead processes
+            remove_stale_files(directory, CREATING, names=temps)
+        return items
 
     def transcript(self, session_id: str) -> dict[str, Any]:
         """``{session, messages}`` with the normalized live conversation."""

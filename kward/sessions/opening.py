@@ -7,12 +7,13 @@ it). Safe from any thread; the work happens on the calling thread.
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kward.errors import PathNotAllowed
+from kward.sessions.descriptors import out_of_descriptors
 from kward.sessions.paths import new_session_name, workspace_session_dir
+from kward.sessions.presence import PROCESS_TABLE, PresenceTable
 from kward.sessions.reader import SessionReader
 from kward.sessions.records import SessionHeader
 from kward.sessions.replay import Replay, clean_name
@@ -22,14 +23,14 @@ from kward.sessions.store import SessionFile
 
 def create_session(sessions_dir: Path, workspace_root: str, *, name: str | None = None,
                    model: str | None = None, reasoning_effort: str | None = None,
-                   parent: OpenSession | None = None) -> OpenSession:
+                   parent: OpenSession | None = None, presence: PresenceTable = PROCESS_TABLE) -> OpenSession:
     """A new session file in the workspace's session directory (header fsynced)."""
     file_name, session_id, stamp = new_session_name()
     header = SessionHeader(id=session_id, timestamp=stamp, cwd=workspace_root, model=model,
                            reasoning_effort=reasoning_effort,
                            parent_id=parent.persistent_id if parent else None,
                            parent_path=parent.path if parent else None)
-    file = SessionFile.create(workspace_session_dir(sessions_dir, workspace_root), file_name, header)
+    file = SessionFile.create(workspace_session_dir(sessions_dir, workspace_root), file_name, header, presence)
     session = OpenSession(file, header, Replay(header, workspace_root), file.size(), workspace_root)
     if clean_name(name) is not None:
         session.rename(name)
@@ -39,19 +40,24 @@ def create_session(sessions_dir: Path, workspace_root: str, *, name: str | None 
 
 @contextlib.contextmanager
 def _opening(path: str) -> Iterator[None]:
+    """An OSError opening `path` is PathNotAllowed, unless the process is out of
+    descriptors (that goes up as it is: ``too_many_open_files``, nothing wrong with the file)."""
     try:
         yield
     except OSError as exc:
+        if out_of_descriptors(exc):
+            raise
         raise PathNotAllowed(f"Cannot open session file {path}: {exc.strerror}", data={"path": path}) from None
 
 
-def load_session(path: str, fallback_root: str) -> OpenSession:
+def load_session(path: str, root: str | Callable[[SessionHeader], str], *,
+                 presence: PresenceTable = PROCESS_TABLE) -> OpenSession:
     """Open an existing session file (InvalidParams when it is not a kward session).
 
     The header is checked read-only first: only a kward session is then opened for
-    appending and gets a presence sidecar (a README.md is refused untouched). The
-    workspace root is the header's cwd when that directory still exists, else
-    `fallback_root`. An unopenable file (e.g. not writable) is PathNotAllowed.
+    appending and gets a presence lock (a README.md is refused untouched). `root` is the
+    workspace root, or a function of the header that decides it (`paths.resume_root`).
+    An unopenable file (e.g. not writable) is PathNotAllowed.
     """
     reader = SessionReader(path)
     with _opening(path):
@@ -59,33 +65,30 @@ def load_session(path: str, fallback_root: str) -> OpenSession:
     try:
         header = reader.header
         assert header is not None
+        workspace_root = root(header) if callable(root) else root
         with _opening(path):
-            file = SessionFile.open(Path(path), reader.identity)
+            file = SessionFile.open(Path(path), reader.identity, presence)
         try:
-            root = fallback_root
-            if header.cwd and os.path.isdir(header.cwd):
-                root = os.path.realpath(header.cwd)
-            replay = Replay(header, root)
+            replay = Replay(header, workspace_root)
             for record in reader.records():
                 if not replay.apply(record):
                     reader.report.note("invalid", reader.where)
             reader.report.emit()
-            offset = reader.end_offset
         except BaseException:
             file.close()
             raise
     finally:
         reader.__exit__(None, None, None)
-    return OpenSession(file, header, replay, offset, root)
+    return OpenSession(file, header, replay, reader.end_offset, workspace_root, skipping=reader.skipping)
 
 
 def derive_session(sessions_dir: Path, source: OpenSession, messages: list[dict[str, Any]],
-                   read_paths: set[str] | None = None) -> OpenSession:
+                   read_paths: set[str] | None = None, presence: PresenceTable = PROCESS_TABLE) -> OpenSession:
     """A clone/fork of `source`: new file with parentId/parentPath, the source's name and
     runtime, then `messages` re-appended. `read_paths` replaces the rebuilt read state when
     given. The source file is untouched."""
     session = create_session(sessions_dir, source.workspace_root, name=source.name, model=source.model,
-                             reasoning_effort=source.reasoning_effort, parent=source)
+                             reasoning_effort=source.reasoning_effort, parent=source, presence=presence)
     try:
         for message in messages:
             session.append_message(message)

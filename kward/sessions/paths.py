@@ -67,11 +67,33 @@ def resolve_session_path(path: str | os.PathLike[str], workspace_root: str) -> s
     return os.path.realpath(full)
 
 
+def resume_root(session_path: str, header_cwd: str, sessions_dir: Path, requested: str | None,
+                default: str) -> str:
+    """The workspace root a resumed session works in (where its tools read and write).
+
+    A session file is data anybody can craft, so its header's ``cwd`` alone never decides:
+    with a `requested` root (the client's ``workspaceRoot``, a real path) that root is
+    used, whatever the header says. Without one, the header's ``cwd`` is used only when
+    kward itself filed the session there: the file lies in `sessions_dir` in the folder
+    named after that ``cwd`` (`workspace_session_dir`) and the directory exists. Any other
+    file (an arbitrary path, a copy, a header naming another place) opens in `default`
+    (the launch directory).
+    """
+    if requested is not None:
+        return requested
+    if header_cwd and os.path.isabs(header_cwd) and "\0" not in header_cwd:
+        filed = os.path.dirname(session_path) == str(workspace_session_dir(sessions_dir, header_cwd))
+        if filed and os.path.isdir(header_cwd):
+            return os.path.realpath(header_cwd)
+    return default
+
+
 def lock_path_for(session_path: Path) -> Path:
     """The sidecar file whose flock is the session's turn lock."""
     return session_path.with_name(session_path.name + ".lock")
 
 
 def presence_path_for(session_path: Path) -> Path:
-    """The sidecar every process with the session open holds a shared flock on."""
+    """The sidecar earlier versions held a shared flock on while the session was open
+    (now `kward.sessions.presence`); removed with the session, never an export target."""
     return session_path.with_name(session_path.name + ".open")

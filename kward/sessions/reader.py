@@ -1,13 +1,15 @@
-"""Forgiving, honest reading of session files.
+"""Forgiving, honest, bounded reading of session files.
 
-Torn last lines (a crash mid-write), blank lines, undecodable lines, records of unknown
-type and records of a known type with a broken shape are skipped; everything around them
-loads. What was skipped is counted in a `SkipReport` and logged once per read through this
-module's logger (never stderr). A file whose first valid record is not a version-1 session
-header is refused with InvalidParams.
+The first line must be a version-1 session header ending within `lines.HEADER_MAX`
+bytes; anything else (a README, a binary, a gigabyte without a newline) is refused with
+InvalidParams after reading at most that much. After the header, torn last lines (a crash
+mid-write), blank lines, undecodable lines, over-long lines (`lines.MAX_LINE`), records
+nested too deeply (`lines.MAX_DEPTH`), records of unknown type and records of a known type
+with a broken shape are skipped; everything around them loads. What was skipped is counted
+in a `SkipReport` and logged once per read through this module's logger (never stderr).
 
-Files are streamed line by line; nothing here keeps the raw lines. Safe from any thread
-(each call opens its own file object).
+Files are streamed in bounded chunks (`kward.sessions.lines`); nothing here keeps the raw
+lines. Safe from any thread (each call opens its own file object).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from kward.errors import InvalidParams
+from kward.sessions.descriptors import retrying
+from kward.sessions.lines import HEADER_MAX, MAX_DEPTH, LineScanner, too_deep
 from kward.sessions.records import BODY_TYPES, SessionHeader, header_problem
 
 log = logging.getLogger(__name__)
@@ -37,13 +41,15 @@ class SkipReport:
     undecodable: int = 0
     blank: int = 0
     invalid: int = 0
+    oversized: int = 0
     unknown_types: dict[str, int] = field(default_factory=dict)
     where: list[str] = field(default_factory=list)
 
     @property
     def skipped(self) -> int:
         """Skipped lines that carried something (blank lines excluded)."""
-        return self.undecodable + self.invalid + sum(self.unknown_types.values()) + int(self.torn_last_line)
+        return (self.undecodable + self.invalid + self.oversized + sum(self.unknown_types.values())
+                + int(self.torn_last_line))
 
     def note(self, kind: str, where: str, record_type: str | None = None) -> None:
         if kind == "blank":
@@ -61,6 +67,11 @@ class SkipReport:
         if len(self.where) < _MAX_WHERE:
             self.where.append(f"{kind} at {where}")
 
+    def count_scan(self, scanner: LineScanner) -> None:
+        """Add the blank and over-long lines `scanner` passed over."""
+        self.blank += scanner.blank
+        self.oversized += scanner.oversized
+
     def emit(self) -> None:
         """Log one summary line: WARNING when content was skipped, DEBUG for blank lines only."""
         if self.skipped:
@@ -71,6 +82,8 @@ class SkipReport:
                 parts.append(f"{self.undecodable} undecodable")
             if self.invalid:
                 parts.append(f"{self.invalid} malformed")
+            if self.oversized:
+                parts.append(f"{self.oversized} longer than the line limit")
             if self.unknown_types:
                 parts.append("unknown types " + ", ".join(f"{k}x{v}" for k, v in sorted(self.unknown_types.items())))
             if self.blank:
@@ -85,6 +98,7 @@ def decode_line(line: bytes, where: str, report: SkipReport, *, final: bool = Fa
     """One line (with or without its ``\\n``) -> a JSON object, or None (noted in `report`).
 
     `final` marks a last line with no newline: when it does not decode it is a torn line.
+    An object nested deeper than `lines.MAX_DEPTH` is noted as invalid.
     """
     if not line.strip():
         report.note("blank", where)
@@ -96,6 +110,9 @@ def decode_line(line: bytes, where: str, report: SkipReport, *, final: bool = Fa
         return None
     if not isinstance(record, dict):
         report.note("undecodable", where)
+        return None
+    if too_deep(record, line):
+        report.note("invalid", where)
         return None
     return record
 
@@ -109,22 +126,68 @@ def check_body_record(record: dict[str, Any], where: str, report: SkipReport) ->
     return True
 
 
-def split_chunk(data: bytes, base: int, report: SkipReport) -> tuple[list[dict[str, Any]], int]:
-    """Decode the complete lines of `data` (bytes read from file offset `base`).
+def body_records(scanner: LineScanner, report: SkipReport, skip_types: tuple[bytes, ...] = (),
+                 first_line: int | None = None) -> Iterator[dict[str, Any]]:
+    """The body records of the complete lines `scanner` yields, in order.
 
-    Returns the records and how many bytes were consumed (up to the last newline); a
-    trailing partial line is left for a later read (it may still be being written).
-    """
-    end = data.rfind(b"\n") + 1
-    records = []
-    pos = 0
-    while pos < end:
-        nl = data.index(b"\n", pos)
-        record = decode_line(data[pos:nl], f"byte {base + pos}", report)
-        if record is not None and check_body_record(record, f"byte {base + pos}", report):
-            records.append(record)
-        pos = nl + 1
-    return records, end
+    Lines starting with a prefix in `skip_types` (for example
+    ``b'{"type":"tool_execution_end"'``) are passed over without decoding. Problems are
+    noted as 'line N' (`first_line` is the number of the line before the first scanned
+    one) or, without it, 'byte N'. Hot loop of every resume: a well-formed line costs one
+    UTF-8 decode and one call of the C scanner; anything unusual takes `decode_line`."""
+    scan = _SCAN
+    body = BODY_TYPES
+    deep_min = 2 * MAX_DEPTH  # a shorter line cannot nest that deep
+
+    def where(start: int) -> str:
+        return f"line {first_line + scanner.lines}" if first_line is not None else f"byte {start}"
+
+    for line, start in scanner:
+        if skip_types and line.startswith(skip_types):
+            continue
+        try:
+            text = line.decode("utf-8")
+            record, end = scan(text, 0)
+        except (ValueError, StopIteration, RecursionError):  # UnicodeDecodeError is a ValueError
+            record = None
+        if record.__class__ is not dict or (end < len(text) and not text[end:].isspace()):
+            record = decode_line(line, where(start), report)
+            if record is None:
+                continue
+        elif len(line) > deep_min and too_deep(record, line):
+            report.note("invalid", where(start))
+            continue
+        kind = record.get("type")
+        if kind.__class__ is str and kind in body:
+            yield record
+        else:
+            check_body_record(record, where(start), report)
+
+
+def parse_header(data: bytes, path: str) -> tuple[SessionHeader, int]:
+    """The header from the first bytes of a file (at most `HEADER_MAX`; fewer only when
+    that is the whole file) and the length of its line (with the newline);
+    InvalidParams when the first line is not a usable v1 header."""
+    nl = data.find(b"\n", 0, HEADER_MAX)
+    if nl < 0 and len(data) >= HEADER_MAX:
+        problem = f"no line break in its first {HEADER_MAX // 1024} KiB"
+    else:
+        line = data if nl < 0 else data[:nl]
+        record = decode_line(line, "line 1", SkipReport(path))
+        problem = "no session header" if record is None else header_problem(record)
+        if problem is None:
+            return SessionHeader.from_record(record), len(line) if nl < 0 else nl + 1
+    raise InvalidParams(f"Not a Kward session file: {path}: {problem}", data={"path": path})
+
+
+def header_ok(data: bytes) -> bool:
+    """Whether `data` (the first `HEADER_MAX` bytes of a file, or all of it) starts with a
+    usable header line (the rule `SessionReader` applies)."""
+    try:
+        parse_header(data, "")
+    except InvalidParams:
+        return False
+    return True
 
 
 class SessionReader:
@@ -137,6 +200,7 @@ class SessionReader:
             for record in reader.records(): # body records only
                 ...
             reader.end_offset               # bytes consumed by complete lines
+            reader.skipping                 # the file ends inside an over-long line
             reader.report.emit()
     """
 
@@ -144,14 +208,16 @@ class SessionReader:
         self.path = str(path)
         self.report = SkipReport(self.path)
         self.end_offset = 0
+        self.skipping = False
         self._file: BinaryIO | None = None
-        self._lineno = 0
+        self._lineno = 1
         self.header: SessionHeader | None = None
 
     def __enter__(self) -> "SessionReader":
-        self._file = open(self.path, "rb")
+        self._file = retrying(open, self.path, "rb")
         try:
-            self.header = self._read_header()
+            self.header, self.end_offset = parse_header(self._file.read(HEADER_MAX), self.path)
+            self._file.seek(self.end_offset)
         except BaseException:
             self._file.close()
             raise
@@ -173,77 +239,25 @@ class SessionReader:
         """The position of the line read last, for reports."""
         return f"line {self._lineno}"
 
-    def _lines(self) -> Iterator[tuple[bytes, bool]]:
-        assert self._file is not None
-        for line in self._file:
-            self._lineno += 1
-            complete = line.endswith(b"\n")
-            if complete:
-                self.end_offset += len(line)
-            yield line, complete
-
-    def _read_header(self) -> SessionHeader:
-        for line, complete in self._lines():
-            record = decode_line(line, f"line {self._lineno}", self.report, final=not complete)
-            if record is None:
-                continue
-            problem = header_problem(record)
-            if problem:
-                raise InvalidParams(f"Not a Kward session file: {self.path}: {problem}",
-                                    data={"path": self.path})
-            if not complete:
-                self.end_offset += len(line)
-            return SessionHeader.from_record(record)
-        raise InvalidParams(f"Not a Kward session file: {self.path}: no session header",
-                            data={"path": self.path})
-
     def records(self, skip_types: tuple[bytes, ...] = ()) -> Iterator[dict[str, Any]]:
-        """Body records in file order. Lines starting with a prefix in `skip_types` (for
-        example ``b'{"type":"tool_execution_end"'``) are passed over without decoding.
-
-        Hot loop of every resume: a well-formed line costs one UTF-8 decode and one call
-        of the C scanner; anything unusual takes `decode_line`, which classifies it."""
+        """Body records in file order (see `body_records`); then `end_offset` is the end of
+        the last complete line, or of a complete last record without its newline."""
         assert self._file is not None
-        scan = _SCAN
-        body = BODY_TYPES
-        for line in self._file:
-            self._lineno += 1
-            complete = line[-1:] == b"\n"
-            if complete:
-                self.end_offset += len(line)
-            if skip_types and line.startswith(skip_types):
-                if not complete:
-                    self.end_offset += len(line)
-                continue
-            try:
-                text = line.decode("utf-8")
-                record, end = scan(text, 0)
-            except (ValueError, StopIteration, RecursionError):  # UnicodeDecodeError is a ValueError
-                record = None
-            if record.__class__ is not dict or (end < len(text) and not text[end:].isspace()):
-                record = decode_line(line, self.where, self.report, final=not complete)
-                if record is None:
-                    continue
-            if not complete:  # a whole record without its newline: keep it, it is complete
-                self.end_offset += len(line)
-            kind = record.get("type")
-            if kind.__class__ is str and kind in body:
-                yield record
-            else:
-                check_body_record(record, self.where, self.report)
+        scanner = LineScanner(self._file.read, self.end_offset)
+        for record in body_records(scanner, self.report, skip_types, first_line=1):
+            self._lineno = 1 + scanner.lines
+            yield record
+        self.report.count_scan(scanner)
+        self.end_offset, self.skipping = scanner.consumed, scanner.skipping
+        if not scanner.tail:
+            return
+        self._lineno = 2 + scanner.lines
+        if skip_types and scanner.tail.startswith(skip_types):
+            return  # not decoded: complete or not, it changes nothing for this reader
+        record = decode_line(scanner.tail, self.where, self.report, final=True)
+        if record is None:
+            return
+        self.end_offset += len(scanner.tail)  # a whole record without its newline: it is complete
+        if check_body_record(record, self.where, self.report):
+            yield record
 
-
-def is_session_file(path: str | Path, limit: int = 1 << 20) -> bool:
-    """True when the first valid record within the first `limit` bytes of `path` is a
-    usable session header (the rule `SessionReader` applies). False when unreadable."""
-    report = SkipReport(str(path))
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit)
-    except OSError:
-        return False
-    for line in data.splitlines():
-        record = decode_line(line, "", report)
-        if record is not None:
-            return header_problem(record) is None
-    return False

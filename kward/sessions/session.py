@@ -26,8 +26,9 @@ import os
 import threading
 from typing import Any, Callable, Iterator
 
-from kward.errors import SessionInUse, SessionNotFound
-from kward.sessions.reader import SkipReport, split_chunk
+from kward.errors import SessionFileGone, SessionInUse, SessionNotFound
+from kward.sessions.lines import LineScanner, range_reader
+from kward.sessions.reader import SkipReport, body_records
 from kward.sessions.records import (
     EXTRA_TYPES,
     SessionHeader,
@@ -48,12 +49,13 @@ class OpenSession:
     (`create_session`, `load_session`, `derive_session`)."""
 
     def __init__(self, file: SessionFile, header: SessionHeader, replay: Replay, offset: int,
-                 workspace_root: str):
+                 workspace_root: str, *, skipping: bool = False):
         self.header = header
         self.workspace_root = workspace_root
         self._file = file
         self._replay = replay
-        self._offset = offset
+        self._offset = offset  # the state reflects the file up to here
+        self._skipping = skipping  # `_offset` lies inside an over-long line (skipped)
         self._lock = threading.RLock()
         self._busy = 0
         self._closing = False
@@ -190,26 +192,35 @@ class OpenSession:
         if start > self._offset:  # another process appended since our last look
             self._catch_up(start)
         self._offset = end  # before applying: if that fails, the line is never read back and applied twice
+        self._skipping = False
         apply()
 
     # --- other processes -------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Fold in complete records other processes appended since our last look."""
+        """Fold in complete records other processes appended since our last look (nothing
+        when the file is gone: see `SessionFile.size`)."""
         with self._lock:
             if self._finalized:
                 return
-            size = self._file.size()
+            try:
+                size = self._file.size()
+            except SessionFileGone:
+                return
             if size > self._offset:
                 self._catch_up(size)
 
     def _catch_up(self, upto: int) -> None:
+        """Apply the complete records in [_offset, upto), in bounded memory (an
+        unterminated last line is left for a later look)."""
         report = SkipReport(self.path)
-        records, consumed = split_chunk(self._file.read_range(self._offset, upto), self._offset, report)
-        for record in records:
+        scanner = LineScanner(range_reader(self._file.pread, self._offset, upto), self._offset,
+                              skipping=self._skipping)
+        for record in body_records(scanner, report):
             if not self._replay.apply(record):
-                report.note("invalid", f"byte {self._offset}")
-        self._offset += consumed
+                report.note("invalid", f"byte {scanner.consumed}")
+        report.count_scan(scanner)
+        self._offset, self._skipping = scanner.consumed, scanner.skipping
         report.emit()
 
     # --- turns, busy state, closing --------------------------------------------------
@@ -242,8 +253,8 @@ class OpenSession:
         """Hold the cross-process turn lock for a turn or compaction; SessionBusy at once
         when another process holds it, SessionFileGone when the file is gone. Catches up
         with others' records on entry and fsyncs on exit. The session counts as busy
-        meanwhile."""
-        with self.work():
+        meanwhile, and its file keeps its descriptor (pinned)."""
+        with self.work(), self._file.pinning():
             fd = self._file.take_turn_lock(label=self.path)
             with self._lock:
                 self._turn_lock_fd = fd
@@ -390,7 +401,7 @@ class OpenSession:
         self.refresh()
         try:
             mtime = iso_from_ns(self._file.fstat().st_mtime_ns)
-        except (OSError, ValueError):  # closed
+        except (OSError, ValueError, SessionFileGone):  # closed, or gone
             mtime = None
         header = self.header
         created = normalize_iso(header.timestamp) or mtime

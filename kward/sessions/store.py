@@ -9,22 +9,30 @@ Concurrency contract (DESIGN.md "Where we deliberately differ"):
   ``append`` returns; ``sync`` makes it durable (fsync).
 - If the file does not end in a newline when we append (a writer crashed mid-line), the
   line we write starts with ``\\n`` so the torn fragment stays a separate, skippable line.
+- Descriptors are bounded (`kward.sessions.descriptors`): an idle file gives its
+  descriptor back when the process-wide pool is full (fsynced first) and reopens it on its
+  next use, checking that the file at the path is still the one it opened (device and
+  inode; SessionFileGone otherwise). A pinned file (`pin`: a turn is queued or running)
+  keeps its descriptor.
 - Turn lock: ``flock(LOCK_EX|LOCK_NB)`` on the sidecar ``<file>.lock``, held for a whole
   turn or compaction. Another holder (any process, or another descriptor in this one)
   makes ``turn_lock`` raise SessionBusy at once.
-- Presence lock: every open SessionFile holds ``flock(LOCK_SH)`` on the sidecar
-  ``<file>.open`` until it is closed, so a process can tell whether any *other* process
-  has the session open (``exclusive_presence``) before deleting an unused session. The
-  files are unlinked while that exclusive lock is still held (``delete`` closes last), so
-  an opener waiting for its shared lock finds the file gone and gives up.
+- Presence lock (`kward.sessions.presence`): every open SessionFile, idle or not, holds a
+  shared byte-range lock on its directory's ``.kward-sessions.open`` until it is closed,
+  so a process can tell whether any *other* process has the session open
+  (``exclusive_presence``) before deleting it. The files are unlinked while that
+  exclusive lock is still held (``delete`` closes last), so an opener waiting for its
+  shared lock finds the file gone and gives up.
 - The file may vanish under us (another process deleted it, a user moved it, something
   renamed another file over it). Every append first compares the descriptor (``fstat``:
   link count, device and inode) with the path (``os.stat``) and raises SessionFileGone
   instead of writing to a file nobody will read again; ``check_present`` does the same
   check on its own (before a turn is reported completed).
 
-Any thread may call any method; the internal lock makes appends, reads, sync and close
-atomic with respect to each other.
+Any thread may call any method; the internal lock makes appends, reads, sync, release and
+close atomic with respect to each other. Lock order: this file's lock -> the descriptor
+pool's; a directory's presence lock -> this file's lock (``delete`` inside
+``exclusive_presence``), never the other way round.
 """
 
 from __future__ import annotations
@@ -33,42 +41,51 @@ import contextlib
 import errno
 import fcntl
 import os
-import threading
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from kward.errors import InvalidParams, SessionBusy, SessionFileGone
+from kward.errors import InvalidParams, SessionBusy
 from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
+from kward.sessions.descriptors import DEFAULT_POOL, DescriptorPool, PooledFile, retrying
 from kward.sessions.paths import lock_path_for, presence_path_for
+from kward.sessions.presence import PROCESS_TABLE, Presence, PresenceTable
 from kward.sessions.records import SessionHeader, encode_line
 
+#: The temp names of `SessionFile.create`: ``.<name>.jsonl.<pid>.<8 hex>.creating`` (never
+#: listed as sessions; `fsutil.remove_stale_files` removes those of dead processes).
+CREATING = re.compile(r"^\..+\.jsonl\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.creating$")
 
-class SessionFile:
-    """An open append descriptor on one session file. Build with `create` or `open`."""
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
 
-    def __init__(self, path: Path, fd: int, presence_fd: int):
-        self.path = Path(path)
-        self._fd: int | None = fd
-        self._presence_fd: int | None = presence_fd
-        self._lock = threading.Lock()
-        self._dirty = False
+
+class SessionFile(PooledFile):
+    """An append descriptor (released while idle, see `PooledFile`) on one session file,
+    and its presence lock. Build with `create` or `open`."""
+
+    def __init__(self, path: Path, fd: int, presence: Presence, pool: DescriptorPool | None = None):
+        self._presence: Presence | None = presence
+        super().__init__(path, fd, _APPEND_FLAGS, pool if pool is not None else DEFAULT_POOL)
 
     # --- construction ----------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, file_name: str, header: SessionHeader) -> "SessionFile":
-        """Create ``directory/file_name`` (0600; directory 0700) holding `header`.
+    def create(cls, directory: Path, file_name: str, header: SessionHeader,
+               presence: PresenceTable = PROCESS_TABLE) -> "SessionFile":
+        """Create ``directory/file_name`` (0600; directory 0700) holding `header`; its
+        presence lock is taken in the table `presence`.
 
-        Atomic: the header is written and fsynced under a hidden temporary name, then
-        hard-linked into place, which (like O_EXCL) fails with FileExistsError when the name
-        is taken. A crash at any moment therefore leaves either no session file or one with
-        a complete header (never an empty or torn-header ``.jsonl`` that cannot be resumed).
-        The directory entry is fsynced before returning.
+        Atomic: the header is written and fsynced under a hidden temporary name
+        (``.<name>.<pid>.<8 hex>.creating``, see `CREATING`), then hard-linked into place,
+        which (like O_EXCL) fails with FileExistsError when the name is taken. A crash at
+        any moment therefore leaves either no session file or one with a complete header
+        (never an empty or torn-header ``.jsonl`` that cannot be resumed). The directory
+        entry is fsynced before returning.
         """
         ensure_private_dir(directory)
         path = Path(directory) / file_name
         tmp = Path(directory) / f".{file_name}.{os.getpid()}.{os.urandom(4).hex()}.creating"
-        fd = os.open(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        fd = retrying(os.open, tmp, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)
             _write_all(fd, encode_line(header.to_record()), path)
@@ -82,7 +99,7 @@ class SessionFile:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         try:
-            session = cls(path, fd, _take_presence(path))
+            session = cls(path, fd, retrying(presence.take, path))
         except BaseException:
             os.close(fd)
             remove_session_files(path)
@@ -91,39 +108,33 @@ class SessionFile:
         return session
 
     @classmethod
-    def open(cls, path: Path, identity: tuple[int, int] | None = None) -> "SessionFile":
+    def open(cls, path: Path, identity: tuple[int, int] | None = None,
+             presence: PresenceTable = PROCESS_TABLE) -> "SessionFile":
         """Open an existing session file for appending (never truncated or created).
 
         Check that the file is a session first (``SessionReader``, read-only): this opens it
-        for writing and creates its presence sidecar. `identity` is the ``(st_dev, st_ino)``
+        for writing and takes its presence lock. `identity` is the ``(st_dev, st_ino)``
         the caller checked; another file found at `path` now is InvalidParams. InvalidParams
-        too when the file was deleted while we opened it (no sidecar is left behind then).
+        too when the file was deleted while we opened it.
         """
         path = Path(path)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        fd = retrying(os.open, path, _APPEND_FLAGS)
         try:
             st = os.fstat(fd)
             if identity is not None and (st.st_dev, st.st_ino) != identity:
                 raise InvalidParams(f"Session file was replaced while it was opened: {path}",
                                     data={"path": str(path)})
-            presence = _take_presence(path)
+            lock = retrying(presence.take, path)  # waits while another process deletes it
         except BaseException:
             os.close(fd)
             raise
-        session = cls(path, fd, presence)
+        session = cls(path, fd, lock)
         if os.fstat(fd).st_nlink == 0:  # removed as unused between our open and our lock
             session.close()
-            if not os.path.lexists(path):  # our presence lock may have re-created the sidecar
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(presence_path_for(path))
             raise InvalidParams(f"Session file not found: {path}", data={"path": str(path)})
         return session
 
     # --- writing ---------------------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        return self._fd is None
 
     def append(self, record: dict[str, Any]) -> tuple[int, int]:
         """Write `record` as one line; return the (start, end) byte offsets of the line.
@@ -135,7 +146,7 @@ class SessionFile:
     def append_line(self, line: bytes) -> tuple[int, int]:
         """Append pre-encoded bytes that end in ``\\n`` (one JSON record)."""
         with self._lock:
-            fd = self._require_fd()
+            fd = self._descriptor()
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 st = os.fstat(fd)
@@ -152,81 +163,20 @@ class SessionFile:
         return end - len(line), end
 
     def sync(self) -> None:
-        """fsync the file if anything was appended since the last sync (no-op when closed)."""
+        """fsync the file if anything was appended since the last sync (no-op when closed;
+        a released descriptor was fsynced when it was released)."""
         with self._lock:
             if self._fd is not None and self._dirty:
                 os.fsync(self._fd)
                 self._dirty = False
 
-    def size(self) -> int:
-        with self._lock:
-            return os.fstat(self._require_fd()).st_size
-
-    def fstat(self) -> os.stat_result:
-        """``os.fstat`` of our descriptor (ValueError when closed)."""
-        with self._lock:
-            return os.fstat(self._require_fd())
-
-    # --- is it still there? ----------------------------------------------------------
-
-    def check_present(self) -> None:
-        """Raise SessionFileGone unless the file we append to is still the one at `path`
-        (ValueError when closed). Costs one ``fstat`` and one ``stat``."""
-        self._check_present(self.fstat())
-
-    def state(self) -> str:
-        """``present``, ``missing`` (deleted or moved away) or ``replaced`` (another file
-        is at the path now). ValueError when closed."""
-        try:
-            self.check_present()
-        except SessionFileGone as exc:
-            return exc.data["state"]
-        return "present"
-
-    def _check_present(self, st: os.stat_result) -> None:
-        how = "deleted" if st.st_nlink == 0 else "moved away"
-        try:
-            here = os.stat(self.path)
-        except (FileNotFoundError, NotADirectoryError):
-            raise _gone(self.path, "missing", how) from None
-        except OSError:  # cannot look (e.g. a directory made unreadable)
-            if st.st_nlink == 0:
-                raise _gone(self.path, "missing", how) from None
-            return
-        if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
-            raise _gone(self.path, "replaced", "replaced by another file")
-
-    def read_range(self, start: int, end: int) -> bytes:
-        """Bytes [start, end) of the file (lines already written never change)."""
-        chunks = []
-        with self._lock:  # held so that a concurrent close cannot recycle the descriptor
-            fd = self._require_fd()
-            while start < end:
-                chunk = os.pread(fd, min(end - start, 1 << 20), start)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                start += len(chunk)
-        return b"".join(chunks)
-
     def close(self) -> None:
         """fsync, close, and drop the presence lock; idempotent."""
         with self._lock:
-            fd, self._fd = self._fd, None
-            presence, self._presence_fd = self._presence_fd, None
-            try:
-                if fd is not None and self._dirty:
-                    os.fsync(fd)
-            finally:
-                if fd is not None:
-                    os.close(fd)
-                if presence is not None:
-                    os.close(presence)
-
-    def _require_fd(self) -> int:
-        if self._fd is None:
-            raise ValueError(f"session file is closed: {self.path}")
-        return self._fd
+            presence, self._presence = self._presence, None
+            self._close_descriptor()
+        if presence is not None:  # outside our lock: see the lock order
+            presence.release()
 
     # --- locks -----------------------------------------------------------------------
 
@@ -268,29 +218,16 @@ class SessionFile:
 
     @contextlib.contextmanager
     def exclusive_presence(self) -> Iterator[bool]:
-        """Yield True when no other descriptor (another process) has this session open.
-
-        Call it only while holding the turn lock: a failed LOCK_SH -> LOCK_EX conversion
-        drops our shared lock for a moment, and the turn lock keeps every other process
-        from making the same check in that moment. While the block runs with True nobody
-        can open the session (their presence lock waits). Our shared lock is restored after.
-        """
+        """Yield True when no other process has this session open (see
+        `Presence.exclusive`); while the block runs with True nobody can open it. Callers
+        hold the turn lock, so that no other process runs a turn meanwhile either."""
         with self._lock:
-            presence = self._presence_fd
+            presence = self._presence
         if presence is None:
             yield False
             return
-        try:
-            fcntl.flock(presence, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            alone = True
-        except BlockingIOError:
-            alone = False
-        try:
+        with presence.exclusive() as alone:
             yield alone
-        finally:
-            with self._lock:
-                if self._presence_fd is not None:  # a failed conversion may have dropped it
-                    fcntl.flock(self._presence_fd, fcntl.LOCK_SH)
 
     def delete(self) -> None:
         """Remove the file and its sidecars (missing files are fine), then close.
@@ -329,19 +266,9 @@ def _link_exclusive(tmp: Path, path: Path) -> None:
         os.rename(tmp, path)
 
 
-def _take_presence(path: Path) -> int:
-    fd = os.open(presence_path_for(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def try_turn_lock(lock_path: Path) -> int | None:
     """Open `lock_path` (0600) and take LOCK_EX|LOCK_NB; the fd, or None when held elsewhere."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    fd = retrying(os.open, lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -354,8 +281,8 @@ def try_turn_lock(lock_path: Path) -> int | None:
 
 
 def remove_session_files(path: Path, *, sidecars_only: bool = False) -> bool:
-    """Unlink a session file (unless `sidecars_only`) and its sidecars; True when the
-    session file was removed."""
+    """Unlink a session file (unless `sidecars_only`) and its sidecars (the turn lock's,
+    and the ``.open`` one earlier versions kept); True when the session file was removed."""
     removed = False
     if not sidecars_only:
         try:
@@ -368,8 +295,3 @@ def remove_session_files(path: Path, *, sidecars_only: bool = False) -> bool:
             os.unlink(sidecar)
     fsync_dir(Path(path).parent)
     return removed
-
-
-def _gone(path: Path, state: str, how: str) -> SessionFileGone:
-    return SessionFileGone(f"Session file was {how}: {path}; nothing more can be saved to this session",
-                           data={"path": str(path), "state": state})

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
+from kward.sessions.descriptors import out_of_descriptors, retrying
+from kward.sessions.lines import LineScanner, too_deep
 from kward.sessions.messages import role_of, tool_call_name, tool_call_raw_args, tool_calls_of
 from kward.sessions.normalize import call_arguments, is_error_result, normalize_tool_name, result_details
 
@@ -35,15 +37,16 @@ def tool_details_from_file(path: str, wanted: set[str]) -> dict[str, dict[str, A
     if not wanted:
         return found
     try:
-        with open(path, "rb") as f:
-            for line in f:
+        with retrying(open, path, "rb") as f:
+            for line in _all_lines(LineScanner(f.read)):
                 if _TOOL_END_MARK not in line:
                     continue
                 try:
                     record = json.loads(line)
                 except (ValueError, RecursionError):
                     continue  # the reader reports bad lines; here they just add nothing
-                if not isinstance(record, dict) or record.get("type") != "tool_execution_end":
+                if not isinstance(record, dict) or record.get("type") != "tool_execution_end" \
+                        or too_deep(record, line):
                     continue
                 call_id = record.get("toolCallId")
                 result = record.get("result")
@@ -56,8 +59,18 @@ def tool_details_from_file(path: str, wanted: set[str]) -> dict[str, dict[str, A
                     details["changedFiles"] = result["changedFiles"]
                 found[call_id] = details
     except OSError as exc:
+        if out_of_descriptors(exc):
+            raise
         log.warning("Cannot read tool details from %s: %s", path, exc)
     return found
+
+
+def _all_lines(scanner: LineScanner) -> Iterator[bytes]:
+    """Every line `scanner` yields, then its unterminated last line (bounded memory)."""
+    for line, _start in scanner:
+        yield line
+    if scanner.tail:
+        yield scanner.tail
 
 
 def normalize_transcript(messages: Iterable[dict[str, Any]], tool_details: dict[str, dict[str, Any]] | None = None

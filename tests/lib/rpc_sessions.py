@@ -9,6 +9,7 @@ timeout, never on a sleep.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -32,14 +33,25 @@ def write_script(path: Path, steps: list[Any], *, loop: bool = True) -> Path:
     return path
 
 
-class Kward(RpcClient):
-    """One `kward rpc` child (Scripted provider) launched in `workspace`."""
+def limited_argv(nofile: int) -> list[str]:
+    """``kward rpc`` started with a soft and hard RLIMIT_NOFILE of `nofile` (like
+    ``ulimit -n``), set in the child before it execs the interpreter."""
+    code = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (%d, %d)); "
+            "os.execv(sys.executable, [sys.executable, '-m', 'kward', 'rpc'])" % (nofile, nofile))
+    return [sys.executable, "-c", code]
 
-    def __init__(self, home: Path, workspace: Path, script: Path | None = None, **env: str):
+
+class Kward(RpcClient):
+    """One `kward rpc` child (Scripted provider) launched in `workspace`; `nofile` limits
+    its descriptors."""
+
+    def __init__(self, home: Path, workspace: Path, script: Path | None = None, *, nofile: int | None = None,
+                 **env: str):
         extra = {"KWARD_PROVIDER": "scripted", **env}
         if script is not None:
             extra["KWARD_SCRIPT"] = str(script)
-        super().__init__(home, cwd=workspace, env=kward_env(home, **extra))
+        super().__init__(home, cwd=workspace, env=kward_env(home, **extra),
+                         argv=limited_argv(nofile) if nofile else None)
 
     # --- sessions ---------------------------------------------------------------------
 
@@ -155,15 +167,17 @@ def workspace(tmp_path):
 
 @pytest.fixture
 def start(isolated_home, workspace, tmp_path):
-    """`start(steps=TOOL_TURN, loop=True, cwd=workspace, **env)` launches a `kward rpc`.
+    """`start(steps=TOOL_TURN, loop=True, cwd=workspace, nofile=None, **env)` launches a
+    `kward rpc` (with `nofile`: under that descriptor limit).
 
     At teardown every process still running is ended with EOF and must exit 0 with an
     empty stderr and nothing but frames on stdout (a killed one is only reaped)."""
     started: list[Kward] = []
 
-    def launch(steps: list[Any] = TOOL_TURN, *, loop: bool = True, cwd: Path | None = None, **env: str) -> Kward:
+    def launch(steps: list[Any] = TOOL_TURN, *, loop: bool = True, cwd: Path | None = None,
+               nofile: int | None = None, **env: str) -> Kward:
         script = write_script(tmp_path / f"script{len(started)}.json", steps, loop=loop)
-        client = Kward(isolated_home, cwd or workspace, script, **env)
+        client = Kward(isolated_home, cwd or workspace, script, nofile=nofile, **env)
         started.append(client)
         return client
 

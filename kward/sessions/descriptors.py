@@ -1,0 +1,302 @@
+"""A process-wide bound on the descriptors that open session files hold.
+
+Every open session file needs a descriptor only while it is used (an append, a read of
+what another process appended, a turn). `DescriptorPool` keeps the files holding one in
+least-recently-used order and, past its limit, makes the oldest idle ones give theirs
+back (`PooledFile.release_descriptor`: fsync, close); they reopen on their next use and
+check that the file at their path is still theirs (device and inode, else
+SessionFileGone), and answer stat-like questions from the path meanwhile, never opening
+for them. A pinned file (a queued or running turn holds its turn lock) is never asked. The limit is a quarter of the
+soft RLIMIT_NOFILE (at least 16, at most 1024), so however many sessions are open the
+rest of the process keeps its descriptors: with the macOS default of 256, 64 idle files.
+
+When the process runs out anyway (EMFILE: a file opened elsewhere, many turns running),
+`retrying` gives back every idle descriptor and tries the open once more; if that fails
+too the OSError goes up (the boundaries answer ``too_many_open_files``) and nothing is
+left half-done, so the next request works as soon as descriptors are free again.
+
+Thread contract: the pool's `_lock` guards the LRU table only and is never held while a
+file is asked to release (that takes the file's own lock, without waiting: a file busy in
+another thread is simply passed over). Files call `opened`/`used`/`forget` holding their
+own lock (lock order: file lock -> pool lock). A PooledFile's `_lock` guards its
+descriptor; its subclass holds it for every use of the descriptor. Any thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import resource
+import stat
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+
+from kward.errors import SessionFileGone
+
+T = TypeVar("T")
+
+MIN_LIMIT = 16
+MAX_LIMIT = 1024
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+
+
+def default_limit() -> int:
+    """A quarter of the soft descriptor limit, within [MIN_LIMIT, MAX_LIMIT]."""
+    try:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return MIN_LIMIT
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return MAX_LIMIT
+    return max(MIN_LIMIT, min(MAX_LIMIT, soft // 4))
+
+
+class DescriptorPool:
+    """See the module docstring. `limit` defaults to `default_limit()`, read at first use."""
+
+    def __init__(self, limit: int | None = None):
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._open: OrderedDict[int, PooledFile] = OrderedDict()  # id -> file, oldest first
+
+    @property
+    def limit(self) -> int:
+        if self._limit is None:
+            self._limit = default_limit()
+        return self._limit
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def opened(self, file: PooledFile) -> None:
+        """`file` now holds a descriptor (caller holds the file's lock): the oldest idle
+        files past the limit give theirs back."""
+        limit = self.limit
+        with self._lock:
+            self._open[id(file)] = file
+            self._open.move_to_end(id(file))
+            excess = len(self._open) - limit
+            victims = [f for f in self._open.values() if f is not file and not f.pinned][:max(0, excess)]
+        for victim in victims:
+            victim.release_descriptor()
+
+    def used(self, file: PooledFile) -> None:
+        """`file` used its descriptor: it is the most recently used now."""
+        with self._lock:
+            if id(file) in self._open:
+                self._open.move_to_end(id(file))
+
+    def forget(self, file: PooledFile) -> None:
+        """`file` closed its descriptor (caller holds the file's lock)."""
+        with self._lock:
+            self._open.pop(id(file), None)
+
+    def shrink(self) -> int:
+        """Ask every idle file to give its descriptor back; how many did."""
+        with self._lock:
+            idle = [f for f in self._open.values() if not f.pinned]
+        return sum(1 for f in idle if f.release_descriptor())
+
+
+DEFAULT_POOL = DescriptorPool()
+
+
+def out_of_descriptors(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in _OUT_OF_DESCRIPTORS
+
+
+def retrying(fn: Callable[..., T], *args: Any, pool: DescriptorPool = DEFAULT_POOL) -> T:
+    """``fn(*args)``; on EMFILE/ENFILE give back the idle descriptors and try once more."""
+    try:
+        return fn(*args)
+    except OSError as exc:
+        if not out_of_descriptors(exc) or not pool.shrink():
+            raise
+    return fn(*args)
+
+
+class PooledFile:
+    """A regular file known by its path and identity (device, inode), on a descriptor the
+    pool may close while the file is idle. `_descriptor` reopens it with `reopen_flags`,
+    only if the path still names the same file; `fstat`, `size` and the presence checks
+    look at the path instead while it is released (they never open). Subclasses do their
+    I/O under `_lock` (see `kward.sessions.store.SessionFile`)."""
+
+    def __init__(self, path: Path, fd: int, reopen_flags: int, pool: DescriptorPool | None = None):
+        self.path = Path(path)
+        st = os.fstat(fd)
+        self._identity = (st.st_dev, st.st_ino)
+        self._fd: int | None = fd
+        self._reopen_flags = reopen_flags | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK  # never wait on a FIFO
+        self._pool = pool if pool is not None else DEFAULT_POOL
+        self._lock = threading.Lock()
+        self._closed = False
+        self._dirty = False  # written since the last fsync
+        self._pins = 0
+        with self._lock:
+            self._pool.opened(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pinned(self) -> bool:
+        """Keeps its descriptor (read by the pool without the lock: a hint)."""
+        return self._pins > 0
+
+    @property
+    def holds_descriptor(self) -> bool:
+        return self._fd is not None
+
+    def pin(self) -> None:
+        """Keep the descriptor until `unpin` (a turn is queued or running); nestable."""
+        with self._lock:
+            self._pins += 1
+
+    def unpin(self) -> None:
+        with self._lock:
+            self._pins -= 1
+
+    @contextlib.contextmanager
+    def pinning(self) -> Iterator[None]:
+        """Pinned for the block."""
+        self.pin()
+        try:
+            yield
+        finally:
+            self.unpin()
+
+    def release_descriptor(self) -> bool:
+        """Give the descriptor back (fsynced first) unless pinned, closed or busy in
+        another thread (never waits); True when released. The pool calls this."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            fd = self._fd
+            if fd is None or self._pins:
+                return False
+            self._fd = None
+            self._pool.forget(self)
+            try:
+                if self._dirty:
+                    os.fsync(fd)
+                    self._dirty = False
+            finally:
+                os.close(fd)
+            return True
+        finally:
+            self._lock.release()
+
+    def _descriptor(self) -> int:
+        """Under `_lock`: our descriptor, reopened when it was released. ValueError when
+        closed; SessionFileGone when the file at the path is no longer ours."""
+        if self._closed:
+            raise ValueError(f"session file is closed: {self.path}")
+        fd = self._fd
+        if fd is not None:
+            self._pool.used(self)
+            return fd
+        self._stat_path()  # gone or replaced: say so without opening what is there now
+        try:
+            fd = retrying(os.open, self.path, self._reopen_flags, pool=self._pool)
+        except (FileNotFoundError, NotADirectoryError):
+            raise _gone(self.path, "missing", "deleted or moved away") from None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise _gone(self.path, "replaced", "replaced by another file") from None
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != self._identity:
+            os.close(fd)
+            raise _gone(self.path, "replaced", "replaced by another file")
+        os.set_blocking(fd, True)
+        self._fd = fd
+        self._pool.opened(self)
+        return fd
+
+    def _stat_path(self) -> os.stat_result:
+        """Under `_lock`, without a descriptor: ``os.stat`` of the path when it is still
+        our file, else SessionFileGone."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            raise _gone(self.path, "missing", "deleted or moved away") from None
+        if (st.st_dev, st.st_ino) != self._identity or not stat.S_ISREG(st.st_mode):
+            raise _gone(self.path, "replaced", "replaced by another file")
+        return st
+
+    def size(self) -> int:
+        """The file's size (ValueError when closed; SessionFileGone when it is gone and
+        our descriptor was released, so that it cannot be read any more)."""
+        return self.fstat().st_size
+
+    def fstat(self) -> os.stat_result:
+        """The stat of our file: ``os.fstat`` of the descriptor, or while it is released
+        ``os.stat`` of the path checked to be our file (see `size`). Opens nothing."""
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"session file is closed: {self.path}")
+            if self._fd is None:
+                return self._stat_path()
+            return os.fstat(self._fd)
+
+    def check_present(self) -> None:
+        """Raise SessionFileGone unless the file we append to is still the one at `path`
+        (ValueError when closed). Costs one ``fstat`` and one ``stat``."""
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"session file is closed: {self.path}")
+            if self._fd is None:
+                self._stat_path()
+                return
+            st = os.fstat(self._fd)
+        self._check_present(st)
+
+    def state(self) -> str:
+        """``present``, ``missing`` (deleted or moved away) or ``replaced`` (another file
+        is at the path now). ValueError when closed."""
+        try:
+            self.check_present()
+        except SessionFileGone as exc:
+            return exc.data["state"]
+        return "present"
+
+    def _check_present(self, st: os.stat_result) -> None:
+        how = "deleted" if st.st_nlink == 0 else "moved away"
+        try:
+            here = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise _gone(self.path, "missing", how) from None
+        except OSError:  # cannot look (e.g. a directory made unreadable)
+            if st.st_nlink == 0:
+                raise _gone(self.path, "missing", how) from None
+            return
+        if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
+            raise _gone(self.path, "replaced", "replaced by another file")
+
+    def pread(self, size: int, offset: int) -> bytes:
+        """At most `size` bytes from `offset` (lines already written never change)."""
+        with self._lock:  # held so that a concurrent close or release cannot recycle the descriptor
+            return os.pread(self._descriptor(), size, offset)
+
+    def _close_descriptor(self) -> None:
+        """Under `_lock`: closed for good (fsync first if written to)."""
+        self._closed = True
+        fd, self._fd = self._fd, None
+        self._pool.forget(self)
+        try:
+            if fd is not None and self._dirty:
+                os.fsync(fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+
+def _gone(path: Path, state: str, how: str) -> SessionFileGone:
+    return SessionFileGone(f"Session file was {how}: {path}; nothing more can be saved to this session",
+                           data={"path": str(path), "state": state})
