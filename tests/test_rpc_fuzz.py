@@ -27,7 +27,7 @@ from lib.rpc_client import RpcClient, frame
 from lib.rpc_models import env_for, finished, run_turn
 from lib.sessions_helpers import new_manager
 
-from kward.errors import KwardError
+from kward.errors import SessionNotFound
 from kward.rpc.registry import METHODS
 
 SEED = int(os.environ.get("KWARD_FUZZ_SEED", "9"))
@@ -78,10 +78,7 @@ def _still_works(c: RpcClient, ws: Path) -> None:
 #: them: (method, errorClass, does it match these params). A match is not counted as a
 #: problem here; the strict xfail tests at the end reproduce each one deterministically
 #: and start failing once it is fixed (then delete the entry).
-KNOWN_BUGS = [
-    ("sessions/resume", "ValueError", lambda params: "\0" in str(params.get("path"))),  # a NUL byte in the path
-    ("sessions/delete", "ValueError", lambda params: True),  # two deletes of one session at once
-]
+KNOWN_BUGS: list = []  # (method, errorClass, params predicate) of a bug found but not fixed yet
 
 
 def _known_bug(case: Any, error: dict) -> bool:
@@ -227,11 +224,8 @@ def test_seeded_params_fuzz_of_every_method(isolated_home):
     assert c.protocol_errors == [] and c.stderr == "", f"seed {SEED}: {c.protocol_errors} {c.stderr[-2000:]!r}"
 
 
-# --- what the fuzz found in code this file does not own (see KNOWN_BUGS) -------------------
+# --- what the fuzz found, fixed ------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known bug: kward/sessions/paths.py resolve_session_path calls os.stat on a path holding a NUL byte; "
-    "the ValueError is answered -32603 instead of -32602"))
 def test_resume_of_a_path_with_a_nul_byte_is_invalid_params(isolated_home):
     c, _ = _start(isolated_home)
     with c:
@@ -240,10 +234,6 @@ def test_resume_of_a_path_with_a_nul_byte_is_invalid_params(isolated_home):
     assert err.code == -32602, err.error
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "known bug: a sessions/delete that looked the id up just before a concurrent delete of the same session "
-    "closed its file raises ValueError('session file is closed') from OpenSession.check_deletable/delete "
-    "(kward/sessions/session.py), answered -32603 instead of session_not_found"))
 def test_a_delete_racing_another_delete_is_session_not_found(tmp_path):
     """The interleaving two pipelined `sessions/delete` of one session sometimes take:
     B looks the id up, A deletes the session, B goes on with what it looked up."""
@@ -251,5 +241,7 @@ def test_a_delete_racing_another_delete_is_session_not_found(tmp_path):
     session = manager.create(str(ws), "doomed")
     seen_by_b = manager.get(session.id)
     manager.delete(session.id, force=True)
-    with pytest.raises(KwardError):
+    with pytest.raises(SessionNotFound):
         seen_by_b.shared.check_deletable(force=True)
+    with pytest.raises(SessionNotFound):
+        seen_by_b.shared.delete(force=True)

@@ -287,7 +287,10 @@ class SessionManager:
 
     def check_deletable(self, session_id: str, *, force: bool = False) -> None:
         """Raise what `delete` would refuse with (see there); changes nothing."""
-        self.get(session_id).shared.check_deletable(force=force)
+        try:
+            self.get(session_id).shared.check_deletable(force=force)
+        except SessionNotFound:  # the file was finalized by a concurrent delete or close
+            raise SessionNotFound(session_id) from None
 
     def delete(self, session_id: str, *, force: bool = False) -> dict[str, Any]:
         """Delete the file and its sidecars and close every id on it: ``{deleted, path}``.
@@ -296,7 +299,10 @@ class SessionManager:
         when another file was put at its path. Both change nothing. A file already
         deleted elsewhere just closes the ids."""
         shared = self.get(session_id).shared
-        path = shared.delete(force=force)
+        try:
+            path = shared.delete(force=force)
+        except SessionNotFound:  # finalized by a concurrent delete or close
+            raise SessionNotFound(session_id) from None
         self._drop(shared)
         return {"deleted": True, "path": path}
 

@@ -54,6 +54,8 @@ def resolve_session_path(path: str | os.PathLike[str], workspace_root: str) -> s
     raw = os.fspath(path)
     if not raw.strip():
         raise InvalidParams("Session path is empty", data={"param": "path"})
+    if "\0" in raw:
+        raise InvalidParams("Session path contains a NUL byte", data={"param": "path"})
     expanded = os.path.expanduser(raw)
     full = os.path.normpath(os.path.join(workspace_root, expanded))
     try:

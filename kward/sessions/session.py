@@ -296,6 +296,8 @@ class OpenSession:
         """Raise what `delete` would (SessionFileGone when another file is at the path now;
         unless `force`, SessionInUse when another process has it open); changes nothing."""
         with self._lock:
+            if self._finalized:  # deleted or closed by a concurrent request
+                raise SessionNotFound(self.path)
             if self._gone_state() is None and not force:
                 with self._alone() as alone:
                     if not alone:
@@ -306,6 +308,8 @@ class OpenSession:
         SessionInUse when another process has it open; SessionFileGone when another file
         is at the path now (both change nothing); a missing file only loses its sidecars."""
         with self._lock:
+            if self._finalized:  # deleted or closed by a concurrent request
+                raise SessionNotFound(self.path)
             if self._gone_state() == "missing":
                 self._closing = self._finalized = True
                 self._close_gone()

@@ -94,8 +94,10 @@ class Cli:
         return Streamed(proc)
 
     def session_files(self) -> list[Path]:
+        """Every file a session left (its JSONL, its lock), not the directory's presence file."""
         root = self.config_dir / "sessions"
-        return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+        return sorted(p for p in root.rglob("*") if p.is_file() and p.name != ".kward-sessions.open") \
+            if root.exists() else []
 
 
 @pytest.fixture
