@@ -1,12 +1,12 @@
 """Imports point downward: nothing under the core imports kward.rpc (DESIGN.md "Package
-layout"). Only the RPC package itself and the faces above it (kward/client.py, the command
+layout"). Only the RPC package itself and the faces above it (kward/client/, the command
 line) may."""
 
 import ast
 from pathlib import Path
 
 KWARD = Path(__file__).resolve().parents[1] / "kward"
-ABOVE_RPC = {"rpc", "client.py", "cli.py", "__main__.py"}  # relative to kward/
+ABOVE_RPC = {"rpc", "client", "cli.py", "__main__.py"}  # relative to kward/
 
 
 def rpc_imports(source: str, module: str) -> list[str]:

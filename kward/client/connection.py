@@ -1,4 +1,4 @@
-"""kward.client: a small synchronous client of the kward protocol, over two transports.
+"""The connection of `kward.client`: a small synchronous client of the kward protocol, over two transports.
 
     with Client.spawn() as k:            # `kward rpc` as a subprocess (or any argv)
         ...
@@ -32,68 +32,11 @@ import sys
 import threading
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
+from kward.client.subscription import CLOSED as _CLOSED, ClientClosed, RpcError, Subscription
 from kward.rpc.framing import FrameFault, FrameReader, encode_frame
 
 Handler = Callable[[Any], Any]
-_CLOSED = object()
 _MAX_FRAME = 1 << 31
-
-
-class RpcError(Exception):
-    """An error response: `code`, `message`, `reason` (the stable slug in `data.reason`)
-    and the whole `data`."""
-
-    def __init__(self, error: Mapping[str, Any]):
-        self.code = error.get("code")
-        self.message = str(error.get("message", ""))
-        self.data = error.get("data") if isinstance(error.get("data"), dict) else {}
-        self.reason = self.data.get("reason")
-        super().__init__(f"{self.message} ({self.code}, {self.reason})")
-
-
-class ClientClosed(ConnectionError):
-    """The server ended (or the client was closed) before the answer came."""
-
-
-class Subscription:
-    """Notifications that arrived after `Client.subscribe`, in order. Iterating ends when the
-    client closes; `get` waits for the next one (TimeoutError, or ClientClosed once the
-    client closed and nothing is left)."""
-
-    def __init__(self, client: "Client", predicate: Callable[[dict], bool] | None):
-        self._client = client
-        self._predicate = predicate
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-
-    def _offer(self, msg: Any) -> None:
-        if msg is _CLOSED or self._predicate is None or self._predicate(msg):
-            self._queue.put(msg)
-
-    def get(self, timeout: float | None = None) -> dict:
-        try:
-            msg = self._queue.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no notification within {timeout} s") from None
-        if msg is _CLOSED:
-            self._queue.put(_CLOSED)  # every later get sees it too
-            raise ClientClosed("the kward server ended")
-        return msg
-
-    def __iter__(self) -> Iterator[dict]:
-        while True:
-            try:
-                yield self.get()
-            except ClientClosed:
-                return
-
-    def close(self) -> None:
-        self._client._unsubscribe(self)
-
-    def __enter__(self) -> "Subscription":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 class Client:

@@ -1,0 +1,13 @@
+"""kward.client: a small synchronous client of the kward protocol, over two transports.
+
+    with Client.spawn() as k:            # `kward rpc` as a subprocess (or any argv)
+        ...
+    with Client.in_process() as k:       # the same server core inside this process
+
+See `kward.client.connection` and docs/client.md.
+"""
+
+from kward.client.connection import Client
+from kward.client.subscription import ClientClosed, RpcError, Subscription
+
+__all__ = ["Client", "ClientClosed", "RpcError", "Subscription"]
