@@ -38,7 +38,7 @@ def start_login(cli, *args):
     proc = subprocess.Popen([*KWARD, "login", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=str(cli.ws), env=cli.env)
     run = Streamed(proc)
-    run.wait_for(b"/auth/callback. If that page")
+    run.wait_for(b"here and press Enter.\n")
     url = next(line.strip() for line in run.out.decode().splitlines() if "/oauth/authorize?" in line)
     return run, url
 
@@ -95,7 +95,7 @@ def test_login_with_the_callback_url_pasted_on_stdin(cli, oauth):
     run.proc.stdin.write(authorize(url).encode() + b"\n")
     run.proc.stdin.close()
     assert run.finish() == 0, run.err
-    assert run.out.decode().endswith("Still waiting; paste again or finish in the browser.\nLogged in to OpenAI.\n")
+    assert run.out.decode().endswith("Still waiting: paste again, or finish in the browser.\nLogged in to OpenAI.\n")
     assert run.err == b"" and oauth.grants() == ["authorization_code"]
     auth_file = cli.config_dir / "auth.json"
     assert stat.S_IMODE(auth_file.stat().st_mode) == 0o600

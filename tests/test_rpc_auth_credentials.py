@@ -89,21 +89,27 @@ def test_logout_removes_stored_credentials_and_keeps_the_environment_ones(isolat
     assert "openrouter_api_key" not in json.loads((isolated_home / ".kward" / "config.json").read_text())
 
 
-@pytest.mark.parametrize("params, param", [
+BAD_KEY_LOGINS = [
     ({"apiKey": KEY}, "providerId"),
     ({"providerId": "openai", "apiKey": KEY}, "providerId"),
     ({"providerId": "openrouter"}, "apiKey"),
     ({"providerId": "openrouter", "apiKey": 12345678}, "apiKey"),
-    ({"providerId": "openrouter", "apiKey": "sk-short"[:6]}, "apiKey"),
+    ({"providerId": "openrouter", "apiKey": "sk-sho"}, "apiKey"),
     ({"providerId": "openrouter", "apiKey": "sk-or-v1 with spaces"}, "apiKey"),
-])
-def test_bad_api_key_logins_store_nothing(isolated_home, oauth, params, param):
+    ({"providerId": "openrouter", "apiKey": "sk-" + "x" * 1030}, "apiKey"),
+]
+
+
+def test_bad_api_key_logins_store_nothing(isolated_home, oauth):
     with start(isolated_home, oauth) as c:
-        error = c.error("auth/loginWithApiKey", params)
-        assert (error.code, error.error["data"]["param"]) == (-32602, param)
-        if isinstance(params.get("apiKey"), str):
-            assert params["apiKey"] not in json.dumps(error.error)  # never quoted back
+        for params, param in BAD_KEY_LOGINS:
+            error = c.error("auth/loginWithApiKey", params)
+            assert (error.code, error.error["data"]["param"]) == (-32602, param), params
+            if isinstance(params.get("apiKey"), str):
+                assert params["apiKey"] not in json.dumps(error.error)  # never quoted back
         assert c.request("auth/status")["openrouterApiKey"] is False
+        error = c.error("auth/logoutProvider", {"providerId": "github"})
+        assert (error.code, error.error["data"]["param"]) == (-32602, "providerId")
     assert not (isolated_home / ".kward" / "config.json").exists()
 
 

@@ -138,7 +138,7 @@ def test_a_busy_port_moves_the_callback_to_a_free_one(isolated_home, oauth):
         busy.close()
 
 
-@pytest.mark.parametrize("method, params, param", [
+BAD_PARAMS = [
     ("auth/loginWithOAuth", {}, "providerId"),
     ("auth/loginWithOAuth", {"providerId": "github"}, "providerId"),
     ("auth/loginWithOAuth", {"providerId": 1}, "providerId"),
@@ -153,12 +153,16 @@ def test_a_busy_port_moves_the_callback_to_a_free_one(isolated_home, oauth):
     ("auth/submitOpenAICode", {"loginId": "nope", "code": "x" * 70000}, "code"),
     ("auth/loginStatus", {}, "loginId"),
     ("auth/loginStatus", {"loginId": ""}, "loginId"),
-])
-def test_bad_params_answer_minus_32602_naming_the_param_and_change_nothing(kward, method, params, param):
+]
+
+
+def test_bad_params_answer_minus_32602_naming_the_param_and_change_nothing(kward):
     pending = kward.request("auth/startOpenAILogin", {})
-    error = kward.error(method, params)
-    assert (error.code, error.reason, error.error["data"]["param"]) == (-32602, "invalid_params", param)
-    # a refused start did not cancel the pending login (a started one would have)
+    for method, params, param in BAD_PARAMS:
+        error = kward.error(method, params)
+        assert (error.code, error.reason, error.error["data"]["param"]) == (-32602, "invalid_params", param), \
+            (method, params)
+    # no refused start cancelled the pending login (a started one would have)
     assert kward.request("auth/loginStatus", {"loginId": pending["loginId"]})["status"] == "pending"
     assert not refused(port_of(pending["redirectUri"]))
 
@@ -199,3 +203,16 @@ def test_the_provider_selection_follows_logins_and_logouts_live(kward, isolated_
     assert provider() == ("OpenRouter", "OpenRouter API key")
     kward.request("auth/logoutProvider", {"providerId": "openrouter"})
     assert provider() == ("Codex", "default (no credentials found)")
+
+
+def test_initialize_offers_the_auth_group(isolated_home, oauth):
+    with start(isolated_home, oauth) as c:
+        caps = c.request("initialize")["capabilities"]
+    assert caps["authLogin"] is True
+    assert caps["auth"] == {
+        "supported": True, "providerFormat": "tauren-auth-v1",
+        "methods": ["auth/status", "auth/providers", "auth/loginWithApiKey", "auth/logoutProvider",
+                    "auth/loginWithOAuth", "auth/startOpenAILogin", "auth/submitOpenAICode", "auth/loginStatus"],
+        "oauthProviders": ["openai"], "apiKeyProviders": ["openrouter"],
+        "unsupportedOAuthProviders": {"github": "GitHub Copilot login is not offered by this kward."},
+        "logout": True, "notification": "auth/loginFinished"}

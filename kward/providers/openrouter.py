@@ -2,8 +2,8 @@
 
 The key comes from a callable passed in by the auth layer (`OPENROUTER_API_KEY`, else
 the credential store: the OS keyring or config.json), called once per attempt on the
-request's thread; None means no key. `OpenAICompatibleProvider` (openai_compat.py) reuses this class against
-any base URL with an optional key.
+request's thread; None means no key. `OpenAICompatibleProvider` (openai_compat.py)
+reuses this class against any base URL with an optional key.
 
 Thread contract: one provider serves many sessions concurrently; `complete` runs on each
 turn's worker thread (see `streaming.StreamingProvider`); no per-request state is kept.

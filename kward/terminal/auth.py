@@ -168,7 +168,7 @@ def login_openai(client: Client, env: Mapping[str, str], stdin: TextIO, out: Tex
         opened = interactive and can_open_browser(env) and _open_browser(login["authorizationUrl"])
         out.write(f"To log in to OpenAI, open this address in a browser{' (it was opened)' if opened else ''}:\n\n"
                   f"  {login['authorizationUrl']}\n\n"
-                  f"kward waits for the browser at {login['redirectUri']}. If that page cannot load (the browser "
+                  f"kward waits for the browser at {login['redirectUri']}.\nIf that page cannot load (the browser "
                   "runs on another machine), paste the address it shows, or the code, here and press Enter.\n")
         out.flush()
         return _wait(client, login["loginId"], stdin, wake_r, finished, out)
@@ -219,7 +219,7 @@ def _submit(client: Client, login_id: str, text: str, out: TextIO) -> int | None
         result = client.request("auth/submitOpenAICode", {"loginId": login_id, "code": text}, timeout=120)
     except RpcError as exc:
         if exc.reason in ("login_state_mismatch", "invalid_params"):
-            out.write(f"{exc.message} Still waiting; paste again or finish in the browser.\n")
+            out.write(f"{exc.message.rstrip('.')}. Still waiting: paste again, or finish in the browser.\n")
             out.flush()
             return None
         if exc.reason == "login_finished":  # the browser was quicker
