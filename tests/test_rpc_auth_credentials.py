@@ -192,6 +192,7 @@ def test_a_locked_keyring_falls_back_to_the_files_and_says_so(isolated_home, oau
         assert result["credentialStore"] == "file" and "0600 file" in result["message"]
         status = c.request("auth/status")
         assert status["credentialStore"] == "file" and "KeyringLocked" in status["credentialStoreDetail"]
+        assert status["credentialStoreReason"].startswith("the OS keyring failed (set_password raised KeyringLocked)")
         assert status["openrouterApiKeySource"] == "stored"
     assert json.loads((isolated_home / ".kward" / "config.json").read_text())["openrouter_api_key"] == KEY
     assert read_keyring(ring) == {}

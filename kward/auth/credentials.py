@@ -259,6 +259,9 @@ class Credentials:
         """`auth/status`: booleans, sources and the store; never a secret."""
         f = self._facts()
         choice = self.choice
+        degraded = getattr(choice.store, "degraded", None)  # a keyring that failed while in use
+        reason = f"the OS keyring failed ({degraded}); using 0600 files for the rest of this process" \
+            if degraded else choice.reason
         return {
             "openaiOAuth": f["openai_stored"],
             "openaiOAuthSource": "stored" if f["openai_stored"] else None,
@@ -268,7 +271,7 @@ class Credentials:
             "openrouterApiKeySource": self._source(f["openrouter_env"], f["openrouter_stored"]),
             "credentialStore": choice.name,
             "credentialStoreDetail": choice.store.describe(),
-            "credentialStoreReason": choice.reason,
+            "credentialStoreReason": reason,
         }
 
     def providers(self) -> dict[str, Any]:
