@@ -1,7 +1,7 @@
 """The `kward` command line.
 
     kward rpc                       the JSON-RPC backend UI clients start (fast path)
-    kward [options] COMMAND ...     rpc, doctor, help [command], version
+    kward [options] COMMAND ...     rpc, login, logout, auth status, doctor, help [command], version
     kward [options] PROMPT...       one-shot: answer once (also `-- PROMPT`, or piped stdin)
     kward [options]                 interactive, on a terminal
 
@@ -37,6 +37,14 @@ COMMANDS = {
     "doctor": ("doctor", "check the config, credentials, keyring, endpoints and config directory",
                "Run checks and print one line each: ok, warn or fail. Exit status 1 when a check\n"
                "failed, else 0. Endpoints are tried with a HEAD request and a 2 s timeout.\n"),
+    "login": ("login [openai|openrouter]", "log in to OpenAI in a browser (default), or store an OpenRouter key",
+              "openai: prints the login address (and opens a browser when there is one), then waits\n"
+              "for the browser to come back to kward, or for the callback address or code pasted\n"
+              "on standard input. openrouter: reads the API key from a hidden prompt, or from\n"
+              "standard input when it is not a terminal; never from the command line.\n"),
+    "logout": ("logout [provider]", "remove the stored credentials of openai, openrouter or both",
+               "Environment variables (OPENAI_ACCESS_TOKEN, OPENROUTER_API_KEY) stay in use.\n"),
+    "auth": ("auth status", "show where each provider's credentials come from and are kept", None),
     "help": ("help [command]", "show this help, or the help of one command", None),
     "version": ("version", "print the version (also --version, -v)", None),
 }
@@ -60,6 +68,7 @@ def help_text() -> str:
     from kward.terminal.commands import help_lines
 
     width = max(len(f"{flags} {value}".strip()) for flags, value, _ in OPTIONS)
+    column = max(20, *(len(usage) for usage, _, _ in COMMANDS.values()))
     lines = [
         "usage: kward [options] [PROMPT... | command]",
         "",
@@ -68,13 +77,13 @@ def help_text() -> str:
         "only the answer on stdout. UI clients drive kward over JSON-RPC with `kward rpc`.",
         "",
         "commands:",
-        *(f"  {usage:<20} {summary}" for usage, summary, _ in COMMANDS.values()),
+        *(f"  {usage:<{column}} {summary}" for usage, summary, _ in COMMANDS.values()),
         "",
         "options:",
         *(f"  {f'{flags} {value}'.strip():<{width}}  {summary}" for flags, value, summary in OPTIONS),
         "",
         "interactive commands:",
-        *help_lines(20),
+        *help_lines(column),
         "",
         "See kward(1) for the protocol, files and environment variables.",
     ]
@@ -248,6 +257,11 @@ def _command(name: str, args: list[str], overrides: dict[str, str], real_process
             return _help_for(args[0])
         sys.stdout.write(help_text())
         return 0
+    if name in ("login", "logout", "auth"):
+        from kward.terminal import auth
+        from kward.terminal.host import terminal_env
+
+        return auth.run(name, args, terminal_env(os.environ, overrides), os.getcwd())
     if args:
         sys.stderr.write(f"kward {name}: unexpected argument: {args[0]}\n(run `kward help {name}` for the usage)\n")
         return 2

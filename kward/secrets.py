@@ -9,7 +9,11 @@ Known secrets are the credential values this process could use (docs/protocol.md
 - config.json: every string under a secret-looking key at any depth (`openrouter_api_key`,
   `openai_compat_api_key`, ...; `kward.redact.is_secret_key`);
 - the stored login (auth.json): every string under a secret-looking key (access, refresh
-  and id tokens).
+  and id tokens);
+- whatever the credential store hands over (`learn`: the runtime passes every value the
+  `AuthService` reads or writes, OS keyring included) and what a loader returns
+  (`add_loader`: run at every `scrub_output`, so a tool cannot print a keyring-stored
+  value this process never read).
 
 Values are stripped; those shorter than `MIN_SECRET_CHARS` are ignored (a short value would
 replace ordinary words). A value once known stays known for the life of the process: an old
@@ -36,7 +40,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kward.config import ConfigStore
 from kward.errors import ConfigError
@@ -136,12 +140,39 @@ class KnownSecrets:
         self._auth_key: tuple[int, int, int] | None = None
         self._checked = float("-inf")
         self._snapshot = Snapshot()
+        self._loaders: list[Callable[[], Iterable[str]]] = []
 
     def snapshot(self) -> Snapshot:
         """The current secrets; the sources are checked when `ttl` seconds have passed."""
         if time.monotonic() - self._checked >= self._ttl:
             self.refresh()
         return self._snapshot
+
+    def learn(self, values: Iterable[str]) -> None:
+        """Add credential values now (any thread; the caller may hold its own locks)."""
+        with self._lock:
+            self._add({v for v in values if isinstance(v, str)})
+
+    def add_loader(self, loader: Callable[[], Iterable[str]]) -> None:
+        """Values `loader()` returns are learned at every `scrub_output`, which calls it
+        outside any lock of this object (a loader may be slow, e.g. the OS keyring, and
+        may log). Its exceptions are ignored."""
+        with self._lock:
+            self._loaders.append(loader)
+
+    def _add(self, found: set[str]) -> None:
+        fresh = {v.strip() for v in found} - self._known
+        fresh = {v for v in fresh if len(v) >= MIN_SECRET_CHARS}
+        if fresh:
+            self._known |= fresh
+            self._snapshot = Snapshot.of(self._known)
+
+    def _run_loaders(self) -> None:
+        for loader in list(self._loaders):
+            try:
+                self.learn(loader())
+            except Exception:  # an unusable store holds nothing this process can use
+                pass
 
     def refresh(self) -> Snapshot:
         """Check every source now: the environment, and a stat of config.json and
@@ -159,11 +190,7 @@ class KnownSecrets:
             if key != self._auth_key:
                 self._auth_key = key
                 found.update(self._read_auth())
-            fresh = {v.strip() for v in found} - self._known
-            fresh = {v for v in fresh if len(v) >= MIN_SECRET_CHARS}
-            if fresh:
-                self._known |= fresh
-                self._snapshot = Snapshot.of(self._known)
+            self._add(found)
             self._checked = time.monotonic()
             return self._snapshot
 
@@ -177,6 +204,8 @@ class KnownSecrets:
 
     def scrub_output(self, text: str) -> str:
         """Tool output with every known value and every JWT-shaped token replaced."""
+        if self._loaders:
+            self._run_loaders()
         text = self.refresh().scrub(text)
         if "eyJ" in text:
             text = JWT.sub(REDACTED, text)

@@ -82,3 +82,30 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
     everything = "\n".join(seen) + "\n" + logs + "\n" + out
     leaked = [p for p in planted if p in everything]
     assert leaked == []
+
+
+def test_known_secrets_learn_every_value_the_store_reads_or_writes(isolated_home):
+    from kward.config import ConfigStore, resolve_paths
+    from kward.secrets import KnownSecrets
+
+    # the store lives elsewhere than the files these KnownSecrets read themselves (a keyring, say)
+    elsewhere = ConfigStore(resolve_paths({"KWARD_CONFIG_PATH": str(isolated_home / "other" / "config.json")}))
+    with FakeOAuth() as fake:
+        auth = make_auth(make_env(KWARD_OPENAI_AUTH_ISSUER=fake.issuer, KWARD_OAUTH_PORT="0"))
+        known = KnownSecrets({}, elsewhere, isolated_home / "not-the-login-file")
+        auth.credentials.watch_secrets(known.learn)
+        try:
+            login = auth.logins.start(timeout=10)
+            auth.logins.submit(login.login_id, authorize(login.authorization_url))
+            auth.tokens.refresh(force=True)
+            auth.credentials.login_with_api_key("openrouter", API_KEY)
+        finally:
+            auth.close()
+        tokens = [t for t in fake.issued if not t.startswith("code-")]
+    assert known.snapshot().scrub(" ".join(tokens + [API_KEY])) == " ".join(["[REDACTED]"] * (len(tokens) + 1))
+
+    # a value this process never read is learned from the loader when tool output is scrubbed
+    later = KnownSecrets({}, elsewhere, isolated_home / "not-the-login-file")
+    later.add_loader(auth.credentials.secret_values)
+    assert later.snapshot().scrub(API_KEY) == API_KEY  # frames alone never run the loader
+    assert later.scrub_output(f"key={API_KEY}") == "key=[REDACTED]"

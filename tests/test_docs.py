@@ -147,8 +147,8 @@ def doc() -> Doc:
 
 # --- what the code says -------------------------------------------------------------------
 
-ACCESSORS = {"str": "string", "bool": "boolean", "int": "integer", "obj": "object", "list": "array",
-             "choice": "string"}
+ACCESSORS = {"str": "string", "bool": "boolean", "int": "integer", "number": "number", "obj": "object",
+             "list": "array", "choice": "string"}
 
 
 @dataclass

@@ -149,7 +149,7 @@ def test_not_logged_in(fake):
         run(provider)
     err = info.value
     assert err.reason == "not_logged_in" and err.kind == "auth"
-    assert "kward login" not in err.message and "OPENAI_ACCESS_TOKEN" in err.message
+    assert "`kward login`" in err.message and "OPENAI_ACCESS_TOKEN" in err.message
     assert fake.requests() == []
 
 

@@ -47,9 +47,9 @@ def test_every_spec_names_a_class_that_builds_itself_and_code_that_exists():
 
 def test_choosing_a_provider_loads_no_provider_module(tmp_path):
     code = ("import sys; from pathlib import Path; from kward.settings import resolve_settings; "
-            "from kward.providers.select import choose_spec; "
-            "spec, why = choose_spec(resolve_settings({}, {'OPENROUTER_API_KEY': 'k'}), {'OPENROUTER_API_KEY': 'k'}, "
-            "Path(sys.argv[1])); "
+            "from kward.providers.select import FileCredentials, choose_spec; "
+            "spec, why = choose_spec(resolve_settings({}, {'OPENROUTER_API_KEY': 'k'}), "
+            "FileCredentials({'OPENROUTER_API_KEY': 'k'}, Path(sys.argv[1]))); "
             "loaded = [m for m in sys.modules if m.startswith('requests') or m in "
             "('kward.providers.codex', 'kward.providers.openrouter', 'kward.providers.base')]; "
             "print(spec.key, why, loaded)")

@@ -189,7 +189,7 @@ def test_rejected_token_says_log_in_again(kward, fake):
     fake.script("responses", fc.http_error(401, {"detail": "Token expired"}))
     error = failed_error(run_turn(kward, kward.session["id"]))
     assert error["reason"] == "not_logged_in" and "401" in error["message"]
-    assert "kward login" not in error["message"] and "OPENAI_ACCESS_TOKEN" in error["message"]
+    assert "`kward login`" in error["message"] and "OPENAI_ACCESS_TOKEN" in error["message"]
     assert len(fake.requests("responses")) == 1
 
 

@@ -70,7 +70,7 @@ def test_no_credentials_selects_codex_and_fails_at_request_time(isolated_home, f
     assert state["defaultProvider"] == "Codex" and "no credentials" in state["providerReason"]
     error = failed_error(events)
     assert error["reason"] == "not_logged_in"
-    assert "Not logged in to Codex" in error["message"] and "kward login" not in error["message"]
+    assert "Not logged in to Codex" in error["message"] and "`kward login`" in error["message"]
     assert "OPENAI_ACCESS_TOKEN" in error["message"] and "OPENROUTER_API_KEY" in error["message"]
     assert fakes[0].requests() == [] and fakes[1].requests() == []  # nothing was sent anywhere
     assert "gpt-5.5" in [m["id"] for m in models]  # the built-in table

@@ -109,3 +109,20 @@ def test_everything_is_imported_from_the_archive_and_certifi_leaves_no_temp_file
     with zipfile.ZipFile(pyz) as z:
         assert pem.read_bytes() == z.read("certifi/cacert.pem")
     assert os.listdir(env["TMPDIR"]) == []  # no extracted copy left behind
+
+
+def test_the_file_store_takes_over_where_the_keyring_cannot_load_and_auth_status_says_so(pyz, env, isolated_home):
+    # keyring's Secret Service backend needs a compiled library the archive leaves out: it cannot load
+    env = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"}
+    key = "sk-or-v1-zipapp0123456789abc"
+    login = subprocess.run([sys.executable, "-S", str(pyz), "login", "openrouter"], input=key, capture_output=True,
+                           text=True, cwd=pyz.parent, env=env, timeout=60)
+    assert (login.returncode, login.stdout) == (0, "Saved the OpenRouter API key in a 0600 file.\n"), login.stderr
+    status = subprocess.run([sys.executable, "-S", str(pyz), "auth", "status"], capture_output=True, text=True,
+                            cwd=pyz.parent, env=env, timeout=60)
+    assert status.returncode == 0 and status.stderr == ""
+    lines = {line[:11].strip(): line[12:] for line in status.stdout.splitlines()}
+    assert lines["OpenRouter"] == "API key stored" and lines["store"].startswith("file: ")
+    assert "inside the zipapp only pure-Python keyring backends load" in lines["keyring"]
+    config = isolated_home / ".kward" / "config.json"
+    assert json.loads(config.read_text())["openrouter_api_key"] == key and config.stat().st_mode & 0o777 == 0o600

@@ -6,7 +6,9 @@ turn's requests carry is the requested one mapped to what the model offers
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which
 is rebuilt when the settings change (config.json's content: `LiveSettings`) or auth.json
-does, or on `reload()`.
+does, after `invalidate()` (a login or logout) or on `reload()`. Credentials come from the
+`credentials` source it is built with (the runtime's credential store; default: the
+environment and the files).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams
 from kward.providers.model_service import ModelService
-from kward.providers.select import Selection, build, select_provider
+from kward.providers.select import CredentialSource, FileCredentials, Selection, build, select_provider
 from kward.secrets import KnownSecrets
 from kward.settings import LiveSettings
 from kward.tools import ToolContext, ToolRegistry, default_registry
@@ -48,8 +50,9 @@ class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
-                 settings: LiveSettings | None = None):
+                 settings: LiveSettings | None = None, credentials: CredentialSource | None = None):
         self.paths = paths
+        self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
         self.settings = settings or LiveSettings(config, env)
         self.models = models or ModelService(config)
@@ -68,14 +71,18 @@ class AgentEngine:
         auth = _stat_key(self.paths.auth_file)
         with self._lock:
             if self._selection is None or settings is not self._built_from or auth != self._auth:
-                self._selection = select_provider(settings, self.paths.auth_file, self.env)
+                self._selection = select_provider(settings, self.credentials)
                 self._built_from, self._auth = settings, auth
             return self._selection
 
-    def reload(self) -> Selection:
-        self.settings.reload()
+    def invalidate(self) -> None:
+        """Forget the cached selection (credentials changed): the next use selects again."""
         with self._lock:
             self._selection = None
+
+    def reload(self) -> Selection:
+        self.settings.reload()
+        self.invalidate()
         return self.selection()
 
     def openrouter_provider(self) -> Any:
@@ -85,7 +92,7 @@ class AgentEngine:
             return selection.provider
         from kward.providers import registry
 
-        return build(registry.get("openrouter"), self.settings.current(), self.env, self.paths.auth_file)
+        return build(registry.get("openrouter"), self.settings.current(), self.credentials)
 
     def steering_supported(self) -> bool:
         try:

@@ -14,6 +14,12 @@ Listeners (`add_listener`) are called with the provider id after every login or 
 outside any lock, on the thread that made the change; the runtime uses this to re-select
 the provider and refresh client config. A listener's exception is logged.
 
+Secret watchers (`watch_secrets`) are called with every credential value read from or
+written to the store that they have not been given before (a login, a refreshed token, a
+key another process stored in the keyring and this one read), on the thread that read or
+wrote it; the runtime feeds them to `kward.secrets.KnownSecrets`, so tool output and
+frames are scrubbed of keyring-stored values too.
+
 Thread contract: any thread. `openai_lock()` serializes read-modify-write of the OpenAI
 login across threads (a reentrant lock) and processes (an flock on a sidecar of auth.json,
 ``.auth.json.lock``); `save_openai` and `logout("openai")` take it themselves.
@@ -109,6 +115,9 @@ class Credentials:
         self._choice_lock = threading.Lock()
         self._login_lock = _LoginLock(paths.auth_file.with_name(f".{paths.auth_file.name}.lock"))
         self._listeners: list[Callable[[str], None]] = []
+        self._watchers: list[Callable[[list[str]], None]] = []
+        self._seen: set[str] = set()
+        self._seen_lock = threading.Lock()
 
     # --- the store ----------------------------------------------------------------------
 
@@ -132,6 +141,23 @@ class Credentials:
     def add_listener(self, listener: Callable[[str], None]) -> None:
         self._listeners.append(listener)
 
+    def watch_secrets(self, watcher: Callable[[list[str]], None]) -> None:
+        self._watchers.append(watcher)
+
+    def _learn(self, values: list[str]) -> None:
+        """Pass values not seen before to the secret watchers."""
+        if not self._watchers:
+            return
+        with self._seen_lock:
+            fresh = [v for v in values if v and v not in self._seen]
+            self._seen.update(fresh)
+        if fresh:
+            for watcher in list(self._watchers):
+                try:
+                    watcher(fresh)
+                except Exception:
+                    log.exception("a secret watcher failed")
+
     def changed(self, provider_id: str) -> None:
         """Tell the listeners that `provider_id`'s credentials changed."""
         for listener in list(self._listeners):
@@ -150,10 +176,14 @@ class Credentials:
         return self._login_lock.hold()
 
     def stored_openai(self) -> OpenAITokens | None:
-        return OpenAITokens.from_record(self.store.get(OPENAI_OAUTH))
+        tokens = OpenAITokens.from_record(self.store.get(OPENAI_OAUTH))
+        if tokens is not None:
+            self._learn(tokens.secret_values())
+        return tokens
 
     def save_openai(self, tokens: OpenAITokens, *, notify: bool = True) -> None:
         """Store the login at once (atomically); then tell the listeners."""
+        self._learn(tokens.secret_values())
         with self.openai_lock():
             self.store.set(OPENAI_OAUTH, tokens.to_record())
         if notify:
@@ -166,8 +196,15 @@ class Credentials:
         env = self.env.get("OPENROUTER_API_KEY", "")
         if isinstance(env, str) and env.strip():
             return env.strip(), "environment"
+        stored = self.stored_openrouter_key()
+        return (stored, "stored") if stored else None
+
+    def stored_openrouter_key(self) -> str | None:
         stored = self.store.get(OPENROUTER_API_KEY)
-        return (stored.strip(), "stored") if isinstance(stored, str) and stored.strip() else None
+        if not isinstance(stored, str) or not stored.strip():
+            return None
+        self._learn([stored.strip()])
+        return stored.strip()
 
     # --- what the methods return --------------------------------------------------------
 
@@ -179,6 +216,7 @@ class Credentials:
         API-key login or a malformed key; nothing is stored then."""
         provider = check_provider_id(provider_id, (OPENROUTER,))
         key = check_api_key(api_key)
+        self._learn([key])
         self.store.set(OPENROUTER_API_KEY, key)
         message = f"Saved the OpenRouter API key {self._where()}."
         if self.env.get("OPENROUTER_API_KEY", "").strip():
@@ -208,11 +246,10 @@ class Credentials:
 
     def _facts(self) -> dict[str, bool]:
         """Which credentials exist, by provider and source (one read of each)."""
-        stored_key = self.store.get(OPENROUTER_API_KEY)
         return {"openai_env": self.openai_env_token() is not None,
                 "openai_stored": self.stored_openai() is not None,
                 "openrouter_env": bool(self.env.get("OPENROUTER_API_KEY", "").strip()),
-                "openrouter_stored": isinstance(stored_key, str) and bool(stored_key.strip())}
+                "openrouter_stored": self.stored_openrouter_key() is not None}
 
     @staticmethod
     def _source(env: bool, stored: bool) -> str | None:
@@ -222,6 +259,9 @@ class Credentials:
         """`auth/status`: booleans, sources and the store; never a secret."""
         f = self._facts()
         choice = self.choice
+        degraded = getattr(choice.store, "degraded", None)  # a keyring that failed while in use
+        reason = f"the OS keyring failed ({degraded}); using 0600 files for the rest of this process" \
+            if degraded else choice.reason
         return {
             "openaiOAuth": f["openai_stored"],
             "openaiOAuthSource": "stored" if f["openai_stored"] else None,
@@ -231,7 +271,7 @@ class Credentials:
             "openrouterApiKeySource": self._source(f["openrouter_env"], f["openrouter_stored"]),
             "credentialStore": choice.name,
             "credentialStoreDetail": choice.store.describe(),
-            "credentialStoreReason": choice.reason,
+            "credentialStoreReason": reason,
         }
 
     def providers(self) -> dict[str, Any]:
@@ -254,7 +294,7 @@ class Credentials:
         tokens = self.stored_openai()
         if tokens is not None:
             values.extend(tokens.secret_values())
-        key = self.store.get(OPENROUTER_API_KEY)
-        if isinstance(key, str) and key.strip():
-            values.append(key.strip())
+        key = self.stored_openrouter_key()
+        if key:
+            values.append(key)
         return values

@@ -270,23 +270,32 @@ class StoreChoice:
         return self.store.name
 
 
+def in_zipapp() -> bool:
+    """Whether kward runs from a zipapp (kward.pyz), which carries only the pure-Python
+    keyring backends: the Secret Service one needs a compiled library it leaves out."""
+    import kward
+
+    return type(getattr(kward, "__loader__", None)).__name__ == "zipimporter"
+
+
 def select_store(paths: Paths, config: ConfigStore, *, backend: Any = None) -> StoreChoice:
     """Choose the keyring when it has a usable backend, else the file store. `backend`
     overrides `keyring.get_keyring()` (tests). Imports `keyring` (~60 ms); call once."""
     files = FileStore(paths, config)
     started = time.monotonic()
+    where = "; inside the zipapp only pure-Python keyring backends load" if in_zipapp() else ""
     try:
         import keyring
         from keyring.backends import chainer, fail, null
 
         chosen = backend if backend is not None else keyring.get_keyring()
     except Exception as exc:  # a broken keyring install or backend: never stop kward
-        return StoreChoice(files, f"keyring is unavailable ({type(exc).__name__}); using 0600 files")
+        return StoreChoice(files, f"keyring is unavailable ({type(exc).__name__}{where}); using 0600 files")
     label = backend_label(chosen)
     if isinstance(chosen, (fail.Keyring, null.Keyring)):
-        reason = f"no usable keyring backend ({label}); using 0600 files"
+        reason = f"no usable keyring backend ({label}{where}); using 0600 files"
     elif isinstance(chosen, chainer.ChainerBackend) and not chosen.backends:
-        reason = f"the keyring chainer has no backends ({label}); using 0600 files"
+        reason = f"the keyring chainer has no backends ({label}{where}); using 0600 files"
     else:
         choice = StoreChoice(KeyringStore(chosen, files), f"keyring backend {label}")
         log.debug("credential store: %s (%.0f ms)", choice.reason, (time.monotonic() - started) * 1000)

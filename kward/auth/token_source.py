@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 REFRESH_MARGIN = 60.0
 STALE_AFTER = 8 * 24 * 3600.0  # refresh a login of unknown expiry saved longer ago than this
-LOGIN_HINT = "log in again (auth/startOpenAILogin) or set OPENAI_ACCESS_TOKEN"
+LOGIN_HINT = "log in again with `kward login` (a UI: auth/startOpenAILogin) or set OPENAI_ACCESS_TOKEN"
 
 
 class TokenSource:

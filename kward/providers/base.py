@@ -130,12 +130,15 @@ class ProviderSetup:
     """What selection hands to `Provider.create`. The callables are read per request, on the
     request's thread: `secret` the API key or access token (its variable, else the value
     stored in config.json; None: none), `login` a stored OpenAI login (access token,
-    account id) or None. `options` holds the spec's provider-specific settings by key."""
+    account id) or None. `options` holds the spec's provider-specific settings by key.
+    `refresh` (None: none) is called once after an HTTP 401: True when fresh credentials
+    are available; it raises a KwardError (`not_logged_in`) when they cannot be had."""
 
     settings: "ProviderSettings | None"  # None for a provider without a base URL
     secret: Callable[[], "str | None"] = lambda: None
     login: Callable[[], "tuple[str, str | None] | None"] = lambda: None
     options: Mapping[str, Any] = field(default_factory=dict)
+    refresh: "Callable[[], bool] | None" = None
 
 
 class Provider:

@@ -1,10 +1,13 @@
 """The Codex provider: ChatGPT OAuth + the Responses API over SSE, as the Codex CLI uses them.
 
-Credentials come from a callable passed in by the auth layer, called once per attempt on
-the request's thread: it returns `(access_token, account_id or None)`, or None when not
-logged in. Without an account id the `chatgpt_account_id` claim of the access token (a
-JWT) is used. An optional `refresh` callable is called once after a 401; returning True
-means fresh credentials are available and the request is re-sent once.
+Credentials come from a callable passed in by the auth layer (`kward.auth.TokenSource`:
+the environment token, else the stored login, refreshed before it expires), called once
+per attempt on the request's thread: it returns `(access_token, account_id or None)`, or
+None when not logged in. Without an account id the `chatgpt_account_id` claim of the
+access token (a JWT) is used. An optional `refresh` callable is called once after a 401;
+returning True means fresh credentials are available and the request is re-sent once.
+A `KwardError` either callable raises (a refresh that failed for good: `not_logged_in`;
+the login server unreachable: `provider_error`) fails the request with its message.
 
 Thread contract: one provider serves many sessions concurrently; `complete` runs on each
 turn's worker thread (see `streaming.StreamingProvider`). The provider keeps no
@@ -20,6 +23,7 @@ import time
 import uuid
 from typing import Any, Callable, Mapping
 
+from kward.errors import KwardError
 from kward.providers import jwt_claims
 from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
 from kward.providers.codex_wire import CodexAssembler, build_body
@@ -32,8 +36,9 @@ log = logging.getLogger(__name__)
 
 CodexCredentials = Callable[[], "tuple[str, str | None] | None"]
 
-NOT_LOGGED_IN = ("Not logged in to Codex: no OpenAI login found. Set OPENAI_ACCESS_TOKEN to an OpenAI "
-                 "access token, or use OpenRouter instead: set OPENROUTER_API_KEY (or config openrouter_api_key).")
+NOT_LOGGED_IN = ("Not logged in to Codex: no OpenAI login found. Run `kward login` (a UI: auth/startOpenAILogin) "
+                 "or set OPENAI_ACCESS_TOKEN, or use OpenRouter instead: `kward login openrouter` or set "
+                 "OPENROUTER_API_KEY.")
 _SESSION_NS = uuid.UUID("6f1c3f4e-8a56-4c1e-9d0e-6b2f0c6f8a11")
 
 
@@ -47,9 +52,17 @@ def env_credentials(env: Mapping[str, str] = os.environ) -> CodexCredentials:
     return credentials
 
 
-def not_logged_in_error() -> ProviderError:
-    return ProviderError(NOT_LOGGED_IN, provider="Codex", kind="auth", reason="not_logged_in",
+def not_logged_in_error(message: str = NOT_LOGGED_IN) -> ProviderError:
+    return ProviderError(message, provider="Codex", kind="auth", reason="not_logged_in",
                          data={"provider": "Codex", "kind": "auth"})
+
+
+def credentials_error(exc: KwardError) -> ProviderError:
+    """The request failure for a credential callable's error (see the module docstring)."""
+    if exc.reason == "not_logged_in":
+        return not_logged_in_error(exc.message)
+    return ProviderError(exc.message, provider="Codex", kind="network", retryable=True,
+                         data={"provider": "Codex", "kind": "network"})
 
 
 def conversation_key(request: ModelRequest) -> str:
@@ -66,7 +79,7 @@ class CodexProvider(StreamingProvider):
 
     name = "Codex"
     supports_steering = True
-    auth_hint = "Set OPENAI_ACCESS_TOKEN to a valid OpenAI access token."
+    auth_hint = "Log in again with `kward login` (a UI: auth/startOpenAILogin), or set OPENAI_ACCESS_TOKEN."
 
     def __init__(self, settings: ProviderSettings, credentials: CodexCredentials, *,
                  refresh: Callable[[], bool] | None = None, http: HttpClient | None = None):
@@ -77,13 +90,14 @@ class CodexProvider(StreamingProvider):
     @classmethod
     def create(cls, setup: ProviderSetup) -> "CodexProvider":
         """Built by selection (`kward.providers.registry`): the setup's access token (its
-        account id from the JWT claims), else the stored login, read per attempt."""
+        account id from the JWT claims), else the stored login, read per attempt; the
+        setup's refresh after a 401."""
 
         def credentials() -> tuple[str, str | None] | None:
             token = setup.secret()
             return (token, jwt_claims.account_id(token)) if token else setup.login()
 
-        return cls(setup.settings, credentials)
+        return cls(setup.settings, credentials, refresh=setup.refresh)
 
     @property
     def responses_url(self) -> str:
@@ -92,7 +106,10 @@ class CodexProvider(StreamingProvider):
 
     def auth_headers(self) -> dict[str, str]:
         """Authorization, account and originator headers; raises `not_logged_in`."""
-        creds = self._credentials()
+        try:
+            creds = self._credentials()
+        except KwardError as exc:
+            raise credentials_error(exc) from None
         if not creds or not creds[0]:
             raise not_logged_in_error()
         token, account = creds
@@ -121,9 +138,9 @@ class CodexProvider(StreamingProvider):
             return False
         try:
             return bool(self._refresh())
-        except Exception as exc:  # a failed refresh ends in the 401 error below
-            log.warning("Codex: refreshing the login failed: %s", type(exc).__name__)
-            return False
+        except KwardError as exc:  # the refresh failed: its message says what fixes it
+            log.warning("Codex: refreshing the login after a 401 failed (%s)", exc.reason)
+            raise credentials_error(exc) from None
 
     def _http_error(self, status: int, headers: dict[str, str], body: str) -> ProviderError:
         detail, code = body.strip(), ""

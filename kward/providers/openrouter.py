@@ -1,9 +1,9 @@
 """OpenRouter: streamed chat completions with an API key (https://openrouter.ai/docs).
 
-The key comes from a callable passed in by the auth layer (`OPENROUTER_API_KEY`, the
-credential store, or config), called once per attempt on the request's thread; None
-means no key. `OpenAICompatibleProvider` (openai_compat.py) reuses this class against
-any base URL with an optional key.
+The key comes from a callable passed in by the auth layer (`OPENROUTER_API_KEY`, else
+the credential store: the OS keyring or config.json), called once per attempt on the
+request's thread; None means no key. `OpenAICompatibleProvider` (openai_compat.py)
+reuses this class against any base URL with an optional key.
 
 Thread contract: one provider serves many sessions concurrently; `complete` runs on each
 turn's worker thread (see `streaming.StreamingProvider`); no per-request state is kept.
@@ -35,7 +35,7 @@ class OpenRouterProvider(StreamingProvider):
     """OpenRouter chat completions, streamed. See the module docstring."""
 
     name = "OpenRouter"
-    auth_hint = "Check your OpenRouter API key (OPENROUTER_API_KEY or config openrouter_api_key)."
+    auth_hint = "Check your OpenRouter API key (`kward login openrouter`, or OPENROUTER_API_KEY)."
 
     def __init__(self, settings: ProviderSettings, api_key: ApiKey, *, http: HttpClient | None = None):
         super().__init__(settings, http=http)
@@ -51,8 +51,8 @@ class OpenRouterProvider(StreamingProvider):
         key = self._api_key()
         if not key:
             raise ProviderError(
-                "No OpenRouter API key. Set OPENROUTER_API_KEY, or store one as openrouter_api_key in config.json "
-                "(config/update).",
+                "No OpenRouter API key. Run `kward login openrouter` (a UI: auth/loginWithApiKey) or set "
+                "OPENROUTER_API_KEY.",
                 provider=self.name, kind="auth", reason="not_logged_in",
                 data={"provider": self.name, "kind": "auth"})
         headers = {"Authorization": f"Bearer {key}", "X-Title": self.settings.app_title}

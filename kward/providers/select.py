@@ -2,23 +2,28 @@
 
 Order: the `provider` setting (`KWARD_PROVIDER`, else config `provider`); else the first
 provider of `kward.providers.registry` marked `auto` whose credential exists, in table
-order: an OpenAI token (`OPENAI_ACCESS_TOKEN` or the stored login in auth.json) -> Codex,
-an OpenRouter key (`OPENROUTER_API_KEY` or config `openrouter_api_key`) -> OpenRouter;
-else Codex, which fails at request time with a clear "not logged in" error. The model and
-reasoning level are the resolved settings of the chosen provider
-(`kward.settings.ProvidersSettings.models`). Provider modules are imported only for the
-provider chosen, and none of them imports `requests` before its first request.
+order: an OpenAI token (`OPENAI_ACCESS_TOKEN` or the stored login) -> Codex, an
+OpenRouter key (`OPENROUTER_API_KEY` or the stored key) -> OpenRouter; else Codex, which
+fails at request time with a clear "not logged in" error. The model and reasoning level
+are the resolved settings of the chosen provider (`kward.settings.ProvidersSettings.models`).
+Provider modules are imported only for the provider chosen, and none of them imports
+`requests` before its first request.
 
-`select_provider` is pure apart from reading auth.json and the script file; any thread.
+Credentials come from a `CredentialSource`: the runtime passes the credential store's
+(`kward.auth.provider_credentials.AuthCredentials`: the OS keyring or the files, with
+token refresh); `FileCredentials` reads only the environment, config.json and auth.json
+(cheap: `initialize` uses it, so answering it loads neither `keyring` nor `requests`).
+
+`select_provider` is pure apart from what the credential source reads and the script
+file; any thread.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from kward.providers import registry
 from kward.providers.registry import ProviderSpec
@@ -47,7 +52,7 @@ class Selection:
 
 
 def stored_openai_tokens(auth_file: Path) -> tuple[str, str | None] | None:
-    """(access token, account id) from a stored login, or None."""
+    """(access token, account id) from a login file, or None."""
     try:
         data = json.loads(auth_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -59,28 +64,58 @@ def stored_openai_tokens(auth_file: Path) -> tuple[str, str | None] | None:
     return tokens["access_token"], account if isinstance(account, str) else None
 
 
-def _secret(spec: ProviderSpec, settings: Settings, env: Mapping[str, str]) -> Callable[[], str | None]:
-    """The credential getter of `spec`: its variable (read per call) when set, else the
-    value stored in config.json."""
-    variable = spec.secret.env if spec.secret else None
-    stored = settings.providers.secrets.get(spec.key)
-
-    def secret() -> str | None:
-        value = env.get(variable) if variable else None
-        return value if isinstance(value, str) and value else stored
-
-    return secret
+Secret = Callable[[], "str | None"]
+Login = Callable[[], "tuple[str, str | None] | None"]
 
 
-def _login(spec: ProviderSpec, auth_file: Path) -> Callable[[], tuple[str, str | None] | None]:
-    return (lambda: stored_openai_tokens(auth_file)) if spec.stored_login else (lambda: None)
+class CredentialSource(Protocol):
+    """Where selection and the providers it builds get credentials (any thread).
+
+    `available` says whether `spec` has a credential now, without a network call;
+    `secret` and `login` give the getters a `ProviderSetup` carries (read per request);
+    `refresh` the getter called once after an HTTP 401 (None: nothing to refresh)."""
+
+    def available(self, spec: ProviderSpec, settings: Settings) -> bool: ...
+
+    def secret(self, spec: ProviderSpec, settings: Settings) -> Secret: ...
+
+    def login(self, spec: ProviderSpec) -> Login: ...
+
+    def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None": ...
 
 
-def has_credentials(spec: ProviderSpec, settings: Settings, env: Mapping[str, str], auth_file: Path) -> bool:
-    return bool(_secret(spec, settings, env)()) or _login(spec, auth_file)() is not None
+class FileCredentials:
+    """Credentials from the environment (read per call), config.json (the settings) and a
+    login file; never the OS keyring, never a refresh."""
+
+    def __init__(self, env: Mapping[str, str], auth_file: Path):
+        self.env = env
+        self.auth_file = auth_file
+
+    def secret(self, spec: ProviderSpec, settings: Settings) -> Secret:
+        """The spec's variable (read per call) when set, else the value in config.json."""
+        variable = spec.secret.env if spec.secret else None
+        stored = settings.providers.secrets.get(spec.key)
+        env = self.env
+
+        def secret() -> str | None:
+            value = env.get(variable) if variable else None
+            return value if isinstance(value, str) and value else stored
+
+        return secret
+
+    def login(self, spec: ProviderSpec) -> Login:
+        auth_file = self.auth_file
+        return (lambda: stored_openai_tokens(auth_file)) if spec.stored_login else (lambda: None)
+
+    def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None":
+        return None
+
+    def available(self, spec: ProviderSpec, settings: Settings) -> bool:
+        return bool(self.secret(spec, settings)()) or self.login(spec)() is not None
 
 
-def choose_spec(settings: Settings, env: Mapping[str, str], auth_file: Path) -> tuple[ProviderSpec, str]:
+def choose_spec(settings: Settings, credentials: CredentialSource) -> tuple[ProviderSpec, str]:
     """(provider spec, why) without building the provider; ConfigError for a config
     `provider` that names no provider."""
     settings.check("provider")
@@ -88,19 +123,19 @@ def choose_spec(settings: Settings, env: Mapping[str, str], auth_file: Path) -> 
     if providers.provider is not None:
         return registry.get(providers.provider), providers.provider_source or "config provider"
     for spec in registry.PROVIDERS:
-        if spec.auto and has_credentials(spec, settings, env, auth_file):
+        if spec.auto and credentials.available(spec, settings):
             return spec, spec.auto
     return registry.get(registry.DEFAULT), "default (no credentials found)"
 
 
-def choose(config: Mapping[str, Any], env: Mapping[str, str], auth_file: Path) -> tuple[str, str]:
+def choose(config: Mapping[str, Any], env: Mapping[str, str], credentials: CredentialSource) -> tuple[str, str]:
     """(provider key, why) for a config document, without building the provider (the
     `initialize` answer's steering mode)."""
-    spec, why = choose_spec(resolve_settings(config, env), env, auth_file)
+    spec, why = choose_spec(resolve_settings(config, env), credentials)
     return spec.key, why
 
 
-def build(spec: ProviderSpec, settings: Settings, env: Mapping[str, str], auth_file: Path) -> "Provider":
+def build(spec: ProviderSpec, settings: Settings, credentials: CredentialSource) -> "Provider":
     """The provider of `spec` (imports its module). ConfigError for a bad config value it
     needs; ScriptError (also -32002, `invalid_config`) for an unusable script."""
     from kward.providers.base import ProviderSetup
@@ -110,16 +145,16 @@ def build(spec: ProviderSpec, settings: Settings, env: Mapping[str, str], auth_f
         from kward.providers.settings import for_provider
 
         http = for_provider(spec, settings)
-    setup = ProviderSetup(settings=http, secret=_secret(spec, settings, env), login=_login(spec, auth_file),
-                          options=settings.providers.options.get(spec.key, {}))
+    setup = ProviderSetup(settings=http, secret=credentials.secret(spec, settings), login=credentials.login(spec),
+                          options=settings.providers.options.get(spec.key, {}), refresh=credentials.refresh(spec))
     return registry.load(spec.cls).create(setup)
 
 
-def select_provider(settings: Settings, auth_file: Path, env: Mapping[str, str] = os.environ) -> Selection:
+def select_provider(settings: Settings, credentials: CredentialSource) -> Selection:
     """Build the provider to use now, with its model and reasoning level. Raises what
     `choose_spec` and `build` raise."""
-    spec, reason = choose_spec(settings, env, auth_file)
-    provider = build(spec, settings, env, auth_file)
+    spec, reason = choose_spec(settings, credentials)
+    provider = build(spec, settings, credentials)
     choice = settings.providers.model(spec.key)
     model = choice.model or provider.model
     return Selection(spec, provider, model, choice.effort, reason, settings.providers.base_urls.get(spec.key))

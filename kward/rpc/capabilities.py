@@ -48,8 +48,6 @@ class RuntimeFacts:
     max_input_chars: int = 0
     tokens_stats: bool = False
     cost_stats: bool = False
-    oauth_providers: tuple[str, ...] = ()
-    api_key_providers: tuple[str, ...] = ()
 
 
 def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
@@ -138,9 +136,11 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                             "methods": present(RUNTIME_SETTING_METHODS),
                             "settings": ["defaultModel", "defaultThinkingLevel"] if has("runtime/updateSetting") else []},
         "auth": {"supported": bool(auth), "providerFormat": "tauren-auth-v1", "methods": auth,
-                 "oauthProviders": list(facts.oauth_providers), "apiKeyProviders": list(facts.api_key_providers),
+                 "oauthProviders": ["openai"] if has("auth/startOpenAILogin") or has("auth/loginWithOAuth") else [],
+                 "apiKeyProviders": ["openrouter"] if has("auth/loginWithApiKey") else [],
                  "unsupportedOAuthProviders": {"github": "GitHub Copilot login is not offered by this kward."},
-                 "logout": has("auth/logoutProvider")},
+                 "logout": has("auth/logoutProvider"),
+                 "notification": "auth/loginFinished"},
         "memory": {"supported": bool(memory), "optIn": True, "defaultEnabled": False,
                    "autoSummaryDefaultEnabled": False, "promptInjection": "interactive",
                    "storage": {"core": "json", "soft": "jsonl", "events": "jsonl"}, "methods": memory},

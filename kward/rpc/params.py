@@ -70,6 +70,21 @@ class Params:
             raise self._wrong(name, "an integer" + lo + ("," if lo and hi else "") + hi)
         return value
 
+    def number(self, name: str, default: Any = None, *, required: bool = False, above: float | None = None,
+               max: float | None = None) -> Any:
+        """A finite number (integer or not) more than `above` and at most `max`."""
+        value = self._get(name, required)
+        if value is _MISSING:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+                or value in (float("inf"), float("-inf")):
+            raise self._wrong(name, "a number")
+        if (above is not None and value <= above) or (max is not None and value > max):
+            lo = "" if above is None else f" more than {above:g}"
+            hi = "" if max is None else f" at most {max:g}"
+            raise self._wrong(name, "a number" + lo + (" and" if lo and hi else "") + hi)
+        return value
+
     def obj(self, name: str, default: Any = None, *, required: bool = False) -> Any:
         value = self._get(name, required)
         if value is _MISSING:

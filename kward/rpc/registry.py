@@ -81,6 +81,16 @@ METHODS: dict[str, Method] = {
     "openrouter/catalog": Method("models:openrouter_catalog", slow=True),
     "runtime/updateSetting": Method("models:update_setting", slow=True),
     "runtime/reload": Method("models:reload", slow=True),
+    # auth (methods/auth.py): the credential store may be the OS keyring (D-Bus), logins bind
+    # a port and wait for the token endpoint: all slow but the status of a login
+    "auth/status": Method("auth:status", slow=True),
+    "auth/providers": Method("auth:providers", slow=True),
+    "auth/loginWithApiKey": Method("auth:login_with_api_key", slow=True),
+    "auth/logoutProvider": Method("auth:logout_provider", slow=True),
+    "auth/loginWithOAuth": Method("auth:login_with_oauth", slow=True),
+    "auth/startOpenAILogin": Method("auth:start_openai_login", slow=True),
+    "auth/submitOpenAICode": Method("auth:submit_openai_code", slow=True),
+    "auth/loginStatus": Method("auth:login_status"),
 }
 
 

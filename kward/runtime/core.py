@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
     from kward.providers.model_service import ModelService
     from kward.agent.questions import QuestionBroker
+    from kward.runtime.auth import RuntimeAuth
     from kward.agent.turns import Turn, TurnManager
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
@@ -134,7 +135,15 @@ class Runtime:
 
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
                                                            questions=self.questions, env=self.env,
-                                                           secrets=self.secrets, models=self.models))
+                                                           secrets=self.secrets, models=self.models,
+                                                           credentials=self.auth.provider_credentials))
+
+    @property
+    def auth(self) -> "RuntimeAuth":
+        """Credentials and logins (kward/runtime/auth.py)."""
+        from kward.runtime.auth import RuntimeAuth
+
+        return self._service("auth", lambda: RuntimeAuth(self, self._notify))
 
     @property
     def turns(self) -> "TurnManager":
@@ -156,9 +165,12 @@ class Runtime:
         steering = False
         try:
             from kward.providers.registry import STEERING
-            from kward.providers.select import choose
+            from kward.providers.select import FileCredentials, choose
 
-            key, _ = choose(self.config.load(), self.env, self.paths.auth_file)
+            # no keyring at start-up: the files and the environment, unless auth is in use already
+            credentials = self.auth.provider_credentials if self.has_service("auth") else \
+                FileCredentials(self.env, self.paths.auth_file)
+            key, _ = choose(self.config.load(), self.env, credentials)
             steering = STEERING[key]
         except KwardError as exc:  # an invalid config.json, an unknown provider name
             warnings.append((exc.reason, exc.message))
@@ -194,6 +206,8 @@ class Runtime:
         with self._lock:
             services = dict(self._services)
         steps = []
+        if "auth" in services:  # pending logins: their callback listeners and threads
+            steps.append(services["auth"].close)
         if "turns" in services:
             steps.append(services["turns"].shutdown)
         if "sessions" in services:

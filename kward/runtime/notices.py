@@ -2,7 +2,8 @@
 callable it was built with (the RPC face turns each into a notification).
 
 A notice is sent from the thread where the thing happened (a turn's worker for a
-question) and the callable may block briefly (the face paces its output)."""
+question, a login's own thread for a finished login) and the callable may block briefly
+(the face paces its output)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,12 @@ class QuestionAsked:
     session_id: str
     request_id: str
     questions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class LoginFinished:
+    """An OAuth login left ``pending`` (completed, failed or cancelled). `payload` is the
+    login as `auth/loginStatus` shows it (providerId, loginId, status, redirectUri,
+    authorizationUrl, message?, error?); never a secret."""
+
+    payload: dict[str, Any]

@@ -108,8 +108,9 @@ def _credentials(report: Report, env: Mapping[str, str], config: Mapping[str, An
     elif provider == "OpenAICompatible" or (provider in found and found[provider]):
         report.line("ok", "credentials", listed)
     else:
-        report.line("warn", "credentials", f"none for {provider or 'the provider'} (turns will fail: not logged in); "
-                                           f"found: {listed}")
+        fix = "`kward login openrouter`" if provider == "OpenRouter" else "`kward login`"
+        report.line("warn", "credentials", f"none for {provider or 'the provider'} (turns will fail: not logged in; "
+                                           f"run {fix}); found: {listed}")
 
 
 def _keyring(report: Report) -> None:

@@ -73,6 +73,11 @@ PLAUSIBLE: dict[str, Any] = {
     "clientInfo": [{"name": "fuzz", "version": "1"}, {}], "values": "config",
     "capabilities": [{"optOutNotificationMethods": ["turn/event"]}, {"optOutNotificationMethods": [1]},
                      {"experimentalApi": True}, {"experimentalApi": "yes"}, {}],
+    "providerId": ["openai", "openrouter", "OpenRouter", "github", ""],
+    "apiKey": ["sk-or-v1-fuzz0123456789abcdef", "short", " sk-or-v1-padded0123456789 \n", "x" * 2000, "a b c d e f"],
+    "timeoutSeconds": [0.05, 0.2, 0, -1, 3600, 3601, 1e300],
+    "loginId": ["nope", "", "x" * 5000],
+    "code": ["abc", "http://localhost:1455/auth/callback?code=x&state=y", "?error=access_denied", "", "c#s"],
 }
 
 #: Per method: the params its handler reads.
@@ -92,6 +97,10 @@ PARAMS: dict[str, list[str]] = {
     "models/current": [], "models/set": ["model", "provider"], "reasoning/set": ["effort"],
     "openrouter/catalog": [], "runtime/updateSetting": ["sessionId", "settingId", "value"],
     "runtime/reload": ["sessionId"],
+    "auth/status": [], "auth/providers": [], "auth/loginWithApiKey": ["providerId", "apiKey"],
+    "auth/logoutProvider": ["providerId"], "auth/loginWithOAuth": ["providerId", "timeoutSeconds"],
+    "auth/startOpenAILogin": ["timeoutSeconds"], "auth/submitOpenAICode": ["loginId", "code"],
+    "auth/loginStatus": ["loginId"],
 }
 DESTRUCTIVE = frozenset({"sessions/close", "sessions/delete"})  # end the known sessions
 UNFUZZED = {"shutdown": "ends the process; tests/test_rpc_lifecycle.py covers it"}

@@ -61,6 +61,7 @@ class FrameClient:
         self._responses: dict[Any, dict] = {}
         self.response_counts: collections.Counter[str] = collections.Counter()  # by json.dumps(id)
         self.notifications: list[dict] = []
+        self.bodies: list[bytes] = []  # every frame body received, as sent
         self.null_id_errors: list[dict] = []
         self.protocol_errors: list[str] = []
         self.stdout_closed = False
@@ -99,6 +100,7 @@ class FrameClient:
                 if len(body) != n:
                     self.protocol_errors.append("EOF inside a body")
                     return
+                self.bodies.append(body)
                 try:
                     msg = json.loads(body.decode("utf-8"), parse_constant=_not_json)
                 except ValueError:

@@ -32,6 +32,7 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
         "KWARD_CODEX_BASE_URL": DEAD + "/backend-api/codex",
         "KWARD_OPENROUTER_BASE_URL": DEAD + "/api/v1",
         "KWARD_OPENAI_AUTH_ISSUER": DEAD,
+        "KWARD_OAUTH_PORT": "0",  # a login never takes the machine's real callback port
         "KWARD_RETRY_DELAYS": "0.01,0.02",
         **extra,
     }
