@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from kward.agent.hooks import TurnHooks
 from kward.agent.loop import TurnSetup, run_agent
 from kward.agent.prompt import build_instructions
 from kward.agent.questions import QuestionBroker
@@ -48,7 +49,7 @@ class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
-                 settings: LiveSettings | None = None):
+                 settings: LiveSettings | None = None, hooks: TurnHooks | None = None):
         self.paths = paths
         self.config = config
         self.settings = settings or LiveSettings(config, env)
@@ -57,6 +58,7 @@ class AgentEngine:
         self.env = env
         self.tools = tools or default_registry()
         self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
+        self.hooks = hooks or TurnHooks()  # memory and telemetry (kward.runtime.turn_hooks)
         self._lock = threading.Lock()
         self._built_from: Any = None  # the Settings and auth.json stat the selection was built from
         self._auth: Any = None
@@ -107,10 +109,16 @@ class AgentEngine:
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
                                 reason="workspace_not_found", data={"path": session.workspace_root}) from None
-        setup = TurnSetup(provider=selection.provider, tools=self.tools, tool_ctx=ctx,
-                          instructions=build_instructions(self.paths.config_dir, session.workspace_root),
+        recorder = self.hooks.recorder(turn)  # telemetry (a no-op unless logging is on)
+        memory = self.hooks.memory_block(turn, session)  # memory (issue 15): move onto the prompt assembler's hook
+        setup = TurnSetup(provider=recorder.provider(selection.provider), tools=recorder.tools(self.tools),
+                          tool_ctx=ctx,
+                          instructions=build_instructions(self.paths.config_dir, session.workspace_root, memory=memory),
                           model=selection.model, reasoning_effort=self.models.request_effort(selection, turn.cancel),
                           cancel=turn.cancel,
                           emit=turn.emit, steering=turn.steering, headers=dict(turn.headers),
                           session_key=session.persistent_id, has_ui=True)
-        return run_agent(session, {"role": "user", "content": content}, setup)
+        with recorder.turn():
+            answer = run_agent(session, {"role": "user", "content": content}, setup)
+        self.hooks.after_turn(turn, session)
+        return answer

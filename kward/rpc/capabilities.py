@@ -24,7 +24,7 @@ AUTH_METHODS = ("auth/status", "auth/providers", "auth/loginWithApiKey", "auth/l
                 "auth/loginWithOAuth", "auth/startOpenAILogin", "auth/submitOpenAICode", "auth/loginStatus")
 MEMORY_METHODS = ("memory/status", "memory/enable", "memory/disable", "memory/autoSummary/enable",
                   "memory/autoSummary/disable", "memory/list", "memory/add", "memory/addCore", "memory/forget",
-                  "memory/promote", "memory/inspect", "memory/why", "memory/summarize")
+                  "memory/promote", "memory/relax", "memory/inspect", "memory/why", "memory/summarize")
 COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
@@ -50,6 +50,7 @@ class RuntimeFacts:
     cost_stats: bool = False
     oauth_providers: tuple[str, ...] = ()
     api_key_providers: tuple[str, ...] = ()
+    logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
 def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
@@ -143,7 +144,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                  "logout": has("auth/logoutProvider")},
         "memory": {"supported": bool(memory), "optIn": True, "defaultEnabled": False,
                    "autoSummaryDefaultEnabled": False, "promptInjection": "interactive",
-                   "storage": {"core": "json", "soft": "jsonl", "events": "jsonl"}, "methods": memory},
+                   "storage": {"core": "json", "soft": "jsonl", "events": "jsonl"}, "methods": memory,
+                   "hierarchy": has("memory/list"), "scopes": ["global", "workspace"] if memory else []},
         "commands": {"supported": has("commands/list"), "methods": present(COMMAND_METHODS),
                      "method": "commands/list", "runMethod": "commands/run",
                      "sources": ["prompt", "skill", "plugin"] if has("commands/list") else [],
@@ -169,6 +171,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                     "config": "logging", "envPrefix": "KWARD_LOGGING",
                     "directory": facts.logs_dir, "format": "jsonl",
                     "categories": ["tokens", "performance", "tools", "errors"],
+                    "enabledCategories": list(facts.logging_categories) if has("logging/stats") else [],
                     "rotation": {"maxBytes": 10485760, "retention": "manual"}, "content": "redacted-metadata-only"},
         # legacy compatibility fields (0.66-era clients)
         "session": {"supported": bool(sessions), "mode": "explicit", "persistence": "jsonl"},
