@@ -37,6 +37,16 @@ COMMANDS = {
     "doctor": ("doctor", "check the config, credentials, keyring, endpoints and config directory",
                "Run checks and print one line each: ok, warn or fail. Exit status 1 when a check\n"
                "failed, else 0. Endpoints are tried with a HEAD request and a 2 s timeout.\n"),
+    "memory": ("memory [command]", "manage the memory: status, enable, disable, add, core, list, forget, ...",
+               "Commands: status (the default), enable, disable, auto-summary enable|disable, core TEXT (a\n"
+               "global core memory), add TEXT (a soft memory of this workspace), list [--all], forget ID,\n"
+               "promote ID, relax ID, inspect, why. Exit status 2 for a usage error, 1 when it failed.\n"),
+    "stats": ("stats tokens [range]", "export token usage from the telemetry logs as CSV (--bucket, --output)",
+              "usage: kward stats tokens [N minutes|hours|days|weeks|months|years] (default 1 week)\n"
+              "                          [--bucket second|minute|hour|day|week|month|year] [--output PATH]\n"
+              "Needs telemetry logging with the tokens category (logging.enabled and logging.tokens, or\n"
+              "KWARD_LOGGING=1 KWARD_LOGGING_TOKENS=1). The bucket defaults to the range's unit. Exit\n"
+              "status 1 for a usage error or when logging is off.\n"),
     "help": ("help [command]", "show this help, or the help of one command", None),
     "version": ("version", "print the version (also --version, -v)", None),
 }
@@ -248,6 +258,21 @@ def _command(name: str, args: list[str], overrides: dict[str, str], real_process
             return _help_for(args[0])
         sys.stdout.write(help_text())
         return 0
+    if name in ("memory", "stats"):
+        from kward.terminal.host import EnvironmentProblem, Host, fail, terminal_env
+
+        env = terminal_env(os.environ, overrides)
+        try:
+            with Host(env):
+                if name == "memory":
+                    from kward.terminal.memory_view import run_memory_command
+
+                    return run_memory_command(args, env, os.getcwd())
+                from kward.terminal.stats_view import run_stats_command
+
+                return run_stats_command(args, env, os.getcwd())
+        except EnvironmentProblem as exc:
+            return fail(str(exc), 2)
     if args:
         sys.stderr.write(f"kward {name}: unexpected argument: {args[0]}\n(run `kward help {name}` for the usage)\n")
         return 2

@@ -63,7 +63,7 @@ class TelemetryRuntime:
 
     def _categories_for(self, needed: str | None = None) -> tuple[str, ...]:
         categories = self.enabled_categories()
-        if not categories:
+        if not categories and needed is None:
             raise LoggingDisabled("Telemetry logging is disabled. Enable logging (config logging.enabled or "
                                   "KWARD_LOGGING) and at least one category before asking for stats.")
         if needed is not None and needed not in categories:
