@@ -104,6 +104,8 @@ def resolve_scope(scope: str | None, workspace_root: str) -> str:
     """`global` (also for none or blank), `workspace` (the scope of `workspace_root`) or
     `workspace:<absolute path>` (its real path); InvalidParams for anything else."""
     value = (scope or "").strip()
+    if "\x00" in value:
+        raise InvalidParams("Invalid params: 'scope' must not hold a NUL character", data={"param": "scope"})
     if value in ("", "global"):
         return "global"
     if value == "workspace":

@@ -71,6 +71,13 @@ PLAUSIBLE: dict[str, Any] = {
     "settingId": ["defaultModel", "defaultThinkingLevel", "other"],
     "value": ["Scripted/scripted-model", "high", "Nope/x", "Scripted/", "/x", "low"],
     "clientInfo": [{"name": "fuzz", "version": "1"}, {}], "values": "config",
+    "memory": [True, False], "includeInactive": [True, False],
+    "text": ["we always use pytest", "remember this: tabs", "", " ", "x" * 20_001, "a\x00b"],
+    "scope": ["global", "workspace", "workspace:/tmp/nowhere", "workspace:relative", "workspace:/a\x00b", "bogus", ""],
+    "tags": [["a"], [], ["a,b c"], [1], ["x" * 2000], ["t"] * 101],
+    "id": ["core_001", "soft_001", "soft_002", "soft_999", "core_", "", "x" * 200],
+    "range": ["1 week", "2 days", "1 month", "0 days", "3 eons", "999999999 years", ""],
+    "bucket": ["day", "hours", "second", "fortnight", ""],
     "capabilities": [{"optOutNotificationMethods": ["turn/event"]}, {"optOutNotificationMethods": [1]},
                      {"experimentalApi": True}, {"experimentalApi": "yes"}, {}],
 }
@@ -80,7 +87,7 @@ PARAMS: dict[str, list[str]] = {
     "initialize": ["clientInfo", "capabilities"], "initialized": [],
     "workspace/validate": ["workspaceRoot"], "workspace/info": ["workspaceRoot"],
     "config/read": ["redacted"], "config/update": ["values"],
-    "sessions/create": ["workspaceRoot", "name"], "sessions/resume": ["path", "workspaceRoot"],
+    "sessions/create": ["workspaceRoot", "name", "memory"], "sessions/resume": ["path", "workspaceRoot"],
     "sessions/list": ["workspaceRoot", "limit"], "sessions/rename": ["sessionId", "name"],
     "sessions/clone": ["sessionId"], "sessions/forkMessages": ["sessionId"], "sessions/fork": ["sessionId", "entryId"],
     "sessions/export": ["sessionId", "path", "format"], "sessions/delete": ["sessionId", "force"],
@@ -92,6 +99,12 @@ PARAMS: dict[str, list[str]] = {
     "models/current": [], "models/set": ["model", "provider"], "reasoning/set": ["effort"],
     "openrouter/catalog": [], "runtime/updateSetting": ["sessionId", "settingId", "value"],
     "runtime/reload": ["sessionId"],
+    "memory/status": [], "memory/enable": [], "memory/disable": [], "memory/autoSummary/enable": [],
+    "memory/autoSummary/disable": [], "memory/list": ["workspaceRoot", "includeInactive"],
+    "memory/add": ["text", "scope", "tags", "workspaceRoot"], "memory/addCore": ["text", "scope", "tags", "workspaceRoot"],
+    "memory/forget": ["id"], "memory/promote": ["id"], "memory/relax": ["id", "workspaceRoot"], "memory/inspect": [],
+    "memory/why": ["sessionId"], "memory/summarize": ["sessionId"],
+    "logging/stats": ["range"], "logging/tokenCsv": ["range", "bucket"],
 }
 DESTRUCTIVE = frozenset({"sessions/close", "sessions/delete"})  # end the known sessions
 UNFUZZED = {"shutdown": "ends the process; tests/test_rpc_lifecycle.py covers it"}
