@@ -90,11 +90,13 @@ class SoftLog:
         if ident == self._ident and st.st_size == self._size and st.st_mtime_ns == self._mtime:
             return
         with open(self.path, "rb") as f:
-            if ident == self._ident and st.st_size >= self._offset and self._unchanged(f):
+            # an append only ever makes the file longer; anything else is a rewrite
+            if ident == self._ident and st.st_size > self._size and self._unchanged(f):
                 f.seek(self._offset)
                 self._consume(f.read(), ident, st)
                 return
             self._reset()
+            f.seek(0)
             self._consume(f.read(), ident, os.fstat(f.fileno()))
 
     def _unchanged(self, f: Any) -> bool:
