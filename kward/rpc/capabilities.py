@@ -29,11 +29,13 @@ COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
 LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
-# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES and kward.agent.eventlog.EVENT_LIMIT
+# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES, kward.agent.eventlog.EVENT_LIMIT and
+# kward.telemetry.log.MAX_BYTES
 # (not imported: building the handshake must not load the agent; a test checks they agree)
 IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 EVENT_REPLAY_LIMIT = 1000
+LOG_ROTATION_BYTES = 10 * 1024 * 1024
 # the tools whose results carry `changedFiles` (normalized names; a test runs each)
 CHANGED_FILES_TOOLS = ("edit", "write")
 
@@ -172,7 +174,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                     "directory": facts.logs_dir, "format": "jsonl",
                     "categories": ["tokens", "performance", "tools", "errors"],
                     "enabledCategories": list(facts.logging_categories) if has("logging/stats") else [],
-                    "rotation": {"maxBytes": 10485760, "retention": "manual"}, "content": "redacted-metadata-only"},
+                    "rotation": {"maxBytes": LOG_ROTATION_BYTES, "retention": "manual"}, "content": "redacted-metadata-only"},
         # legacy compatibility fields (0.66-era clients)
         "session": {"supported": bool(sessions), "mode": "explicit", "persistence": "jsonl"},
         "cancellation": cancellation,
