@@ -75,7 +75,10 @@ def normalize_text(text: str) -> str:
 
 
 def memory_text(text: str) -> str:
-    """The text to store; InvalidParams when it is empty or too long."""
+    """The text to store; InvalidParams when it is empty or too long (or not text at all, as
+    in a hand-edited file)."""
+    if not isinstance(text, str):
+        raise InvalidParams("Memory text must be a string", data={"param": "text"})
     value = normalize_text(text)
     if not value:
         raise InvalidParams("Memory text cannot be empty", data={"param": "text"})

@@ -15,6 +15,7 @@ reads the soft log.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,46 +51,49 @@ def _reason(record: dict[str, Any], layer: str, score: float, why: list[str]) ->
 def select(core: list[dict[str, Any]], soft: SoftLog, query: str, scopes: list[str], now: float, *,
            core_limit: int = records.CORE_LIMIT, soft_limit: int = records.SOFT_LIMIT) -> Retrieval:
     in_scope = set(scopes)
-    chosen_core = [m for m in core if m.get("scope") == "global"] + \
-                  [m for m in core if m.get("scope") != "global" and m.get("scope") in in_scope]
+    scoped = [m for m in core if isinstance(m.get("scope"), str) and m["scope"] in in_scope]
+    chosen_core = [m for m in scoped if m["scope"] == "global"] + [m for m in scoped if m["scope"] != "global"]
     chosen_core = chosen_core[:core_limit]
     reasons = [_reason(m, "core", 1.0, ["scope match", "core memories are preferred"]) for m in chosen_core]
 
     query_terms = records.terms(query)
-    candidates: dict[int, None] = {}
-    for term in query_terms:
-        for position in soft.index.get(term, ()):
-            candidates[position] = None
+    text_hits: dict[int, list[str]] = {}  # entry -> the query terms its text holds, in query order
+    tag_hits: dict[int, list[str]] = {}
+    for index, hits in ((soft.index, text_hits), (soft.tag_index, tag_hits)):
+        for term in query_terms:
+            for position in index.get(term, ()):
+                found = hits.get(position)
+                if found is None:
+                    hits[position] = [term]
+                else:
+                    found.append(term)
     scored = []
-    for position in candidates:
-        entry = soft.entries[position]
-        record = entry.record
-        if record is None or soft.by_id.get(record["id"]) != position or not records.is_active(record) \
-                or record.get("scope") not in in_scope or (entry.expires is not None and entry.expires < now):
+    entries, by_id = soft.entries, soft.by_id
+    for position in {**text_hits, **tag_hits}:
+        entry = entries[position]
+        if not entry.active or entry.scope not in in_scope or (entry.expires is not None and entry.expires < now) \
+                or by_id.get(entry.record["id"]) != position:
             continue
-        overlap = [t for t in query_terms if t in entry.terms]
-        tag_overlap = [t for t in query_terms if t in entry.tags]
-        confidence = _number(record.get("confidence"))
-        score = confidence
-        why = ["scope match"]
+        overlap, tag_overlap = text_hits.get(position), tag_hits.get(position)
+        score = entry.confidence
         if overlap:
             score += min(len(overlap) * TERM_SCORE, TERM_CAP)
-            why.append("text overlap: " + ", ".join(overlap[:5]))
         if tag_overlap:
             score += TAG_SCORE
-            why.append("tag overlap: " + ", ".join(tag_overlap))
-        why.append(f"confidence {confidence:.2f}")
-        scored.append((-score, -confidence, record["id"], record, why))
-    scored.sort(key=lambda item: item[:3])
+        scored.append((-score, -entry.confidence, entry.record["id"], position))
     chosen_soft = []
-    for neg_score, _, _, record, why in scored[:soft_limit]:
-        chosen_soft.append(dict(record))
-        reasons.append(_reason(record, "soft", -neg_score, why))
+    for neg_score, _, _, position in heapq.nsmallest(soft_limit, scored):
+        entry = entries[position]
+        overlap, tag_overlap = text_hits.get(position), tag_hits.get(position)
+        why = ["scope match"]
+        if overlap:
+            why.append("text overlap: " + ", ".join(overlap[:5]))
+        if tag_overlap:
+            why.append("tag overlap: " + ", ".join(tag_overlap))
+        why.append(f"confidence {entry.confidence:.2f}")
+        chosen_soft.append(dict(entry.record))
+        reasons.append(_reason(entry.record, "soft", -neg_score, why))
     return Retrieval(list(scopes), [dict(m) for m in chosen_core], chosen_soft, reasons)
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def memory_block(retrieval: Retrieval) -> str | None:

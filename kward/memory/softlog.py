@@ -37,6 +37,9 @@ class Entry:
     terms: frozenset[str] = frozenset()
     tags: frozenset[str] = frozenset()
     expires: float | None = None
+    active: bool = False
+    scope: Any = None
+    confidence: float = 0.0
 
     def encoded(self) -> str:
         if self.line is None:
@@ -48,9 +51,12 @@ def make_entry(record: dict[str, Any] | None, line: str | None) -> Entry:
     if record is None:
         return Entry(None, line)
     tags = record.get("tags")
+    confidence = record.get("confidence")
     return Entry(record, line, frozenset(records.terms(record.get("text"))),
                  frozenset(str(t).lower() for t in tags) if isinstance(tags, list) else frozenset(),
-                 records.expires_at(record))
+                 records.expires_at(record), records.is_active(record),
+                 record["scope"] if isinstance(record.get("scope"), str) else None,
+                 float(confidence) if isinstance(confidence, (int, float)) and not isinstance(confidence, bool) else 0.0)
 
 
 def parse_line(raw: bytes) -> Entry:
@@ -69,7 +75,8 @@ class SoftLog:
     path: Path
     entries: list[Entry] = field(default_factory=list)
     by_id: dict[str, int] = field(default_factory=dict)  # id -> index of its (last) entry
-    index: dict[str, list[int]] = field(default_factory=dict)  # term or tag -> entry indices
+    index: dict[str, list[int]] = field(default_factory=dict)  # text term -> entry indices
+    tag_index: dict[str, list[int]] = field(default_factory=dict)  # lower-case tag -> entry indices
     max_number: int = 0  # the highest soft_NNN number seen
     _ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
     _size: int = 0  # its size at the last look
@@ -116,7 +123,7 @@ class SoftLog:
         self._ident, self._size, self._mtime = ident, st.st_size, st.st_mtime_ns
 
     def _reset(self) -> None:
-        self.entries, self.by_id, self.index, self.max_number = [], {}, {}, 0
+        self.entries, self.by_id, self.index, self.tag_index, self.max_number = [], {}, {}, {}, 0
         self._ident, self._size, self._mtime, self._offset, self._tail = None, 0, 0, 0, b""
 
     def _add(self, entry: Entry) -> None:
@@ -136,15 +143,17 @@ class SoftLog:
 
     def _index(self, position: int) -> None:
         entry = self.entries[position]
-        for key in entry.terms | entry.tags:
-            self.index.setdefault(key, []).append(position)
+        for index, keys in ((self.index, entry.terms), (self.tag_index, entry.tags)):
+            for key in keys:
+                index.setdefault(key, []).append(position)
 
     def _unindex(self, position: int) -> None:
         entry = self.entries[position]
-        for key in entry.terms | entry.tags:
-            hits = self.index.get(key)
-            if hits and position in hits:
-                hits.remove(position)
+        for index, keys in ((self.index, entry.terms), (self.tag_index, entry.tags)):
+            for key in keys:
+                hits = index.get(key)
+                if hits and position in hits:
+                    hits.remove(position)
 
     @property
     def torn(self) -> bool:

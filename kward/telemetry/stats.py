@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -62,18 +61,21 @@ def log_files(directory: Path, start: datetime, end: datetime) -> list[Path]:
 def read(directory: Path, start: datetime, end: datetime, categories: Iterable[str]) -> Iterator[dict[str, Any]]:
     low, high = _ms_iso(start), _ms_iso(end)
     wanted = frozenset(categories)
-    loads = json.loads
+    decode = json.JSONDecoder().raw_decode  # on text lines: about twice as fast as json.loads of bytes
     for path in log_files(directory, start, end):
         try:
-            f = open(path, "rb")
+            f = open(path, encoding="utf-8", errors="replace")
         except OSError:
             continue
         with f:
             for line in f:
                 try:
-                    record = loads(line)
+                    record = decode(line)[0]
                 except ValueError:
-                    continue
+                    try:
+                        record = json.loads(line)  # leading blanks, a lone value
+                    except ValueError:
+                        continue
                 if type(record) is not dict or record.get("category") not in wanted:
                     continue
                 stamp = record.get("timestamp")
@@ -85,109 +87,96 @@ def read(directory: Path, start: datetime, end: datetime, categories: Iterable[s
                     yield record
 
 
-def _number(value: Any) -> bool:
-    return (type(value) is int or type(value) is float) and value == value
-
-
-def _counts(counter: Counter) -> dict[str, int]:
+def _counts(counter: dict[str, int]) -> dict[str, int]:
     return {k: counter[k] for k in sorted(counter)}
 
 
-class _Aggregate:
-    def __init__(self) -> None:
-        self.count = 0
-        self.by_category: Counter = Counter()
-        self.by_event: Counter = Counter()
-        self.usage_events = 0
-        self.totals: Counter = Counter()
-        self.perf: dict[str, list[Any]] = {}  # event -> [count, statuses, n, sum, min, max]
-        self.tool_calls = 0
-        self.result_bytes = 0
-        self.tool_names: Counter = Counter()
-        self.tool_statuses: Counter = Counter()
-        self.errors = 0
-        self.error_events: Counter = Counter()
-        self.error_classes: Counter = Counter()
-        self.error_providers: Counter = Counter()
-        self.error_codes: Counter = Counter()
+def _key(value: Any) -> str | None:
+    """A value counted under `by...`: a non-empty scalar, as text."""
+    if value is None or value == "" or isinstance(value, (dict, list)):
+        return None
+    return value if type(value) is str else str(value)
 
-    def add(self, r: dict[str, Any]) -> None:
-        self.count += 1
-        category = r.get("category")
-        event = r.get("event")
-        event = event if type(event) is str else ("" if event is None else str(event))
-        self.by_category[category] += 1
-        if event:
-            self.by_event[event] += 1
-        if category == "tokens":
-            if event == "model_usage":
-                self.usage_events += 1
-                usage = r.get("usage")
-                if type(usage) is dict:
-                    for key, value in usage.items():
-                        if _number(value):
-                            self.totals[key] += value
-        elif category == "performance":
-            if event:
-                self._perf(event, r)
-        elif category == "tools":
-            if event == "tool_call":
-                self.tool_calls += 1
-                size = r.get("result_bytes")
-                if _number(size):
-                    self.result_bytes += size
-                self._count(self.tool_names, r.get("tool_name"))
-                self._count(self.tool_statuses, r.get("status"))
-        elif category == "errors":
-            self.errors += 1
-            self._count(self.error_events, event)
-            self._count(self.error_classes, r.get("error_class"))
-            self._count(self.error_providers, r.get("provider"))
-            self._count(self.error_codes, r.get("error_code"))
 
-    @staticmethod
-    def _count(counter: Counter, value: Any) -> None:
-        if value is not None and value != "" and not isinstance(value, (dict, list)):
-            counter[value if type(value) is str else str(value)] += 1
-
-    def _perf(self, event: str, r: dict[str, Any]) -> None:
-        stats = self.perf.get(event)
-        if stats is None:
-            stats = self.perf[event] = [0, Counter(), 0, 0.0, None, None]
-        stats[0] += 1
-        self._count(stats[1], r.get("status"))
-        duration = r.get("duration_ms")
-        if _number(duration):
-            stats[2] += 1
-            stats[3] += duration
-            stats[4] = duration if stats[4] is None or duration < stats[4] else stats[4]
-            stats[5] = duration if stats[5] is None or duration > stats[5] else stats[5]
-
-    def result(self) -> dict[str, Any]:
-        def durations(s: list[Any]) -> dict[str, Any]:
-            if not s[2]:
-                return {"min": None, "avg": None, "max": None}
-            return {"min": round(float(s[4]), 1), "avg": round(s[3] / s[2], 1), "max": round(float(s[5]), 1)}
-
-        return {
-            "recordCount": self.count,
-            "recordsByCategory": _counts(self.by_category),
-            "recordsByEvent": _counts(self.by_event),
-            "usageStats": {"modelUsageEvents": self.usage_events,
-                           "totals": {k: self.totals[k] for k in sorted(self.totals)}},
-            "performance": {"events": {e: {"count": s[0], "statuses": _counts(s[1]), "durationMs": durations(s)}
-                                       for e, s in sorted(self.perf.items())}},
-            "tools": {"calls": self.tool_calls, "resultBytes": self.result_bytes,
-                      "byName": _counts(self.tool_names), "byStatus": _counts(self.tool_statuses)},
-            "errors": {"count": self.errors, "byEvent": _counts(self.error_events),
-                       "byClass": _counts(self.error_classes), "byProvider": _counts(self.error_providers),
-                       "byCode": _counts(self.error_codes)},
-        }
+def _durations(s: list[Any]) -> dict[str, Any]:
+    if not s[2]:
+        return {"min": None, "avg": None, "max": None}
+    return {"min": round(float(s[4]), 1), "avg": round(s[3] / s[2], 1), "max": round(float(s[5]), 1)}
 
 
 def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> dict[str, Any]:
-    agg = _Aggregate()
-    add = agg.add
-    for record in read(directory, rng.start, rng.end, categories):
-        add(record)
-    return {"range": rng.payload(), "logDir": str(directory), "enabledCategories": list(categories), **agg.result()}
+    """The stats of the range (see the module docstring). One pass, plain dicts: this runs
+    over hundreds of thousands of records."""
+    count = usage_events = tool_calls = result_bytes = errors = 0
+    by_category: dict[str, int] = {}
+    by_event: dict[str, int] = {}
+    totals: dict[str, Any] = {}
+    perf: dict[str, list[Any]] = {}  # event -> [count, statuses, n, sum, min, max]
+    names: dict[str, int] = {}
+    statuses: dict[str, int] = {}
+    error_counts: dict[str, dict[str, int]] = {"event": {}, "error_class": {}, "provider": {}, "error_code": {}}
+    for r in read(directory, rng.start, rng.end, categories):
+        count += 1
+        category = r["category"]
+        by_category[category] = by_category.get(category, 0) + 1
+        event = r.get("event")
+        if type(event) is not str:
+            event = _key(event) or ""
+        if event:
+            by_event[event] = by_event.get(event, 0) + 1
+        if category == "performance":
+            if not event:
+                continue
+            stats = perf.get(event)
+            if stats is None:
+                stats = perf[event] = [0, {}, 0, 0.0, None, None]
+            stats[0] += 1
+            status = _key(r.get("status"))
+            if status is not None:
+                stats[1][status] = stats[1].get(status, 0) + 1
+            d = r.get("duration_ms")
+            if (type(d) is float or type(d) is int) and d == d:
+                stats[2] += 1
+                stats[3] += d
+                if stats[4] is None or d < stats[4]:
+                    stats[4] = d
+                if stats[5] is None or d > stats[5]:
+                    stats[5] = d
+        elif category == "tools":
+            if event != "tool_call":
+                continue
+            tool_calls += 1
+            size = r.get("result_bytes")
+            if (type(size) is int or type(size) is float) and size == size:
+                result_bytes += size
+            for counter, value in ((names, r.get("tool_name")), (statuses, r.get("status"))):
+                key = _key(value)
+                if key is not None:
+                    counter[key] = counter.get(key, 0) + 1
+        elif category == "tokens":
+            if event != "model_usage":
+                continue
+            usage_events += 1
+            usage = r.get("usage")
+            if type(usage) is dict:
+                for key, value in usage.items():
+                    if (type(value) is int or type(value) is float) and value == value:
+                        totals[key] = totals.get(key, 0) + value
+        elif category == "errors":
+            errors += 1
+            for field, counter in error_counts.items():
+                key = event or None if field == "event" else _key(r.get(field))
+                if key is not None:
+                    counter[key] = counter.get(key, 0) + 1
+    return {
+        "range": rng.payload(), "logDir": str(directory), "enabledCategories": list(categories),
+        "recordCount": count, "recordsByCategory": _counts(by_category), "recordsByEvent": _counts(by_event),
+        "usageStats": {"modelUsageEvents": usage_events, "totals": _counts(totals)},
+        "performance": {"events": {e: {"count": s[0], "statuses": _counts(s[1]), "durationMs": _durations(s)}
+                                   for e, s in sorted(perf.items())}},
+        "tools": {"calls": tool_calls, "resultBytes": result_bytes, "byName": _counts(names),
+                  "byStatus": _counts(statuses)},
+        "errors": {"count": errors, "byEvent": _counts(error_counts["event"]),
+                   "byClass": _counts(error_counts["error_class"]), "byProvider": _counts(error_counts["provider"]),
+                   "byCode": _counts(error_counts["error_code"])},
+    }
