@@ -144,8 +144,13 @@ class SoftLog:
     def _index(self, position: int) -> None:
         entry = self.entries[position]
         for index, keys in ((self.index, entry.terms), (self.tag_index, entry.tags)):
+            get = index.get
             for key in keys:
-                index.setdefault(key, []).append(position)
+                bucket = get(key)
+                if bucket is None:
+                    index[key] = [position]
+                else:
+                    bucket.append(position)
 
     def _unindex(self, position: int) -> None:
         entry = self.entries[position]
