@@ -1,7 +1,9 @@
 """The engine behind turns: picks the provider, builds the system prompt and the tool
 context, names new sessions, and runs the agent loop for one turn. The reasoning level a
 turn's requests carry is the requested one mapped to what the model offers
-(`ModelService.request_effort`).
+(`ModelService.request_effort`). The layers above add to a turn through `hooks`
+(`kward.agent.hooks`): telemetry around its model requests and tool calls, memory in its
+system prompt, and work after it completed.
 
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which

@@ -116,10 +116,9 @@ class MemoryRuntime:
                 "global_soft": [m for m in soft if m.get("scope") == "global"]}
 
     def add(self, text: str, scope: str | None = None, tags: list[str] | None = None,
-            workspace_root: str | None = None) -> dict[str, Any]:
-        record = self.store.add_soft(text, self._scope(scope, workspace_root), self._tags(tags))
-        assert record is not None
-        return record
+            workspace_root: str | None = None) -> dict[str, Any] | None:
+        """The new soft memory (never None: that is only for the store's unique adds)."""
+        return self.store.add_soft(text, self._scope(scope, workspace_root), self._tags(tags))
 
     def add_core(self, text: str, scope: str | None = None, tags: list[str] | None = None,
                  workspace_root: str | None = None) -> dict[str, Any]:

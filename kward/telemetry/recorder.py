@@ -68,8 +68,6 @@ def request_bytes(request: ModelRequest) -> int:
 
 
 class TurnRecorder:
-    active = True
-
     def __init__(self, log: TelemetryLog, categories: tuple[str, ...], headers: Mapping[str, str] | None = None):
         self._log = log
         self._on = frozenset(categories)
