@@ -37,7 +37,7 @@ COMMANDS = {
     "doctor": ("doctor", "check the config, credentials, keyring, endpoints and config directory",
                "Run checks and print one line each: ok, warn or fail. Exit status 1 when a check\n"
                "failed, else 0. Endpoints are tried with a HEAD request and a 2 s timeout.\n"),
-    "memory": ("memory [command]", "manage the memory: status, enable, disable, add, core, list, forget, ...",
+    "memory": ("memory [command]", "manage the memory (status, enable, add, core, list, forget and more)",
                "Commands: status (the default), enable, disable, auto-summary enable|disable, core TEXT (a\n"
                "global core memory), add TEXT (a soft memory of this workspace), list [--all], forget ID,\n"
                "promote ID, relax ID, inspect, why. Exit status 2 for a usage error, 1 when it failed.\n"),
