@@ -45,6 +45,16 @@ COMMANDS = {
     "logout": ("logout [provider]", "remove the stored credentials of openai, openrouter or both",
                "Environment variables (OPENAI_ACCESS_TOKEN, OPENROUTER_API_KEY) stay in use.\n"),
     "auth": ("auth status", "show where each provider's credentials come from and are kept", None),
+    "memory": ("memory [command]", "manage the memory (status, enable, add, core, list, forget and more)",
+               "Commands: status (the default), enable, disable, auto-summary enable|disable, core TEXT (a\n"
+               "global core memory), add TEXT (a soft memory of this workspace), list [--all], forget ID,\n"
+               "promote ID, relax ID, inspect, why. Exit status 2 for a usage error, 1 when it failed.\n"),
+    "stats": ("stats tokens [range]", "export token usage from the telemetry logs as CSV (--bucket, --output)",
+              "usage: kward stats tokens [N minutes|hours|days|weeks|months|years] (default 1 week)\n"
+              "                          [--bucket second|minute|hour|day|week|month|year] [--output PATH]\n"
+              "Needs telemetry logging with the tokens category (logging.enabled and logging.tokens, or\n"
+              "KWARD_LOGGING=1 KWARD_LOGGING_TOKENS=1). The bucket defaults to the range's unit. Exit\n"
+              "status 1 for a usage error or when logging is off.\n"),
     "help": ("help [command]", "show this help, or the help of one command", None),
     "version": ("version", "print the version (also --version, -v)", None),
 }
@@ -262,6 +272,21 @@ def _command(name: str, args: list[str], overrides: dict[str, str], real_process
         from kward.terminal.host import terminal_env
 
         return auth.run(name, args, terminal_env(os.environ, overrides), os.getcwd())
+    if name in ("memory", "stats"):
+        from kward.terminal.host import EnvironmentProblem, Host, fail, terminal_env
+
+        env = terminal_env(os.environ, overrides)
+        try:
+            with Host(env):
+                if name == "memory":
+                    from kward.terminal.memory_view import run_memory_command
+
+                    return run_memory_command(args, env, os.getcwd())
+                from kward.terminal.stats_view import run_stats_command
+
+                return run_stats_command(args, env, os.getcwd())
+        except EnvironmentProblem as exc:
+            return fail(str(exc), 2)
     if args:
         sys.stderr.write(f"kward {name}: unexpected argument: {args[0]}\n(run `kward help {name}` for the usage)\n")
         return 2

@@ -66,6 +66,9 @@ REASONS: dict[str, str] = {
     "context_overflow": "The conversation is too long for the model's context window.",
     "provider_error": "The model provider failed the request (server error, bad response, broken stream).",
     "canceled": "The work was canceled.",
+    "memory_not_found": "No memory has that id (or none that the operation applies to).",
+    "invalid_memory_store": "A memory file (memory/core.json) is not valid JSON of the expected shape.",
+    "logging_disabled": "Telemetry logging is off (or the category a method needs is).",
 }
 
 
@@ -272,3 +275,24 @@ class SessionFileGone(InvalidParams):
     replaced): what would be appended could never be read back."""
 
     reason = "session_file_gone"
+
+
+class MemoryNotFound(InvalidParams):
+    """`memory/promote` or `memory/relax` of an id that names no memory it applies to."""
+
+    reason = "memory_not_found"
+
+
+class MemoryStoreError(KwardError):
+    """A memory file kward must read is unusable (core.json is not a JSON array). -32002,
+    like an unusable config.json: the user has to fix or remove the file."""
+
+    code = CONFIG_ERROR
+    reason = "invalid_memory_store"
+
+
+class LoggingDisabled(InvalidParams):
+    """`logging/stats` or `logging/tokenCsv` while no telemetry category (or not the one it
+    reads) is enabled."""
+
+    reason = "logging_disabled"

@@ -25,6 +25,8 @@ reasoning level: passed on as written) are not checked.
 | KWARD_OPENAI_COMPAT_BASE_URL   | openai_compat_base_url   | http(s) URL |
 | KWARD_OPENAI_AUTH_ISSUER       | openai_auth_issuer       | http(s) URL |
 | KWARD_OAUTH_PORT               | -                        | integer 0 to 65535 (0: any free port) |
+| KWARD_LOGGING                  | logging.enabled          | 1, true, yes, on / 0, false, no, off |
+| KWARD_LOGGING_TOKENS (_PERFORMANCE, _TOOLS, _ERRORS) | logging.tokens (...) | as KWARD_LOGGING |
 
 An empty variable counts as unset, except `KWARD_RETRY_DELAYS=` (no retries).
 Pure functions over plain data; any thread; standard library only (imported at start).
@@ -110,6 +112,15 @@ def _bool(v: Any) -> bool:
     return v if isinstance(v, bool) else _fail()
 
 
+_FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+               "off": False}
+
+
+def _flag_text(raw: str) -> bool:
+    value = _FLAG_WORDS.get(raw.lower())
+    return _fail() if value is None else value
+
+
 def _number(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return _fail()
@@ -158,6 +169,8 @@ LOG_LEVEL = Rule("one of " + ", ".join(LOG_LEVELS), _log_level)
 EFFORT = Rule("one of " + ", ".join(EFFORTS), _effort)
 TEXT = Rule("a string", _text)
 BOOL = Rule("true or false", _bool)
+#: A switch set by config (literally true or false) or a variable (1/true/yes/on, 0/false/no/off).
+FLAG = Rule("true or false", _bool, _flag_text, env_allowed="one of 1, true, yes, on, 0, false, no, off")
 WORKERS = integer(1, 1024)
 MAX_FRAME_BYTES = integer(1024, 1 << 34)
 MAX_INPUT_CHARS = integer(1, 1 << 30)
@@ -205,7 +218,9 @@ def _table() -> dict[str, Key]:
     keys += [
         Key("openai_oauth_client_id", TEXT),
         Key("openai_auth_issuer", URL, "KWARD_OPENAI_AUTH_ISSUER", strict=True),
-        *(Key(f"logging.{name}", BOOL) for name in ("enabled", "tokens", "performance", "tools", "errors")),
+        Key("logging.enabled", FLAG, "KWARD_LOGGING"),
+        *(Key(f"logging.{name}", FLAG, f"KWARD_LOGGING_{name.upper()}")
+          for name in ("tokens", "performance", "tools", "errors")),
         Key("memory.enabled", BOOL), Key("memory.auto_summary", BOOL),
         Key("compaction.enabled", BOOL), Key("compaction.reserve_tokens", TOKENS),
         Key("compaction.keep_recent_tokens", TOKENS), Key("compaction.context_window", integer(1, 100_000_000)),

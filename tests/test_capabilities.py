@@ -91,6 +91,22 @@ def test_capability_constants_match_the_code_they_describe():
     assert capabilities.IMAGE_MIME_TYPES == list(attachments.MIME_TYPES)
     assert capabilities.MAX_IMAGE_BYTES == attachments.MAX_BYTES
     assert capabilities.EVENT_REPLAY_LIMIT == eventlog.EVENT_LIMIT
+    from kward.telemetry import CATEGORIES
+    from kward.telemetry.log import MAX_BYTES
+    from kward.telemetry.ranges import BUCKETS, UNITS
+
+    logging = capabilities.build(registry.METHODS)["logging"]
+    assert logging["rotation"]["maxBytes"] == MAX_BYTES and logging["categories"] == list(CATEGORIES)
+    assert logging["stats"]["units"] == [u + "s" for u in UNITS] and logging["usageCsv"]["buckets"] == list(BUCKETS)
+
+
+def test_memory_and_logging_groups_follow_the_table():
+    caps = capabilities.build(registry.METHODS, capabilities.RuntimeFacts(logging_categories=("tools",)))
+    assert caps["memory"]["supported"] is True and caps["memory"]["methods"] == list(capabilities.MEMORY_METHODS)
+    assert caps["logging"]["supported"] is True and caps["logging"]["enabledCategories"] == ["tools"]
+    none = capabilities.build(["initialize"], capabilities.RuntimeFacts(logging_categories=("tools",)))
+    assert none["memory"]["hierarchy"] is False and none["memory"]["scopes"] == []
+    assert none["logging"]["enabledCategories"] == [] and none["logging"]["methods"] == []
 
 
 def test_changed_files_are_claimed_only_for_the_tools_that_report_them():

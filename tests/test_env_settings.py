@@ -25,6 +25,9 @@ BAD = {
     "KWARD_OPENAI_COMPAT_BASE_URL": ("http://", "an http:// or https:// URL"),
     "KWARD_OPENAI_AUTH_ISSUER": ("auth.openai.com", "an http:// or https:// URL"),
     "KWARD_OAUTH_PORT": ("70000", "an integer from 0 to 65535"),
+    **{name: ("maybe", "one of 1, true, yes, on, 0, false, no, off")
+       for name in ("KWARD_LOGGING", "KWARD_LOGGING_TOKENS", "KWARD_LOGGING_PERFORMANCE", "KWARD_LOGGING_TOOLS",
+                    "KWARD_LOGGING_ERRORS")},
 }
 
 

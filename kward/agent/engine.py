@@ -1,7 +1,9 @@
 """The engine behind turns: picks the provider, builds the system prompt and the tool
 context, names new sessions, and runs the agent loop for one turn. The reasoning level a
 turn's requests carry is the requested one mapped to what the model offers
-(`ModelService.request_effort`).
+(`ModelService.request_effort`). The layers above add to a turn through `hooks`
+(`kward.agent.hooks`): telemetry around its model requests and tool calls, memory in its
+system prompt, and work after it completed.
 
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which
@@ -18,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from kward.agent.hooks import TurnHooks
 from kward.agent.loop import TurnSetup, run_agent
 from kward.agent.prompt import build_instructions
 from kward.agent.questions import QuestionBroker
@@ -50,7 +53,8 @@ class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
-                 settings: LiveSettings | None = None, credentials: CredentialSource | None = None):
+                 settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
+                 hooks: TurnHooks | None = None):
         self.paths = paths
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
@@ -60,6 +64,7 @@ class AgentEngine:
         self.env = env
         self.tools = tools or default_registry()
         self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
+        self.hooks = hooks or TurnHooks()  # memory and telemetry (kward.runtime.turn_hooks)
         self._lock = threading.Lock()
         self._built_from: Any = None  # the Settings and auth.json stat the selection was built from
         self._auth: Any = None
@@ -114,10 +119,16 @@ class AgentEngine:
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
                                 reason="workspace_not_found", data={"path": session.workspace_root}) from None
-        setup = TurnSetup(provider=selection.provider, tools=self.tools, tool_ctx=ctx,
-                          instructions=build_instructions(self.paths.config_dir, session.workspace_root),
+        recorder = self.hooks.recorder(turn)  # telemetry (a no-op unless logging is on)
+        memory = self.hooks.memory_block(turn, session)  # memory (issue 15): move onto the prompt assembler's hook
+        setup = TurnSetup(provider=recorder.provider(selection.provider), tools=recorder.tools(self.tools),
+                          tool_ctx=ctx,
+                          instructions=build_instructions(self.paths.config_dir, session.workspace_root, memory=memory),
                           model=selection.model, reasoning_effort=self.models.request_effort(selection, turn.cancel),
                           cancel=turn.cancel,
                           emit=turn.emit, steering=turn.steering, headers=dict(turn.headers),
                           session_key=session.persistent_id, has_ui=True)
-        return run_agent(session, {"role": "user", "content": content}, setup)
+        with recorder.turn():
+            answer = run_agent(session, {"role": "user", "content": content}, setup)
+        self.hooks.after_turn(turn, session)
+        return answer

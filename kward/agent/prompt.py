@@ -28,11 +28,14 @@ def _read(path: Path) -> str | None:
     return text or None
 
 
-def build_instructions(config_dir: Path, workspace_root: str) -> str:
+def build_instructions(config_dir: Path, workspace_root: str, memory: str | None = None) -> str:
+    """`memory`: the turn's `<kward_memory>` block (kward.runtime.memory), after AGENTS.md."""
     parts = [BASE_PROMPT]
     user = _read(config_dir / "AGENTS.md")
     if user:
         parts.append("User instructions (AGENTS.md):\n" + user)
+    if memory:
+        parts.append(memory)
     project = _read(Path(workspace_root) / "AGENTS.md")
     if project:
         parts.append(f"Project instructions ({workspace_root}/AGENTS.md):\n" + project)

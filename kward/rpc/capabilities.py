@@ -24,16 +24,18 @@ AUTH_METHODS = ("auth/status", "auth/providers", "auth/loginWithApiKey", "auth/l
                 "auth/loginWithOAuth", "auth/startOpenAILogin", "auth/submitOpenAICode", "auth/loginStatus")
 MEMORY_METHODS = ("memory/status", "memory/enable", "memory/disable", "memory/autoSummary/enable",
                   "memory/autoSummary/disable", "memory/list", "memory/add", "memory/addCore", "memory/forget",
-                  "memory/promote", "memory/inspect", "memory/why", "memory/summarize")
+                  "memory/promote", "memory/relax", "memory/inspect", "memory/why", "memory/summarize")
 COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
 LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
-# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES and kward.agent.eventlog.EVENT_LIMIT
+# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES, kward.agent.eventlog.EVENT_LIMIT and
+# kward.telemetry.log.MAX_BYTES
 # (not imported: building the handshake must not load the agent; a test checks they agree)
 IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 EVENT_REPLAY_LIMIT = 1000
+LOG_ROTATION_BYTES = 10 * 1024 * 1024
 # the tools whose results carry `changedFiles` (normalized names; a test runs each)
 CHANGED_FILES_TOOLS = ("edit", "write")
 
@@ -48,6 +50,7 @@ class RuntimeFacts:
     max_input_chars: int = 0
     tokens_stats: bool = False
     cost_stats: bool = False
+    logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
 def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
@@ -143,7 +146,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                  "notification": "auth/loginFinished"},
         "memory": {"supported": bool(memory), "optIn": True, "defaultEnabled": False,
                    "autoSummaryDefaultEnabled": False, "promptInjection": "interactive",
-                   "storage": {"core": "json", "soft": "jsonl", "events": "jsonl"}, "methods": memory},
+                   "storage": {"core": "json", "soft": "jsonl", "events": "jsonl"}, "methods": memory,
+                   "hierarchy": has("memory/list"), "scopes": ["global", "workspace"] if memory else []},
         "commands": {"supported": has("commands/list"), "methods": present(COMMAND_METHODS),
                      "method": "commands/list", "runMethod": "commands/run",
                      "sources": ["prompt", "skill", "plugin"] if has("commands/list") else [],
@@ -169,7 +173,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                     "config": "logging", "envPrefix": "KWARD_LOGGING",
                     "directory": facts.logs_dir, "format": "jsonl",
                     "categories": ["tokens", "performance", "tools", "errors"],
-                    "rotation": {"maxBytes": 10485760, "retention": "manual"}, "content": "redacted-metadata-only"},
+                    "enabledCategories": list(facts.logging_categories) if has("logging/stats") else [],
+                    "rotation": {"maxBytes": LOG_ROTATION_BYTES, "retention": "manual"}, "content": "redacted-metadata-only"},
         # legacy compatibility fields (0.66-era clients)
         "session": {"supported": bool(sessions), "mode": "explicit", "persistence": "jsonl"},
         "cancellation": cancellation,

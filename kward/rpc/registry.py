@@ -91,6 +91,24 @@ METHODS: dict[str, Method] = {
     "auth/startOpenAILogin": Method("auth:start_openai_login", slow=True),
     "auth/submitOpenAICode": Method("auth:submit_openai_code", slow=True),
     "auth/loginStatus": Method("auth:login_status"),
+    # memory (methods/memory.py)
+    "memory/status": Method("memory:status"),
+    "memory/enable": Method("memory:enable", slow=True),
+    "memory/disable": Method("memory:disable", slow=True),
+    "memory/autoSummary/enable": Method("memory:auto_summary_enable", slow=True),
+    "memory/autoSummary/disable": Method("memory:auto_summary_disable", slow=True),
+    "memory/list": Method("memory:list_", slow=True),
+    "memory/add": Method("memory:add", slow=True),
+    "memory/addCore": Method("memory:add_core", slow=True),
+    "memory/forget": Method("memory:forget", slow=True),
+    "memory/promote": Method("memory:promote", slow=True),
+    "memory/relax": Method("memory:relax", slow=True),
+    "memory/inspect": Method("memory:inspect", slow=True),
+    "memory/why": Method("memory:why", slow=True),
+    "memory/summarize": Method("memory:summarize", slow=True),
+    # telemetry (methods/telemetry.py)
+    "logging/stats": Method("telemetry:stats", slow=True),
+    "logging/tokenCsv": Method("telemetry:token_csv", slow=True),
 }
 
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.questions import QuestionBroker
     from kward.runtime.auth import RuntimeAuth
     from kward.agent.turns import Turn, TurnManager
+    from kward.runtime.memory import MemoryRuntime
+    from kward.runtime.telemetry import TelemetryRuntime
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
     from kward.sessions.manager import SessionManager
@@ -47,6 +49,7 @@ class RuntimeInfo(NamedTuple):  # a NamedTuple: built at start-up, where a datac
     logs_dir: str
     max_frame_bytes: int
     max_input_chars: int
+    logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
 def _nothing() -> None:
@@ -133,10 +136,13 @@ class Runtime:
     def engine(self) -> "AgentEngine":
         from kward.agent.engine import AgentEngine
 
+        from kward.runtime.turn_hooks import RuntimeTurnHooks
+
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
                                                            questions=self.questions, env=self.env,
                                                            secrets=self.secrets, models=self.models,
-                                                           credentials=self.auth.provider_credentials))
+                                                           credentials=self.auth.provider_credentials,
+                                                           hooks=RuntimeTurnHooks(self)))
 
     @property
     def auth(self) -> "RuntimeAuth":
@@ -144,6 +150,20 @@ class Runtime:
         from kward.runtime.auth import RuntimeAuth
 
         return self._service("auth", lambda: RuntimeAuth(self, self._notify))
+
+    @property
+    def memory(self) -> "MemoryRuntime":
+        """Memory operations and the turn hooks that use them (kward.runtime.memory)."""
+        from kward.runtime.memory import MemoryRuntime
+
+        return self._service("memory", lambda: MemoryRuntime(self))
+
+    @property
+    def telemetry(self) -> "TelemetryRuntime":
+        """Telemetry records, stats and the token CSV (kward.runtime.telemetry)."""
+        from kward.runtime.telemetry import TelemetryRuntime
+
+        return self._service("telemetry", lambda: TelemetryRuntime(self))
 
     @property
     def turns(self) -> "TurnManager":
@@ -174,9 +194,13 @@ class Runtime:
             steering = STEERING[key]
         except KwardError as exc:  # an invalid config.json, an unknown provider name
             warnings.append((exc.reason, exc.message))
+        try:
+            categories = self.telemetry.enabled_categories()
+        except KwardError:  # reported above
+            categories = ()
         return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(self.paths.logs_dir),
                            max_frame_bytes=self.settings.max_frame_bytes,
-                           max_input_chars=self.settings.max_input_chars)
+                           max_input_chars=self.settings.max_input_chars, logging_categories=categories)
 
     def read_config(self) -> dict[str, Any]:
         return self.config.load()
@@ -212,6 +236,7 @@ class Runtime:
             steps.append(services["turns"].shutdown)
         if "sessions" in services:
             steps.append(services["sessions"].shutdown_all)
+        steps += [services[n].shutdown for n in ("memory", "telemetry") if n in services]  # hit counts, log file
         for step in steps:
             try:
                 step()
@@ -224,8 +249,13 @@ class Runtime:
         """The open session with that id; SessionNotFound."""
         return self.sessions.get(session_id)
 
-    def create_session(self, workspace_root: str | None = None, name: str | None = None) -> "SessionHandle":
-        return self.sessions.create(workspace_root, name or None)
+    def create_session(self, workspace_root: str | None = None, name: str | None = None, *,
+                       memory: bool = True) -> "SessionHandle":
+        """`memory=False`: the session's turns use no memory (a one-shot prompt's session)."""
+        handle = self.sessions.create(workspace_root, name or None)
+        if not memory:
+            self.memory.exclude(handle)
+        return handle
 
     def resume_session(self, path: str, workspace_root: str | None = None) -> "SessionHandle":
         return self.sessions.resume(path, workspace_root)

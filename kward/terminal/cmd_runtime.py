@@ -1,4 +1,5 @@
 """Slash commands on the runtime: /settings /model /reasoning /status /stats /reload.
+(`/stats RANGE` shows the telemetry of a range: kward.terminal.stats_view.)
 
 Each is a few protocol requests (`config/read`, `models/*`, `reasoning/set`,
 `runtime/*`) on the shell's client. `/model` and `/reasoning` save the choice in
@@ -103,8 +104,13 @@ def status(shell: Any, arg: str) -> None:
         shell.say(f"  {key:<10} {value}")
 
 
-@register("stats", "", "show message and token counts and the cost of this session")
+@register("stats", "[range]", "show this session's counts and cost; with a range (2 days, 1 month): telemetry")
 def stats(shell: Any, arg: str) -> None:
+    if arg:  # the telemetry records of a range (logging/stats)
+        from kward.terminal.stats_view import format_stats
+
+        shell.say(format_stats(shell.client.request("logging/stats", {"range": arg}, timeout=None)))
+        return
     result = shell.client.request("runtime/stats", {"sessionId": shell.session_id}, timeout=None)
     tokens = result.get("tokens") or {}
     shell.say(f"  messages   {result.get('userMessages', 0)} from you, {result.get('assistantMessages', 0)} "

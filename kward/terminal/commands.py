@@ -56,6 +56,7 @@ def table() -> dict[str, Command]:
     """Every command, the built-in ones loaded, in registration order."""
     from kward.terminal import cmd_sessions  # noqa: F401,I001 - they register themselves, in this order
     from kward.terminal import cmd_runtime  # noqa: F401
+    from kward.terminal import cmd_memory  # noqa: F401
 
     return TABLE
 

@@ -1,7 +1,8 @@
 """One-shot mode: `kward PROMPT...`, `kward -- PROMPT` or a prompt piped on stdin.
 
-One turn through the in-process server, no session kept: the session is created for the
-turn and deleted after it (`sessions/create`, `turns/start`, `sessions/delete`), so
+One turn through the in-process server, no session kept and no memory used: the session
+is created for the turn with memory off and deleted after it (`sessions/create {memory:
+false}`, `turns/start`, `sessions/delete`), so
 nothing is left in the session directory (unless the process is killed with SIGKILL
 meanwhile). Only the answer goes to stdout, streamed; reasoning, tool lines and retries go
 to stderr. Exit status: 0 when the turn completed, 1 with a one-line reason on stderr when
@@ -60,7 +61,7 @@ def run(prompt: str, env: Mapping[str, str], cwd: str) -> int:
     with Client.in_process(env=env, cwd=cwd) as client:
         client.initialize(name="kward-terminal", version=__version__)
         try:
-            session = client.request("sessions/create", {"workspaceRoot": cwd}, timeout=None)
+            session = client.request("sessions/create", {"workspaceRoot": cwd, "memory": False}, timeout=None)
         except RpcError as exc:
             return fail(exc.message)
         try:

@@ -34,6 +34,7 @@ def initialize(call: Call) -> dict[str, Any]:
         logs_dir=info.logs_dir,
         max_frame_bytes=info.max_frame_bytes,
         max_input_chars=info.max_input_chars,
+        logging_categories=info.logging_categories,
     )
     return _result(facts, [{"reason": reason, "message": message} for reason, message in info.warnings],
                    call.methods)

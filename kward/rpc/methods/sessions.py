@@ -9,7 +9,8 @@ from kward.rpc.registry import Call
 
 def create(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.create_session(p.str("workspaceRoot"), p.str("name", max_len=10_000)).opened
+    return call.runtime.create_session(p.str("workspaceRoot"), p.str("name", max_len=10_000),
+                                       memory=p.bool("memory", True)).opened
 
 
 def resume(call: Call) -> dict[str, Any]:

@@ -1,0 +1,122 @@
+"""Which memories a turn is given, why, and the prompt block that gives them.
+
+Per turn (scopes: `global` and the session's workspace):
+
+- core memories in scope, global ones first, at most `CORE_LIMIT` (score 1.0);
+- active, unexpired soft memories in scope that share at least one term (or tag) with the
+  input, scored `confidence + min(0.15 * shared terms, 0.45) + (0.25 if a tag is one of
+  the terms)`, best first (then higher confidence, then id), at most `SOFT_LIMIT`. Terms
+  are the lower-case runs of `[a-z0-9_-]` of 3 or more characters. A soft memory that
+  shares nothing with the input is not relevant to it and is left out.
+
+Pure functions over the store's data; the caller holds the store's lock while `select`
+reads the soft log.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from kward.memory import records
+from kward.memory.softlog import SoftLog
+
+TERM_SCORE = 0.15
+TERM_CAP = 0.45
+TAG_SCORE = 0.25
+NO_RETRIEVAL = "No memory retrieval has run yet."
+
+
+@dataclass
+class Retrieval:
+    scopes: list[str]
+    core: list[dict[str, Any]]
+    soft: list[dict[str, Any]]
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+    timestamp: str = ""
+
+    def state(self) -> dict[str, Any]:
+        """What a session keeps of it (`memory_state.lastRetrieval`): ids and reasons, never
+        memory text, so forgetting a memory leaves no copy of it in session files."""
+        return {"enabled": True, "timestamp": self.timestamp, "scopes": list(self.scopes),
+                "coreIds": [m["id"] for m in self.core], "softIds": [m["id"] for m in self.soft],
+                "reasons": [dict(r) for r in self.reasons]}
+
+
+def _reason(record: dict[str, Any], layer: str, score: float, why: list[str]) -> dict[str, Any]:
+    return {"id": record["id"], "layer": layer, "score": round(score, 3), "reasons": why}
+
+
+def select(core: list[dict[str, Any]], soft: SoftLog, query: str, scopes: list[str], now: float, *,
+           core_limit: int = records.CORE_LIMIT, soft_limit: int = records.SOFT_LIMIT) -> Retrieval:
+    in_scope = set(scopes)
+    scoped = [m for m in core if isinstance(m.get("scope"), str) and m["scope"] in in_scope]
+    chosen_core = [m for m in scoped if m["scope"] == "global"] + [m for m in scoped if m["scope"] != "global"]
+    chosen_core = chosen_core[:core_limit]
+    reasons = [_reason(m, "core", 1.0, ["scope match", "core memories are preferred"]) for m in chosen_core]
+
+    query_terms = records.terms(query)
+    text_hits: dict[int, list[str]] = {}  # entry -> the query terms its text holds, in query order
+    tag_hits: dict[int, list[str]] = {}
+    for index, hits in ((soft.index, text_hits), (soft.tag_index, tag_hits)):
+        for term in query_terms:
+            for position in index.get(term, ()):
+                found = hits.get(position)
+                if found is None:
+                    hits[position] = [term]
+                else:
+                    found.append(term)
+    scored = []
+    entries, by_id = soft.entries, soft.by_id
+    for position in {**text_hits, **tag_hits}:
+        entry = entries[position]
+        if not entry.active or entry.scope not in in_scope or (entry.expires is not None and entry.expires < now) \
+                or by_id.get(entry.record["id"]) != position:
+            continue
+        overlap, tag_overlap = text_hits.get(position), tag_hits.get(position)
+        score = entry.confidence
+        if overlap:
+            score += min(len(overlap) * TERM_SCORE, TERM_CAP)
+        if tag_overlap:
+            score += TAG_SCORE
+        scored.append((-score, -entry.confidence, entry.record["id"], position))
+    chosen_soft = []
+    for neg_score, _, _, position in heapq.nsmallest(soft_limit, scored):
+        entry = entries[position]
+        overlap, tag_overlap = text_hits.get(position), tag_hits.get(position)
+        why = ["scope match"]
+        if overlap:
+            why.append("text overlap: " + ", ".join(overlap[:5]))
+        if tag_overlap:
+            why.append("tag overlap: " + ", ".join(tag_overlap))
+        why.append(f"confidence {entry.confidence:.2f}")
+        chosen_soft.append(dict(entry.record))
+        reasons.append(_reason(entry.record, "soft", -neg_score, why))
+    return Retrieval(list(scopes), [dict(m) for m in chosen_core], chosen_soft, reasons)
+
+
+def memory_block(retrieval: Retrieval) -> str | None:
+    """The `<kward_memory>` block for the system prompt; None when nothing was retrieved."""
+    if not retrieval.core and not retrieval.soft:
+        return None
+    lines = ["<kward_memory>"]
+    for title, chosen in (("Core Memories:", retrieval.core), ("Relevant Soft Memories:", retrieval.soft)):
+        if chosen:
+            lines.append(title)
+            lines.extend(f"- [{m['id']}] {m.get('text', '')}" for m in chosen)
+            lines.append("")
+    lines += ["Rules:", "- Core memories override soft memories.",
+              "- Soft memories are contextual hints, not guaranteed facts.", "</kward_memory>"]
+    return "\n".join(lines)
+
+
+def explain(reasons: list[dict[str, Any]]) -> str:
+    """The reasons as the terminal shows them (`/memory why`)."""
+    if not reasons:
+        return "No memories were retrieved."
+    lines = ["Memory retrieval reasons:"]
+    for r in reasons:
+        lines.append(f"- {r.get('id')} ({r.get('layer')}, score {r.get('score')}): "
+                     + "; ".join(str(x) for x in r.get("reasons") or []))
+    return "\n".join(lines)

@@ -1,0 +1,220 @@
+"""The in-memory view of soft.jsonl: parsed records, their search index, and what it takes
+to keep both current without re-reading the file on every turn.
+
+`SoftLog.refresh()` costs one stat when nothing changed. When the file grew (another
+process appended), only the new bytes are read, after checking that the last bytes read
+before are still where they were; when it was replaced (a rewrite) or changed in place,
+it is read again in full. A line that does not end in a newline yet (an append in
+progress) is not read until it does; a line that is not a JSON object with a string `id`
+is kept as it is (and written back as it is), never dropped.
+
+Each entry carries the derived data retrieval needs: the record's search terms, its
+lower-case tags and when it expires; `index` maps each term and tag to the entries
+holding it, so a turn looks at the memories that share a term with its input instead of
+at every memory.
+
+Thread contract: none of its own; `kward.memory.store.MemoryStore` calls it under its
+lock. File errors are plain OSErrors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from kward.memory import records
+
+_TAIL = 64  # bytes remembered from the end of what was read, to tell an append from a rewrite
+
+
+@dataclass
+class Entry:
+    record: dict[str, Any] | None  # None: a line that is not a record (kept verbatim)
+    line: str | None  # the stored line (no newline); None once `record` changed
+    terms: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+    expires: float | None = None
+    active: bool = False
+    scope: Any = None
+    confidence: float = 0.0
+
+    def encoded(self) -> str:
+        if self.line is None:
+            self.line = json.dumps(self.record, ensure_ascii=False, separators=(",", ":"))
+        return self.line
+
+
+def make_entry(record: dict[str, Any] | None, line: str | None) -> Entry:
+    if record is None:
+        return Entry(None, line)
+    tags = record.get("tags")
+    confidence = record.get("confidence")
+    return Entry(record, line, frozenset(records.terms(record.get("text"))),
+                 frozenset(str(t).lower() for t in tags) if isinstance(tags, list) else frozenset(),
+                 records.expires_at(record), records.is_active(record),
+                 record["scope"] if isinstance(record.get("scope"), str) else None,
+                 float(confidence) if isinstance(confidence, (int, float)) and not isinstance(confidence, bool) else 0.0)
+
+
+def parse_line(raw: bytes) -> Entry:
+    text = raw.decode("utf-8", "replace")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return Entry(None, text)
+    if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+        return Entry(None, text)
+    return make_entry(value, text)
+
+
+@dataclass
+class SoftLog:
+    path: Path
+    entries: list[Entry] = field(default_factory=list)
+    by_id: dict[str, int] = field(default_factory=dict)  # id -> index of its (last) entry
+    index: dict[str, list[int]] = field(default_factory=dict)  # text term -> entry indices
+    tag_index: dict[str, list[int]] = field(default_factory=dict)  # lower-case tag -> entry indices
+    max_number: int = 0  # the highest soft_NNN number seen
+    _ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
+    _size: int = 0  # its size at the last look
+    _mtime: int = 0
+    _offset: int = 0  # bytes consumed: complete lines only
+    _tail: bytes = b""
+
+    # --- reading ------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self._ident is not None or self.entries:
+                self._reset()
+            return
+        ident = (st.st_dev, st.st_ino)
+        if ident == self._ident and st.st_size == self._size and st.st_mtime_ns == self._mtime:
+            return
+        with open(self.path, "rb") as f:
+            # an append only ever makes the file longer; anything else is a rewrite
+            if ident == self._ident and st.st_size > self._size and self._unchanged(f):
+                f.seek(self._offset)
+                self._consume(f.read(), ident, st)
+                return
+            self._reset()
+            f.seek(0)
+            self._consume(f.read(), ident, os.fstat(f.fileno()))
+
+    def _unchanged(self, f: Any) -> bool:
+        """The bytes before `_offset` still end with what was read there last."""
+        start = self._offset - len(self._tail)
+        f.seek(start)
+        return f.read(len(self._tail)) == self._tail
+
+    def _consume(self, data: bytes, ident: tuple[int, int], st: os.stat_result) -> None:
+        end = data.rfind(b"\n") + 1  # only complete lines
+        for raw in data[:end].split(b"\n")[:-1]:
+            if raw.strip():
+                self._add(parse_line(raw))
+        self._offset += end
+        if end:
+            self._tail = (self._tail + data[:end])[-_TAIL:]
+        self._ident, self._size, self._mtime = ident, st.st_size, st.st_mtime_ns
+
+    def _reset(self) -> None:
+        self.entries, self.by_id, self.index, self.tag_index, self.max_number = [], {}, {}, {}, 0
+        self._ident, self._size, self._mtime, self._offset, self._tail = None, 0, 0, 0, b""
+
+    def _add(self, entry: Entry) -> None:
+        position = len(self.entries)
+        self.entries.append(entry)
+        if entry.record is None:
+            return
+        memory_id = entry.record["id"]
+        previous = self.by_id.get(memory_id)
+        self.by_id[memory_id] = position
+        number = records.id_number("soft", memory_id)
+        if number is not None and number > self.max_number:
+            self.max_number = number
+        if previous is not None:  # a duplicate id: the last line wins
+            self._unindex(previous)
+        self._index(position)
+
+    def _index(self, position: int) -> None:
+        entry = self.entries[position]
+        for index, keys in ((self.index, entry.terms), (self.tag_index, entry.tags)):
+            get = index.get
+            for key in keys:
+                bucket = get(key)
+                if bucket is None:
+                    index[key] = [position]
+                else:
+                    bucket.append(position)
+
+    def _unindex(self, position: int) -> None:
+        entry = self.entries[position]
+        for index, keys in ((self.index, entry.terms), (self.tag_index, entry.tags)):
+            for key in keys:
+                hits = index.get(key)
+                if hits and position in hits:
+                    hits.remove(position)
+
+    @property
+    def torn(self) -> bool:
+        """The file ends in an incomplete line (a crashed writer's, or one being written)."""
+        return self._size > self._offset
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        position = self.by_id.get(memory_id)
+        return None if position is None else self.entries[position].record
+
+    def records(self) -> Iterable[dict[str, Any]]:
+        for position, entry in enumerate(self.entries):
+            if entry.record is not None and self.by_id.get(entry.record["id"]) == position:
+                yield entry.record
+
+    # --- changing -------------------------------------------------------------------------
+
+    def replace(self, memory_id: str, record: dict[str, Any]) -> None:
+        """Change a record in memory (write the file with `encode` afterwards)."""
+        position = self.by_id[memory_id]
+        self._unindex(position)
+        self.entries[position] = make_entry(record, None)
+        self._index(position)
+
+    def touch(self, memory_id: str, hits: int, stamp: str) -> None:
+        """Count `hits` more retrievals of an active memory last seen at `stamp`."""
+        position = self.by_id.get(memory_id)
+        if position is None:
+            return
+        entry = self.entries[position]
+        record = entry.record
+        if record is None or not records.is_active(record):
+            return
+        count = record.get("hits")
+        record["hits"] = (count if isinstance(count, int) and not isinstance(count, bool) else 0) + hits
+        record["last_seen_at"] = record["updated_at"] = stamp
+        entry.line = None
+        entry.expires = records.expires_at(record)
+
+    def encode(self) -> bytes:
+        return "".join(e.encoded() + "\n" for e in self.entries).encode("utf-8")
+
+    def appended(self, line: bytes, record: dict[str, Any]) -> None:
+        """This process appended `line` (one record, ending in a newline) at the end of the
+        file as it had read it."""
+        st = os.stat(self.path)
+        if self.torn or (st.st_dev, st.st_ino) != self._ident or st.st_size != self._size + len(line):
+            self.refresh()  # more than our line is new: read what is there
+            return
+        self._add(make_entry(record, line[:-1].decode("utf-8")))
+        self._offset = self._size = st.st_size
+        self._mtime = st.st_mtime_ns
+        self._tail = (self._tail + line)[-_TAIL:]
+
+    def written(self, data: bytes) -> None:
+        """This process replaced the file with `data` (the encoding of `entries`)."""
+        st = os.stat(self.path)
+        self._ident, self._size, self._mtime = (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
+        self._offset, self._tail = len(data), data[-_TAIL:]

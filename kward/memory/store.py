@@ -1,0 +1,299 @@
+"""MemoryStore: the three memory files, and every read and change of them.
+
+Cross-process safety (several kward processes share one config directory): every change
+holds an flock on `memory/.lock` for its read-modify-write. Inside it the files are read
+fresh, ids are allocated (the highest `core_NNN` / `soft_NNN` in the file plus one), and
+then written: core.json and rewrites of soft.jsonl by atomic replace
+(`kward.fsutil.atomic_write_bytes`), a new soft memory and every event as one `write()`
+of one line to the file opened for appending. Readers (listings, retrieval) take no flock:
+they see a whole old or a whole new file, and an appended line only once it is complete.
+
+Retrieval counts hits: the retrieved soft memories get `hits + 1` and a new
+`last_seen_at` at once in this process, and on disk at the next `flush()` (which
+`flush_if_due` does at most every FLUSH_INTERVAL seconds, and `kward.runtime.memory` at
+shutdown), so a turn never waits for a rewrite of a large soft.jsonl. Pending counts
+survive other processes' rewrites (they are applied again to what is read); a crash loses
+at most the counts of the last interval.
+
+Thread contract: any thread. `_lock` (reentrant) guards the cached views and the pending
+counts and is taken before the flock; the flock is taken once per outermost operation.
+File errors are OSErrors (the RPC boundary turns them into filesystem errors);
+`MemoryStoreError` when core.json is not an array of records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from kward.errors import InvalidParams, MemoryNotFound, MemoryStoreError
+from kward.fsutil import FILE_MODE, atomic_write_bytes, ensure_private_dir, file_lock
+from kward.memory import records
+from kward.memory.records import Clock
+from kward.memory.retrieval import Retrieval, select
+from kward.memory.softlog import SoftLog
+
+FLUSH_INTERVAL = 60.0  # seconds between writes of pending hit counts
+
+
+def _append(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+class MemoryStore:
+    def __init__(self, directory: Path, *, clock: Clock = records.utc_now):
+        self.directory = Path(directory)
+        self.core_path = self.directory / "core.json"
+        self.soft_path = self.directory / "soft.jsonl"
+        self.events_path = self.directory / "events.jsonl"
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._held = False  # this store holds the flock (only ever read by the _lock holder)
+        self._soft = SoftLog(self.soft_path)
+        self._core_key: tuple[int, int, int, int] | None = None
+        self._core: list[dict[str, Any]] = []
+        self._pending: dict[str, tuple[int, str]] = {}  # soft id -> (hits not yet on disk, last seen)
+        self._flushed = time.monotonic()
+
+    @property
+    def paths(self) -> dict[str, str]:
+        return {"core": str(self.core_path), "soft": str(self.soft_path), "events": str(self.events_path)}
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock:
+            if self._held:
+                yield
+                return
+            with file_lock(self.directory / ".lock"):
+                self._held = True
+                try:
+                    yield
+                finally:
+                    self._held = False
+
+    def _now(self) -> datetime:
+        return self._clock()
+
+    # --- reading (no flock) -------------------------------------------------------------
+
+    def _read_core(self) -> list[dict[str, Any]]:
+        """core.json's records (cached by stat). Caller holds `_lock`."""
+        try:
+            st = os.stat(self.core_path)
+        except FileNotFoundError:
+            self._core_key, self._core = None, []
+            return self._core
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key != self._core_key:
+            raw = self.core_path.read_bytes()
+            try:
+                data = json.loads(raw.decode("utf-8")) if raw.strip() else []
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                raise MemoryStoreError(f"Invalid Kward core memory JSON: {self.core_path}",
+                                       data={"path": str(self.core_path)}) from None
+            if isinstance(data, dict):
+                data = data.get("memories", [])
+            if not isinstance(data, list):
+                raise MemoryStoreError(f"Invalid Kward core memory JSON: {self.core_path} (not an array)",
+                                       data={"path": str(self.core_path)})
+            self._core = [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+            self._core_key = key
+        return self._core
+
+    def _read_soft(self) -> SoftLog:
+        """soft.jsonl, current, with this process's pending counts applied. Caller holds `_lock`."""
+        before = self._soft.entries
+        self._soft.refresh()
+        if self._pending and self._soft.entries is not before:  # read anew: count our hits again
+            for memory_id, (hits, stamp) in self._pending.items():
+                self._soft.touch(memory_id, hits, stamp)
+        return self._soft
+
+    def core(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(m) for m in self._read_core()]
+
+    def soft(self, include_inactive: bool = False) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(m) for m in self._read_soft().records() if include_inactive or records.is_active(m)]
+
+    def find(self, memory_id: str) -> dict[str, Any] | None:
+        """The record with that id (core or soft, forgotten ones too), a copy."""
+        with self._lock:
+            for m in self._read_core():
+                if m["id"] == memory_id:
+                    return dict(m)
+            record = self._read_soft().get(memory_id)
+            return dict(record) if record is not None else None
+
+    # --- writing (under the flock) ------------------------------------------------------
+
+    def ensure(self) -> None:
+        """Create the directory and any missing file (core.json as `[]`)."""
+        with self._locked():
+            ensure_private_dir(self.directory)
+            if not self.core_path.exists():
+                atomic_write_bytes(self.core_path, b"[]\n")
+            for path in (self.soft_path, self.events_path):
+                _append(path, b"")
+            os.chmod(self.core_path, FILE_MODE)
+
+    def event(self, event_type: str, **fields: Any) -> None:
+        line = json.dumps({"type": event_type, "timestamp": records.iso(self._now()), **fields},
+                          ensure_ascii=False, separators=(",", ":")) + "\n"
+        with self._locked():
+            _append(self.events_path, line.encode("utf-8"))
+
+    def _write_core(self, memories: list[dict[str, Any]]) -> None:
+        data = (json.dumps(memories, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        atomic_write_bytes(self.core_path, data)
+        self._core_key = None
+
+    def _write_soft(self) -> None:
+        data = self._soft.encode()
+        atomic_write_bytes(self.soft_path, data)
+        self._soft.written(data)
+        self._pending.clear()  # every count is in the file now
+        self._flushed = time.monotonic()
+
+    def add_core(self, text: str, scope: str, tags: list[str] | None = None,
+                 source: str = records.EXPLICIT) -> dict[str, Any]:
+        text = records.memory_text(text)
+        with self._locked():
+            memories = list(self._fresh_core())
+            numbers = [n for n in (records.id_number("core", m["id"]) for m in memories) if n is not None]
+            record = records.core_record(records.format_id("core", max(numbers, default=0) + 1), text, scope,
+                                         records.clean_tags(tags), self._now(), source)
+            self._write_core(memories + [record])
+            self.event("add", **records.event_ref(record, "core"))
+            return dict(record)
+
+    def add_soft(self, text: str, scope: str, tags: list[str] | None = None, *,
+                 confidence: float = records.MANUAL_CONFIDENCE, source: str = "manual",
+                 ttl_days: int = records.SOFT_TTL_DAYS, unique: bool = False) -> dict[str, Any] | None:
+        """Append a soft memory; with `unique`, None (nothing added) when an active one of
+        that scope already has the same text."""
+        text = records.memory_text(text)
+        with self._locked():
+            soft = self._read_soft()
+            if unique and any(records.is_active(m) and m.get("scope") == scope and records.same_text(m.get("text"), text)
+                              for m in soft.records()):
+                return None
+            record = records.soft_record(records.format_id("soft", soft.max_number + 1), text, scope,
+                                         records.clean_tags(tags), self._now(), confidence=confidence,
+                                         source=source, ttl_days=ttl_days)
+            line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+            if soft.torn:  # a crashed writer's incomplete line: ours starts on a line of its own
+                line = b"\n" + line
+            ensure_private_dir(self.directory)
+            _append(self.soft_path, line)
+            soft.appended(line, dict(record))
+            self.event("add", **records.event_ref(record, "soft"))
+            return dict(record)
+
+    def _fresh_core(self) -> list[dict[str, Any]]:
+        self._core_key = None  # under the flock: never trust a stat-equal cache for a write
+        return self._read_core()
+
+    def forget(self, memory_id: str) -> bool:
+        """Remove a core memory, or mark an active soft one forgotten (its text, tags,
+        confidence and hits redacted in the file). False when no such memory is there."""
+        with self._locked():
+            memories = self._fresh_core()
+            if any(m["id"] == memory_id for m in memories):
+                self._write_core([m for m in memories if m["id"] != memory_id])
+                self.event("forget", id=memory_id, layer="core")
+                return True
+            soft = self._read_soft()
+            record = soft.get(memory_id)
+            if record is None or record.get("status") == "forgotten":
+                return False
+            soft.replace(memory_id, records.forgotten(record, self._now()))
+            self._pending.pop(memory_id, None)
+            self._write_soft()
+            self.event("forget", id=memory_id, layer="soft")
+            return True
+
+    def promote(self, memory_id: str) -> dict[str, Any]:
+        """An active soft memory becomes a new core memory (and is forgotten); a workspace
+        core memory becomes global. Returns the core record."""
+        with self._locked():
+            memories = self._fresh_core()
+            core = next((m for m in memories if m["id"] == memory_id), None)
+            if core is not None:
+                if core.get("scope") == "global":
+                    raise InvalidParams(f"Only workspace core memories can be promoted: {memory_id} is global",
+                                        data={"param": "id"})
+                return self._rescope(memories, core, "global", "promote")
+            soft = self._read_soft().get(memory_id)
+            if soft is None or not records.is_active(soft):
+                raise MemoryNotFound(f"Unknown active soft memory or workspace core memory: {memory_id}",
+                                     data={"id": memory_id})
+            promoted = self.add_core(soft.get("text", ""), soft.get("scope") or "global", soft.get("tags"),
+                                     source=records.PROMOTED)
+            self.forget(memory_id)
+            self.event("promote", from_id=memory_id, to_id=promoted["id"])
+            return promoted
+
+    def relax(self, memory_id: str, scope: str) -> dict[str, Any]:
+        """A global core memory becomes one of `scope` (a workspace)."""
+        with self._locked():
+            memories = self._fresh_core()
+            core = next((m for m in memories if m["id"] == memory_id), None)
+            if core is None:
+                raise MemoryNotFound(f"Unknown core memory: {memory_id}", data={"id": memory_id})
+            if core.get("scope") != "global":
+                raise InvalidParams(f"Only global core memories can be relaxed: {memory_id} is not global",
+                                    data={"param": "id"})
+            return self._rescope(memories, core, scope, "relax")
+
+    def _rescope(self, memories: list[dict[str, Any]], core: dict[str, Any], scope: str,
+                 event_type: str) -> dict[str, Any]:
+        changed = {**core, "scope": scope, "updated_at": records.iso(self._now())}
+        self._write_core([changed if m is core else m for m in memories])
+        self.event(event_type, **records.event_ref(changed, "core"))
+        return dict(changed)
+
+    # --- retrieval --------------------------------------------------------------------
+
+    def retrieve(self, query: str, scopes: list[str]) -> Retrieval:
+        """The memories for one turn (see `kward.memory.retrieval`); counts the soft ones'
+        hits and logs a `retrieve` event."""
+        now = self._now()
+        with self._lock:
+            result = select(self._read_core(), self._read_soft(), query, scopes, now.timestamp())
+            stamp = records.iso(now)
+            for record in result.soft:
+                hits = self._pending.get(record["id"], (0, stamp))[0] + 1
+                self._pending[record["id"]] = (hits, stamp)
+                self._soft.touch(record["id"], 1, stamp)
+            result.timestamp = stamp
+        self.event("retrieve", core_ids=[m["id"] for m in result.core], soft_ids=[m["id"] for m in result.soft],
+                   scopes=list(scopes))
+        return result
+
+    def flush(self) -> None:
+        """Write the pending hit counts to soft.jsonl (nothing when there are none)."""
+        with self._lock:
+            if not self._pending:
+                return
+            with self._locked():
+                self._read_soft()
+                self._write_soft()
+
+    def flush_if_due(self, interval: float = FLUSH_INTERVAL) -> None:
+        with self._lock:
+            if self._pending and time.monotonic() - self._flushed >= interval:
+                self.flush()

@@ -1,0 +1,83 @@
+"""memory/*: thin adapters onto `runtime.memory` (kward.runtime.memory).
+
+`workspaceRoot` (optional, default the launch directory) names the workspace of the
+hierarchy of `memory/list`, of the `workspace` scope of `memory/add` / `memory/addCore`
+and of `memory/relax`. Unknown params are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kward.memory.records import MAX_TEXT_CHARS
+from kward.rpc.registry import Call
+
+_MAX_ID = 100
+
+
+def status(call: Call) -> dict[str, Any]:
+    return call.runtime.memory.status()
+
+
+def enable(call: Call) -> dict[str, Any]:
+    call.runtime.memory.set_enabled(True)
+    return {"enabled": True}
+
+
+def disable(call: Call) -> dict[str, Any]:
+    call.runtime.memory.set_enabled(False)
+    return {"enabled": False}
+
+
+def auto_summary_enable(call: Call) -> dict[str, Any]:
+    call.runtime.memory.set_auto_summary(True)
+    return {"autoSummary": True}
+
+
+def auto_summary_disable(call: Call) -> dict[str, Any]:
+    call.runtime.memory.set_auto_summary(False)
+    return {"autoSummary": False}
+
+
+def list_(call: Call) -> dict[str, Any]:
+    p = call.params
+    return call.runtime.memory.list(p.str("workspaceRoot"), p.bool("includeInactive", False))
+
+
+def add(call: Call) -> dict[str, Any]:
+    p = call.params
+    return {"memory": call.runtime.memory.add(p.str("text", required=True, max_len=MAX_TEXT_CHARS * 2),
+                                              p.str("scope", max_len=10_000), p.list("tags", of=str),
+                                              p.str("workspaceRoot"))}
+
+
+def add_core(call: Call) -> dict[str, Any]:
+    p = call.params
+    return {"memory": call.runtime.memory.add_core(p.str("text", required=True, max_len=MAX_TEXT_CHARS * 2),
+                                                   p.str("scope", max_len=10_000), p.list("tags", of=str),
+                                                   p.str("workspaceRoot"))}
+
+
+def forget(call: Call) -> dict[str, Any]:
+    return {"forgotten": call.runtime.memory.forget(call.params.str("id", required=True, max_len=_MAX_ID))}
+
+
+def promote(call: Call) -> dict[str, Any]:
+    return {"memory": call.runtime.memory.promote(call.params.str("id", required=True, max_len=_MAX_ID))}
+
+
+def relax(call: Call) -> dict[str, Any]:
+    p = call.params
+    return {"memory": call.runtime.memory.relax(p.str("id", required=True, max_len=_MAX_ID), p.str("workspaceRoot"))}
+
+
+def inspect(call: Call) -> dict[str, Any]:
+    return call.runtime.memory.inspect()
+
+
+def why(call: Call) -> dict[str, Any]:
+    return call.runtime.memory.why(call.params.str("sessionId"))
+
+
+def summarize(call: Call) -> dict[str, Any]:
+    return {"memories": call.runtime.memory.summarize(call.params.str("sessionId", required=True))}

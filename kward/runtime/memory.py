@@ -1,0 +1,230 @@
+"""`runtime.memory`: the memory operations of the runtime facade, and the turn hooks that
+give normal session turns their memories.
+
+The store is `kward.memory.store.MemoryStore` in `<config dir>/memory`. The switches are
+config.json `memory.enabled` and `memory.auto_summary` (read live; each must be literally
+`true`), written through `ConfigStore.update`.
+
+A turn (`prepare`, from the engine before the model is called) retrieves the memories
+for its input when memory is enabled, records the retrieval in the session (a
+`memory_state` record: the ids and reasons, never texts) and returns the `<kward_memory>`
+block for the system prompt. After a completed turn (`after_turn`) auto-summary infers
+soft memories from the user's messages when both switches are on; quietly: nothing is
+reported to the client or printed, failures go to the log only. A session opened with
+memory off (`exclude`, e.g. the one a one-shot prompt runs in) gets none of this.
+
+Thread contract: any thread; the store locks itself, `_latest` is one reference written
+and read whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from kward.errors import InvalidParams
+from kward.memory import infer, records, retrieval
+from kward.memory.store import MemoryStore
+from kward.redact import redact_text
+from kward.settings import LiveSettings, MemorySettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.core import Runtime
+
+log = logging.getLogger(__name__)
+
+MAX_TAG_ITEMS = 100
+
+
+def _user_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _ids(state: dict[str, Any], key: str, legacy: str) -> list[str]:
+    ids = state.get(key)
+    if not isinstance(ids, list):  # the original kward kept whole records
+        ids = [m.get("id") for m in state.get(legacy) or [] if isinstance(m, dict)]
+    return [i for i in ids if isinstance(i, str)]
+
+
+class MemoryRuntime:
+    def __init__(self, runtime: "Runtime"):
+        self._runtime = runtime
+        self.store = MemoryStore(runtime.paths.memory_dir)
+        self._live = LiveSettings(runtime.config, runtime.env)
+        self._latest: dict[str, Any] | None = None  # the last retrieval of this process
+        self._off: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+    # --- switches -----------------------------------------------------------------------
+
+    def settings(self) -> MemorySettings:
+        return self._live.current().memory
+
+    def status(self) -> dict[str, Any]:
+        s = self.settings()
+        return {"enabled": s.enabled, "autoSummary": s.auto_summary, "paths": self.store.paths}
+
+    def set_enabled(self, enabled: bool) -> None:
+        self._write("enabled", enabled)
+        if enabled:
+            self.store.ensure()
+        self.store.event("enable" if enabled else "disable")
+
+    def set_auto_summary(self, enabled: bool) -> None:
+        before = self.settings().auto_summary
+        self._write("auto_summary", enabled)
+        if before != enabled:
+            self.store.event("auto_summary_enable" if enabled else "auto_summary_disable")
+
+    def _write(self, name: str, value: bool) -> None:
+        group = self._runtime.config.load().get("memory")
+        group = dict(group) if isinstance(group, dict) else {}
+        group[name] = value
+        self._runtime.config.update({"memory": group})
+
+    # --- the store ----------------------------------------------------------------------
+
+    def _workspace(self, root: str | None) -> str:
+        return records.workspace_scope(str(self._runtime.resolve_workspace(root)))
+
+    def _scope(self, scope: str | None, root: str | None) -> str:
+        if (scope or "").strip() == "workspace":
+            return self._workspace(root)
+        return records.resolve_scope(scope, "")
+
+    @staticmethod
+    def _tags(tags: list[str] | None) -> list[str]:
+        if tags is not None and (len(tags) > MAX_TAG_ITEMS or any(len(t) > 1000 for t in tags)):
+            raise InvalidParams(f"Invalid params: 'tags' must be at most {MAX_TAG_ITEMS} strings of at most 1000 "
+                                "characters", data={"param": "tags"})
+        return records.clean_tags(tags)
+
+    def list(self, workspace_root: str | None = None, include_inactive: bool = False) -> dict[str, Any]:
+        """Every memory (`core`, `soft`), and the hierarchy of one workspace."""
+        workspace = self._workspace(workspace_root)
+        core, soft = self.store.core(), self.store.soft(include_inactive)
+        return {"core": core, "soft": soft,
+                "global_core": [m for m in core if m.get("scope") == "global"],
+                "workspace_core": [m for m in core if m.get("scope") == workspace],
+                "workspace_soft": [m for m in soft if m.get("scope") == workspace],
+                "global_soft": [m for m in soft if m.get("scope") == "global"]}
+
+    def add(self, text: str, scope: str | None = None, tags: list[str] | None = None,
+            workspace_root: str | None = None) -> dict[str, Any] | None:
+        """The new soft memory (never None: that is only for the store's unique adds)."""
+        return self.store.add_soft(text, self._scope(scope, workspace_root), self._tags(tags))
+
+    def add_core(self, text: str, scope: str | None = None, tags: list[str] | None = None,
+                 workspace_root: str | None = None) -> dict[str, Any]:
+        return self.store.add_core(text, self._scope(scope, workspace_root), self._tags(tags))
+
+    def forget(self, memory_id: str) -> bool:
+        return self.store.forget(memory_id)
+
+    def promote(self, memory_id: str) -> dict[str, Any]:
+        return self.store.promote(memory_id)
+
+    def relax(self, memory_id: str, workspace_root: str | None = None) -> dict[str, Any]:
+        return self.store.relax(memory_id, self._workspace(workspace_root))
+
+    def inspect(self) -> dict[str, Any]:
+        return {**self.status(), "core": self.store.core(), "soft": self.store.soft(include_inactive=True)}
+
+    # --- why and summarize --------------------------------------------------------------
+
+    def why(self, session_id: str | None = None) -> dict[str, Any]:
+        """The session's last retrieval (kept in its file: it survives a resume and is seen
+        by other processes), else this process's last one, else a no-retrieval message."""
+        state = None
+        if session_id is not None:
+            memory_state = self._runtime.session(session_id).memory_state
+            candidate = memory_state.get("lastRetrieval") if isinstance(memory_state, dict) else None
+            state = candidate if isinstance(candidate, dict) else None
+        return self._explain(state if state is not None else self._latest)
+
+    def _explain(self, state: dict[str, Any] | None) -> dict[str, Any]:
+        if state is None or state.get("enabled") is not True:
+            enabled = self.settings().enabled if state is None else False
+            message = retrieval.NO_RETRIEVAL if state is None else "Memory was disabled: nothing was retrieved."
+            return {"enabled": enabled, "core": [], "soft": [], "reasons": [], "memories": [], "message": message,
+                    "explanation": message}
+        core = [m for m in (self.store.find(i) for i in _ids(state, "coreIds", "core")) if m is not None]
+        soft = [m for m in (self.store.find(i) for i in _ids(state, "softIds", "soft")) if m is not None]
+        reasons = [r for r in state.get("reasons") or [] if isinstance(r, dict)]
+        return {"enabled": True, "timestamp": state.get("timestamp"), "scopes": state.get("scopes") or [],
+                "core": core, "soft": soft, "reasons": reasons, "memories": core + soft,
+                "message": f"The last turn was given {len(core)} core and {len(soft)} soft memories.",
+                "explanation": retrieval.explain(reasons)}
+
+    def summarize(self, session_id: str) -> list[dict[str, Any]]:
+        """Infer soft memories from the user's messages of the session (see kward.memory.infer)."""
+        return self._summarize(self._runtime.session(session_id))
+
+    def _summarize(self, session: Any) -> list[dict[str, Any]]:
+        text = "\n".join(_user_text(m) for m in session.entry_messages() if m.get("role") == "user")
+        state = session.memory_state if isinstance(session.memory_state, dict) else {}
+        known = [m for m in state.get("sessionMemories") or [] if isinstance(m, dict)]
+        scope = records.workspace_scope(session.workspace_root)
+        scrub = self._runtime.secrets.scrub_output
+        added = []
+        for candidate in infer.candidates(text):
+            candidate = redact_text(scrub(candidate))
+            if any(records.same_text(m.get("text"), candidate) for m in known):
+                continue
+            record = self.store.add_soft(candidate, scope, ["workflow"], confidence=records.INFERRED_CONFIDENCE,
+                                         source="inferred", unique=True)
+            if record is not None:
+                added.append(record)
+                known.append({k: record[k] for k in ("id", "text", "scope", "tags")})
+        if added:
+            session.append_record("memory_state", sessionMemories=known, lastRetrieval=state.get("lastRetrieval"))
+        return added
+
+    # --- turn hooks (the engine calls these on the turn's worker thread) ----------------
+
+    def exclude(self, session: Any) -> None:
+        """Turns of this session (an RPC id's handle) use no memory at all."""
+        self._off.add(session)
+
+    def prepare(self, query: str, session: Any) -> str | None:
+        """Retrieve the memories for a turn's input; the prompt block, or None. Never raises."""
+        if session in self._off:
+            return None
+        try:
+            if not self.settings().enabled:
+                self._latest = {"enabled": False}
+                return None
+            result = self.store.retrieve(query, ["global", records.workspace_scope(session.workspace_root)])
+            state = result.state()
+            self._latest = state
+            previous = session.memory_state if isinstance(session.memory_state, dict) else {}
+            session.append_record("memory_state", sessionMemories=list(previous.get("sessionMemories") or []),
+                                  lastRetrieval=state)
+            return retrieval.memory_block(result)
+        except Exception as exc:  # memory must never stop a turn
+            log.warning("memory retrieval failed: %s", getattr(exc, "message", None) or repr(exc))
+            return None
+
+    def after_turn(self, session: Any) -> None:
+        """After a completed turn: auto-summary (both switches on), pending hit counts."""
+        if session in self._off:
+            return
+        try:
+            settings = self.settings()
+            if settings.enabled and settings.auto_summary:
+                self._summarize(session)
+            self.store.flush_if_due()
+        except Exception:
+            log.debug("memory after the turn failed", exc_info=True)
+
+    def shutdown(self) -> None:
+        try:
+            self.store.flush()
+        except Exception:
+            log.warning("could not write the memory hit counts", exc_info=True)

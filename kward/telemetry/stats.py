@@ -1,0 +1,182 @@
+"""`logging/stats`: the telemetry records of a range, counted.
+
+`read(directory, start, end, categories)` yields the records of the enabled categories
+whose timestamp lies in [start, end], from the files whose date lies in the range (day
+files and their `-N` successors, in order); unreadable lines are skipped. Timestamps kward
+wrote (`YYYY-MM-DDTHH:MM:SS.mmmZ`) are compared as text; others are parsed.
+
+`collect(...)` builds the result (keys as the original kward's): `range`, `logDir`,
+`enabledCategories`, `recordCount`, `recordsByCategory`, `recordsByEvent`,
+`usageStats {modelUsageEvents, totals}`, `performance {events {<event>: {count,
+statuses, durationMs {min, avg, max}}}}`, `tools {calls, resultBytes, byName, byStatus}`
+and `errors {count, byEvent, byClass, byProvider, byCode}`. Error messages are never part
+of it. Pure over the files; any thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from kward.telemetry.ranges import Range
+
+_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(\d+))?\.jsonl$")
+_OURS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+def _ms_iso(dt: datetime) -> str:
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def normalized_timestamp(value: Any) -> str | None:
+    """A record's timestamp in kward's own form (comparable as text); None if unusable."""
+    if not isinstance(value, str):
+        return None
+    if _OURS.match(value):
+        return value
+    from kward.sessions.records import normalize_iso
+
+    return normalize_iso(value)
+
+
+def log_files(directory: Path, start: datetime, end: datetime) -> list[Path]:
+    first, last = start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d")
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        match = _FILE.match(name)
+        if match and first <= match.group(1) <= last:
+            found.append((match.group(1), int(match.group(2) or 0), name))
+    return [directory / name for _, _, name in sorted(found)]
+
+
+def read(directory: Path, start: datetime, end: datetime, categories: Iterable[str]) -> Iterator[dict[str, Any]]:
+    low, high = _ms_iso(start), _ms_iso(end)
+    wanted = frozenset(categories)
+    decode = json.JSONDecoder().raw_decode  # on text lines: about twice as fast as json.loads of bytes
+    for path in log_files(directory, start, end):
+        try:
+            f = open(path, encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        with f:
+            for line in f:
+                try:
+                    record = decode(line)[0]
+                except ValueError:
+                    try:
+                        record = json.loads(line)  # leading blanks, a lone value
+                    except ValueError:
+                        continue
+                if type(record) is not dict or record.get("category") not in wanted:
+                    continue
+                stamp = record.get("timestamp")
+                if type(stamp) is not str or len(stamp) != 24:
+                    stamp = normalized_timestamp(stamp)
+                    if stamp is None:
+                        continue
+                if low <= stamp <= high:
+                    yield record
+
+
+def _counts(counter: dict[str, int]) -> dict[str, int]:
+    return {k: counter[k] for k in sorted(counter)}
+
+
+def _key(value: Any) -> str | None:
+    """A value counted under `by...`: a non-empty scalar, as text."""
+    if value is None or value == "" or isinstance(value, (dict, list)):
+        return None
+    return value if type(value) is str else str(value)
+
+
+def _durations(s: list[Any]) -> dict[str, Any]:
+    if not s[2]:
+        return {"min": None, "avg": None, "max": None}
+    return {"min": round(float(s[4]), 1), "avg": round(s[3] / s[2], 1), "max": round(float(s[5]), 1)}
+
+
+def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> dict[str, Any]:
+    """The stats of the range (see the module docstring). One pass, plain dicts: this runs
+    over hundreds of thousands of records."""
+    count = usage_events = tool_calls = result_bytes = errors = 0
+    by_category: dict[str, int] = {}
+    by_event: dict[str, int] = {}
+    totals: dict[str, Any] = {}
+    perf: dict[str, list[Any]] = {}  # event -> [count, statuses, n, sum, min, max]
+    names: dict[str, int] = {}
+    statuses: dict[str, int] = {}
+    error_counts: dict[str, dict[str, int]] = {"event": {}, "error_class": {}, "provider": {}, "error_code": {}}
+    for r in read(directory, rng.start, rng.end, categories):
+        count += 1
+        category = r["category"]
+        by_category[category] = by_category.get(category, 0) + 1
+        event = r.get("event")
+        if type(event) is not str:
+            event = _key(event) or ""
+        if event:
+            by_event[event] = by_event.get(event, 0) + 1
+        if category == "performance":
+            if not event:
+                continue
+            stats = perf.get(event)
+            if stats is None:
+                stats = perf[event] = [0, {}, 0, 0.0, None, None]
+            stats[0] += 1
+            status = _key(r.get("status"))
+            if status is not None:
+                stats[1][status] = stats[1].get(status, 0) + 1
+            d = r.get("duration_ms")
+            if (type(d) is float or type(d) is int) and d == d:
+                stats[2] += 1
+                stats[3] += d
+                if stats[4] is None or d < stats[4]:
+                    stats[4] = d
+                if stats[5] is None or d > stats[5]:
+                    stats[5] = d
+        elif category == "tools":
+            if event != "tool_call":
+                continue
+            tool_calls += 1
+            size = r.get("result_bytes")
+            if (type(size) is int or type(size) is float) and size == size:
+                result_bytes += size
+            for counter, value in ((names, r.get("tool_name")), (statuses, r.get("status"))):
+                key = _key(value)
+                if key is not None:
+                    counter[key] = counter.get(key, 0) + 1
+        elif category == "tokens":
+            if event != "model_usage":
+                continue
+            usage_events += 1
+            usage = r.get("usage")
+            if type(usage) is dict:
+                for key, value in usage.items():
+                    if (type(value) is int or type(value) is float) and value == value:
+                        totals[key] = totals.get(key, 0) + value
+        elif category == "errors":
+            errors += 1
+            for field, counter in error_counts.items():
+                key = event or None if field == "event" else _key(r.get(field))
+                if key is not None:
+                    counter[key] = counter.get(key, 0) + 1
+    return {
+        "range": rng.payload(), "logDir": str(directory), "enabledCategories": list(categories),
+        "recordCount": count, "recordsByCategory": _counts(by_category), "recordsByEvent": _counts(by_event),
+        "usageStats": {"modelUsageEvents": usage_events, "totals": _counts(totals)},
+        "performance": {"events": {e: {"count": s[0], "statuses": _counts(s[1]), "durationMs": _durations(s)}
+                                   for e, s in sorted(perf.items())}},
+        "tools": {"calls": tool_calls, "resultBytes": result_bytes, "byName": _counts(names),
+                  "byStatus": _counts(statuses)},
+        "errors": {"count": errors, "byEvent": _counts(error_counts["event"]),
+                   "byClass": _counts(error_counts["error_class"]), "byProvider": _counts(error_counts["provider"]),
+                   "byCode": _counts(error_counts["error_code"])},
+    }

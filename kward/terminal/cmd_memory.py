@@ -1,0 +1,22 @@
+"""Slash command /memory (kward.terminal.memory_view): the memory methods on the shell's
+client, for the current session and its workspace. Main thread only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kward.terminal.commands import register
+from kward.terminal.memory_view import MemoryUsage, run
+
+
+@register("memory", "[command]", "memory: enable, disable, auto-summary, core, add, list, forget, promote, relax, "
+          "inspect, why, summarize")
+def memory(shell: Any, arg: str) -> None:
+    session = shell.session or {}
+    try:
+        text = run(shell.client, arg, workspace_root=session.get("workspaceRoot") or shell.cwd,
+                   session_id=session.get("id"))
+    except MemoryUsage as exc:
+        shell.note(str(exc))
+        return
+    shell.say(text)
