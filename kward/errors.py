@@ -22,6 +22,7 @@ INTERNAL_ERROR = -32603
 OVERLOADED = -32001
 CONFIG_ERROR = -32002
 FILESYSTEM_ERROR = -32003
+PLUGIN_ERROR = -32004
 
 #: Every stable reason slug a client may receive in ``error.data.reason``.
 REASONS: dict[str, str] = {
@@ -66,6 +67,9 @@ REASONS: dict[str, str] = {
     "context_overflow": "The conversation is too long for the model's context window.",
     "provider_error": "The model provider failed the request (server error, bad response, broken stream).",
     "canceled": "The work was canceled.",
+    "command_not_found": "No prompt template or plugin command has that name.",
+    "plugin_failed": "A plugin command raised an error (the plugin's own failure, not kward's).",
+    "plugin_timeout": "A plugin command did not return within plugins.command_timeout_seconds.",
 }
 
 
@@ -272,3 +276,23 @@ class SessionFileGone(InvalidParams):
     replaced): what would be appended could never be read back."""
 
     reason = "session_file_gone"
+
+
+class CommandNotFound(InvalidParams):
+    """`commands/run` or `prompts/expand` of a name no command has."""
+
+    reason = "command_not_found"
+
+
+class PluginFailed(KwardError):
+    """A plugin's code raised (or could not run); the plugin is at fault, not kward.
+    `data` names the plugin and the command."""
+
+    code = PLUGIN_ERROR
+    reason = "plugin_failed"
+
+
+class PluginTimeout(PluginFailed):
+    """A plugin's code did not return in time; its thread is abandoned (it may still run)."""
+
+    reason = "plugin_timeout"

@@ -3,6 +3,14 @@ context, names new sessions, and runs the agent loop for one turn. The reasoning
 turn's requests carry is the requested one mapped to what the model offers
 (`ModelService.request_effort`).
 
+`TurnHooks` (kward.resources.Resources, given by the runtime) extend a turn: `run_turn`
+decides how it runs (slash input: a prompt template's expansion, or a plugin command
+instead of the model; it calls back `run_model` / `name_session`), `instructions(session)`
+gives the function that builds the instructions before each model request, `tools(base)`
+the tools (read_skill joins them when skills exist) and `observe(emit, session, turn)`
+the event callback plugin observers listen on. Without hooks a turn runs the model on
+its input with the base instructions of `kward.resources.system_prompt`.
+
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which
 is rebuilt when the settings change (config.json's content: `LiveSettings`) or auth.json
@@ -14,10 +22,9 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from kward.agent.loop import TurnSetup, run_agent
-from kward.agent.prompt import build_instructions
 from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
@@ -39,6 +46,17 @@ def _stat_key(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+class TurnHooks(Protocol):
+    def run_turn(self, turn: Turn, session: Any, runner: "AgentEngine") -> str: ...
+
+    def instructions(self, session: Any) -> Callable[[], str]: ...
+
+    def tools(self, base: ToolRegistry) -> ToolRegistry: ...
+
+    def observe(self, emit: Callable[[str, dict[str, Any]], None], session: Any,
+                turn: Turn) -> Callable[[str, dict[str, Any]], None]: ...
+
+
 def compact_name(text: str) -> str:
     name = " ".join(text.split())
     return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 3] + "..."
@@ -48,8 +66,9 @@ class AgentEngine:
     def __init__(self, *, paths: Paths, config: ConfigStore, questions: QuestionBroker,
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
-                 settings: LiveSettings | None = None):
+                 settings: LiveSettings | None = None, hooks: TurnHooks | None = None):
         self.paths = paths
+        self.hooks = hooks
         self.config = config
         self.settings = settings or LiveSettings(config, env)
         self.models = models or ModelService(config)
@@ -93,13 +112,27 @@ class AgentEngine:
         except Exception:
             return False
 
-    def execute(self, turn: Turn, session: Any) -> str:
-        selection = self.selection()
+    def current_tools(self) -> ToolRegistry:
+        """The tools a turn gets now (the hooks may add some)."""
+        return self.hooks.tools(self.tools) if self.hooks is not None else self.tools
+
+    def name_session(self, session: Any, text: str) -> None:
+        """Name an unnamed session after its first input."""
         if session.name is None and not any(m.get("role") == "user" for m in session.entry_messages()):
-            session.rename(compact_name(turn.input) or None)
-        content: Any = turn.input
+            session.rename(compact_name(text) or None)
+
+    def execute(self, turn: Turn, session: Any) -> str:
+        if self.hooks is not None:
+            return self.hooks.run_turn(turn, session, self)
+        return self.run_model(turn, session, turn.input, None)
+
+    def run_model(self, turn: Turn, session: Any, text: str, display: str | None) -> str:
+        """Run the agent loop on `text` (`display`: what the user typed, when it differs)."""
+        selection = self.selection()
+        self.name_session(session, display or text)
+        content: Any = text
         if turn.attachments:
-            content = [{"type": "text", "text": turn.input}, *turn.attachments]
+            content = [{"type": "text", "text": text}, *turn.attachments]
         try:
             ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
                               cancel=turn.cancel, scrub=self.secrets.scrub_output,
@@ -107,10 +140,22 @@ class AgentEngine:
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
                                 reason="workspace_not_found", data={"path": session.workspace_root}) from None
-        setup = TurnSetup(provider=selection.provider, tools=self.tools, tool_ctx=ctx,
-                          instructions=build_instructions(self.paths.config_dir, session.workspace_root),
+        hooks = self.hooks
+        if hooks is not None:
+            refresh, instructions = hooks.instructions(session), ""
+            emit = hooks.observe(turn.emit, session, turn)
+        else:
+            from kward.resources.system_prompt import static_instructions
+
+            refresh, instructions = None, static_instructions(self.paths.config_dir, session.workspace_root)
+            emit = turn.emit
+        setup = TurnSetup(provider=selection.provider, tools=self.current_tools(), tool_ctx=ctx,
+                          instructions=instructions, refresh_instructions=refresh,
                           model=selection.model, reasoning_effort=self.models.request_effort(selection, turn.cancel),
                           cancel=turn.cancel,
-                          emit=turn.emit, steering=turn.steering, headers=dict(turn.headers),
+                          emit=emit, steering=turn.steering, headers=dict(turn.headers),
                           session_key=session.persistent_id, has_ui=True)
-        return run_agent(session, {"role": "user", "content": content}, setup)
+        message: dict[str, Any] = {"role": "user", "content": content}
+        if display is not None and display != text:
+            message["display_content"] = display
+        return run_agent(session, message, setup)

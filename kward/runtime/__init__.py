@@ -6,7 +6,8 @@ service, the question broker, the agent engine and the settings of one process, 
 offers what a face needs: open, resume, close and delete sessions (closing cancels the
 session's turns and waits for them), start and cancel turns with an event sink, session
 state and stats (`kward.runtime.state`, imported on first use), model, reasoning and settings changes, reload,
-the tools list, question answers and shutdown. It knows nothing of JSON-RPC: it reports
+the tools list, question answers and shutdown; `runtime.resources` (kward/runtime/resources.py) has the
+prompt templates, skills, plugin commands and startup listing. It knows nothing of JSON-RPC: it reports
 through the callables it is built with (turn events to an event sink, the notices of
 `kward.runtime.notices` to `notify`), raises the classes of `kward.errors`, and returns
 core objects or plain data the face shapes. Nothing here imports `kward.rpc`.

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.model_service import ModelService
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import Turn, TurnManager
+    from kward.runtime.resources import RuntimeResources
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
     from kward.sessions.manager import SessionManager
@@ -134,7 +135,15 @@ class Runtime:
 
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
                                                            questions=self.questions, env=self.env,
-                                                           secrets=self.secrets, models=self.models))
+                                                           secrets=self.secrets, models=self.models,
+                                                           hooks=self.resources.core))
+
+    @property
+    def resources(self) -> "RuntimeResources":
+        """Prompt templates, skills, plugins, AGENTS.md (kward/runtime/resources.py)."""
+        from kward.runtime.resources import RuntimeResources
+
+        return self._service("resources", lambda: RuntimeResources(self))
 
     @property
     def turns(self) -> "TurnManager":
@@ -186,7 +195,7 @@ class Runtime:
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools the model is given (with a UI to ask questions)."""
-        return self.engine.tools.schemas(True)
+        return self.engine.current_tools().schemas(True)
 
     def shutdown(self) -> None:
         """Once, at the end: cancel every turn, then close every session (a session whose
@@ -198,6 +207,8 @@ class Runtime:
             steps.append(services["turns"].shutdown)
         if "sessions" in services:
             steps.append(services["sessions"].shutdown_all)
+        if "resources" in services:
+            steps.append(services["resources"].shutdown)
         for step in steps:
             try:
                 step()
@@ -292,7 +303,8 @@ class Runtime:
         self.check_input(text)
         images = normalize_attachments(attachments)
         self._admit()
-        return self.turns.start(session, text, images, behavior, dict(headers or {}), sink)
+        text, behavior, plan = self.resources.plan_input(text, bool(images), behavior)  # `/name args`
+        return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, plan=plan)
 
     def cancel_turn(self, turn_id: str) -> "Turn":
         return self.turns.cancel(turn_id)
@@ -362,6 +374,8 @@ class Runtime:
 
     def reload(self) -> None:
         """Forget cached model listings and the provider selection: the next use reads
-        config.json, auth.json and the provider again."""
+        config.json, auth.json and the provider again; read prompt templates, skills,
+        plugins and the AGENTS.md files again."""
+        self.resources.reload()
         self.models.catalog.clear()
         self.engine.reload()
