@@ -9,7 +9,7 @@ import pytest
 
 from lib.resources_helpers import (BLOCKING, BLOCKS_AT_LOAD, HELLO, NO_REGISTER, RAISES_AT_LOAD, RAISING,
                                    SYNTAX_ERROR, read_lines, write_config, write_plugin, write_prompt, write_skill)
-from lib.turns_helpers import check_turn_events, kward, text, wait_until  # noqa: F401
+from lib.turns_helpers import check_turn_events, kward, text, wait_for_steer, wait_until  # noqa: F401
 
 
 @pytest.fixture
@@ -236,3 +236,24 @@ def test_reload_reads_prompts_skills_plugins_and_agents_again(kward, cfg):
     assert k.request("prompts/expand", {"command": "plan", "arguments": "x"})["text"] == "Plan better: x"
     assert k.request("commands/run", {"sessionId": session["id"], "name": "fixed"})["result"] == "works now"
     assert k.error("commands/run", {"sessionId": session["id"], "name": "hi"}).reason == "command_not_found"
+
+
+def test_slash_input_while_a_turn_runs_steers_a_template_and_queues_a_plugin_command(kward, cfg):
+    write_prompt(cfg, "plan", "Plan: $ARGUMENTS")
+    write_plugin(cfg, "hello", HELLO)
+    k = kward([[wait_for_steer(20), text("noted")], [text("planned")]])
+    session = k.session()
+    k.request("commands/list")  # loaded before the turn: resolved when turns/start arrives
+    turn = k.start(session["id"], "start")
+    k.wait_event(turn["id"], "turnStarted")
+    queued = k.start(session["id"], "/hi Ann")  # a plugin command is never steered into the turn
+    assert queued["id"] != turn["id"] and queued["status"] == "queued"
+    steered = k.start(session["id"], "/plan the tests")  # omitted behavior on a steering provider: steer
+    assert steered["id"] == turn["id"]
+    events = k.finish(turn["id"])
+    check_turn_events(events, "completed")
+    assert [e["payload"]["input"] for e in events if e["type"] == "turnSteered"] == ["Plan: the tests"]
+    check_turn_events(k.finish(queued["id"]), "completed")
+    assert [(m["role"], m["content"]) for m in k.messages(session)] == [
+        ("user", "start"), ("assistant", "noted"), ("user", "Plan: the tests"), ("assistant", "planned"),
+        ("user", "/hi Ann"), ("assistant", f"Hello Ann\nfrom {k.ws}")]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kward.resources import prompts, skills
-from kward.resources.observers import Observer
+from kward.resources.observers import Observer, stop_all
 from kward.resources.plugins import Plugin, PluginCommand, forget_module, load_plugins
 from kward.resources.prompts import RESERVED, PromptTemplate, Warning_, parse_slash
 from kward.resources.skills import Skill
@@ -88,8 +88,7 @@ class Catalog:
 
     def close(self) -> None:
         """Stop the observers and forget the plugin modules (after a reload, at shutdown)."""
-        for observer in self.observers:
-            observer.stop()
+        stop_all(self.observers)
         for plugin in self.plugins:
             forget_module(plugin.module)
 

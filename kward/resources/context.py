@@ -106,7 +106,8 @@ class CommandOutput:
 
 
 def result_text(value: Any) -> str | None:
-    """A handler's return value as text (None stays None)."""
+    """A handler's return value as text (None stays None), capped at MAX_OUTPUT_CHARS."""
     if value is None:
         return None
-    return value if isinstance(value, str) else str(value)
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= MAX_OUTPUT_CHARS else text[:MAX_OUTPUT_CHARS] + _CUT

@@ -45,6 +45,10 @@ MemoryBlock = Callable[[Any], "str | None"]
 _REMEMBERED = 64
 
 
+def _shown(name: str, limit: int = 100) -> str:
+    return name if len(name) <= limit else name[:limit] + "..."
+
+
 def _log_failure(exc: PluginFailed) -> None:
     cause = exc.__cause__
     log.warning("%s", exc.message, exc_info=(type(cause), cause, cause.__traceback__) if cause else None)
@@ -129,7 +133,7 @@ class Resources:
         name = command.strip().removeprefix("/")
         template = self.catalog().prompt_map.get(name)
         if template is None:
-            raise CommandNotFound(f"Unknown prompt template: /{name}", data={"command": name})
+            raise CommandNotFound(f"Unknown prompt template: /{_shown(name)}", data={"command": _shown(name)})
         return name, template.expand(arguments)
 
     def command(self, name: str) -> PluginCommand:
@@ -139,7 +143,7 @@ class Resources:
         command = catalog.commands.get(name)
         if command is None:
             what = "a prompt template, not a plugin command" if name in catalog.prompt_map else "no plugin command"
-            raise CommandNotFound(f"Unknown command: /{name} ({what})", data={"command": name})
+            raise CommandNotFound(f"Unknown command: /{_shown(name)} ({what})", data={"command": _shown(name)})
         return command
 
     def run_command(self, command: PluginCommand, arguments: str, session: Any, cancel: Any = None) -> CommandOutput:

@@ -12,7 +12,8 @@ a turn; it only misses events.
 Threads: an `Observer` owns one daemon thread, started on the first offer. `stop()` puts
 a stop mark on the queue (or, when it is full, sets the stop flag) and joins for a short
 while; a thread stuck in plugin code is abandoned (it ends when the plugin returns). The
-catalog that owns the observers stops them on reload and at shutdown.
+catalog that owns the observers stops them on reload and at shutdown (`stop_all`: all
+together within `JOIN_SECONDS`).
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ _STOP = object()
 class Observer:
     """One plugin function fed from a bounded queue on its own thread (module doc)."""
 
-    def __init__(self, plugin: str, fn: Callable[[Any, Any], Any]):
+    def __init__(self, plugin: str, fn: Callable[[Any, Any], Any], queue_size: int = QUEUE_SIZE):
         self.plugin = plugin
         self.fn = fn
-        self._queue: queue.Queue = queue.Queue(QUEUE_SIZE)
+        self._queue: queue.Queue = queue.Queue(queue_size)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -77,7 +78,8 @@ class Observer:
                 if self.failures <= 3:
                     log.warning("plugin %s: its transcript observer raised", self.plugin, exc_info=True)
 
-    def stop(self) -> None:
+    def stop(self, join: float = JOIN_SECONDS) -> None:
+        """Stop delivering; wait up to `join` seconds for the thread to end."""
         with self._lock:
             self._stopped = True
             thread = self._thread
@@ -87,7 +89,24 @@ class Observer:
             self._queue.put_nowait(_STOP)
         except queue.Full:
             pass  # the flag ends it after the current event
-        thread.join(JOIN_SECONDS)
+        if join > 0:
+            thread.join(join)
+
+    def join(self, timeout: float) -> None:
+        thread = self._thread
+        if thread is not None and timeout > 0:
+            thread.join(timeout)
+
+
+def stop_all(watchers: "list[Observer] | tuple[Observer, ...]", budget: float = JOIN_SECONDS) -> None:
+    """Stop every observer, then wait for them together for at most `budget` seconds."""
+    import time
+
+    for observer in watchers:
+        observer.stop(join=0)
+    deadline = time.monotonic() + budget
+    for observer in watchers:
+        observer.join(deadline - time.monotonic())
 
 
 def observing(emit: Callable[[str, dict[str, Any]], None], observers: list[Observer], ctx: Any,

@@ -37,12 +37,19 @@ class Skill:
     path: str  # its SKILL.md
 
 
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def discover_skills(directory: Path) -> tuple[list[Skill], list[Warning_]]:
     skills: list[Skill] = []
     warnings: list[Warning_] = []
     seen: set[str] = set()
     try:
-        folders = sorted(e.name for e in os.scandir(directory) if e.is_dir() and not e.name.startswith("."))
+        folders = sorted(e.name for e in os.scandir(directory) if not e.name.startswith(".") and _is_dir(e))
     except OSError:
         return skills, warnings
     for folder_name in folders:

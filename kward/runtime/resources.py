@@ -39,11 +39,14 @@ class Startup(NamedTuple):
 
 class RuntimeResources:
     def __init__(self, runtime: "Runtime"):
+        from kward.settings import LiveSettings
+
         self._rt = runtime
+        self._settings = LiveSettings(runtime.config, runtime.env)  # config.json edits apply at once
         self.core = Resources(runtime.paths.config_dir, timeout=self._timeout)
 
     def _timeout(self) -> float:
-        return self._rt.engine.settings.current().plugins.command_timeout_seconds
+        return self._settings.current().plugins.command_timeout_seconds
 
     def set_memory_block(self, fn: Any) -> None:
         """Plug in the memory block of the system prompt (see kward.resources.core)."""
