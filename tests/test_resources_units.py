@@ -292,3 +292,19 @@ def test_a_blocking_plugin_load_is_bounded(tmp_path):
     [warning] = warnings
     assert warning.message.startswith("Plugin stuck did not finish loading within 0.3 s; it was skipped")
     plugins.forget_module(loaded[0].module)
+
+
+def test_the_plugin_timeout_setting():
+    from kward.config import validate_values
+    from kward.errors import InvalidParams
+    from kward.settings import resolve_settings
+
+    assert resolve_settings({}, {}).plugins.command_timeout_seconds == 30.0
+    assert resolve_settings({"plugins": {"command_timeout_seconds": 0.5}}, {}).plugins.command_timeout_seconds == 0.5
+    bad = resolve_settings({"plugins": {"command_timeout_seconds": 0}}, {})
+    assert bad.plugins.command_timeout_seconds == 30.0
+    assert bad.warnings == ("config.json: ignoring plugins.command_timeout_seconds: must be a number of seconds "
+                            "from 0.05 to 3600",)
+    with pytest.raises(InvalidParams, match="command_timeout_seconds must be a number of seconds") as refused:
+        validate_values({"plugins": {"command_timeout_seconds": "soon"}})
+    assert refused.value.reason == "invalid_config"

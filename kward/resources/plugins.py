@@ -68,7 +68,8 @@ class Plugin:
 
 class Registrar:
     """What a plugin's ``register(kward)`` receives. Usable only while `register` runs:
-    afterwards (or once its load timed out) every method raises RuntimeError."""
+    afterwards every method raises RuntimeError (what a load that timed out registers
+    later is never used)."""
 
     def __init__(self, plugin_name: str):
         self.plugin_name = plugin_name
