@@ -22,6 +22,7 @@ INTERNAL_ERROR = -32603
 OVERLOADED = -32001
 CONFIG_ERROR = -32002
 FILESYSTEM_ERROR = -32003
+PLUGIN_ERROR = -32004
 
 #: Every stable reason slug a client may receive in ``error.data.reason``.
 REASONS: dict[str, str] = {
@@ -69,6 +70,9 @@ REASONS: dict[str, str] = {
     "memory_not_found": "No memory has that id (or none that the operation applies to).",
     "invalid_memory_store": "A memory file (memory/core.json) is not valid JSON of the expected shape.",
     "logging_disabled": "Telemetry logging is off (or the category a method needs is).",
+    "command_not_found": "No prompt template or plugin command has that name.",
+    "plugin_failed": "A plugin command raised an error (the plugin's own failure, not kward's).",
+    "plugin_timeout": "A plugin command did not return within plugins.command_timeout_seconds.",
 }
 
 
@@ -296,3 +300,23 @@ class LoggingDisabled(InvalidParams):
     reads) is enabled."""
 
     reason = "logging_disabled"
+
+
+class CommandNotFound(InvalidParams):
+    """`commands/run` or `prompts/expand` of a name no command has."""
+
+    reason = "command_not_found"
+
+
+class PluginFailed(KwardError):
+    """A plugin's code raised (or could not run); the plugin is at fault, not kward.
+    `data` names the plugin and the command."""
+
+    code = PLUGIN_ERROR
+    reason = "plugin_failed"
+
+
+class PluginTimeout(PluginFailed):
+    """A plugin's code did not return in time; its thread is abandoned (it may still run)."""
+
+    reason = "plugin_timeout"

@@ -182,6 +182,7 @@ RETRY_DELAYS = Rule(f"a list of at most {MAX_RETRY_DELAYS} numbers of seconds (0
 IDLE_TIMEOUT = seconds(0.05, 3600)
 URL = Rule("an http:// or https:// URL", _url)
 TOKENS = integer(0, 10_000_000)
+PLUGIN_TIMEOUT = seconds(0.05, 3600)
 #: The rule of each kind of `registry.Setting`.
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
@@ -226,6 +227,7 @@ def _table() -> dict[str, Key]:
         Key("compaction.keep_recent_tokens", TOKENS), Key("compaction.context_window", integer(1, 100_000_000)),
         Key("sessions.auto_resume", BOOL),
         Key("tools.workspace_guardrails", BOOL),
+        Key("plugins.command_timeout_seconds", PLUGIN_TIMEOUT),
     ]
     table: dict[str, Key] = {}
     for key in keys:

@@ -114,6 +114,10 @@ class ToolsSettings(NamedTuple):
     workspace_guardrails: bool = True
 
 
+class PluginsSettings(NamedTuple):
+    command_timeout_seconds: float = 30.0  # how long plugin code may run (a command, a load, a prompt context)
+
+
 class AuthSettings(NamedTuple):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
@@ -130,6 +134,7 @@ class Settings(NamedTuple):
     memory: MemorySettings = MemorySettings()
     logging: LoggingSettings = LoggingSettings()
     tools: ToolsSettings = ToolsSettings()
+    plugins: PluginsSettings = PluginsSettings()
     auth: AuthSettings = AuthSettings()
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
     problems: Mapping[str, Problem] = _EMPTY  # unusable values of strict keys, by key
@@ -261,6 +266,7 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         memory=r.section(MemorySettings, "memory"),
         logging=r.section(LoggingSettings, "logging"),
         tools=r.section(ToolsSettings, "tools"),
+        plugins=r.section(PluginsSettings, "plugins"),
         auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or DEFAULT_AUTH_ISSUER,
                           oauth_client_id=r.values["openai_oauth_client_id"] or None,
                           oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),

@@ -89,6 +89,8 @@ def test_the_wheel_holds_every_module_of_the_source_tree_and_the_man_page(dist):
     names = set(zipfile.ZipFile(dist["wheel"]).namelist())
     source = {p.relative_to(REPO).as_posix() for p in (REPO / "kward").rglob("*.py")}
     assert source and sorted(source - names) == []
+    data = {p.relative_to(REPO).as_posix() for p in (REPO / "kward").rglob("*.md")}
+    assert "kward/resources/base_prompt.md" in data and sorted(data - names) == []
     assert "kward-%s.data/data/share/man/man1/kward.1" % __version__ in names
     metadata = zipfile.ZipFile(dist["wheel"]).read(f"kward-{__version__}.dist-info/METADATA").decode()
     requires = sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:"))

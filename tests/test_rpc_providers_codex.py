@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kward.agent.prompt import build_instructions
+from kward.resources.system_prompt import static_instructions as build_instructions
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.rpc_models import (FILE_TEXT, TRACEPARENT, chat_schemas, create_session, deltas, failed_error, finished,

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from kward.agent.prompt import build_instructions
+from kward.resources.system_prompt import static_instructions as build_instructions
 from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
 from lib.rpc_models import (FILE_TEXT, TRACEPARENT, chat_schemas, create_session, deltas, failed_error, finished,

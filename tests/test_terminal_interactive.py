@@ -156,3 +156,36 @@ def test_model_and_reasoning_commands_go_through_the_protocol(term, cli):
     assert '"reasoning_effort": "high"' in out and str(cli.config_dir / "config.json") in out
     k.line("/exit")
     assert k.wait() == 0
+
+
+def test_prompt_templates_and_plugin_commands_are_listed_and_run(term, cli):
+    from lib.resources_helpers import HELLO, write_plugin, write_prompt
+
+    write_prompt(cli.config_dir, "plan", "Make a plan for: $ARGUMENTS", description="Plan a change",
+                 argument_hint="<what>")
+    write_plugin(cli.config_dir, "hello", HELLO)
+    # the Scripted provider plays step n for a conversation holding n assistant messages: the
+    # plugin's answer is one, so the model's first call plays the second step
+    k = term([[text("(not played)")], [text("Here is the plan.")]])
+    k.line("/help")
+    out = k.expect(PROMPT)
+    assert "Prompt templates and plugin commands:" in out
+    assert "/plan <what>" in out and "Plan a change (prompt)" in out and "Say hi (plugin)" in out
+    k.line("/hi Ann")
+    out = k.expect(PROMPT)
+    assert f"Hello Ann\nfrom {cli.ws}" in out.replace("\r\n", "\n")
+    k.line("/plan fix the bug")
+    assert "Here is the plan." in k.expect(PROMPT)
+    write_plugin(cli.config_dir, "hello", 'def register(kward):\n    kward.command("bye")(lambda a, c: "Bye!")\n')
+    k.line("/reload")
+    k.expect(PROMPT)
+    k.line("/hi")
+    assert "unknown command: /hi" in k.expect(PROMPT)
+    k.line("/bye")
+    assert "Bye!" in k.expect(PROMPT)
+    k.line("/exit")
+    assert k.wait() == 0
+    [session] = [p for p in cli.session_files() if p.suffix == ".jsonl"]
+    users = [json.loads(line)["message"] for line in session.read_text().splitlines()
+             if json.loads(line)["type"] == "message" and json.loads(line)["message"]["role"] == "user"]
+    assert [u["content"] for u in users] == ["/hi Ann", "Make a plan for: fix the bug", "/bye"]

@@ -134,6 +134,7 @@ def test_the_command_table_is_one_place_that_features_extend():
         class Shell:
             ok = False
             errors: list = []
+            server_commands: dict = {}  # commands/list, as fetched (none here)
 
             def error(self, text):
                 self.errors.append(text)

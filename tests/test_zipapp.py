@@ -52,6 +52,7 @@ def test_the_archive_holds_pure_python_and_every_dist_info(pyz):
     names = zipfile.ZipFile(pyz).namelist()
     assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
     assert "__main__.py" in names and "kward/cli.py" in names and "kward/terminal/interactive.py" in names
+    assert "kward/resources/base_prompt.md" in names  # read through importlib.resources from the archive
     compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".dll")) or "_cffi_backend" in n]
     assert compiled == [] and not [n for n in names if n.startswith(("cryptography/", "cffi/", "bin/"))]
     dist_infos = {n.split("/")[0].split("-")[0].lower() for n in names if ".dist-info/" in n}

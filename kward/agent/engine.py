@@ -2,8 +2,12 @@
 context, names new sessions, and runs the agent loop for one turn. The reasoning level a
 turn's requests carry is the requested one mapped to what the model offers
 (`ModelService.request_effort`). The layers above add to a turn through `hooks`
-(`kward.agent.hooks`): telemetry around its model requests and tool calls, memory in its
-system prompt, and work after it completed.
+(`kward.agent.hooks.TurnHooks`): how the turn runs (slash input: a prompt template's
+expansion, or a plugin command instead of the model; they call back `run_model`), the
+instructions built before each model request (AGENTS.md, memory, skills, plugin context),
+extra tools, observers of its events, telemetry around its model requests and tool calls,
+and work after it completed. Without hooks a turn runs the model on its input with the
+base instructions of `kward.resources.system_prompt`.
 
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which
@@ -22,7 +26,6 @@ from typing import Any, Mapping
 
 from kward.agent.hooks import TurnHooks
 from kward.agent.loop import TurnSetup, run_agent
-from kward.agent.prompt import build_instructions
 from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
@@ -56,6 +59,7 @@ class AgentEngine:
                  settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
                  hooks: TurnHooks | None = None):
         self.paths = paths
+        self.hooks = hooks or TurnHooks()
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
         self.settings = settings or LiveSettings(config, env)
@@ -105,13 +109,25 @@ class AgentEngine:
         except Exception:
             return False
 
-    def execute(self, turn: Turn, session: Any) -> str:
-        selection = self.selection()
+    def current_tools(self) -> ToolRegistry:
+        """The tools a turn gets now (the hooks may add some)."""
+        return self.hooks.tools(self.tools)
+
+    def name_session(self, session: Any, text: str) -> None:
+        """Name an unnamed session after its first input."""
         if session.name is None and not any(m.get("role") == "user" for m in session.entry_messages()):
-            session.rename(compact_name(turn.input) or None)
-        content: Any = turn.input
+            session.rename(compact_name(text) or None)
+
+    def execute(self, turn: Turn, session: Any) -> str:
+        return self.hooks.run_turn(turn, session, self)
+
+    def run_model(self, turn: Turn, session: Any, text: str, display: str | None) -> str:
+        """Run the agent loop on `text` (`display`: what the user typed, when it differs)."""
+        selection = self.selection()
+        self.name_session(session, display or text)
+        content: Any = text
         if turn.attachments:
-            content = [{"type": "text", "text": turn.input}, *turn.attachments]
+            content = [{"type": "text", "text": text}, *turn.attachments]
         try:
             ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
                               cancel=turn.cancel, scrub=self.secrets.scrub_output,
@@ -119,16 +135,24 @@ class AgentEngine:
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
                                 reason="workspace_not_found", data={"path": session.workspace_root}) from None
-        recorder = self.hooks.recorder(turn)  # telemetry (a no-op unless logging is on)
-        memory = self.hooks.memory_block(turn, session)  # memory (issue 15): move onto the prompt assembler's hook
-        setup = TurnSetup(provider=recorder.provider(selection.provider), tools=recorder.tools(self.tools),
-                          tool_ctx=ctx,
-                          instructions=build_instructions(self.paths.config_dir, session.workspace_root, memory=memory),
+        hooks = self.hooks
+        recorder = hooks.recorder(turn)  # telemetry (a no-op unless logging is on)
+        refresh = hooks.instructions(session)
+        instructions = ""
+        if refresh is None:
+            from kward.resources.system_prompt import static_instructions
+
+            instructions = static_instructions(self.paths.config_dir, session.workspace_root)
+        setup = TurnSetup(provider=recorder.provider(selection.provider), tools=recorder.tools(self.current_tools()),
+                          tool_ctx=ctx, instructions=instructions, refresh_instructions=refresh,
                           model=selection.model, reasoning_effort=self.models.request_effort(selection, turn.cancel),
                           cancel=turn.cancel,
-                          emit=turn.emit, steering=turn.steering, headers=dict(turn.headers),
-                          session_key=session.persistent_id, has_ui=True)
+                          emit=hooks.observe(turn.emit, session, turn), steering=turn.steering,
+                          headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True)
+        message: dict[str, Any] = {"role": "user", "content": content}
+        if display is not None and display != text:
+            message["display_content"] = display
         with recorder.turn():
-            answer = run_agent(session, {"role": "user", "content": content}, setup)
-        self.hooks.after_turn(turn, session)
+            answer = run_agent(session, message, setup)
+        hooks.after_turn(turn, session)
         return answer

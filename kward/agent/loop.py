@@ -68,6 +68,7 @@ class TurnSetup:
     session_key: str | None = None
     has_ui: bool = False
     max_steps: int = DEFAULT_MAX_STEPS
+    refresh_instructions: Callable[[], str] | None = None  # called before each model request
 
 
 _second: tuple[int, str] = (-1, "")  # (whole second, its formatted prefix): events come thousands a second
@@ -122,6 +123,8 @@ def run_agent(session: SessionPort, user_message: dict[str, Any], setup: TurnSet
     schemas = setup.tools.schemas(setup.has_ui)
     for _ in range(setup.max_steps):
         setup.cancel.raise_if_cancelled()
+        if setup.refresh_instructions is not None:  # e.g. an AGENTS.md the last tool call edited
+            setup.instructions = setup.refresh_instructions()
         request = ModelRequest(instructions=setup.instructions, messages=session.entry_messages(), tools=schemas,
                                model=setup.model, reasoning_effort=setup.reasoning_effort, headers=setup.headers,
                                session_id=setup.session_key, steering=setup.steering)

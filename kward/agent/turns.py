@@ -80,6 +80,7 @@ class Turn:
     session: Any = field(default=None, repr=False)  # what it was started through (see the module docstring)
     publish: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)  # its event sink
     announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
+    plan: Any = None  # how its slash input runs, when resolved at start (kward.resources.catalog.Plan)
 
     def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> None:
         self.events.emit(type_, payload, wait=wait)
@@ -136,10 +137,11 @@ class TurnManager:
 
     def start(self, session: Any, text: str, attachments: list[dict[str, Any]],
               behavior: str | None = None, headers: dict[str, str] | None = None,
-              publish: Callable[[dict[str, Any]], None] | None = None) -> Turn:
+              publish: Callable[[dict[str, Any]], None] | None = None, plan: Any = None) -> Turn:
         """Queue a turn (or steer the running one); returns the turn the input went to.
         `publish` receives the new turn's events (default: the manager's); steered input
-        goes to the running turn, whose events keep going where they went."""
+        goes to the running turn, whose events keep going where they went. `plan` is
+        kept on the new turn for `execute`."""
         if behavior is not None and behavior not in BEHAVIORS:
             raise InvalidParams(f"Unsupported streamingBehavior: {behavior}", data={"param": "streamingBehavior"})
         steer_ok = self._steering_supported()
@@ -167,6 +169,7 @@ class TurnManager:
                 stack.enter_context(lane.shared.turn_lock())  # SessionBusy when another process runs it
                 lane.turn_lock = stack
             turn = self._enqueue(lane, session, text, attachments, headers or {}, publish)
+            turn.plan = plan
             if not lane.draining:
                 lane.draining = True
                 if not self._submit(lambda: self._drain(lane)):

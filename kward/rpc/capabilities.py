@@ -181,7 +181,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "eventReplay": replay,
         "uiQuestion": {k: v for k, v in question.items() if k != "preview"},
         "prompts": {"supported": has("prompts/list"), "methods": present(PROMPT_METHODS)},
-        "skills": {"supported": False, "tool": "read_skill"},
+        "skills": {"supported": has("commands/list"), "tool": "read_skill"},
         "tools": {"supported": has("tools/list"), "method": "tools/list", "eventMetadata": turns_ok},
         "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
         # additions from spec/app-server-ideas.md

@@ -70,7 +70,7 @@ METHODS: dict[str, Method] = {
     "turns/events": Method("turns:events", redaction=EVENTS),
     "ui/answerQuestion": Method("ui:answer_question"),
     # tools and runtime (methods/tools.py, methods/runtime.py)
-    "tools/list": Method("tools:list_"),
+    "tools/list": Method("tools:list_", slow=True),  # may load the skills and plugins
     "runtime/state": Method("runtime:state"),
     "runtime/stats": Method("runtime:stats", slow=True),
     # models (methods/models.py)
@@ -109,6 +109,12 @@ METHODS: dict[str, Method] = {
     # telemetry (methods/telemetry.py)
     "logging/stats": Method("telemetry:stats", slow=True),
     "logging/tokenCsv": Method("telemetry:token_csv", slow=True),
+    # prompt templates, skills, plugins (methods/resources.py): slow, they may load plugins
+    "commands/list": Method("resources:commands", slow=True),
+    "commands/run": Method("resources:run_command", slow=True, redaction=CONTENT),
+    "resources/startup": Method("resources:startup", slow=True),
+    "prompts/list": Method("resources:prompts", slow=True),
+    "prompts/expand": Method("resources:expand", slow=True, redaction=CONTENT),
 }
 
 

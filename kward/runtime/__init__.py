@@ -7,8 +7,10 @@ offers what a face needs: open, resume, close and delete sessions (closing cance
 session's turns and waits for them), start and cancel turns with an event sink, session
 state and stats (`kward.runtime.state`, imported on first use), model, reasoning and settings changes, reload,
 the tools list, question answers and shutdown. `runtime.memory` (kward.runtime.memory) and
-`runtime.telemetry` (kward.runtime.telemetry) are its memory and telemetry parts.
-It knows nothing of JSON-RPC: it reports
+`runtime.telemetry` (kward.runtime.telemetry) are its memory and telemetry parts,
+`runtime.auth` (kward.runtime.auth) its credentials and logins, and `runtime.resources`
+(kward.runtime.resources) its prompt templates, skills, plugin commands and startup
+listing. It knows nothing of JSON-RPC: it reports
 through the callables it is built with (turn events to an event sink, the notices of
 `kward.runtime.notices` to `notify`), raises the classes of `kward.errors`, and returns
 core objects or plain data the face shapes. Nothing here imports `kward.rpc`.

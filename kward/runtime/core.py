@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turns import Turn, TurnManager
     from kward.runtime.memory import MemoryRuntime
     from kward.runtime.telemetry import TelemetryRuntime
+    from kward.runtime.resources import RuntimeResources
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
     from kward.sessions.manager import SessionManager
@@ -166,6 +167,19 @@ class Runtime:
         return self._service("telemetry", lambda: TelemetryRuntime(self))
 
     @property
+    def resources(self) -> "RuntimeResources":
+        """Prompt templates, skills, plugins, AGENTS.md (kward/runtime/resources.py)."""
+        from kward.runtime.resources import RuntimeResources
+        from kward.runtime.turn_hooks import memory_block
+
+        def build() -> "RuntimeResources":
+            resources = RuntimeResources(self)
+            resources.set_memory_block(memory_block(self))
+            return resources
+
+        return self._service("resources", build)
+
+    @property
     def turns(self) -> "TurnManager":
         from kward.agent.turns import TurnManager
 
@@ -222,7 +236,7 @@ class Runtime:
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools the model is given (with a UI to ask questions)."""
-        return self.engine.tools.schemas(True)
+        return self.engine.current_tools().schemas(True)
 
     def shutdown(self) -> None:
         """Once, at the end: cancel every turn, then close every session (a session whose
@@ -237,6 +251,8 @@ class Runtime:
         if "sessions" in services:
             steps.append(services["sessions"].shutdown_all)
         steps += [services[n].shutdown for n in ("memory", "telemetry") if n in services]  # hit counts, log file
+        if "resources" in services:
+            steps.append(services["resources"].shutdown)
         for step in steps:
             try:
                 step()
@@ -336,7 +352,8 @@ class Runtime:
         self.check_input(text)
         images = normalize_attachments(attachments)
         self._admit()
-        return self.turns.start(session, text, images, behavior, dict(headers or {}), sink)
+        text, behavior, plan = self.resources.plan_input(text, bool(images), behavior)  # `/name args`
+        return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, plan=plan)
 
     def cancel_turn(self, turn_id: str) -> "Turn":
         return self.turns.cancel(turn_id)
@@ -406,6 +423,8 @@ class Runtime:
 
     def reload(self) -> None:
         """Forget cached model listings and the provider selection: the next use reads
-        config.json, auth.json and the provider again."""
+        config.json, auth.json and the provider again; read prompt templates, skills,
+        plugins and the AGENTS.md files again."""
+        self.resources.reload()
         self.models.catalog.clear()
         self.engine.reload()

@@ -91,7 +91,6 @@ def session_state(rt: "Runtime", session: Any) -> SessionState:
 
 
 def session_stats(rt: "Runtime", session: Any) -> SessionStats:
-    from kward.agent.prompt import build_instructions
     from kward.agent.stats import context_usage, message_counts, token_totals
 
     messages = session.entry_messages()
@@ -100,6 +99,6 @@ def session_stats(rt: "Runtime", session: Any) -> SessionStats:
         window = rt.models.current(rt.engine.selection())["contextWindow"]
     except KwardError:
         window = None
-    usage = context_usage(messages, build_instructions(rt.paths.config_dir, session.workspace_root), window)
+    usage = context_usage(messages, rt.resources.estimate(session), window)
     return SessionStats(ids=session_ids(session), counts=message_counts(messages), tokens=totals, cost=cost,
                         context_usage=usage)

@@ -124,7 +124,8 @@ def stats(shell: Any, arg: str) -> None:
                   f"({usage.get('percent')}%)")
 
 
-@register("reload", "", "re-read the config and credentials")
+@register("reload", "", "re-read the config, credentials, AGENTS.md, prompt templates, skills and plugins")
 def reload(shell: Any, arg: str) -> None:
     result = shell.client.request("runtime/reload", {"sessionId": shell.session_id}, timeout=None)
+    shell.server_commands = None  # listed again when next needed
     shell.note(str(result.get("message", "Reloaded.")))

@@ -5,9 +5,13 @@ decorator on its handler `handler(shell, arg)`; `arg` is the text after the name
 stripped. `available(shell)` (optional) returns None when the command can run now, or the
 reason it cannot. `/help`, `kward help` and the man page's INTERACTIVE COMMANDS are made
 from (and checked against, tests/test_docs.py) this table. The built-in commands live in
-`cmd_sessions` and `cmd_runtime`; later features (compaction, memory, prompt templates,
-plugin commands) register theirs the same way. Built-in names are reserved: registering a
-name twice raises ValueError.
+`cmd_sessions` and `cmd_runtime`; later features (compaction, memory) register theirs the
+same way. Built-in names are reserved: registering a name twice raises ValueError (and
+the server reserves them for templates and plugins too: kward.resources.prompts.RESERVED).
+
+Prompt templates and plugin commands are the server's (`commands/list`, fetched once per
+shell and again after /reload: `server_commands`): /help lists them, and `/name args`
+naming one is sent as a turn, which the server expands or runs (`turns/start`).
 
 The table is filled at import time on the main thread and only read afterwards.
 """
@@ -65,11 +69,40 @@ def help_lines(width: int = 20) -> list[str]:
     return [f"  {c.usage:<{width}} {c.summary}" for c in table().values()]
 
 
+def server_commands(shell: Any) -> dict[str, dict[str, Any]]:
+    """The server's prompt templates and plugin commands by name (`commands/list`),
+    cached on the shell (`shell.server_commands`; None: fetch again)."""
+    cached = getattr(shell, "server_commands", None)
+    if cached is None:
+        try:
+            listed = shell.client.request("commands/list", {"sessionId": shell.session_id}, timeout=None)
+        except RpcError as exc:
+            shell.error(f"the prompt templates and plugin commands are not available: {exc.message}")
+            listed = {}
+        cached = {c["name"]: c for c in listed.get("commands") or []
+                  if isinstance(c, dict) and c.get("source") in ("prompt", "plugin") and c.get("name") not in TABLE}
+        shell.server_commands = cached
+    return cached
+
+
+def server_help_lines(shell: Any, width: int = 20) -> list[str]:
+    lines = []
+    for name, c in server_commands(shell).items():
+        usage = f"/{name} {c.get('argumentHint') or ''}".rstrip()
+        kind = "plugin" if c.get("source") == "plugin" else "prompt"
+        description = c.get("description") or ""
+        lines.append(f"  {usage:<{width}} {description} ({kind})" if description else f"  {usage:<{width}} ({kind})")
+    return lines
+
+
 def dispatch(shell: Any, line: str) -> None:
     """Run the slash command on `line` (which starts with "/")."""
     name, _, arg = line[1:].strip().partition(" ")
     command = table().get(name)
     if command is None:
+        if name in server_commands(shell):
+            shell.turn(line)  # the server expands the template or runs the plugin command
+            return
         shell.error(f"unknown command: /{name} (type /help for the commands)")
         return
     reason = command.available(shell) if command.available else None
@@ -93,6 +126,11 @@ def _help(shell: Any, arg: str) -> None:
     shell.say("Commands:")
     for line in help_lines():
         shell.say(line)
+    extra = server_help_lines(shell)
+    if extra:
+        shell.say("Prompt templates and plugin commands:")
+        for line in extra:
+            shell.say(line)
     shell.say(shell.style.dim("Anything else is sent to the model. Ctrl-C cancels a running turn; "
                               "Ctrl-C twice at an empty prompt, or Ctrl-D, exits."))
 

@@ -50,6 +50,7 @@ class Shell:
         self.style = Style.for_stream(self.out, env)
         self.interrupts = Interrupts()
         self.session: dict[str, Any] | None = None
+        self.server_commands: dict[str, dict[str, Any]] | None = None  # commands.server_commands
         self.done = False
         self.readline: Any = None
         self.history_path: Path | None = None
@@ -243,7 +244,8 @@ class Shell:
     def _complete(self, text: str, state: int) -> str | None:
         if not text.startswith("/"):
             return None
-        names = [f"/{name}" for name in commands.table() if f"/{name}".startswith(text)]
+        names = [f"/{name}" for name in [*commands.table(), *commands.server_commands(self)]
+                 if f"/{name}".startswith(text)]
         return names[state] if state < len(names) else None
 
     def _remember(self, line: str) -> None:

@@ -68,6 +68,10 @@ class ToolRegistry:
                 raise ValueError(f"duplicate tool name: {spec.name}")
             self._specs[spec.name] = spec
 
+    def with_specs(self, *specs: ToolSpec) -> "ToolRegistry":
+        """A new registry of these tools followed by `specs` (ValueError for a taken name)."""
+        return ToolRegistry([*self._specs.values(), *specs])
+
     def names(self, has_ui: bool) -> list[str]:
         """Names of the tools advertised with (`has_ui`) or without a UI question bridge."""
         return [s.name for s in self._specs.values() if has_ui or not s.needs_ui]

@@ -65,7 +65,7 @@ PLAUSIBLE: dict[str, Any] = {
     "attachments": [[], [], [{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}],
                     [{"type": "image", "mimeType": "image/png", "data": "!!"}], [{"type": "file"}], [1] * 40],
     "afterSequence": [0, 1, 10 ** 9, -1], "force": [True, False], "redacted": [True, False], "refresh": [True, False],
-    "questionRequestId": ["q1", ""], "answers": [[], [{"answer": "x"}], None],
+    "questionRequestId": ["q1", ""], "command": ["plan", "/plan", "", "nope"], "arguments": ["x", "", "x" * 20_001], "answers": [[], [{"answer": "x"}], None],
     "model": ["scripted-model", "gpt-5", "a/b", "", "x" * 300], "provider": ["scripted", "Scripted", "codex", "nope"],
     "effort": ["off", "minimal", "low", "medium", "high", "xhigh", "max", "MAX", "extreme"],
     "settingId": ["defaultModel", "defaultThinkingLevel", "other"],
@@ -114,6 +114,8 @@ PARAMS: dict[str, list[str]] = {
     "memory/forget": ["id"], "memory/promote": ["id"], "memory/relax": ["id", "workspaceRoot"], "memory/inspect": [],
     "memory/why": ["sessionId"], "memory/summarize": ["sessionId"],
     "logging/stats": ["range"], "logging/tokenCsv": ["range", "bucket"],
+    "commands/list": ["sessionId"], "commands/run": ["sessionId", "name", "arguments"],
+    "resources/startup": ["sessionId"], "prompts/list": [], "prompts/expand": ["command", "arguments"],
 }
 DESTRUCTIVE = frozenset({"sessions/close", "sessions/delete"})  # end the known sessions
 UNFUZZED = {"shutdown": "ends the process; tests/test_rpc_lifecycle.py covers it"}

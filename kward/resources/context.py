@@ -1,0 +1,113 @@
+"""What plugin code is given about the session it runs for: `PluginContext`.
+
+- `workspace_root`, `session_id` (the RPC id), `session_name`, `session_path`,
+  `persistent_id`: plain strings (the name may be None);
+- `transcript`: the session's conversation as a read-only deep copy (a tuple of
+  read-only dicts, `kward.resources.bounded.freeze`), taken on first access;
+- `args`: the text after the command (commands only);
+- `say(text)`: a line of the command's output (commands only; elsewhere it is dropped).
+
+A context is built for one call on the calling thread and read on the plugin's thread;
+`say` may be called from any thread (it takes a lock). Output is capped at
+`MAX_OUTPUT_CHARS` in all; said lines after the call returned (or timed out) are dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kward.resources.bounded import freeze
+
+MAX_OUTPUT_CHARS = 1_000_000
+_CUT = "[... output truncated]"
+
+
+class Output:
+    """The lines a command says. Thread-safe; `close()` ends it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lines: list[str] = []
+        self._size = 0
+        self._open = True
+
+    def say(self, text: Any = "") -> None:
+        line = text if isinstance(text, str) else str(text)
+        with self._lock:
+            if not self._open or self._size > MAX_OUTPUT_CHARS:
+                return
+            room = MAX_OUTPUT_CHARS - self._size
+            if len(line) > room:
+                line = line[:room] + _CUT
+            self._lines.append(line)
+            self._size += len(line) + 1
+
+    def close(self) -> tuple[str, ...]:
+        with self._lock:
+            self._open = False
+            return tuple(self._lines)
+
+
+class PluginContext:
+    """See the module docstring."""
+
+    def __init__(self, *, workspace_root: str, session_id: str | None = None, session_name: str | None = None,
+                 session_path: str | None = None, persistent_id: str | None = None,
+                 messages: Callable[[], list[dict[str, Any]]] | None = None, args: str = "",
+                 output: Output | None = None):
+        self.workspace_root = workspace_root
+        self.session_id = session_id
+        self.session_name = session_name
+        self.session_path = session_path
+        self.persistent_id = persistent_id
+        self.args = args
+        self._messages = messages
+        self._output = output
+        self._transcript: tuple[Any, ...] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def transcript(self) -> tuple[Any, ...]:
+        with self._lock:
+            if self._transcript is None:
+                self._transcript = freeze(list(self._messages() if self._messages else []))
+            return self._transcript
+
+    def say(self, text: Any = "") -> None:
+        if self._output is not None:
+            self._output.say(text)
+
+    def __repr__(self) -> str:
+        return f"PluginContext(session_id={self.session_id!r}, workspace_root={self.workspace_root!r})"
+
+
+def context_for(session: Any, *, args: str = "", output: Output | None = None) -> PluginContext:
+    """The context of a kward session (a SessionHandle); None-safe for tests' fakes."""
+    return PluginContext(workspace_root=session.workspace_root, session_id=getattr(session, "id", None),
+                         session_name=getattr(session, "name", None), session_path=getattr(session, "path", None),
+                         persistent_id=getattr(session, "persistent_id", None), messages=session.entry_messages,
+                         args=args, output=output)
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    """What a plugin command produced: its `say` lines and its return value."""
+
+    command: str
+    output: tuple[str, ...]
+    result: str | None
+
+    @property
+    def text(self) -> str:
+        """The lines and the result, joined by newlines (what a `/name args` turn answers)."""
+        return "\n".join([*self.output, *([self.result] if self.result else [])])
+
+
+def result_text(value: Any) -> str | None:
+    """A handler's return value as text (None stays None), capped at MAX_OUTPUT_CHARS."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= MAX_OUTPUT_CHARS else text[:MAX_OUTPUT_CHARS] + _CUT

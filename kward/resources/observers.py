@@ -1,0 +1,127 @@
+"""Plugin transcript observers: each one's events delivered on its own thread.
+
+A model turn's events (`OBSERVED`: reasoning_delta, assistant_delta, assistant_message,
+model_retry, turn_steered, tool_call, tool_result, answer) are offered to every observer
+as plain read-only data: ``{"type": "<snake_case type>", "sessionId", "turnId"?, ...the
+event payload}`` (frozen, `kward.resources.bounded.freeze`), with the session's
+`PluginContext`. `Observer.offer` never blocks: the event goes on the observer's bounded
+queue (`QUEUE_SIZE`), or is dropped (and counted, logged once) when the observer fell that
+far behind. So an observer that raises (logged), blocks or is slow never stalls or breaks
+a turn; it only misses events.
+
+Threads: an `Observer` owns one daemon thread, started on the first offer. `stop()` puts
+a stop mark on the queue (or, when it is full, sets the stop flag) and joins for a short
+while; a thread stuck in plugin code is abandoned (it ends when the plugin returns). The
+catalog that owns the observers stops them on reload and at shutdown (`stop_all`: all
+together within `JOIN_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable
+
+from kward.resources.bounded import freeze
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 1000
+JOIN_SECONDS = 0.5
+#: turn/event types plugins observe, and the names they see.
+OBSERVED = {"reasoningDelta": "reasoning_delta", "assistantDelta": "assistant_delta",
+            "assistantMessage": "assistant_message", "modelRetry": "model_retry", "turnSteered": "turn_steered",
+            "toolCall": "tool_call", "toolResult": "tool_result", "answer": "answer"}
+_STOP = object()
+
+
+class Observer:
+    """One plugin function fed from a bounded queue on its own thread (module doc)."""
+
+    def __init__(self, plugin: str, fn: Callable[[Any, Any], Any], queue_size: int = QUEUE_SIZE):
+        self.plugin = plugin
+        self.fn = fn
+        self._queue: queue.Queue = queue.Queue(queue_size)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self.dropped = 0
+        self.failures = 0
+
+    def offer(self, event: Any, ctx: Any) -> None:
+        """Queue one event (never blocks; dropped when the queue is full or stopped)."""
+        with self._lock:
+            if self._stopped:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"kward-observer {self.plugin}"[:60],
+                                                daemon=True)
+                self._thread.start()
+        try:
+            self._queue.put_nowait((event, ctx))
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped == 1:
+                log.warning("plugin %s: its transcript observer is behind; events are dropped", self.plugin)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP or self._stopped:
+                return
+            event, ctx = item
+            try:
+                self.fn(event, ctx)
+            except BaseException:  # the plugin's failure is logged, never the turn's
+                self.failures += 1
+                if self.failures <= 3:
+                    log.warning("plugin %s: its transcript observer raised", self.plugin, exc_info=True)
+
+    def stop(self, join: float = JOIN_SECONDS) -> None:
+        """Stop delivering; wait up to `join` seconds for the thread to end."""
+        with self._lock:
+            self._stopped = True
+            thread = self._thread
+        if thread is None:
+            return
+        try:
+            self._queue.put_nowait(_STOP)
+        except queue.Full:
+            pass  # the flag ends it after the current event
+        if join > 0:
+            thread.join(join)
+
+    def join(self, timeout: float) -> None:
+        thread = self._thread
+        if thread is not None and timeout > 0:
+            thread.join(timeout)
+
+
+def stop_all(watchers: "list[Observer] | tuple[Observer, ...]", budget: float = JOIN_SECONDS) -> None:
+    """Stop every observer, then wait for them together for at most `budget` seconds."""
+    import time
+
+    for observer in watchers:
+        observer.stop(join=0)
+    deadline = time.monotonic() + budget
+    for observer in watchers:
+        observer.join(deadline - time.monotonic())
+
+
+def observing(emit: Callable[[str, dict[str, Any]], None], observers: list[Observer], ctx: Any,
+              session_id: str | None, turn_id: str | None) -> Callable[[str, dict[str, Any]], None]:
+    """`emit` that also offers the observed events to `observers` (after emitting)."""
+    if not observers:
+        return emit
+
+    def wrapped(type_: str, payload: dict[str, Any]) -> None:
+        emit(type_, payload)
+        name = OBSERVED.get(type_)
+        if name is None:
+            return
+        event = freeze({"sessionId": session_id, "turnId": turn_id, **payload, "type": name})
+        for observer in observers:
+            observer.offer(event, ctx)
+
+    return wrapped

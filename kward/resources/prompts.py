@@ -1,0 +1,108 @@
+"""Prompt templates: `<config>/prompts/<name>.md`, submitted as `/name args`.
+
+A template's command is its file name without `.md`; it must match `NAME_RE`
+(``[A-Za-z0-9][A-Za-z0-9_-]*``) and must not be a built-in command name (`RESERVED`).
+Optional front matter gives `description` and `argument-hint`; the body (the rest,
+stripped) is the prompt, with every `$ARGUMENTS` replaced by the text after the command.
+Files are read in name order; a bad name, a reserved name, an unreadable, empty or
+oversized file (over `MAX_TEMPLATE_BYTES`) is skipped with a warning.
+
+Pure functions over the filesystem: any thread.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kward.resources.text import NAME_RE, decode, one_line, read_regular, split_front_matter
+
+MAX_TEMPLATE_BYTES = 64 * 1024
+_SLASH = re.compile(r"/(\S+)(?:\s+(.*))?", re.S)
+
+#: Built-in command names no template or plugin command may take: the original's reserved
+#: list and every command of the terminal's table (kward/terminal; a test keeps them in step).
+RESERVED = frozenset({
+    "exit", "quit", "new", "resume", "name", "clone", "tree", "copy", "export", "compact", "redraw", "settings",
+    "login", "logout", "model", "openrouter", "catalog", "reasoning", "reload", "status", "stats", "memory",
+    "help", "fork",
+})
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """A resource that was skipped, and why (reported by resources/startup and logged)."""
+
+    source: str  # "prompt", "skill", "plugin"
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    command: str  # without the slash
+    description: str
+    argument_hint: str
+    path: str
+    body: str
+
+    def expand(self, arguments: str = "") -> str:
+        return self.body.replace("$ARGUMENTS", arguments.strip())
+
+
+def discover_prompts(directory: Path, taken: set[str]) -> tuple[list[PromptTemplate], list[Warning_]]:
+    """The templates of `directory` (missing: none) and the warnings of the skipped ones.
+    `taken` holds names already in use (built-ins); accepted names are added to it."""
+    templates: list[PromptTemplate] = []
+    warnings: list[Warning_] = []
+    try:
+        names = sorted(e.name for e in os.scandir(directory) if e.name.endswith(".md"))
+    except OSError:
+        return templates, warnings
+    for file_name in names:
+        path = directory / file_name
+        command = file_name[:-3]
+
+        def skip(why: str) -> None:
+            warnings.append(Warning_("prompt", str(path), f"Prompt template {file_name} skipped: {why}"))
+
+        if not NAME_RE.fullmatch(command):
+            skip("the name must start with a letter or digit and hold only letters, digits, '_' and '-'")
+            continue
+        if command in RESERVED:
+            skip(f"/{command} is a built-in command")
+            continue
+        if command in taken:
+            skip(f"/{command} is already defined")
+            continue
+        try:
+            data = read_regular(path, MAX_TEMPLATE_BYTES + 1)
+        except OSError as exc:
+            skip(exc.strerror or str(exc))
+            continue
+        if data is None:
+            continue  # a directory (or a FIFO) named x.md: not a template
+        if len(data) > MAX_TEMPLATE_BYTES:
+            skip(f"larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
+            continue
+        fields, body = split_front_matter(decode(data))
+        body = body.strip()
+        if not body:
+            skip("the template is empty")
+            continue
+        taken.add(command)
+        templates.append(PromptTemplate(command=command, description=one_line(fields.get("description", "")),
+                                        argument_hint=one_line(fields.get("argument-hint", "")),
+                                        path=str(path), body=body))
+    return templates, warnings
+
+
+def parse_slash(text: str) -> tuple[str, str] | None:
+    """(name, arguments) of input shaped like `/name args`; None for anything else (a
+    path such as `/usr/bin`, a lone slash, text not starting with one)."""
+    match = _SLASH.fullmatch(text)
+    if match is None or not NAME_RE.fullmatch(match.group(1)):
+        return None
+    return match.group(1), (match.group(2) or "").strip()

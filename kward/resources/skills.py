@@ -1,0 +1,154 @@
+"""Skills: `<config>/skills/<folder>/SKILL.md`, and the `read_skill` tool that reads them.
+
+A skill's front matter gives `name` (default: the folder's name; it must match
+`NAME_RE`) and `description`. Folders are read in name order; a later skill with a name
+already taken is skipped with a warning, as is a folder whose SKILL.md is missing,
+unreadable or larger than `MAX_SKILL_FILE`.
+
+`read_skill {name, path = "SKILL.md"}` reads one file of a skill's folder: `path` is
+relative to the folder (an absolute path must lie inside it), walked confined
+(`kward.confined`: no symlink leads out, even if the tree changes meanwhile), a regular
+file of at most `MAX_SKILL_FILE` bytes, text only. The tool is offered only when skills
+exist (`kward.resources.catalog`).
+
+Pure functions over the filesystem: any thread; the handler runs on the turn's thread.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from kward.confined import Escape, open_below, read_fd, split_below
+from kward.resources.prompts import Warning_
+from kward.resources.text import NAME_RE, decode, one_line, read_regular, split_front_matter
+
+MAX_SKILL_FILE = 100_000
+SKILL_FILE = "SKILL.md"
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    folder: str  # real path of the skill's folder
+    path: str  # its SKILL.md
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def discover_skills(directory: Path) -> tuple[list[Skill], list[Warning_]]:
+    skills: list[Skill] = []
+    warnings: list[Warning_] = []
+    seen: set[str] = set()
+    try:
+        folders = sorted(e.name for e in os.scandir(directory) if not e.name.startswith(".") and _is_dir(e))
+    except OSError:
+        return skills, warnings
+    for folder_name in folders:
+        folder = directory / folder_name
+        path = folder / SKILL_FILE
+
+        def skip(why: str) -> None:
+            warnings.append(Warning_("skill", str(path), f"Skill {folder_name} skipped: {why}"))
+
+        try:
+            data = read_regular(path, MAX_SKILL_FILE + 1)
+        except FileNotFoundError:
+            skip(f"no {SKILL_FILE} in the folder")
+            continue
+        except OSError as exc:
+            skip(exc.strerror or str(exc))
+            continue
+        if data is None:
+            skip(f"{SKILL_FILE} is not a regular file")
+            continue
+        if len(data) > MAX_SKILL_FILE:
+            skip(f"{SKILL_FILE} is larger than {MAX_SKILL_FILE} bytes")
+            continue
+        fields, _ = split_front_matter(decode(data))
+        name = fields.get("name", "").strip() or folder_name
+        if not NAME_RE.fullmatch(name):
+            skip(f"the name {name!r} must start with a letter or digit and hold only letters, digits, '_' and '-'")
+            continue
+        if name in seen:
+            skip(f"a skill named {name} is already defined")
+            continue
+        seen.add(name)
+        skills.append(Skill(name=name, description=one_line(fields.get("description", "")),
+                            folder=os.path.realpath(folder), path=str(path)))
+    return skills, warnings
+
+
+def skills_prompt(skills: list[Skill]) -> str | None:
+    """The system prompt's part that lists the skills (None without skills)."""
+    if not skills:
+        return None
+    lines = ["Configured skills: instructions for particular kinds of tasks, kept in files. When a task "
+             "matches a skill's description, use read_skill with the skill's name to read its SKILL.md "
+             "before you start, and read_skill with a path for any other file of the skill it refers to.",
+             "Available skills:"]
+    lines += [f"- {s.name}: {s.description}" if s.description else f"- {s.name}" for s in skills]
+    return "\n".join(lines)
+
+
+def read_skill_file(skill: Skill, path: str) -> str:
+    """The text of `path` inside the skill's folder. Raises ValueError with the message the
+    model sees (outside the folder, missing, not a file, too large, binary)."""
+    root = os.path.normpath(skill.folder)
+    parts = split_below(root, path)
+    if parts is None or not parts:
+        raise ValueError(f"path outside the skill folder: {path}" if parts is None else f"not a file: {path}")
+    try:
+        node = open_below(root, parts)
+    except Escape:
+        raise ValueError(f"path outside the skill folder: {path}") from None
+    except FileNotFoundError:
+        raise ValueError(f"no such file in skill {skill.name}: {path}") from None
+    except NotADirectoryError:
+        raise ValueError(f"no such file in skill {skill.name}: {path}") from None
+    with node:
+        if not node.is_file:
+            raise ValueError(f"not a file: {path}")
+        if node.st.st_size > MAX_SKILL_FILE:
+            raise ValueError(f"file too large: {path} ({node.st.st_size} bytes; the limit is {MAX_SKILL_FILE})")
+        data = read_fd(node.fd, MAX_SKILL_FILE + 1)
+    if len(data) > MAX_SKILL_FILE:
+        raise ValueError(f"file too large: {path} (over {MAX_SKILL_FILE} bytes)")
+    if b"\0" in data:
+        raise ValueError(f"binary file: {path}")
+    return decode(data)
+
+
+def read_skill_spec(lookup: Callable[[], Mapping[str, Skill]]):
+    """The `read_skill` ToolSpec over the skills `lookup()` returns (by name)."""
+    from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
+
+    def handler(args: Args, ctx: ToolContext) -> ToolResult:
+        name = args.string("name")
+        path = args.string("path", required=False, default=SKILL_FILE) or SKILL_FILE
+        skills = lookup()
+        skill = skills.get(name or "")
+        if skill is None:
+            known = ", ".join(sorted(skills)) or "none"
+            raise ToolError(f"unknown skill: {name} (available: {known})")
+        try:
+            return ToolResult.text(read_skill_file(skill, path))
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+
+    return ToolSpec(
+        name="read_skill",
+        description="Read a configured skill's SKILL.md (or another file in the skill's folder, with path). "
+                    "The system prompt lists the available skills.",
+        properties={"name": {"type": "string", "description": "The skill's name, as listed."},
+                    "path": {"type": "string",
+                             "description": f"A file inside the skill's folder, relative to it (default {SKILL_FILE})."}},
+        required=("name",), handler=handler)

@@ -1,0 +1,106 @@
+"""`runtime.resources`: the runtime's operations on prompt templates, skills, plugins and
+the startup listing, by session id (`kward.resources.Resources` does the work).
+
+What a face calls: `catalog(session_id?)` (commands/list, prompts/list), `startup()`,
+`expand()`, `run_command()`, `reload()`; what the runtime calls: `plan_input()` when a
+turn is started (on the dispatcher: it never loads anything), `core` as the agent
+engine's turn hooks, `estimate()` for runtime/stats, `shutdown()`.
+
+Any thread; the methods that may load the catalog (everything but `plan_input` and
+`estimate`) run plugin code and belong on a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kward.resources import Resources
+from kward.resources.catalog import Catalog, Plan
+from kward.resources.context import CommandOutput
+from kward.resources.prompts import Warning_, parse_slash
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.core import Runtime
+
+
+class Startup(NamedTuple):
+    """What resources/startup shows: the AGENTS.md files in use (shown as a path with
+    `~` for the home directory; the workspace's as `AGENTS.md`), the skills, the prompt
+    commands and the plugin commands, and the warnings of what was skipped."""
+
+    context: list[str]
+    skills: list[str]
+    prompts: list[str]
+    plugins: list[str]
+    warnings: list[Warning_]
+
+
+class RuntimeResources:
+    def __init__(self, runtime: "Runtime"):
+        from kward.settings import LiveSettings
+
+        self._rt = runtime
+        self._settings = LiveSettings(runtime.config, runtime.env)  # config.json edits apply at once
+        self.core = Resources(runtime.paths.config_dir, timeout=self._timeout)
+
+    def _timeout(self) -> float:
+        return self._settings.current().plugins.command_timeout_seconds
+
+    def set_memory_block(self, fn: Any) -> None:
+        """Plug in the memory block of the system prompt (see kward.resources.core)."""
+        self.core.set_memory_block(fn)
+
+    def _session(self, session_id: str | None) -> Any:
+        return self._rt.sessions.get(session_id) if session_id is not None else None
+
+    def catalog(self, session_id: str | None = None) -> Catalog:
+        self._session(session_id)  # an unknown id is reported as such
+        return self.core.catalog()
+
+    def startup(self, session_id: str | None = None) -> Startup:
+        session = self._session(session_id)
+        catalog = self.core.catalog()
+        root = session.workspace_root if session is not None else str(self._rt.launch_cwd)
+        home = os.path.expanduser("~")
+        context = []
+        for path in self.core.context_files(root):
+            if path.parent == Path(root):
+                context.append(path.name)
+            elif home and str(path).startswith(home.rstrip("/") + "/"):
+                context.append("~" + str(path)[len(home.rstrip("/")):])
+            else:
+                context.append(str(path))
+        return Startup(context=context, skills=[s.name for s in catalog.skills],
+                       prompts=[f"/{p.command}" for p in catalog.prompts],
+                       plugins=[f"/{name}" for name in catalog.commands], warnings=self.core.warnings())
+
+    def expand(self, command: str, arguments: str = "") -> tuple[str, str]:
+        return self.core.expand(command, arguments)
+
+    def run_command(self, session_id: str, name: str, arguments: str = "") -> CommandOutput:
+        session = self._rt.sessions.get(session_id)
+        return self.core.run_command(self.core.command(name), arguments, session)
+
+    def reload(self) -> None:
+        self.core.reload()
+
+    def plan_input(self, text: str, has_attachments: bool, behavior: str | None) -> tuple[str, str | None, Plan | None]:
+        """(text to queue, behavior, plan) for a turn about to start. Uses the catalog only
+        when it is loaded already (always so while a turn runs); otherwise slash input is
+        resolved when the turn runs. A plugin command is queued as a turn of its own,
+        never steered into a running one."""
+        catalog = self.core.peek()
+        if catalog is None:
+            return text, behavior, (None if parse_slash(text) is not None else Plan("literal", text))
+        plan = catalog.resolve(text, has_attachments)
+        if plan.kind == "plugin" and behavior in (None, "steer"):
+            behavior = "followUp"
+        return plan.text, behavior, plan
+
+    def estimate(self, session: Any) -> str:
+        return self.core.estimate(session)
+
+    def shutdown(self) -> None:
+        self.core.shutdown()
