@@ -157,7 +157,16 @@ class SessionNotFound(InvalidParams):
         super().__init__(f"Unknown session: {session_id}", data={"sessionId": session_id})
 
 
-class SessionBusy(InvalidParams):
+class StateConflict(KwardError):
+    """The request is well formed, but the state of what it names does not allow it now
+    (another process runs a turn on the session, the session's file is gone, telemetry is
+    off, ...). -32602 on the wire, as clients expect of these; not `InvalidParams`: no
+    param is wrong, and retrying later (or after changing the state) may work."""
+
+    code = INVALID_PARAMS
+
+
+class SessionBusy(StateConflict):
     """Another process holds the session's turn lock."""
 
     reason = "session_busy"
@@ -268,13 +277,13 @@ class AuthServerError(KwardError):
     reason = "provider_error"
 
 
-class SessionInUse(InvalidParams):
+class SessionInUse(StateConflict):
     """`sessions/delete` without `force` of a session another process has open."""
 
     reason = "session_in_use"
 
 
-class SessionFileGone(InvalidParams):
+class SessionFileGone(StateConflict):
     """The file an open session appends to is no longer at its path (deleted, moved or
     replaced): what would be appended could never be read back."""
 
@@ -295,7 +304,7 @@ class MemoryStoreError(KwardError):
     reason = "invalid_memory_store"
 
 
-class LoggingDisabled(InvalidParams):
+class LoggingDisabled(StateConflict):
     """`logging/stats` or `logging/tokenCsv` while no telemetry category (or not the one it
     reads) is enabled."""
 

@@ -1,6 +1,5 @@
-"""Imports point downward: nothing under the core imports kward.rpc (DESIGN.md "Package
-layout"). Only the RPC package itself and the faces above it (kward/client/, the command
-line) may."""
+"""Imports point downward: nothing under the core imports kward.rpc. Only the RPC package
+itself and the faces above it (kward/client/, the command line) may."""
 
 import ast
 from pathlib import Path
@@ -57,3 +56,20 @@ def test_the_check_finds_every_form_of_import():
     assert rpc_imports("from . import rpc", "kward.sessions.x") == []  # kward.sessions.rpc is not kward.rpc
     for source in ["import kward.rpcx", "from kward import runtime", "x = 'see kward.rpc for the wire'"]:
         assert rpc_imports(source, "kward.agent.loop") == [], source
+
+
+def test_no_core_code_reads_tool_calls_from_records():
+    """Tool calls are `kward.model.ToolCall`s everywhere but at the two converters (the
+    session codec and the RPC face): no other module indexes a record's `function`."""
+    converters = {KWARD / "sessions" / "codec.py"}
+    found = []
+    for path in sorted(KWARD.rglob("*.py")):
+        if path in converters or path.relative_to(KWARD).parts[0] == "rpc":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for pattern in ('["function"]', "['function']"):
+            if pattern in text:
+                found.append(f"{path.relative_to(KWARD)}: {pattern}")
+    assert found == []
+    codec = (KWARD / "sessions" / "codec.py").read_text(encoding="utf-8")
+    assert '"function"' in codec  # the check looks where the records are read

@@ -14,6 +14,7 @@ from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.fake_sink import RecordingSink
+from lib.messages import recorded, typed, typed_all  # noqa: F401
 
 ACCOUNT = "acct_secret_4f9a2b"
 TOKEN = make_jwt(ACCOUNT)
@@ -25,7 +26,7 @@ def collect(provider, model, scenarios, fake, route, caplog):
     for scenario in scenarios:
         fake.script(route, scenario)
         sink = RecordingSink()
-        req = ModelRequest(instructions="", messages=[{"role": "user", "content": "hi"}], tools=[], model=model)
+        req = ModelRequest(instructions="", messages=[typed({"role": "user", "content": "hi"})], tools=[], model=model)
         try:
             provider.complete(req, sink, CancelToken())
         except ProviderError as err:

@@ -20,6 +20,7 @@ from kward.telemetry.stats import collect
 from kward.telemetry.tokens import HEADER, token_csv
 from kward.settings import LoggingSettings
 from kward.tools.base import ToolResult
+from lib.messages import recorded, typed
 
 UTC = timezone.utc
 
@@ -241,7 +242,7 @@ def test_the_recorder_writes_the_events_of_a_turn_with_its_trace_ids(tmp_path):
     log = TelemetryLog(tmp_path, clock=lambda: 0.0)
     headers = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
     rec_ = TurnRecorder(log, ("tokens", "performance", "tools", "errors"), headers)
-    request = ModelRequest(instructions="sys", messages=[{"role": "user", "content": "hi"}], tools=[], model="m1")
+    request = ModelRequest(instructions="sys", messages=[typed({"role": "user", "content": "hi"})], tools=[], model="m1")
     ok = ModelResponse("hi", "", [], Usage(input_tokens=3, output_tokens=4, total_tokens=7), "Fake", "m1")
     with rec_.turn():
         assert rec_.provider(FakeProvider(ok)).complete(request, _Sink(), None) is ok
@@ -267,7 +268,7 @@ def test_the_recorder_writes_the_events_of_a_turn_with_its_trace_ids(tmp_path):
                for r in records)
     usage = records[4]
     assert usage["usage"]["total_tokens"] == 7 and usage["request_bytes"] == len(
-        json.dumps(["sys", request.messages, []], separators=(",", ":")))
+        json.dumps(["sys", recorded(request.messages), []], separators=(",", ":")))
     assert "abcdefghijkl" not in json.dumps(records) and records[1]["attempt"] == 2
     error = records[13]
     assert (error["error_class"], error["provider"], error["error_code"], error["reason"]) == \

@@ -53,7 +53,7 @@ Finished = Callable[[dict], None]
 
 
 def denied_message(params: CallbackParams) -> str:
-    """What an ``error=`` callback means, in words (wire notes 2.3)."""
+    """What an ``error=`` callback (OAuth's error redirect) means, in words."""
     desc = redact_text(params.error_description or "")[:300]
     if params.error == "access_denied" and "missing_codex_entitlement" in desc:
         return "Codex is not enabled for this ChatGPT workspace."

@@ -28,12 +28,10 @@ from kward.secrets import KnownSecrets
 
 @dataclass
 class ClientState:
-    """What the client told us in `initialize`."""
+    """What the client told us in `initialize` that the server acts on: the notification
+    methods it opted out of."""
 
-    info: dict[str, Any] | None = None
     opt_out: frozenset[str] = frozenset()
-    experimental_api: bool = False
-    initialized: bool = False
 
 
 class Connection:
@@ -71,8 +69,11 @@ class Connection:
 
     # --- what the runtime is built with ---------------------------------------------
 
-    def publish_turn_event(self, event: dict[str, Any]) -> None:
-        self.notify("turn/event", event, wait=False)  # paced before, by make_room
+    def publish_turn_event(self, event: Any) -> None:
+        """A turn's event (`kward.model.TurnEvent`) as a `turn/event` notification."""
+        from kward.rpc.wire import turn_event  # loaded with the first turn, not at start-up
+
+        self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
 
     def report(self, notice: Any) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""

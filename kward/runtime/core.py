@@ -24,7 +24,7 @@ from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
-    from kward.providers.model_service import ModelService
+    from kward.providers.model_service import ModelChoice, ModelListing, ModelService
     from kward.agent.questions import QuestionBroker
     from kward.runtime.auth import RuntimeAuth
     from kward.agent.turns import Turn, TurnManager
@@ -33,12 +33,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.resources import RuntimeResources
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
+    from kward.sessions.listing import SessionSummary
     from kward.sessions.manager import SessionManager
     from kward.workspace import WorkspaceInfo
 
 log = logging.getLogger(__name__)
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[Any], None]  # receives kward.model.TurnEvent
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
 
 
@@ -73,14 +74,17 @@ class Runtime:
     `kward.runtime.notices` (a question a tool asks). `env` is the process environment
     the providers and settings are read from (default `os.environ`); `secrets` the known
     credential values scrubbed from tool output (built from env, config and auth.json
-    when not given).
+    when not given). `event_payload(type, payload)` gives an event's payload as the face's
+    protocol shows it, which plugin observers see (the RPC face:
+    `kward.rpc.wire.event_payload`; without it observers see nothing).
     """
 
     def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: Path,
                  submit: Callable[[Callable[[], None]], bool], env: Mapping[str, str] = os.environ,
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
                  notify: Callable[[Any], None] = _drop, make_room: Callable[[], None] = _nothing,
-                 admit: Callable[[], None] = _nothing):
+                 admit: Callable[[], None] = _nothing,
+                 event_payload: "Callable[[str, Any], dict[str, Any]] | None" = None):
         self.paths = paths
         self.config = config
         self.settings = settings
@@ -92,6 +96,7 @@ class Runtime:
         self._notify = notify
         self._make_room = make_room
         self._admit = admit
+        self.event_payload = event_payload
         self._lock = threading.RLock()
         self._services: dict[str, Any] = {}
 
@@ -276,7 +281,7 @@ class Runtime:
     def resume_session(self, path: str, workspace_root: str | None = None) -> "SessionHandle":
         return self.sessions.resume(path, workspace_root)
 
-    def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> list[dict[str, Any]]:
+    def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> "list[SessionSummary]":
         return self.sessions.list(workspace_root, limit)
 
     def rename_session(self, session_id: str, name: str | None) -> "SessionHandle":
@@ -381,24 +386,24 @@ class Runtime:
 
     # --- models and settings ----------------------------------------------------------
 
-    def list_models(self, refresh: bool = False) -> dict[str, Any]:
+    def list_models(self, refresh: bool = False) -> "ModelListing":
         return self.models.list(self.engine.selection(), refresh=refresh)
 
-    def openrouter_catalog(self) -> dict[str, Any]:
+    def openrouter_catalog(self) -> "ModelListing":
         engine = self.engine
         return self.models.openrouter_catalog(engine.openrouter_provider(), engine.selection())
 
-    def current_model(self, *, load: bool = False) -> dict[str, Any]:
-        """The current model entry; `load` may ask the provider about an unknown model."""
+    def current_model(self, *, load: bool = False) -> "ModelChoice":
+        """The current model; `load` may ask the provider about an unknown model."""
         return self.models.current(self.engine.selection(), load=load)
 
-    def set_model(self, model: str, provider: str | None = None) -> dict[str, Any]:
-        """Store the model (and provider) in config.json; returns the new current entry."""
+    def set_model(self, model: str, provider: str | None = None) -> "ModelChoice":
+        """Store the model (and provider) in config.json; returns the new current model."""
         self.models.set_model(self.engine.selection(), model, provider)
         return self.current_model(load=True)
 
-    def set_reasoning(self, effort: str) -> dict[str, Any]:
-        """Store the reasoning level; returns the new current entry."""
+    def set_reasoning(self, effort: str) -> "ModelChoice":
+        """Store the reasoning level; returns the new current model."""
         self.models.set_effort(self.engine.selection(), effort)
         return self.current_model(load=True)
 
@@ -414,8 +419,8 @@ class Runtime:
             effort = self.models.set_effort(self.engine.selection(), value, param="value")
             message = f"Default thinking level set to {effort}."
             current = self.current_model(load=True)
-            if "effectiveReasoningEffort" in current:
-                message += f" {current['id']} uses {current['effectiveReasoningEffort']}."
+            if current.effective_effort is not None:
+                message += f" {current.entry.id} uses {current.effective_effort}."
         else:
             raise InvalidParams(f"Unsupported setting: {setting}; use defaultModel or defaultThinkingLevel",
                                 data={"param": "settingId"})

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from kward.errors import InvalidParams
+from kward.timefmt import seconds_iso
 
 DEFAULT_RANGE = "1 week"
 UNITS = ("minute", "hour", "day", "week", "month", "year")
@@ -38,10 +39,6 @@ class Range(NamedTuple):
     def payload(self) -> dict[str, object]:
         return {"input": self.input, "count": self.count, "unit": self.unit, "startAt": seconds_iso(self.start),
                 "endAt": seconds_iso(self.end)}
-
-
-def seconds_iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _unit(word: str, allowed: tuple[str, ...]) -> str | None:

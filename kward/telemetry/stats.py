@@ -18,19 +18,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from kward.telemetry.ranges import Range
+from kward.timefmt import iso_ms, normalize_iso
 
 _FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(\d+))?\.jsonl$")
 _OURS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-
-
-def _ms_iso(dt: datetime) -> str:
-    dt = dt.astimezone(timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def normalized_timestamp(value: Any) -> str | None:
@@ -39,8 +35,6 @@ def normalized_timestamp(value: Any) -> str | None:
         return None
     if _OURS.match(value):
         return value
-    from kward.sessions.records import normalize_iso
-
     return normalize_iso(value)
 
 
@@ -59,7 +53,7 @@ def log_files(directory: Path, start: datetime, end: datetime) -> list[Path]:
 
 
 def read(directory: Path, start: datetime, end: datetime, categories: Iterable[str]) -> Iterator[dict[str, Any]]:
-    low, high = _ms_iso(start), _ms_iso(end)
+    low, high = iso_ms(start), iso_ms(end)
     wanted = frozenset(categories)
     decode = json.JSONDecoder().raw_decode  # on text lines: about twice as fast as json.loads of bytes
     for path in log_files(directory, start, end):

@@ -9,11 +9,12 @@ range's unit. Pure over the files; any thread.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kward.telemetry.ranges import Range, bucket_bounds, seconds_iso
+from kward.telemetry.ranges import Range, bucket_bounds
+from kward.timefmt import normalize_iso, parse_ms, seconds_iso
 from kward.telemetry.stats import read
 
 HEADER = ("bucket_start", "bucket_end", "provider", "model", "events", "input_tokens", "output_tokens",
@@ -29,7 +30,7 @@ def _cell(value: Any) -> str:
 
 
 def _when(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp[:-1] + "+00:00").astimezone(timezone.utc)
+    return parse_ms(stamp)
 
 
 def token_csv(directory: Path, rng: Range, bucket: str) -> str:
@@ -60,8 +61,6 @@ def token_csv(directory: Path, rng: Range, bucket: str) -> str:
 
 
 def _normalized(stamp: Any) -> str:
-    from kward.sessions.records import normalize_iso
-
     value = normalize_iso(stamp)
     if value is None:
         raise ValueError(stamp)

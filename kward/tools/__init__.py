@@ -9,7 +9,7 @@ Public API (all importable from ``kward.tools``)::
     registry.names(has_ui: bool) -> list[str]
     registry.run(name: str, arguments: str | dict, ctx) -> ToolResult   # raises only Canceled
     result.content, result.is_error, result.diff, result.changed_files, result.images
-    result.to_payload() -> {content, isError, images, diff?, changedFiles?}
+    (ToolResult is kward.model's; the RPC face shapes it, kward.rpc.wire)
 
     normalize_tool_name(name) -> str         # read_file -> read, ... (kward.tools.normalize)
     normalize_args(name, args: dict) -> dict # camelCase; bash -> {command, timeout}
