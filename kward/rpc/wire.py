@@ -236,7 +236,7 @@ def _assistant(message: AssistantMessage, calls: dict[str, ToolCall]) -> dict[st
     content = thinking + [p for p in parts if p["type"] != "thinking"]
     if not thinking and message.reasoning:
         content.insert(0, {"type": "thinking", "thinking": message.reasoning})
-    for call in message.tool_calls:
+    for call in message.shown_calls():
         content.append(_present({"type": "toolCall", "id": call.id, "name": _name(call.name),
                                  "arguments": call_arguments(call.name, call.arguments)}))
         if isinstance(call.id, str):
@@ -250,9 +250,9 @@ def _assistant(message: AssistantMessage, calls: dict[str, ToolCall]) -> dict[st
 
 
 def _tool_result(message: ToolResultMessage, calls: dict[str, ToolCall], details: dict[str, Any]) -> dict[str, Any]:
-    call_id = message.tool_call_id
+    call_id = message.shown_call_id()
     call = calls.get(call_id) if call_id is not None else None
-    raw_name = message.name or (call.name if call is not None else None)
+    raw_name = message.shown_name() or (call.name if call is not None else None)
     content = _content(message.content)
     text = "\n".join(p["text"] for p in content if isinstance(p.get("text"), str))
     failed = message.is_error if message.is_error is not None else is_error_text(text)
