@@ -142,8 +142,15 @@ def response(request_id: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
+def error_object(error: KwardError) -> dict[str, Any]:
+    """The JSON-RPC ``error`` member of `error`: code, message, data{reason, errorClass, ...}."""
+    data = {"reason": error.reason, "errorClass": type(error).__name__}
+    data.update(error.data)
+    return {"code": error.code, "message": error.message, "data": data}
+
+
 def error_response(request_id: Any, error: KwardError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error_object(error)}
 
 
 def notification(method: str, params: Any) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from kward.model import (
     is_error_text,
 )
 from kward.sessions.codec import call_fields, encode, tool_call_record, tool_result_record
-from kward.tools.normalize import extract_diff, normalize_args, normalize_tool_name, parse_arguments
+from kward.toolcalls import extract_diff, normalize_args, normalize_tool_name, parse_arguments
 
 
 def _present(out: dict[str, Any]) -> dict[str, Any]:

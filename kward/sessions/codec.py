@@ -50,7 +50,7 @@ from kward.model import (
     Usage,
     UserMessage,
 )
-from kward.tools.normalize import normalize_args, normalize_tool_name, parse_arguments
+from kward.toolcalls import normalize_args, normalize_tool_name, parse_arguments
 
 _TEXT_TYPES = ("text", "input_text", "output_text")
 _IMAGE_TYPES = ("image", "image_url", "input_image")

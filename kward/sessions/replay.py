@@ -24,7 +24,7 @@ from kward.readstate import READ_TOOLS, realpath_below
 from kward.sessions.codec import decode
 from kward.sessions.messages import compacted, message_ident, role_of
 from kward.sessions.records import SessionHeader
-from kward.tools.normalize import parse_arguments
+from kward.toolcalls import parse_arguments
 
 
 def resolve_read_path(workspace_root: str, path: str) -> str | None:
