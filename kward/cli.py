@@ -118,9 +118,9 @@ def _rpc(args: list[str], real_process: bool) -> int:
 
 
 def _exit_now(code: int) -> None:
-    import logging
+    from kward import diagnostics
 
-    logging.shutdown()
+    diagnostics.shutdown()  # flushes the log when logging was imported
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

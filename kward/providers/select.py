@@ -16,20 +16,20 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from kward.providers import registry
 from kward.providers.registry import ProviderSpec
+from kward.records import TYPE_CHECKING, Record
 from kward.settings import Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
+    from pathlib import Path
+    from typing import Any, Callable, Mapping
+
     from kward.providers.base import Provider
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(Record):  # not a dataclass: built when initialize chooses a provider
     spec: ProviderSpec
     provider: "Provider"
     model: str
@@ -46,10 +46,11 @@ class Selection:
         return self.spec.label
 
 
-def stored_openai_tokens(auth_file: Path) -> tuple[str, str | None] | None:
+def stored_openai_tokens(auth_file: str | Path) -> tuple[str, str | None] | None:
     """(access token, account id) from a stored login, or None."""
     try:
-        data = json.loads(auth_file.read_text(encoding="utf-8"))
+        with open(auth_file, encoding="utf-8") as f:  # (not Path.read_text: no pathlib at start-up)
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None

@@ -11,11 +11,10 @@ the tests and the bench all build servers here, so they serve the same thing. Ma
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import BinaryIO, Mapping, NamedTuple
 
 from kward.config import ConfigStore, Paths, Settings, resolve_paths, resolve_settings
 from kward.errors import KwardError
+from kward.records import TYPE_CHECKING, Record
 from kward.rpc.connection import Connection
 from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import MethodTable, default_table
@@ -24,8 +23,12 @@ from kward.rpc.transport import WRITER_FAILED, Transport
 from kward.runtime import Runtime
 from kward.secrets import KnownSecrets
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import BinaryIO, Mapping
 
-class Setup(NamedTuple):  # not a dataclass: cheaper to define at start-up
+
+class Setup(Record):  # not a dataclass: cheaper to define at start-up
     """What one server is configured by."""
 
     env: Mapping[str, str]  # the environment the providers and settings are read from
@@ -33,7 +36,7 @@ class Setup(NamedTuple):  # not a dataclass: cheaper to define at start-up
     config: ConfigStore
     settings: Settings
     secrets: KnownSecrets
-    launch_cwd: Path  # the default workspace (real path)
+    launch_cwd: str  # the default workspace (real path; text: the Runtime makes it a Path on first use)
 
 
 def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike | None = None) -> Setup:
@@ -48,8 +51,8 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike |
         values = {}
     settings = resolve_settings(values, env)
     return Setup(env=env, paths=paths, config=config, settings=settings,
-                 secrets=KnownSecrets(env, config, paths.auth_file),
-                 launch_cwd=Path(os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd())))
+                 secrets=KnownSecrets(env, config, paths.auth_file_text),
+                 launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()))
 
 
 def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, *,

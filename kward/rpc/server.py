@@ -20,13 +20,13 @@ thread joined (within about 2 s).
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING
 
+from kward.diagnostics import get_logger
 from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError, as_kward_error
+from kward.records import TYPE_CHECKING
 from kward.rpc import protocol
 from kward.rpc.connection import Connection
 from kward.rpc.framing import FrameFault
@@ -38,7 +38,7 @@ from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
 if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime import Runtime
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)  # logging itself is not imported to start
 
 SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
 STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()

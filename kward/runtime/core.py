@@ -11,18 +11,20 @@ a worker thread; the rest are quick (a lookup, a stat, one appended line).
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 from kward.config import ConfigStore, Paths, Settings
+from kward.diagnostics import get_logger
 from kward.errors import InvalidParams, KwardError
+from kward.records import TYPE_CHECKING, Record
 from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import Any, Callable, Mapping
+
     from kward.agent.engine import AgentEngine
     from kward.providers.model_service import ModelService
     from kward.agent.questions import QuestionBroker
@@ -32,13 +34,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.manager import SessionManager
     from kward.workspace import WorkspaceInfo
 
-log = logging.getLogger(__name__)
+    EventSink = Callable[[dict[str, Any]], None]
 
-EventSink = Callable[[dict[str, Any]], None]
+log = get_logger(__name__)  # logging itself is not imported to start
+
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
 
 
-class RuntimeInfo(NamedTuple):  # a NamedTuple: built at start-up, where a dataclass costs more
+class RuntimeInfo(Record):  # a NamedTuple: built at start-up, where a dataclass costs more
     """Facts a face announces at start (the RPC face: `initialize`)."""
 
     steering: bool  # the active provider steers a running turn in flight
@@ -71,7 +74,7 @@ class Runtime:
     when not given).
     """
 
-    def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: Path,
+    def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
                  submit: Callable[[Callable[[], None]], bool], env: Mapping[str, str] = os.environ,
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
                  notify: Callable[[Any], None] = _drop, make_room: Callable[[], None] = _nothing,
@@ -79,7 +82,7 @@ class Runtime:
         self.paths = paths
         self.config = config
         self.settings = settings
-        self.launch_cwd = launch_cwd
+        self._launch_cwd = launch_cwd
         self.env = env
         self.secrets = secrets if secrets is not None else KnownSecrets(env, config, paths.auth_file)
         self._submit = submit
@@ -89,6 +92,17 @@ class Runtime:
         self._admit = admit
         self._lock = threading.RLock()
         self._services: dict[str, Any] = {}
+
+    @property
+    def launch_cwd(self) -> Path:
+        """The default workspace, as a Path (made on first use: pathlib is not imported
+        to answer a handshake)."""
+        cwd = self._launch_cwd
+        if isinstance(cwd, str):
+            from pathlib import Path
+
+            cwd = self._launch_cwd = Path(cwd)
+        return cwd
 
     # --- services, built on first use (any thread) ----------------------------------
 
@@ -158,11 +172,11 @@ class Runtime:
             from kward.providers.registry import STEERING
             from kward.providers.select import choose
 
-            key, _ = choose(self.config.load(), self.env, self.paths.auth_file)
+            key, _ = choose(self.config.load(), self.env, self.paths.auth_file_text)
             steering = STEERING[key]
         except KwardError as exc:  # an invalid config.json, an unknown provider name
             warnings.append((exc.reason, exc.message))
-        return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(self.paths.logs_dir),
+        return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=self.paths.logs_dir_text,
                            max_frame_bytes=self.settings.max_frame_bytes,
                            max_input_chars=self.settings.max_input_chars)
 
