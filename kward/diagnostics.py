@@ -160,14 +160,6 @@ def configure(logs_dir: Any, level: str | None, *, rpc_mode: bool, secrets: Any 
         warnings.showwarning = _show_warning
 
 
-def shutdown() -> None:
-    """Flush and close the log handlers (before `os._exit`); nothing to do when logging
-    was never imported."""
-    logging = sys.modules.get("logging")
-    if logging is not None:
-        logging.shutdown()
-
-
 def _apply_pending() -> None:
     global _pending
     with _pending_lock:

@@ -3,7 +3,7 @@
 `resolve(env, launch_cwd)` reads what a server is configured by (paths, config.json,
 settings, known secrets); `build_server(stdin, stdout, setup, methods=...)` builds the
 transport over the two streams, the worker pool, the connection, the runtime and the
-server, and wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`,
+server (with its warm-up, `kward.rpc.warmup`, unless `KWARD_NO_WARMUP` is set), and wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`,
 the tests and the bench all build servers here, so they serve the same thing. Main thread
 (or the thread that will call `serve()`); nothing starts until `serve()`.
 """
@@ -20,6 +20,7 @@ from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import MethodTable, default_table
 from kward.rpc.server import RpcServer
 from kward.rpc.transport import WRITER_FAILED, Transport
+from kward.rpc.warmup import ENV_OFF, WarmUp, imports_for
 from kward.runtime import Runtime
 from kward.secrets import KnownSecrets
 
@@ -71,4 +72,6 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
                       notify=conn.report, make_room=conn.make_room, admit=conn.admit)
-    return RpcServer(transport, pool, methods if methods is not None else default_table(), runtime, conn)
+    table = methods if methods is not None else default_table()
+    warm_up = None if setup.env.get(ENV_OFF) else WarmUp(imports_for(table, runtime))
+    return RpcServer(transport, pool, table, runtime, conn, warm_up)

@@ -38,6 +38,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = get_logger(__name__)  # logging itself is not imported to start
 
+# What `warm_up` imports besides the active provider's module (the services of the facade).
+_WARM_MODULES = ("kward.sessions.manager", "kward.agent.questions", "kward.agent.engine", "kward.agent.turns",
+                 "kward.providers.model_service", "kward.workspace")
+_HTTP_MODULES = ("requests", "requests.adapters", "urllib3.exceptions")
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
 
 
@@ -179,6 +183,26 @@ class Runtime:
         return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=self.paths.logs_dir_text,
                            max_frame_bytes=self.settings.max_frame_bytes,
                            max_input_chars=self.settings.max_input_chars)
+
+    def warm_up_modules(self) -> list[str]:
+        """The modules the first session request and the first turn need, for a face to
+        import ahead of them (the RPC server's warm-up thread): the session store, the
+        agent and its tools, the model service, and the module of the provider `info()`
+        announces (with `requests` for an HTTP provider, which imports it on its first
+        request). Quick (reads config.json and the environment); any thread; never raises."""
+        names = [*_WARM_MODULES]
+        try:
+            from kward.providers.registry import get
+            from kward.providers.select import choose
+
+            key, _ = choose(self.config.load(), self.env, self.paths.auth_file_text)
+            spec = get(key)
+        except KwardError:  # an invalid config.json or provider name: reported where it is used
+            return names
+        names.append(spec.cls.partition(":")[0])
+        if spec.base_url is not None:
+            names += _HTTP_MODULES
+        return names
 
     def read_config(self) -> dict[str, Any]:
         return self.config.load()

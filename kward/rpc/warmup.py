@@ -1,0 +1,96 @@
+"""The warm-up: import what a session's first requests need, off their path.
+
+`kward rpc` answers `initialize` with as little imported as it can. The first
+`sessions/create` and the first turn would then pay for importing the session store, the
+agent and its tools, the provider and `requests` (100-250 ms here). Instead, once the
+client has been quiet for `IDLE_SECONDS` after its first message (a UI waiting for its
+user), the server starts one `WarmUp` thread that imports them: the handler modules of the
+method table served, then the modules `Runtime.warm_up_modules` names, one at a time. It
+only imports (it builds no service, takes no runtime lock, reads no credential), so a
+request arriving meanwhile waits at most for a module the warm-up is importing at that
+moment (the import system's per-module locks) and shares the interpreter with it; while
+the client keeps sending (less than `IDLE_SECONDS` apart) the warm-up does not start. A
+module that fails to import here fails again, and is reported, where it is used.
+
+`KWARD_NO_WARMUP` (any non-empty value) turns it off (`compose.build_server`).
+
+Thread contract: `start`, `pending`, `stop` and `join` are called by the dispatcher
+thread. The thread is not a daemon; it is started at most once, and when the server stops
+it is told to stop (no further import begins) and joined.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+
+from kward.diagnostics import get_logger
+from kward.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Callable, Iterable
+
+    from kward.rpc.registry import MethodTable
+    from kward.runtime import Runtime
+
+log = get_logger(__name__)
+
+IDLE_SECONDS = 0.05  # quiet input after the first message before the warm-up starts
+ENV_OFF = "KWARD_NO_WARMUP"
+
+
+class WarmUp:
+    """One background run of the steps `steps()` returns (see the module docstring); a
+    stop request skips the steps not yet begun."""
+
+    def __init__(self, steps: Callable[[], Iterable[Callable[[], object]]]):
+        self._steps = steps
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Not started yet."""
+        return self._thread is None
+
+    def start(self) -> None:
+        if self._thread is None and not self._stop.is_set():
+            self._thread = threading.Thread(target=self._run, name="kward-warm-up")
+            self._thread.start()
+
+    def stop(self) -> None:
+        """No further step begins (the one running, an import, cannot be interrupted)."""
+        self._stop.set()
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the run to end; True when it is not running."""
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(max(0.0, timeout))
+        return not thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            for step in self._steps():
+                if self._stop.is_set():
+                    return
+                try:
+                    step()
+                except Exception:  # never fatal: whatever failed fails again where it is used
+                    log.debug("warm-up: %r failed", step, exc_info=True)
+        except Exception:
+            log.debug("warm-up failed", exc_info=True)
+
+
+def imports_for(methods: MethodTable, runtime: Runtime) -> Callable[[], list[Callable[[], object]]]:
+    """The steps of a server's warm-up: resolve every handler of `methods` (importing its
+    module), then import each module of `runtime.warm_up_modules()`."""
+
+    def steps() -> list[Callable[[], object]]:
+        out: list[Callable[[], object]] = [partial(methods.handler, name) for name in methods]
+        # __import__, as an import statement does (-X importtime shows it; import_module bypasses it)
+        out += [partial(__import__, name) for name in runtime.warm_up_modules()]
+        return out
+
+    return steps
