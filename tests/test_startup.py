@@ -182,7 +182,7 @@ def test_logging_is_configured_by_whoever_imports_it_first(tmp_path):
 
 # --- the warm-up ----------------------------------------------------------------------
 
-def test_warm_up_steps_run_in_order_past_failures_and_stop_between_steps():
+def test_warm_up_steps_run_in_order_past_failures_pause_and_stop_between_steps():
     ran, gate, inside = [], threading.Event(), threading.Event()
 
     def blocking():
@@ -191,29 +191,41 @@ def test_warm_up_steps_run_in_order_past_failures_and_stop_between_steps():
         ran.append("blocking")
 
     warm = WarmUp(lambda: [lambda: ran.append(1), lambda: 1 / 0, lambda: ran.append(2), blocking,
-                           lambda: ran.append("after stop")])
-    assert warm.pending and warm.join(0)
+                           lambda: ran.append(3), lambda: ran.append("after stop")])
+    assert warm.waiting and warm.join(0)
     warm.start()
-    assert not warm.pending and inside.wait(10)
-    warm.stop()
+    assert not warm.waiting and inside.wait(10)
+    warm.pause()  # the step running ends; the next waits
+    assert warm.waiting
     gate.set()
-    assert warm.join(10) and ran == [1, 2, "blocking"]
+    assert not warm.join(0.05) and ran == [1, 2, "blocking"]  # (paused: the thread waits, nothing runs)
+    warm.stop()
+    assert warm.join(10) and ran == [1, 2, "blocking"] and not warm.waiting
     stopped = WarmUp(lambda: [lambda: ran.append("never")])
     stopped.stop()
     stopped.start()
-    assert stopped.pending and stopped.join(0) and "never" not in ran
+    assert not stopped.waiting and stopped.join(0) and "never" not in ran
+
+
+def test_a_paused_warm_up_resumes_where_it_stopped():
+    ran, inside, gate = [], threading.Event(), threading.Event()
+    warm = WarmUp(lambda: [lambda: (inside.set(), gate.wait(10)), lambda: ran.append("next")])
+    warm.start()
+    assert inside.wait(10)
+    warm.pause()
+    gate.set()
+    warm.start()  # resume
+    assert warm.join(10) and ran == ["next"] and not warm.waiting
 
 
 def test_kward_no_warmup_turns_the_warm_up_off(tmp_path):
-    def server(env):
+    def warm_up(env):
         r, w = os.pipe()
-        try:
-            return build_server(open(r, "rb"), open(w, "wb"), env=env, launch_cwd=tmp_path)
-        finally:
-            os.close(w)
+        with open(r, "rb") as stdin, open(w, "wb") as stdout:  # never served: the streams close here
+            return build_server(stdin, stdout, env=env, launch_cwd=tmp_path).warm_up
 
-    assert isinstance(server({"HOME": str(tmp_path)}).warm_up, WarmUp)
-    assert server({"HOME": str(tmp_path), "KWARD_NO_WARMUP": "1"}).warm_up is None
+    assert isinstance(warm_up({"HOME": str(tmp_path)}), WarmUp)
+    assert warm_up({"HOME": str(tmp_path), "KWARD_NO_WARMUP": "1"}) is None
 
 
 def test_the_warm_up_starts_after_the_first_message_is_answered(isolated_home):

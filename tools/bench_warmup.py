@@ -10,9 +10,9 @@ installed `kward rpc` of bench_startup's virtual environment, with a fresh HOME.
   third, median over fresh processes. With the Scripted provider and with a loopback fake
   OpenRouter (the HTTP stack: `requests`). The first `sessions/create` is shown too.
 - Requests at start-up: `sessions/list` written right after the `initialize` response was
-  read (the warm-up has not started: it waits for 50 ms of quiet), and written 60 ms after
-  it (the warm-up has been importing for about 10 ms: the request meets it), each with and
-  without the warm-up, median over fresh processes.
+  read (the warm-up has not started: it waits for 50 ms of quiet), 60 ms after it (the
+  warm-up has been importing for about 10 ms: the request meets it and pauses it) and
+  100 ms after it, each with and without the warm-up, median over fresh processes.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from bench_startup import user_env, venv  # noqa: E402
 
 IDLE = 0.5  # seconds between the initialize response and the first session request
 MEET_DELAY = 0.06  # seconds: into the warm-up (which starts after 0.05 s of quiet)
+LATER_DELAY = 0.1  # seconds: the warm-up has imported the session store by then
 
 
 class Proc:
@@ -158,7 +159,8 @@ def bench(quick: bool = False) -> list[dict]:
         env = user_env(Path(tempfile.mkdtemp(prefix="kward-bench-")), **({} if warm else {"KWARD_NO_WARMUP": "1"}))
         what = "warm-up" if warm else "no warm-up"
         for delay, when in ((0.0, "right after the initialize response"),
-                            (MEET_DELAY, f"{MEET_DELAY * 1000:.0f} ms after it (meets the warm-up)")):
+                            (MEET_DELAY, f"{MEET_DELAY * 1000:.0f} ms after it (meets the warm-up)"),
+                            (LATER_DELAY, f"{LATER_DELAY * 1000:.0f} ms after it")):
             cases[f"sessions/list sent {when}, {what}: round trip (median of {list_runs} processes)"] = (
                 lambda env=env, delay=delay: _list_after(kward, env, work, delay))
     for _ in range(list_runs):

@@ -16,8 +16,9 @@ outgoing message goes through (redacted and encoded on the producing thread, the
 on the outbox; `kward.rpc.connection`). `serve()` returns 0 after `shutdown`, end of
 input or a stop signal, with running work cancelled, queued output flushed and every
 thread joined (within about 2 s). Once the first message is answered and the input has
-been quiet for `warmup.IDLE_SECONDS`, the dispatcher starts the server's warm-up thread
-(`kward.rpc.warmup`), if it has one.
+been quiet for `warmup.IDLE_SECONDS` with no slow request in flight, the dispatcher starts
+the server's warm-up thread (`kward.rpc.warmup`), if it has one; every message pauses it
+until the next such quiet moment.
 """
 
 from __future__ import annotations
@@ -83,14 +84,16 @@ class RpcServer:
         graceful = True
         answered = False  # the first message was handled: the warm-up may start when idle
         while True:
-            warm = self.warm_up if answered and self.warm_up is not None and self.warm_up.pending else None
+            warm = self.warm_up if answered and self.warm_up is not None and self.warm_up.waiting else None
             try:
                 item = inbox.get(timeout=IDLE_SECONDS if warm is not None else SIGNAL_POLL)
             except queue.Empty:
-                if warm is not None:
-                    warm.start()
+                if warm is not None and self._inflight == 0:  # (a benign unlocked read)
+                    warm.start()  # or resume
                 continue  # gives a pending signal handler its chance to run
             answered = True
+            if self.warm_up is not None:
+                self.warm_up.pause()
             if item == EOF:
                 break
             if item in (SIGNAL, WRITER_FAILED):

@@ -8,15 +8,17 @@ user), the server starts one `WarmUp` thread that imports them: the handler modu
 method table served, then the modules `Runtime.warm_up_modules` names, one at a time. It
 only imports (it builds no service, takes no runtime lock, reads no credential), so a
 request arriving meanwhile waits at most for a module the warm-up is importing at that
-moment (the import system's per-module locks) and shares the interpreter with it; while
-the client keeps sending (less than `IDLE_SECONDS` apart) the warm-up does not start. A
+moment (the import system's per-module locks) and shares the interpreter with it until
+that import ends: each message pauses the warm-up, which resumes only after
+`IDLE_SECONDS` of quiet with no slow request in flight. A
 module that fails to import here fails again, and is reported, where it is used.
 
 `KWARD_NO_WARMUP` (any non-empty value) turns it off (`compose.build_server`).
 
-Thread contract: `start`, `pending`, `stop` and `join` are called by the dispatcher
-thread. The thread is not a daemon; it is started at most once, and when the server stops
-it is told to stop (no further import begins) and joined.
+Thread contract: `start`, `pause`, `waiting`, `stop` and `join` are called by the
+dispatcher thread. The thread is not a daemon; it is started at most once, paused while
+the server has work (a message arrived; a slow request is in flight), and when the server
+stops it is told to stop (no further import begins) and joined.
 """
 
 from __future__ import annotations
@@ -40,27 +42,39 @@ ENV_OFF = "KWARD_NO_WARMUP"
 
 
 class WarmUp:
-    """One background run of the steps `steps()` returns (see the module docstring); a
-    stop request skips the steps not yet begun."""
+    """One background run of the steps `steps()` returns (see the module docstring). The
+    dispatcher pauses it when a message arrives and resumes it once the client is idle
+    again: a step (one import) that has begun runs to its end, the next waits."""
 
     def __init__(self, steps: Callable[[], Iterable[Callable[[], object]]]):
         self._steps = steps
+        self._go = threading.Event()  # set: the next step may begin
         self._stop = threading.Event()
+        self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
-    def pending(self) -> bool:
-        """Not started yet."""
-        return self._thread is None
+    def waiting(self) -> bool:
+        """Not started yet, or paused before its end: the dispatcher resumes it when idle."""
+        return not self._go.is_set() and not self._done.is_set() and not self._stop.is_set()
 
     def start(self) -> None:
-        if self._thread is None and not self._stop.is_set():
+        """Start the run, or resume it after `pause`."""
+        if self._stop.is_set():
+            return
+        self._go.set()
+        if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="kward-warm-up")
             self._thread.start()
 
+    def pause(self) -> None:
+        """No further step begins until `start` (the one running, an import, cannot be paused)."""
+        self._go.clear()
+
     def stop(self) -> None:
-        """No further step begins (the one running, an import, cannot be interrupted)."""
+        """No further step begins, ever."""
         self._stop.set()
+        self._go.set()  # wakes a paused run, which then ends
 
     def join(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds for the run to end; True when it is not running."""
@@ -73,6 +87,7 @@ class WarmUp:
     def _run(self) -> None:
         try:
             for step in self._steps():
+                self._go.wait()
                 if self._stop.is_set():
                     return
                 try:
@@ -81,6 +96,8 @@ class WarmUp:
                     log.debug("warm-up: %r failed", step, exc_info=True)
         except Exception:
             log.debug("warm-up failed", exc_info=True)
+        finally:
+            self._done.set()
 
 
 def imports_for(methods: MethodTable, runtime: Runtime) -> Callable[[], list[Callable[[], object]]]:
