@@ -4,8 +4,8 @@
 `sessions/create` and the first turn would then pay for importing the session store, the
 agent and its tools, the provider and `requests` (100-250 ms here). Instead, once the
 client has been quiet for `IDLE_SECONDS` after its first message (a UI waiting for its
-user), the server starts one `WarmUp` thread that imports them: the handler modules of the
-method table served, then the modules `Runtime.warm_up_modules` names, one at a time. It
+user), the server starts one `WarmUp` thread that imports them one at a time: the modules
+`Runtime.warm_up_modules` names, then the handler modules of the method table served. It
 only imports (it builds no service, takes no runtime lock, reads no credential), so a
 request arriving meanwhile waits at most for a module the warm-up is importing at that
 moment (the import system's per-module locks) and shares the interpreter with it until
@@ -101,13 +101,13 @@ class WarmUp:
 
 
 def imports_for(methods: MethodTable, runtime: Runtime) -> Callable[[], list[Callable[[], object]]]:
-    """The steps of a server's warm-up: resolve every handler of `methods` (importing its
-    module), then import each module of `runtime.warm_up_modules()`."""
+    """The steps of a server's warm-up: import each module of `runtime.warm_up_modules()`
+    (the session store first: what a client asks for first), then resolve every handler
+    of `methods` (importing its module)."""
 
     def steps() -> list[Callable[[], object]]:
-        out: list[Callable[[], object]] = [partial(methods.handler, name) for name in methods]
         # __import__, as an import statement does (-X importtime shows it; import_module bypasses it)
-        out += [partial(__import__, name) for name in runtime.warm_up_modules()]
-        return out
+        out: list[Callable[[], object]] = [partial(__import__, name) for name in runtime.warm_up_modules()]
+        return out + [partial(methods.handler, name) for name in methods]
 
     return steps

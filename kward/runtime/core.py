@@ -40,8 +40,9 @@ log = get_logger(__name__)  # logging itself is not imported to start
 
 # What `warm_up` imports besides the active provider's module (the services of the facade).
 # (in small steps: the warm-up pauses between two imports when a request arrives)
-_WARM_MODULES = ("kward.sessions.manager", "kward.workspace", "kward.agent.questions", "kward.tools.registry",
-                 "kward.agent.loop", "kward.agent.engine", "kward.agent.turns", "kward.providers.model_service")
+_WARM_MODULES = ("kward.sessions.manager", "kward.workspace", "kward.agent.questions", "kward.providers.base",
+                 "kward.tools.process", "kward.tools.search", "kward.tools.registry", "kward.agent.loop",
+                 "kward.agent.engine", "kward.agent.turns", "kward.providers.model_service")
 _HTTP_MODULES = ("urllib3", "idna", "charset_normalizer", "requests", "requests.adapters")
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
 
