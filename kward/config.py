@@ -110,7 +110,8 @@ def resolve_paths(env: Mapping[str, str] = os.environ) -> Paths:
         config_dir = path_text(os.path.join(home, ".kward"))
         config_file = os.path.join(config_dir, "config.json")
     auth = env.get("KWARD_AUTH_PATH")
-    auth_file = path_text(os.path.abspath(os.path.expanduser(auth))) if auth else os.path.join(config_dir, "auth.json")
+    auth_file = (path_text(os.path.abspath(os.path.expanduser(auth))) if auth
+                 else os.path.join(config_dir, "auth.json"))
     return Paths(config_dir_text=config_dir, config_file_text=config_file, auth_file_text=auth_file)
 
 

@@ -3,9 +3,10 @@
 `resolve(env, launch_cwd)` reads what a server is configured by (paths, config.json,
 settings, known secrets); `build_server(stdin, stdout, setup, methods=...)` builds the
 transport over the two streams, the worker pool, the connection, the runtime and the
-server (with its warm-up, `kward.rpc.warmup`, unless `KWARD_NO_WARMUP` is set), and wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`,
-the tests and the bench all build servers here, so they serve the same thing. Main thread
-(or the thread that will call `serve()`); nothing starts until `serve()`.
+server (with its warm-up, `kward.rpc.warmup`, unless `KWARD_NO_WARMUP` is set), and
+wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`, the tests
+and the bench all build servers here, so they serve the same thing. Main thread (or the
+thread that will call `serve()`); nothing starts until `serve()`.
 """
 
 from __future__ import annotations

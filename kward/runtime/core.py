@@ -38,8 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = get_logger(__name__)  # logging itself is not imported to start
 
-# What `warm_up` imports besides the active provider's module (the services of the facade).
-# (in small steps: the warm-up pauses between two imports when a request arrives)
+# What `warm_up_modules` names besides the active provider's module: the services of the
+# facade, in small steps (the warm-up pauses between two imports when a request arrives).
 _WARM_MODULES = ("kward.sessions.manager", "kward.workspace", "kward.agent.questions", "kward.providers.base",
                  "kward.tools.process", "kward.tools.search", "kward.tools.registry", "kward.agent.loop",
                  "kward.agent.engine", "kward.agent.turns", "kward.providers.model_service")
