@@ -39,12 +39,12 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
-from kward.confined import read_fd
+from kward.records import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
+    from typing import Any, Iterable
 
 TAG_VARIABLE = "KWARD_COMMAND_ID"
 EXIT_GRACE_SECONDS = 0.2  # after SIGTERM at exit, before SIGKILL
@@ -63,7 +63,7 @@ _token = os.urandom(4).hex()
 _sequence = itertools.count(1)
 
 
-class _Proc(NamedTuple):
+class _Proc(Record):
     pid: int
     ppid: int
     pgrp: int
@@ -134,6 +134,8 @@ def _read(path: str, limit: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    from kward.confined import read_fd  # not at import: kward.confined is not needed to start
+
     try:
         return read_fd(fd, limit)
     except OSError:

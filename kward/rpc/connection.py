@@ -16,24 +16,33 @@ anywhere; `stop_requested` is set by a quick handler on the dispatcher and read 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 
 from kward.errors import Overloaded
+from kward.records import TYPE_CHECKING
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.transport import Outbox
 from kward.secrets import KnownSecrets
 
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
-@dataclass
+
 class ClientState:
-    """What the client told us in `initialize`."""
+    """What the client told us in `initialize` (a plain class: no dataclass at start-up)."""
 
-    info: dict[str, Any] | None = None
-    opt_out: frozenset[str] = frozenset()
-    experimental_api: bool = False
-    initialized: bool = False
+    __slots__ = ("info", "opt_out", "experimental_api", "initialized")
+
+    def __init__(self, info: dict[str, Any] | None = None, opt_out: frozenset[str] = frozenset(),
+                 experimental_api: bool = False, initialized: bool = False):
+        self.info = info
+        self.opt_out = opt_out
+        self.experimental_api = experimental_api
+        self.initialized = initialized
+
+    def __repr__(self) -> str:
+        return (f"ClientState(info={self.info!r}, opt_out={self.opt_out!r}, "
+                f"experimental_api={self.experimental_api!r}, initialized={self.initialized!r})")
 
 
 class Connection:

@@ -11,18 +11,20 @@ a worker thread; the rest are quick (a lookup, a stat, one appended line).
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 from kward.config import ConfigStore, Paths, Settings
+from kward.diagnostics import get_logger
 from kward.errors import InvalidParams, KwardError
+from kward.records import TYPE_CHECKING, Record
 from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import Any, Callable, Mapping
+
     from kward.agent.engine import AgentEngine
     from kward.providers.model_service import ModelService
     from kward.agent.questions import QuestionBroker
@@ -36,13 +38,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.manager import SessionManager
     from kward.workspace import WorkspaceInfo
 
-log = logging.getLogger(__name__)
+    EventSink = Callable[[dict[str, Any]], None]
 
-EventSink = Callable[[dict[str, Any]], None]
+log = get_logger(__name__)  # logging itself is not imported to start
+
+# What `warm_up_modules` names besides the active provider's module: the services of the
+# facade, in small steps (the warm-up pauses between two imports when a request arrives).
+_WARM_MODULES = ("kward.sessions.manager", "kward.workspace", "kward.agent.questions", "kward.providers.base",
+                 "kward.tools.process", "kward.tools.search", "kward.tools.registry", "kward.agent.loop",
+                 "kward.agent.engine", "kward.agent.turns", "kward.providers.model_service")
+_HTTP_MODULES = ("urllib3", "idna", "charset_normalizer", "requests", "requests.adapters")
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
 
 
-class RuntimeInfo(NamedTuple):  # a NamedTuple: built at start-up, where a dataclass costs more
+class RuntimeInfo(Record):  # a NamedTuple: built at start-up, where a dataclass costs more
     """Facts a face announces at start (the RPC face: `initialize`)."""
 
     steering: bool  # the active provider steers a running turn in flight
@@ -76,7 +85,7 @@ class Runtime:
     when not given).
     """
 
-    def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: Path,
+    def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
                  submit: Callable[[Callable[[], None]], bool], env: Mapping[str, str] = os.environ,
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
                  notify: Callable[[Any], None] = _drop, make_room: Callable[[], None] = _nothing,
@@ -84,7 +93,7 @@ class Runtime:
         self.paths = paths
         self.config = config
         self.settings = settings
-        self.launch_cwd = launch_cwd
+        self._launch_cwd = launch_cwd
         self.env = env
         self.secrets = secrets if secrets is not None else KnownSecrets(env, config, paths.auth_file)
         self._submit = submit
@@ -94,6 +103,17 @@ class Runtime:
         self._admit = admit
         self._lock = threading.RLock()
         self._services: dict[str, Any] = {}
+
+    @property
+    def launch_cwd(self) -> Path:
+        """The default workspace, as a Path (made on first use: pathlib is not imported
+        to answer a handshake)."""
+        cwd = self._launch_cwd
+        if isinstance(cwd, str):
+            from pathlib import Path
+
+            cwd = self._launch_cwd = Path(cwd)
+        return cwd
 
     # --- services, built on first use (any thread) ----------------------------------
 
@@ -203,7 +223,7 @@ class Runtime:
 
             # no keyring at start-up: the files and the environment, unless auth is in use already
             credentials = self.auth.provider_credentials if self.has_service("auth") else \
-                FileCredentials(self.env, self.paths.auth_file)
+                FileCredentials(self.env, self.paths.auth_file_text)
             key, _ = choose(self.config.load(), self.env, credentials)
             steering = STEERING[key]
         except KwardError as exc:  # an invalid config.json, an unknown provider name
@@ -212,9 +232,29 @@ class Runtime:
             categories = self.telemetry.enabled_categories()
         except KwardError:  # reported above
             categories = ()
-        return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(self.paths.logs_dir),
+        return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=self.paths.logs_dir_text,
                            max_frame_bytes=self.settings.max_frame_bytes,
                            max_input_chars=self.settings.max_input_chars, logging_categories=categories)
+
+    def warm_up_modules(self) -> list[str]:
+        """The modules the first session request and the first turn need, for a face to
+        import ahead of them (the RPC server's warm-up thread): the session store, the
+        agent and its tools, the model service, and the module of the provider `info()`
+        announces (with `requests` for an HTTP provider, which imports it on its first
+        request). Quick (reads config.json and the environment); any thread; never raises."""
+        names = [*_WARM_MODULES]
+        try:
+            from kward.providers.registry import get
+            from kward.providers.select import FileCredentials, choose
+
+            key, _ = choose(self.config.load(), self.env, FileCredentials(self.env, self.paths.auth_file_text))
+            spec = get(key)
+        except KwardError:  # an invalid config.json or provider name: reported where it is used
+            return names
+        names.append(spec.cls.partition(":")[0])
+        if spec.base_url is not None:
+            names += _HTTP_MODULES
+        return names
 
     def read_config(self) -> dict[str, Any]:
         return self.config.load()
