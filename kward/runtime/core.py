@@ -228,8 +228,11 @@ class Runtime:
             steering = STEERING[key]
         except KwardError as exc:  # an invalid config.json, an unknown provider name
             warnings.append((exc.reason, exc.message))
-        try:
-            categories = self.telemetry.enabled_categories()
+        try:  # from the settings alone: building the telemetry service is not start-up work
+            from kward.settings import resolve_settings
+            from kward.telemetry import enabled_categories
+
+            categories = enabled_categories(resolve_settings(self.config.load(), self.env).logging)
         except KwardError:  # reported above
             categories = ()
         return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=self.paths.logs_dir_text,
