@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-from typing import Any
+
+from kward.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -13,27 +13,28 @@ sees such a value.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
 
 from kward import jsonshape
 from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
+from kward.records import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 _NO_ID = object()
 
 
-@dataclass
-class Request:
+# Messages are NamedTuples, not dataclasses: cheaper to define at start-up.
+class Request(Record):
     id: Any  # str, int or float, echoed unchanged
     method: str
     params: dict[str, Any]
     trace: dict[str, str] | None = None
 
 
-@dataclass
-class Notification:
+class Notification(Record):
     method: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any]
     trace: dict[str, str] | None = None
 
 
