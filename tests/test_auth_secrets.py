@@ -6,8 +6,10 @@ import logging
 
 import pytest
 
+from kward.auth.login import LoginState
 from kward.errors import KwardError
 from kward.rpc.protocol import error_object
+from kward.rpc.wire import login as login_object
 from lib.auth_helpers import authorize, make_auth, make_env, open_in_browser
 from lib.fake_http import json_response
 from lib.fake_oauth import FakeOAuth
@@ -23,6 +25,8 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
     verifiers: list[str] = []
 
     def keep(value):
+        if isinstance(value, LoginState):  # as the client sees it
+            value = login_object(value)
         seen.append(json.dumps(value) if not isinstance(value, str) else value)
 
     def expect_error(fn, *args):
@@ -38,7 +42,7 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
             # a login through the browser, then one by pasted URL
             login = auth.logins.start(timeout=10, on_finished=keep)
             verifiers.append(login._verifier)
-            keep(login.payload())
+            keep(login.state())
             keep(open_in_browser(login.authorization_url).text)
             assert login.wait(5)
             login = auth.logins.start(timeout=10, on_finished=keep)

@@ -89,7 +89,9 @@ class Connection:
             self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
                                         "questions": notice.questions})
         elif isinstance(notice, LoginFinished):  # from a login's thread, also while stopping: never waits
-            self.notify("auth/loginFinished", notice.payload, wait=False)
+            from kward.rpc.wire import login
+
+            self.notify("auth/loginFinished", login(notice.login), wait=False)
 
     def make_room(self) -> None:
         self.outbox.wait_for_room()

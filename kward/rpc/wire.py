@@ -13,6 +13,8 @@ method handlers and the connection shape them here, and only here:
 - the turn object (`turn`), a failed turn's error (`error`), the session payload
   (`session`) and a `sessions/list` item (`listed_session`), model entries and listings
   (`model_entry`, `model_listing`);
+- a login (`login`, for `auth/*` and `auth/loginFinished`), the `logging/stats` result
+  (`stats`) and the `logging/tokenCsv` one (`token_csv`), ranges with ISO times (`time_range`);
 - the normalized transcript of `sessions/transcript` (Tauren's `tauren-transcript-v1`,
   `transcript`): system messages dropped; user -> ``{role:"user", content:[parts]}``;
   assistant -> ``{role:"assistant", content:[thinking..., text/image parts...,
@@ -51,6 +53,7 @@ from kward.model import (
     is_error_text,
 )
 from kward.sessions.codec import call_fields, encode, tool_call_record, tool_result_record
+from kward.timefmt import seconds_iso
 from kward.toolcalls import extract_diff, normalize_args, normalize_tool_name, parse_arguments
 
 
@@ -295,3 +298,48 @@ def transcript_messages(messages: list[Message], details: dict[str, Any] | None 
 def transcript(t: Any) -> dict[str, Any]:
     """`sessions/transcript`: ``{session, messages}`` of a `kward.sessions.transcript.Transcript`."""
     return {"session": session(t.session), "messages": transcript_messages(t.messages, t.tool_details)}
+
+
+# --- logins and telemetry ----------------------------------------------------------------
+
+def login(state: Any) -> dict[str, Any]:
+    """The login object of `auth/loginStatus` and `auth/loginFinished` (a
+    `kward.auth.login.LoginState`): ``{providerId, loginId, status, authorizationUrl,
+    redirectUri, message?, error?}``, `message` and `error` only when not empty."""
+    out: dict[str, Any] = {"providerId": state.provider_id, "loginId": state.login_id, "status": state.status,
+                           "authorizationUrl": state.authorization_url, "redirectUri": state.redirect_uri}
+    if state.message:
+        out["message"] = state.message
+    if state.error:
+        out["error"] = state.error
+    return out
+
+
+def time_range(rng: Any) -> dict[str, Any]:
+    """A `kward.telemetry.ranges.Range`: ``{input, count, unit, startAt, endAt}`` (UTC, whole seconds)."""
+    return {"input": rng.input, "count": rng.count, "unit": rng.unit, "startAt": seconds_iso(rng.start),
+            "endAt": seconds_iso(rng.end)}
+
+
+def stats(s: Any) -> dict[str, Any]:
+    """The `logging/stats` result of a `kward.telemetry.stats.Stats` (keys as the original kward's)."""
+    usage, tools, errors = s.usage, s.tools, s.errors
+    return {
+        "range": time_range(s.range), "logDir": str(s.log_dir), "enabledCategories": list(s.enabled_categories),
+        "recordCount": s.record_count, "recordsByCategory": dict(s.records_by_category),
+        "recordsByEvent": dict(s.records_by_event),
+        "usageStats": {"modelUsageEvents": usage.model_usage_events, "totals": dict(usage.totals)},
+        "performance": {"events": {event: {"count": e.count, "statuses": dict(e.statuses),
+                                           "durationMs": {"min": e.duration_ms.min, "avg": e.duration_ms.avg,
+                                                          "max": e.duration_ms.max}}
+                                   for event, e in s.performance.items()}},
+        "tools": {"calls": tools.calls, "resultBytes": tools.result_bytes, "byName": dict(tools.by_name),
+                  "byStatus": dict(tools.by_status)},
+        "errors": {"count": errors.count, "byEvent": dict(errors.by_event), "byClass": dict(errors.by_class),
+                   "byProvider": dict(errors.by_provider), "byCode": dict(errors.by_code)},
+    }
+
+
+def token_csv(export: Any) -> dict[str, Any]:
+    """The `logging/tokenCsv` result of a `kward.telemetry.tokens.TokenCsv`: ``{csv, range, bucket}``."""
+    return {"csv": export.csv, "range": time_range(export.range), "bucket": export.bucket}

@@ -18,7 +18,6 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from kward.errors import InvalidParams
-from kward.timefmt import seconds_iso
 
 DEFAULT_RANGE = "1 week"
 UNITS = ("minute", "hour", "day", "week", "month", "year")
@@ -30,15 +29,14 @@ _RANGE = re.compile(r"^(\d{1,9})\s+([A-Za-z]+)$")
 
 
 class Range(NamedTuple):
+    """A parsed range: the text as given (stripped; the default when blank), its count
+    and unit, and its UTC bounds."""
+
     input: str
     count: int
     unit: str  # singular
     start: datetime  # aware UTC
     end: datetime
-
-    def payload(self) -> dict[str, object]:
-        return {"input": self.input, "count": self.count, "unit": self.unit, "startAt": seconds_iso(self.start),
-                "endAt": seconds_iso(self.end)}
 
 
 def _unit(word: str, allowed: tuple[str, ...]) -> str | None:
