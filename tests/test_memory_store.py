@@ -325,4 +325,5 @@ def test_the_prompt_block_and_the_explanation():
         "- Soft memories are contextual hints, not guaranteed facts.\n</kward_memory>")
     assert retrieval.memory_block(retrieval.Retrieval(["global"], [], [])) is None
     assert retrieval.explain(result.reasons) == "Memory retrieval reasons:\n- core_001 (core, score 1.0): scope match"
-    assert result.state()["coreIds"] == ["core_001"] and "text" not in json.dumps(result.state())
+    record = retrieval.state_record(result.state())
+    assert record["coreIds"] == ["core_001"] and "text" not in json.dumps(record)
