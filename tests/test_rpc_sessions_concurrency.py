@@ -84,7 +84,7 @@ def test_sixteen_sessions_written_concurrently(start, workspace):
     for writer, questions in zip(writers, gate2):
         open_the_gate(writer, questions)
     for writer, turn in turns:
-        assert writer.finish(turn["id"], timeout=60) == "completed"
+        assert writer.outcome(turn["id"], timeout=60) == "completed"
 
     for writer, s, rid in sessions:
         records = strict_records(s["path"])  # every line whole JSON, newline-terminated

@@ -178,7 +178,7 @@ def test_delete_and_close_cancel_a_running_turn(start):
         turn = k.start_turn(s["id"], "wait for me")
         k.wait_event(turn["id"], "assistantDelta")
         result = k.request(method, {"sessionId": s["id"]})
-        assert k.finish(turn["id"]) == "canceled"
+        assert k.outcome(turn["id"]) == "canceled"
         assert result == ({"closed": True} if method == "sessions/close" else {"deleted": True, "path": s["path"]})
         assert os.path.exists(s["path"]) == (method == "sessions/close")
         err = k.error("turns/start", {"sessionId": s["id"], "input": "again"})

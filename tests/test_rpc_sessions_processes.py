@@ -39,7 +39,7 @@ def test_turn_on_a_session_another_process_is_running_is_session_busy(start):
     assert b.request("sessions/rename", {"sessionId": r["id"], "name": "renamed during A's turn"})["name"]
     # A's turn is undisturbed: steer it to its end
     assert a.start_turn(s["id"], "go on", "steer")["id"] == turn["id"]
-    assert a.finish(turn["id"]) == "completed"
+    assert a.outcome(turn["id"]) == "completed"
     assert a.wait_event(turn["id"], "answer")["payload"]["content"] == "A is done"
     b.run_turn(r["id"], "from B")  # at once: the lock was released before turnFinished went out
     texts = [m["content"] for m in messages_of(strict_records(s["path"]))]
@@ -63,7 +63,7 @@ def test_turn_finished_means_the_session_is_free_for_another_process(start):
             # right after the other process's turnFinished
             msg = client.response(client.send("turns/start", {"sessionId": sid, "input": f"turn {i}"}))
             assert "error" not in msg, (i, msg)  # session_busy here: the lock outlived turnFinished
-            assert client.finish(msg["result"]["id"]) == "completed"
+            assert client.outcome(msg["result"]["id"]) == "completed"
     assert len(messages_of(strict_records(s["path"]))) == 80
 
 

@@ -37,9 +37,9 @@ def test_many_concurrent_turns_each_finish_exactly_once_with_gap_free_sequences(
     sessions = [k.session(name=f"load {i}")["id"] for i in range(SESSIONS)]  # named: kept when others open
     order: dict[str, list[str]] = {sid: [k.start(sid, "turn 0")["id"]] for sid in sessions}
     questions = {}
-    k.client.wait(lambda: len({q["sessionId"] for q in k.notifications("ui/question")}) == SESSIONS, 10,
+    k.client.wait(lambda: len({q["sessionId"] for q in k.notified("ui/question")}) == SESSIONS, 10,
                   "a question from every session")
-    for q in k.notifications("ui/question"):
+    for q in k.notified("ui/question"):
         questions[q["sessionId"]] = q["questionRequestId"]
     for n in range(1, TURNS_PER_SESSION):
         for sid in sessions:
