@@ -11,6 +11,7 @@ import pytest
 from kward import __version__, cli as cli_module
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
+from lib.rpc_client import frame
 
 
 @pytest.mark.parametrize("args", [["--version"], ["-v"], ["version"], ["--working-directory", ".", "-v"]])
@@ -68,9 +69,8 @@ def test_a_bad_environment_variable_stops_the_terminal_modes_with_one_line(cli, 
 
 
 def test_the_rpc_command_after_global_options(cli):
-    frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize"}).encode()
     proc = cli.run("--working-directory", str(cli.home), "rpc",
-                   input=b"Content-Length: %d\r\n\r\n" % len(frame) + frame)
+                   input=frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
     assert proc.returncode == 0 and proc.stderr == b""
     body = json.loads(proc.stdout.split(b"\r\n\r\n", 1)[1])
     assert body["result"]["serverVersion"] == __version__

@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from lib.rpc_client import RpcClient, kward_env
+from lib.rpc_client import RpcClient, kward_command, kward_env
 from lib.rpc_models import failed_error, run_turn
 
 from kward.errors import FilesystemError, as_kward_error
@@ -41,7 +41,7 @@ WRAPPER = textwrap.dedent("""
 def limited(home, *, fsize=0, honour_modes=False, **env):
     return RpcClient(home, env=kward_env(home, **env),
                      argv=[sys.executable, "-c", WRAPPER, str(fsize), "1" if honour_modes else "0",
-                           sys.executable, "-m", "kward", "rpc"])
+                           *kward_command()])
 
 
 def modes_apply(tmp_path) -> bool:

@@ -3,11 +3,10 @@ but valid frames on stdout."""
 
 import json
 import signal
-import subprocess
 import sys
 import time
 
-from lib.rpc_client import RpcClient, frame, kward_env
+from lib.rpc_client import RpcClient, frame, kward_env, spawn_kward
 
 
 def test_deeply_nested_json_is_a_parse_error(isolated_home):
@@ -79,8 +78,7 @@ def test_a_client_that_stops_reading_cannot_block_cancel_or_exit(isolated_home):
     script = isolated_home / "s.json"
     script.write_text(json.dumps({"steps": [[{"type": "text", "text": "y" * 200, "repeat": 400_000}]]}))
     env = kward_env(isolated_home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
-    proc = subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=ws, env=env)
+    proc = spawn_kward(isolated_home, cwd=ws, env=env)
 
     def send(i, method, params):
         proc.stdin.write(frame({"jsonrpc": "2.0", "id": i, "method": method, "params": params}))

@@ -7,12 +7,10 @@ import inspect
 import json
 import os
 import random
-import subprocess
-import sys
 import threading
 import time
 
-from lib.rpc_client import frame, kward_env
+from lib.rpc_client import frame, kward_env, spawn_kward
 from lib.turns_helpers import (check_turn_events, delay, kward, proc_status_kb, reasoning, text,  # noqa: F401
                                tool, wait_until, write_script)
 
@@ -221,8 +219,7 @@ def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolat
         [text("done")],
     ])
     env = kward_env(isolated_home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
-    proc = subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=str(ws), env=env)
+    proc = spawn_kward(isolated_home, cwd=ws, env=env)
     reader = HeldReader(proc.stdout)
     next_id = iter(range(1, 1000))
 

@@ -6,8 +6,8 @@ in the same run. Medians of several runs; no figure here is a pass/fail test.
     python3 tools/bench.py --only startup,rpc --quick
 
 Sections: startup (cold start to the `initialize` response vs `python3 -c pass`), rpc
-(sequential round trips and pipelined throughput, vs a minimal single-threaded framing echo
-loop), plus the sections other modules in tools/ provide (bench_<name>.py with a
+(sequential round trips through `kward.client`, over a subprocess and in-process, and
+pipelined throughput, vs a minimal single-threaded framing echo loop), plus the sections other modules in tools/ provide (bench_<name>.py with a
 `bench(quick) -> rows` function).
 
 Bytecode: the kward package is byte-compiled first (what `pip install` does), so start-up
@@ -34,12 +34,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
+from kward.client import Client  # noqa: E402
+from kward.rpc.framing import FrameReader, encode_frame  # noqa: E402
+
 Row = dict
 
 
 def frame(obj) -> bytes:
-    body = json.dumps(obj).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return encode_frame(json.dumps(obj).encode())
 
 
 def env_for(home: Path) -> dict:
@@ -49,18 +51,14 @@ def env_for(home: Path) -> dict:
     return env
 
 
-def read_frame(stream) -> dict | None:
-    length = None
+def read_frames(stream):
+    """The messages of the frames on `stream` (kward's own frame reader), one per next()."""
+    reader = FrameReader(stream, 1 << 31)
     while True:
-        line = stream.readline()
-        if not line:
-            return None
-        if line in (b"\r\n", b"\n"):
-            break
-        name, _, value = line.partition(b":")
-        if name.lower() == b"content-length":
-            length = int(value)
-    return json.loads(stream.read(length))
+        body = reader.read()
+        if body is None:
+            return
+        yield json.loads(body)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -72,15 +70,11 @@ def percentile(values: list[float], p: float) -> float:
 
 def time_initialize(cmd: list[str], env: dict, cwd: Path) -> float:
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
-    p.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
-    p.stdin.flush()
-    msg = read_frame(p.stdout)
+    client = Client.spawn(cmd, env=env, cwd=cwd)
+    result = client.request("initialize")
     elapsed = time.perf_counter() - t0
-    assert msg and msg.get("id") == 1 and "result" in msg, msg
-    p.stdin.close()
-    p.wait(10)
-    p.stdout.close()
+    assert result["serverName"] == "kward", result
+    assert client.close() == 0
     return elapsed
 
 
@@ -126,22 +120,23 @@ while True:
 '''
 
 
+def round_trips(client: Client, n: int) -> list[float]:
+    """`n` sequential `workspace/info` requests through kward.client; each one's seconds."""
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        client.request("workspace/info")
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 class Peer:
-    """A child process speaking frames; `run_pipelined` and `round_trips` drive it."""
+    """A child process written to as fast as the pipe takes it: kward.client waits for each
+    answer, so pipelined throughput is driven with kward's own framing here."""
 
     def __init__(self, cmd: list[str], env: dict, cwd: Path):
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
-
-    def round_trips(self, n: int) -> list[float]:
-        out = []
-        req = frame({"jsonrpc": "2.0", "id": 1, "method": "workspace/info"})
-        for _ in range(n):
-            t0 = time.perf_counter()
-            self.p.stdin.write(req)
-            self.p.stdin.flush()
-            read_frame(self.p.stdout)
-            out.append(time.perf_counter() - t0)
-        return out
+        self.messages = read_frames(self.p.stdout)
 
     def pipelined(self, n: int) -> float:
         data = b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(n))
@@ -154,7 +149,7 @@ class Peer:
         w = threading.Thread(target=write)
         w.start()
         for _ in range(n):
-            read_frame(self.p.stdout)
+            next(self.messages)
         elapsed = time.perf_counter() - t0
         w.join()
         return n / elapsed
@@ -174,13 +169,14 @@ def bench_rpc(quick: bool) -> list[Row]:
     rows: list[Row] = []
     for label, cmd in (("baseline: minimal 1-thread framing echo", [sys.executable, "-c", ECHO_BASELINE]),
                        ("kward rpc", [sys.executable, "-m", "kward", "rpc"])):
+        with Client.spawn(cmd, env=env, cwd=home) as client:
+            round_trips(client, 50)  # warm up
+            rt = round_trips(client, n_rt)
         peer = Peer(cmd, env, home)
-        peer.round_trips(50)  # warm up
-        rt = peer.round_trips(n_rt)
         rates = [peer.pipelined(n_pipe) for _ in range(reps)]
         peer.close()
         rows += [
-            {"name": f"{label}: sequential round trip p50 ({n_rt} x workspace/info)",
+            {"name": f"{label}: sequential round trip p50 ({n_rt} x workspace/info, kward.client)",
              "value": percentile(rt, 50) * 1000, "unit": "ms", "target": "-"},
             {"name": f"{label}: sequential round trip p99", "value": percentile(rt, 99) * 1000, "unit": "ms",
              "target": "-"},
@@ -192,11 +188,20 @@ def bench_rpc(quick: bool) -> list[Row]:
 
 
 def bench_inprocess(quick: bool) -> list[Row]:
-    """The same pipelined load against an RpcServer in this process (no process start, no
-    child interpreter): isolates the server's own cost per request."""
+    """Round trips through `Client.in_process` (the same client and server core, no child
+    process), and the same pipelined load against an RpcServer in this process (no process
+    start, no child interpreter): isolates the server's own cost per request."""
     from kward.rpc.compose import build_server, resolve
 
     home = Path(tempfile.mkdtemp(prefix="kward-bench-"))
+    n_rt = 300 if quick else 1000
+    with Client.in_process(env=env_for(home), cwd=home) as client:
+        round_trips(client, 50)  # warm up
+        rt = round_trips(client, n_rt)
+    rows = [{"name": f"Client.in_process: sequential round trip p50 ({n_rt} x workspace/info)",
+             "value": percentile(rt, 50) * 1000, "unit": "ms", "target": "-"},
+            {"name": "Client.in_process: sequential round trip p99", "value": percentile(rt, 99) * 1000,
+             "unit": "ms", "target": "-"}]
     setup = resolve({"HOME": str(home)}, home)
     n = 10_000
     rates = []
@@ -208,18 +213,19 @@ def bench_inprocess(quick: bool) -> list[Row]:
         t.start()
         data = b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(n))
         reader = io.open(out_r, "rb")
+        messages = read_frames(reader)
         t0 = time.perf_counter()
         w = threading.Thread(target=lambda: os.write(in_w, data) and None)
         w.start()
         for _ in range(n):
-            read_frame(reader)
+            next(messages)
         rates.append(n / (time.perf_counter() - t0))
         w.join()
         os.close(in_w)
         t.join(10)
         reader.close()
-    return [{"name": f"in-process RpcServer: pipelined {n} requests (median)", "value": statistics.median(rates),
-             "unit": "req/s", "target": "-"}]
+    return rows + [{"name": f"in-process RpcServer: pipelined {n} requests (median)",
+                    "value": statistics.median(rates), "unit": "req/s", "target": "-"}]
 
 
 SECTIONS = {"startup": bench_startup, "rpc": bench_rpc}

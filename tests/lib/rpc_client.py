@@ -49,6 +49,16 @@ def kward_command(target: str | os.PathLike | None = None, *args: str) -> list[s
     return [str(target), "rpc", *args]
 
 
+def spawn_kward(home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+                argv: list[str] | None = None) -> "subprocess.Popen[bytes]":
+    """The one launcher: `argv` (default `kward_command()`) with pipes on stdin, stdout and
+    stderr, run in `cwd` (default `home`) with `env` (default `kward_env(home)`). Tests that
+    must not read its output as it comes (back-pressure) use the process as it is; the
+    others talk to it through RpcClient."""
+    return subprocess.Popen(argv or kward_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=str(cwd or home), env=env or kward_env(home))
+
+
 def limited_command(nofile: int, argv: list[str] | None = None) -> list[str]:
     """`argv` (default: the checkout's `kward rpc`) started with a soft and hard
     RLIMIT_NOFILE of `nofile` (like ``ulimit -n``), set in the child before it execs."""
@@ -261,11 +271,7 @@ class RpcClient(FrameClient):
     def __init__(self, home: Path, cwd: Path | None = None, env: dict[str, str] | None = None,
                  args: list[str] | None = None, argv: list[str] | None = None):
         self.home = home
-        self.proc = subprocess.Popen(
-            argv or kward_command(None, *(args or [])),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=str(cwd or home), env=env or kward_env(home),
-        )
+        self.proc = spawn_kward(home, cwd=cwd, env=env, argv=argv or kward_command(None, *(args or [])))
         super().__init__(self.proc.stdin, self.proc.stdout, wait_server=self._wait_proc,  # type: ignore[arg-type]
                          stop_server=self._kill_proc)
         self.process = self.proc

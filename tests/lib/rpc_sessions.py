@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import pytest
 
-from lib.scripted_kward import Children, Kward  # noqa: F401 (re-exported)
+from lib.scripted_kward import Children, Kward
 from lib.turns_helpers import write_script
 
 NOTES = "hello from the notes\n"

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from lib.rpc_client import RpcClient, RpcError, frame, kward_env, limited_command
+from lib.rpc_client import RpcClient, frame, kward_env, limited_command
 
 
 class Kward(RpcClient):
@@ -171,5 +171,3 @@ class Children:
                 k.release()
         assert not problems, problems
 
-
-__all__ = ["Children", "Kward", "RpcError"]
