@@ -105,6 +105,7 @@ def test_doctor_offline_with_the_scripted_provider(cli):
     assert not cli.config_dir.exists()  # the doctor creates nothing
 
 
+@pytest.mark.slow
 def test_doctor_checks_the_endpoint_in_use_and_names_credential_sources(cli):
     with FakeOpenRouter() as fake:
         env = {"KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url,
@@ -118,6 +119,7 @@ def test_doctor_checks_the_endpoint_in_use_and_names_credential_sources(cli):
     assert b"sk-or-v1-doctor" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_doctor_fails_for_an_unreachable_endpoint_and_a_broken_config(cli):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

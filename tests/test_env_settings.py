@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from lib.rpc_client import RpcClient, kward_command, kward_env, spawn_kward
 
 from kward import cli, rules
@@ -34,6 +36,7 @@ def test_every_checked_variable_has_a_bad_value_here():
     assert sorted(BAD) == sorted(rules.ENV)
 
 
+@pytest.mark.slow
 def test_a_bad_variable_stops_kward_rpc_with_one_line_naming_it(isolated_home):
     procs = {name: spawn_kward(isolated_home, env=kward_env(isolated_home, **{name: value}))
              for name, (value, _) in BAD.items()}

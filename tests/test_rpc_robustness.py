@@ -6,6 +6,8 @@ import signal
 import sys
 import time
 
+import pytest
+
 from lib.rpc_client import RpcClient, frame, kward_env, spawn_kward
 
 
@@ -70,6 +72,7 @@ main.run([], methods=table)
         assert c.close() == 0 and c.stderr == "" and c.protocol_errors == []
 
 
+@pytest.mark.slow
 def test_a_client_that_stops_reading_cannot_block_cancel_or_exit(isolated_home):
     """The outbox fills while nobody reads; turns/cancel and turns/events are still taken
     by the dispatcher at once, and SIGTERM still ends the process within about 2 s."""

@@ -126,6 +126,7 @@ def test_workspace_methods(client, isolated_home):
             assert err.code == -32602 and err.reason == reason and bad in err.error["message"]
 
 
+@pytest.mark.slow
 def test_config_methods_and_invalid_config(isolated_home):
     cfg = isolated_home / ".kward" / "config.json"
     with RpcClient(isolated_home) as c:
@@ -209,6 +210,7 @@ main.run([], methods=table)
     assert "hello from print" in log
 
 
+@pytest.mark.slow
 def test_log_level_raised_sends_diagnostics_to_stderr(isolated_home):
     env = kward_env(isolated_home, KWARD_LOG_LEVEL="DEBUG")
     with RpcClient(isolated_home, env=env) as c:

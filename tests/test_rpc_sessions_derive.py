@@ -18,6 +18,7 @@ def user_texts(path: str) -> list[str]:
     return [m["content"] for m in messages_of(strict_records(path)) if m["role"] == "user"]
 
 
+@pytest.mark.slow
 def test_clone(start, workspace):
     k = start()
     source = k.create(name="source")
@@ -44,6 +45,7 @@ def test_clone(start, workspace):
     assert (r["parentId"], r["parentPath"], r["name"]) == (source["persistentId"], source["path"], "source")
 
 
+@pytest.mark.slow
 def test_fork_messages_and_fork(start, workspace):
     k = start()
     source = k.create(name="forked")
@@ -121,6 +123,7 @@ def test_export_formats_and_default_paths(exported):
     assert [i["path"] for i in k.listing()] == [s["path"]]
 
 
+@pytest.mark.slow
 def test_export_explicit_paths(exported, workspace):
     k, s = exported
     (workspace / "out").mkdir()
@@ -158,6 +161,7 @@ def test_export_refused_paths(exported, workspace, tmp_path):
     assert err.code == -32602 and err.error["data"]["param"] == "path"
 
 
+@pytest.mark.slow
 def test_delete(start):
     k = start()
     s = k.create(name="doomed")
@@ -191,6 +195,7 @@ def test_delete_and_close_cancel_a_running_turn(start):
         [("user", None), ("assistant", True)]
 
 
+@pytest.mark.slow
 def test_close(start):
     k = start()
     s = k.create(name="kept")

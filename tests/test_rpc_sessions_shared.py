@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from lib.rpc_sessions import (  # noqa: F401  (fixtures)
     TEXT_ONLY, messages_of, start, strict_records, workspace,
 )
@@ -42,6 +44,7 @@ def unknown(k, session_id: str, method: str = "turns/start", **params) -> bool:
     return err.error["message"] == f"Unknown session: {session_id}" and err.reason == "session_not_found"
 
 
+@pytest.mark.slow
 def test_resume_of_an_open_file_answers_a_new_id_on_the_same_session(start, workspace):
     k = start(TEXT_ONLY)
     s = k.create(name="shared")
@@ -94,6 +97,7 @@ def test_turns_through_two_ids_run_one_at_a_time_in_start_order(start):
     assert k.request("runtime/state", {"sessionId": b["id"]})["isStreaming"] is False
 
 
+@pytest.mark.slow
 def test_closing_one_id_cancels_only_its_turns_and_leaves_the_other_working(start):
     k = start(FIRST_WAITS, loop=False)
     a = k.create(name="two ids")
@@ -124,6 +128,7 @@ def test_closing_one_id_cancels_only_its_turns_and_leaves_the_other_working(star
     assert k.resume(a["path"])["persistentId"] == a["persistentId"]
 
 
+@pytest.mark.slow
 def test_delete_through_one_id_deletes_the_file_and_closes_every_id(start):
     k = start(FIRST_WAITS, loop=False)
     a = k.create(name="doomed")
@@ -142,6 +147,7 @@ def test_delete_through_one_id_deletes_the_file_and_closes_every_id(start):
     assert [i["path"] for i in k.listing()] == [nxt["path"]]
 
 
+@pytest.mark.slow
 def test_cleanup_counts_a_file_open_under_several_ids_as_one_session(start):
     k = start(TEXT_ONLY)
     empty = k.create()
@@ -162,6 +168,7 @@ def test_cleanup_counts_a_file_open_under_several_ids_as_one_session(start):
         assert k.transcript(sid)["session"]["path"] == kept["path"]
 
 
+@pytest.mark.slow
 def test_pipelined_opening_requests_each_answer_a_complete_payload(start):
     """Pipelined creates clean each other's unused files up at once; every answer is still
     the complete payload of a session that existed (createdAt <= modifiedAt). Pipelined

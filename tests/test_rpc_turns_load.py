@@ -10,6 +10,8 @@ import random
 import threading
 import time
 
+import pytest
+
 from lib.rpc_client import frame, kward_env, spawn_kward
 from lib.turns_helpers import (check_turn_events, delay, kward, proc_status_kb, reasoning, text,  # noqa: F401
                                tool, wait_until, write_script)
@@ -22,6 +24,7 @@ QUESTION = {"question": "Go?", "header": "Go",
             "options": [{"label": "Yes", "description": "go"}, {"label": "No", "description": "stop"}]}
 
 
+@pytest.mark.slow
 def test_many_concurrent_turns_each_finish_exactly_once_with_gap_free_sequences(kward):
     """16 sessions x 4 turns. Every first turn waits on a ui/question, so the later turns
     are queued for sure; some running and some queued turns are canceled at known points,
@@ -197,6 +200,7 @@ def delta_frame_bytes(delta):
     return len(frame(json.dumps(sample, separators=(",", ":")).encode()))
 
 
+@pytest.mark.slow
 def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolated_home):
     """While the client does not read, the outbox fills to its byte limit and the turn waits
     (memory stays bounded); past the high-water mark new turns are refused as overloaded;
