@@ -279,6 +279,7 @@ for i in range(int(sys.argv[3])):
 """
 
 
+@pytest.mark.slow
 def test_processes_writing_at_once_lose_nothing(tmp_path):
     directory = tmp_path / "memory"
     env = dict(os.environ, PYTHONPATH=str(REPO))
