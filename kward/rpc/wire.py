@@ -295,3 +295,28 @@ def transcript_messages(messages: list[Message], details: dict[str, Any] | None 
 def transcript(t: Any) -> dict[str, Any]:
     """`sessions/transcript`: ``{session, messages}`` of a `kward.sessions.transcript.Transcript`."""
     return {"session": session(t.session), "messages": transcript_messages(t.messages, t.tool_details)}
+
+
+def compaction_result(result: Any) -> dict[str, Any]:
+    """`sessions/compact`: ``{summary, firstKeptEntryId, tokensBefore, details}`` of a
+    `kward.compaction.run.CompactionResult`."""
+    return {"summary": result.summary, "firstKeptEntryId": result.first_kept_entry_id,
+            "tokensBefore": result.tokens_before,
+            "details": {"read_files": list(result.details.get("read_files", [])),
+                        "modified_files": list(result.details.get("modified_files", []))}}
+
+
+def session_event(event: Any) -> dict[str, Any]:
+    """A `kward.runtime.notices.SessionEvent` as the `session/event` params: compactionStart
+    ``{reason}``; compactionEnd ``{result, aborted, willRetry, errorMessage}`` (`result`
+    as `sessions/compact` returns it, ``{}`` when aborted; an aborted one adds `error`,
+    the JSON-RPC error)."""
+    p = event.payload
+    if event.type == "compactionStart":
+        payload: dict[str, Any] = {"reason": p.reason}
+    else:
+        payload = {"result": compaction_result(p.result) if p.result is not None else {}, "aborted": p.aborted,
+                   "willRetry": p.will_retry, "errorMessage": p.error_message}
+        if p.error is not None:
+            payload["error"] = p.error.to_wire()
+    return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": payload}

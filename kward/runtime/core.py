@@ -5,7 +5,7 @@ engine, turn manager) are built on first use under `_lock`, so a face that only 
 a handshake never imports the agent, the providers or `requests`. Once built, each
 service is thread-safe itself; every operation below may be called from any thread. The
 slow ones (resume, clone, fork, export, transcript, list of sessions, close and delete
-with running turns, model listings, model and reasoning changes, reload, stats) belong on
+with running turns, compaction, model listings, model and reasoning changes, reload, stats) belong on
 a worker thread; the rest are quick (a lookup, a stat, one appended line).
 """
 
@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.model_service import ModelChoice, ModelListing, ModelService
     from kward.agent.questions import QuestionBroker
     from kward.runtime.auth import RuntimeAuth
+    from kward.runtime.compaction import RuntimeCompaction
+    from kward.compaction.run import CompactionResult
     from kward.agent.turns import Turn, TurnManager
     from kward.runtime.memory import MemoryRuntime
     from kward.runtime.telemetry import TelemetryRuntime
@@ -183,6 +185,13 @@ class Runtime:
             return resources
 
         return self._service("resources", build)
+
+    @property
+    def compaction(self) -> "RuntimeCompaction":
+        """Manual and automatic compaction (kward/runtime/compaction.py)."""
+        from kward.runtime.compaction import RuntimeCompaction
+
+        return self._service("compaction", lambda: RuntimeCompaction(self, self._notify))
 
     @property
     def turns(self) -> "TurnManager":
@@ -359,6 +368,12 @@ class Runtime:
         self._admit()
         text, behavior, plan = self.resources.plan_input(text, bool(images), behavior)  # `/name args`
         return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, plan=plan)
+
+    def compact(self, session_id: str, instructions: str | None = None,
+                sink: Callable[[Any], None] | None = None) -> "CompactionResult":
+        """Summarize the session's older conversation now (kward.runtime.compaction); its
+        SessionEvent notices go to `sink` (default: the face's notices). Slow."""
+        return self.compaction.compact(session_id, instructions, sink)
 
     def cancel_turn(self, turn_id: str) -> "Turn":
         return self.turns.cancel(turn_id)
