@@ -229,3 +229,27 @@ def test_a_failed_compaction_changes_nothing(start, fake, isolated_home):
     completed(client, sid, "third")
     assert fake.requests("responses")[-1].json["input"] == [user("first"), assistant("one"), user("second"),
                                                            assistant("two"), user("third")]
+
+
+def test_openrouter_honours_the_settings_and_caps_the_summary(isolated_home):
+    from lib import fake_openrouter as fo
+    from lib.fake_openrouter import FakeOpenRouter
+
+    write_compaction_config(isolated_home, context_window=13_000, reserve_tokens=1_000, keep_recent_tokens=5)
+    with FakeOpenRouter() as fake, start_kward(isolated_home, KWARD_OPENROUTER_BASE_URL=fake.base_url,
+                                               OPENROUTER_API_KEY="sk-or-v1-compaction") as client:
+        sid = create_session(client, isolated_home)["id"]
+        usage = {"prompt_tokens": 5000, "completion_tokens": 10, "total_tokens": 5010}
+        fake.script("chat", fo.text(["one"], usage=usage), fo.text(["## Goal\n- routed"]), fo.text(["two"]))
+        completed(client, sid, "first")
+        completed(client, sid, "second")
+        summary_body, turn_body = [r.json for r in fake.requests("chat")[1:3]]
+        assert summary_body["max_tokens"] == 800 and "tools" not in summary_body  # 0.8 x reserve_tokens
+        assert summary_body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+        assert summary_body["messages"][1]["content"].startswith("<conversation>\n[User]: first\n\n[Assistant]: one")
+        assert "max_tokens" not in turn_body
+        assert [m["role"] for m in turn_body["messages"]][1:] == ["assistant", "user"]
+        assert turn_body["messages"][1]["content"].startswith("## Goal\n- routed")
+        assert [e["payload"].get("reason") for e in session_events(client, sid)][:1] == ["threshold"]
+        client.close()
+    assert client.protocol_errors == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from lib.compaction_helpers import compaction_records, records, session_events, write_compaction_config
 from lib.rpc_client import RpcClient
-from lib.turns_helpers import kward, text  # noqa: F401 - fixture
+from lib.turns_helpers import delay, kward, text  # noqa: F401 - fixture
 
 LONG = "please look at the parser " * 8  # ~200 chars: ~51 estimated tokens
 SUMMARY = "## Goal\n- Fix the parser\n\n## Files & Code\n### Read\n- stale.py\n\n### Modified\n- stale.py\n\n## Next Steps\n1. Go on"
@@ -91,3 +91,29 @@ def test_bad_params_and_unknown_sessions(kward):
     caps = k.request("initialize")["capabilities"]["sessions"]
     assert caps["compact"]["supported"] is True and "sessions/compact" in caps["methods"]
     assert records(s["path"])[-1]["type"] == "session"  # nothing was written
+
+
+def test_compaction_refuses_during_a_turn_and_turns_wait_for_a_compaction(kward, isolated_home):
+    write_compaction_config(isolated_home, keep_recent_tokens=60)
+    k = kward([[text("one")], [text("tick"), delay(30), text("never")], [text("three")]],
+              compaction=[delay(1.0), text("## Goal\n- slow summary")])
+    s = k.session()
+    turn_texts(k, s["id"], [LONG + "1"])
+    running = k.start(s["id"], LONG + "2")
+    k.wait_event(running["id"], "assistantDelta")
+    error = k.error("sessions/compact", {"sessionId": s["id"]})
+    assert (error.code, error.reason) == (-32602, "turn_in_progress")
+    k.request("turns/cancel", {"turnId": running["id"]})
+    assert k.finish(running["id"])[-1]["payload"]["status"] == "canceled"
+
+    pending = k.client.send("sessions/compact", {"sessionId": s["id"]})
+    k.wait_for(lambda n: n["method"] == "session/event" and n["params"]["type"] == "compactionStart")
+    queued = k.start(s["id"], "after the compaction")  # queued behind it, runs once it ended
+    events = k.finish(queued["id"])
+    result = k.client.response(pending)["result"]
+    assert events[-2]["payload"] == {"content": "three"}
+    order = [n["params"]["type"] for n in k.client.notifications if n["method"] == "session/event"
+             or (n["method"] == "turn/event" and n["params"]["turnId"] == queued["id"])]
+    assert order.index("compactionEnd") < order.index("turnStarted")  # the turn waited for the compaction
+    assert result["summary"].startswith("## Goal\n- slow summary")
+    assert k.request("runtime/state", {"sessionId": s["id"]})["isCompacting"] is False

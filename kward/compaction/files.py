@@ -58,12 +58,25 @@ def _h2(line: str) -> bool:
     return line.startswith("## ")
 
 
-def _replace(section: list[str], heading: str, lines: list[str]) -> list[str]:
+def _find(section: list[str], heading: str) -> tuple[int, int] | None:
+    """(start, end) of the ``###`` subsection `heading` in `section`, or None."""
     index = next((i for i, line in enumerate(section) if line.strip() == heading), None)
     if index is None:
-        return [heading, *lines, ""] + section
+        return None
     end = next((i for i in range(index + 1, len(section)) if section[i].startswith("### ") or _h2(section[i])),
                len(section))
+    return index, end
+
+
+def _replace(section: list[str], heading: str, lines: list[str], after: str | None = None) -> list[str]:
+    """`section` with subsection `heading` holding `lines`; a missing one is put after
+    subsection `after` (when there is one), else first."""
+    found = _find(section, heading)
+    if found is None:
+        previous = _find(section, after) if after else None
+        at = previous[1] if previous is not None else 0
+        return section[:at] + [heading, *lines, ""] + section[at:]
+    index, end = found
     tail = section[end:]
     while tail and tail[0] == "":
         tail.pop(0)
@@ -79,5 +92,5 @@ def rewrite_files(summary: str, details: dict[str, list[str]]) -> str:
     if heading is None:
         return "\n".join([text, "", FILES_HEADING, "### Read", *read, "", "### Modified", *modified])
     end = next((i for i in range(heading + 1, len(lines)) if _h2(lines[i])), len(lines))
-    section = _replace(_replace(lines[heading + 1:end], "### Read", read), "### Modified", modified)
+    section = _replace(_replace(lines[heading + 1:end], "### Read", read), "### Modified", modified, "### Read")
     return "\n".join(lines[:heading + 1] + section + lines[end:]).rstrip()
