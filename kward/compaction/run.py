@@ -14,8 +14,8 @@ modified_files}}}``. Appending applies the record as a reload would
 messages, and the read-before-write state is cleared. Any failure before the append
 (the model's error, an empty summary, cancellation) leaves the session unchanged.
 
-`run` wraps `compact` in the `compactionStart` / `compactionEnd` events (through
-`emit(type, payload)`; none when the plan refuses).
+`run` wraps `compact` in the `compactionStart` / `compactionEnd` session events (through
+`events(type, payload)`; none when the plan refuses).
 
 Thread contract: called on a worker thread by a caller that holds the session's turn
 lock (no turn appends meanwhile); blocks for the model calls.
@@ -42,6 +42,7 @@ from kward.settings import CompactionSettings
 
 #: One summarizer call: (system prompt, user message, max answer tokens) -> answer text.
 Summarize = Callable[[str, str, int], str]
+#: The callback of the session events: (type, CompactionStart | CompactionEnd).
 Emit = Callable[[str, Any], None]
 
 MAIN_SHARE = 0.8  # of reserve_tokens: the main summary's answer cap
@@ -159,20 +160,20 @@ def compact(session: Any, summarize: Summarize, settings: CompactionSettings, pr
                             context_tokens([summary] + kept, instructions), p.cut.split_turn)
 
 
-def run(session: Any, summarize: Summarize, settings: CompactionSettings, profile: Profile, emit: Emit, *,
+def run(session: Any, summarize: Summarize, settings: CompactionSettings, profile: Profile, events: Emit, *,
         reason: str, instructions: str = "", focus: str | None = None, will_retry: bool = False) -> CompactionResult:
     """`compact` between compactionStart and compactionEnd (a refused plan raises before
     any event). Raises what `compact` raised, after an aborted compactionEnd."""
     plan(session.entry_messages(), settings, instructions)  # refuse before announcing anything
-    emit("compactionStart", CompactionStart(reason))
+    events("compactionStart", CompactionStart(reason))
     try:
         result = compact(session, summarize, settings, profile, instructions=instructions, focus=focus)
     except BaseException as exc:
         error = exc if isinstance(exc, KwardError) else None
         message = error.message if error is not None else f"Internal error: {type(exc).__name__}"
-        emit("compactionEnd", CompactionEnd(None, True, False, message, error))
+        events("compactionEnd", CompactionEnd(None, True, False, message, error))
         raise
-    emit("compactionEnd", CompactionEnd(result, False, will_retry))
+    events("compactionEnd", CompactionEnd(result, False, will_retry))
     return result
 
 
