@@ -192,3 +192,15 @@ def test_a_compaction_holds_the_lane_turns_queue_behind_it():
     with manager.exclusive(session, token):
         manager.shutdown()
         assert token.cancelled  # shutdown stops a running compaction's model call
+
+
+def test_the_summarizer_prompt_fits_the_window():
+    from kward.compaction.run import prompt_budget
+
+    messages = [user(f"{i} " + "w" * 100) for i in range(200)]
+    text = serialize(messages, 2_000)
+    assert len(text) <= 2_000 + 100 and text.startswith("[... ") and "earlier messages left out" in text
+    assert text.endswith("[User]: 199 " + "w" * 100)
+    assert serialize(messages, 10**9) == serialize(messages)
+    assert prompt_budget(None, 16_384) is None and prompt_budget(200_000, 16_384) == int(181_616 * 3.5)
+    assert prompt_budget(20_000, 19_000) == 8_000

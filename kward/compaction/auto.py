@@ -61,7 +61,7 @@ class AutoCompaction:
     def _compact(self, session: Any, instructions: str, reason: str) -> bool:
         try:
             run(session, self._summarize, self.settings, self._profile, self._emit, reason=reason,
-                instructions=instructions, will_retry=reason == "overflow")
+                instructions=instructions, will_retry=reason == "overflow", window=self.window)
             return True
         except (NothingToCompact, AlreadyCompacted):
             return False

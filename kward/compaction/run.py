@@ -47,6 +47,17 @@ Emit = Callable[[str, Any], None]
 
 MAIN_SHARE = 0.8  # of reserve_tokens: the main summary's answer cap
 SPLIT_SHARE = 0.5  # the split-turn summary's
+PROMPT_OVERHEAD_TOKENS = 2_000  # the system prompt and the template
+CHARS_PER_TOKEN = 3.5  # a cautious inverse of the chars / 4 estimate, for the prompt budget
+MIN_PROMPT_CHARS = 8_000
+
+
+def prompt_budget(window: int | None, reserve_tokens: int) -> int | None:
+    """The characters of conversation one summarizer call may carry in `window` (None:
+    no limit, the window is unknown)."""
+    if not window:
+        return None
+    return max(MIN_PROMPT_CHARS, int((window - reserve_tokens - PROMPT_OVERHEAD_TOKENS) * CHARS_PER_TOKEN))
 
 
 @dataclass(frozen=True)
@@ -113,23 +124,26 @@ def _call(summarize: Summarize, system: str, user: str, max_tokens: int) -> str:
 
 
 def summary_text(p: Plan, summarize: Summarize, profile: Profile, settings: CompactionSettings,
-                 focus: str | None = None) -> str:
+                 focus: str | None = None, window: int | None = None) -> str:
     """The checkpoint of the plan: the model's summary (and split-turn summary), with the
-    Files & Code lists rewritten."""
+    Files & Code lists rewritten. The conversation each call carries is cut (oldest
+    first) to what fits `window` (`prompt_budget`)."""
     entries, cut = p.entries, p.cut
     main_cap = max(1, int(settings.reserve_tokens * MAIN_SHARE))
     split_cap = max(1, int(settings.reserve_tokens * SPLIT_SHARE))
     previous = p.previous.summary if p.previous is not None else None
     prefix = cut.turn_prefix(entries)
     summarized = cut.summarized(entries)
+    budget = prompt_budget(window, settings.reserve_tokens)
+    main_budget = None if budget is None else max(MIN_PROMPT_CHARS, budget - len(previous or ""))
     if summarized or previous or not prefix:
         text = _call(summarize, SYSTEM_PROMPT,
-                     summary_request(serialize(summarized), profile, previous, focus), main_cap)
+                     summary_request(serialize(summarized, main_budget), profile, previous, focus), main_cap)
         if prefix:
-            text += SPLIT_SEPARATOR + _call(summarize, SYSTEM_PROMPT, split_request(serialize(prefix), profile),
-                                            split_cap)
+            text += SPLIT_SEPARATOR + _call(summarize, SYSTEM_PROMPT,
+                                            split_request(serialize(prefix, budget), profile), split_cap)
     else:  # the cut turn is all there is to summarize
-        text = _call(summarize, SYSTEM_PROMPT, split_request(serialize(prefix), profile), split_cap)
+        text = _call(summarize, SYSTEM_PROMPT, split_request(serialize(prefix, budget), profile), split_cap)
     text = rewrite_files(text, p.details).strip()
     if not text:
         raise EmptySummary()
@@ -137,11 +151,12 @@ def summary_text(p: Plan, summarize: Summarize, profile: Profile, settings: Comp
 
 
 def compact(session: Any, summarize: Summarize, settings: CompactionSettings, profile: Profile, *,
-            instructions: str = "", focus: str | None = None) -> CompactionResult:
-    """Compact the session (see the module docstring); the session is unchanged on error."""
+            instructions: str = "", focus: str | None = None, window: int | None = None) -> CompactionResult:
+    """Compact the session (see the module docstring); the session is unchanged on error.
+    `window`: the model's context window (settings' `context_window` wins), if known."""
     entries = session.entry_messages()
     p = plan(entries, settings, instructions)
-    text = summary_text(p, summarize, profile, settings, focus)
+    text = summary_text(p, summarize, profile, settings, focus, settings.context_window or window)
     replaced = p.cut.summarized(entries) + p.cut.turn_prefix(entries)
     kept = list(entries[p.cut.first_kept:])
     assistants = sum(1 for m in replaced if type(m) is AssistantMessage)
@@ -161,13 +176,15 @@ def compact(session: Any, summarize: Summarize, settings: CompactionSettings, pr
 
 
 def run(session: Any, summarize: Summarize, settings: CompactionSettings, profile: Profile, events: Emit, *,
-        reason: str, instructions: str = "", focus: str | None = None, will_retry: bool = False) -> CompactionResult:
+        reason: str, instructions: str = "", focus: str | None = None, will_retry: bool = False,
+        window: int | None = None) -> CompactionResult:
     """`compact` between compactionStart and compactionEnd (a refused plan raises before
     any event). Raises what `compact` raised, after an aborted compactionEnd."""
     plan(session.entry_messages(), settings, instructions)  # refuse before announcing anything
     events("compactionStart", CompactionStart(reason))
     try:
-        result = compact(session, summarize, settings, profile, instructions=instructions, focus=focus)
+        result = compact(session, summarize, settings, profile, instructions=instructions, focus=focus,
+                         window=window)
     except BaseException as exc:
         error = exc if isinstance(exc, KwardError) else None
         message = error.message if error is not None else f"Internal error: {type(exc).__name__}"

@@ -12,6 +12,10 @@ One block per message, blocks separated by a blank line:
 - a compaction summary: ``[Branch summary/context]: <summary>``; another role:
   ``[<role>]: <text>``.
 
+With a `max_chars` budget (what fits the summarizer's context window), the oldest blocks
+are left out and ``[... N earlier messages left out to fit the summarizer's context
+window ...]`` takes their place.
+
 Pure functions: any thread.
 """
 
@@ -94,7 +98,7 @@ def _result(message: ToolResultMessage, calls: dict[Any, ToolCall]) -> str:
     return f"[Tool result {name}]: {output}"
 
 
-def serialize(messages: Sequence[Message]) -> str:
+def serialize(messages: Sequence[Message], max_chars: int | None = None) -> str:
     """The messages as one text for the summarizer (see the module docstring)."""
     calls: dict[Any, ToolCall] = {}
     blocks = []
@@ -110,4 +114,15 @@ def serialize(messages: Sequence[Message]) -> str:
             blocks.append(f"[Branch summary/context]: {message.summary}")
         else:
             blocks.append(f"[{message.role or 'Message'}]: {content_text(getattr(message, 'content', ''))}")
+    if max_chars is not None:
+        total = sum(len(b) + 2 for b in blocks)
+        dropped = 0
+        while blocks and total > max_chars:
+            total -= len(blocks[dropped]) + 2
+            dropped += 1
+            if dropped == len(blocks):
+                break
+        if dropped:
+            note = f"[... {dropped} earlier messages left out to fit the summarizer's context window ...]"
+            blocks = [note] + blocks[dropped:]
     return "\n\n".join(blocks)

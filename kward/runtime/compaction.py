@@ -68,20 +68,25 @@ class RuntimeCompaction:
             summarize = model_summarizer(selection.provider, selection.model, cancel,
                                          reasoning_effort=engine.models.request_effort(selection, cancel),
                                          session_key=session.persistent_id)
-            return run(session, summarize, self.settings(), detect_profile(session.workspace_root),
+            settings = self.settings()
+            return run(session, summarize, settings, detect_profile(session.workspace_root),
                        self._emitter(session, sink), reason="manual", instructions=rt.resources.estimate(session),
-                       focus=instructions)
+                       focus=instructions, window=self._window(settings, selection, cancel))
+
+    def _window(self, settings: CompactionSettings, selection: Any, cancel: CancelToken) -> int | None:
+        """config `compaction.context_window`, else the model's (None: unknown)."""
+        if settings.context_window:
+            return settings.context_window
+        try:
+            return self._rt.engine.models.describe(selection, load=True, cancel=cancel).context_window
+        except KwardError:
+            return None
 
     def guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> AutoCompaction:
         """The automatic compaction of one turn, with the turn's provider and model."""
         engine = self._rt.engine
         settings = self.settings()
-        window = settings.context_window
-        if window is None and settings.enabled:
-            try:
-                window = engine.models.describe(engine.selection(), load=True, cancel=turn.cancel).context_window
-            except KwardError:
-                window = None
+        window = self._window(settings, engine.selection(), turn.cancel) if settings.enabled else None
         summarize = model_summarizer(provider, model, turn.cancel, reasoning_effort=effort,
                                      headers=dict(getattr(turn, "headers", None) or {}),
                                      session_key=session.persistent_id)
