@@ -137,9 +137,9 @@ def _rpc(args: list[str], real_process: bool) -> int:
 
 
 def _exit_now(code: int) -> None:
-    import logging
-
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # flush the log (nothing to do when nothing logged)
+    if logging is not None:
+        logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

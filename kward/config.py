@@ -15,25 +15,48 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+from functools import lru_cache
 
 from kward import jsonshape, rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
 # The settings read from config.json live in kward.settings; these names stay importable
 # from here, where the RPC server and the client look for them.
+from kward.records import TYPE_CHECKING, Record
 from kward.settings import Settings, resolve_settings  # noqa: F401
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import Any, Mapping
 
-@dataclass(frozen=True)
-class Paths:
-    """Where kward keeps its files. Pure data; nothing is created by building one."""
 
-    config_dir: Path
-    config_file: Path
-    auth_file: Path
+class Paths(Record):  # not a dataclass: cheaper to define at start-up
+    """Where kward keeps its files. Pure data; nothing is created by building one.
+
+    The fields are the paths as text (normalized as `pathlib` would print them); the
+    attributes without `_text` are the same paths as `pathlib.Path`s, made on first use:
+    answering `initialize` needs only the text, and pathlib (with urllib.parse and
+    ipaddress) would cost a tenth of the start-up."""
+
+    config_dir_text: str
+    config_file_text: str
+    auth_file_text: str
+
+    @property
+    def config_dir(self) -> Path:
+        return _path(self.config_dir_text)
+
+    @property
+    def config_file(self) -> Path:
+        return _path(self.config_file_text)
+
+    @property
+    def auth_file(self) -> Path:
+        return _path(self.auth_file_text)
+
+    @property
+    def logs_dir_text(self) -> str:
+        return os.path.join(self.config_dir_text, "logs")
 
     @property
     def sessions_dir(self) -> Path:
@@ -60,19 +83,36 @@ class Paths:
         return self.config_dir / "skills"
 
 
+@lru_cache(maxsize=64)
+def _path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
+
+
+def path_text(text: str) -> str:
+    """`str(pathlib.Path(text))` without importing pathlib on POSIX: empty and `.` parts
+    dropped, no trailing slash, a leading `//` kept (and only exactly two)."""
+    if os.name != "posix":
+        return str(_path(text))
+    root = "//" if text.startswith("//") and not text.startswith("///") else "/" if text.startswith("/") else ""
+    return (root + "/".join(part for part in text.split("/") if part and part != ".")) or "."
+
+
 def resolve_paths(env: Mapping[str, str] = os.environ) -> Paths:
     """Apply KWARD_CONFIG_PATH / KWARD_AUTH_PATH / HOME to find the config files."""
     custom = env.get("KWARD_CONFIG_PATH")
     if custom:
-        config_file = Path(os.path.abspath(os.path.expanduser(custom)))
-        config_dir = config_file.parent
+        config_file = path_text(os.path.abspath(os.path.expanduser(custom)))
+        config_dir = os.path.dirname(config_file)
     else:
         home = env.get("HOME") or os.path.expanduser("~")
-        config_dir = Path(home) / ".kward"
-        config_file = config_dir / "config.json"
+        config_dir = path_text(os.path.join(home, ".kward"))
+        config_file = os.path.join(config_dir, "config.json")
     auth = env.get("KWARD_AUTH_PATH")
-    auth_file = Path(os.path.abspath(os.path.expanduser(auth))) if auth else config_dir / "auth.json"
-    return Paths(config_dir=config_dir, config_file=config_file, auth_file=auth_file)
+    auth_file = (path_text(os.path.abspath(os.path.expanduser(auth))) if auth
+                 else os.path.join(config_dir, "auth.json"))
+    return Paths(config_dir_text=config_dir, config_file_text=config_file, auth_file_text=auth_file)
 
 
 # --- checks of known keys (the rules of `kward.rules.KEYS`) --------------------------
@@ -147,13 +187,14 @@ class ConfigStore:
             return json.loads(json.dumps(self._load_locked()))
 
     def _load_locked(self) -> dict[str, Any]:
-        path = self.paths.config_file
+        path = self.paths.config_file_text  # (text: pathlib is not needed to read it)
         try:
             st = os.stat(path)
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             if key == self._cache_key:
                 return self._cache
-            raw = path.read_bytes()
+            with open(path, "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
             self._cache_key, self._cache = None, {}
             return self._cache

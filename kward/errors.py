@@ -1,7 +1,7 @@
 """Error classes that carry their JSON-RPC code and a stable reason slug.
 
 Every failure a client can see is one of these classes. The RPC boundary turns them into
-wire form once (`KwardError.to_wire`); nothing matches on message text. Messages are for
+wire form once (`kward.rpc.protocol.error_object`); nothing matches on message text. Messages are for
 people and may change; `reason` slugs are a contract and are listed in `REASONS` (and in
 docs/protocol.md, which a test keeps in step with this table).
 
@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-from typing import Any
+
+from kward.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -97,12 +101,6 @@ class KwardError(Exception):
                 raise ValueError(f"unregistered error reason: {reason}")
             self.reason = reason
         self.data = dict(data or {})
-
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON-RPC ``error`` member: code, message, data{reason, errorClass, ...}."""
-        data = {"reason": self.reason, "errorClass": type(self).__name__}
-        data.update(self.data)
-        return {"code": self.code, "message": self.message, "data": data}
 
 
 class ParseError(KwardError):

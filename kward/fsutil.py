@@ -16,8 +16,12 @@ import errno
 import os
 import re
 import time
-from pathlib import Path
-from typing import Iterable, Iterator
+
+from kward.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import Iterable, Iterator
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -123,7 +127,7 @@ STALE_GRACE = 60.0  # seconds: a younger temp file is never touched
 STALE_MAX_AGE = 3600.0  # seconds: no write of ours keeps a temp file open this long
 
 
-def remove_stale_files(directory: Path, pattern: "re.Pattern[str]", *, grace: float = STALE_GRACE,
+def remove_stale_files(directory: str | Path, pattern: "re.Pattern[str]", *, grace: float = STALE_GRACE,
                        max_age: float | None = STALE_MAX_AGE, names: Iterable[str] | None = None) -> int:
     """Delete the files in `directory` whose names match `pattern` (which has a `pid`
     group: the writer's process id) and that a crash left behind; return how many.

@@ -13,7 +13,11 @@ for messages that could fail it. Pure functions; any thread; standard library on
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from kward.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 MAX_DEPTH = 64
 

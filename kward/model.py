@@ -13,10 +13,10 @@ Messages, one class per role (`Message` is their union):
 - `AssistantMessage`: text `content` (other writers may have put thinking parts and tool
   call parts in it), the `reasoning` summary, `tool_calls`, `usage`, `provider`, `model`,
   `interrupted` and `error` (a partial answer kept when a model call was cancelled or
-  failed), and `extras`: provider fields the next request replays (Codex
-  `reasoning_items`, OpenRouter `reasoning_details`);
+  failed), `extras`: provider fields the next request replays (Codex
+  `reasoning_items`, OpenRouter `reasoning_details`), and `other_calls` (below);
 - `ToolResultMessage`: `tool_call_id`, `name`, `content`, `is_error` (None: derived from
-  the text, `is_error_text`, as kward always did);
+  the text, `is_error_text`, as kward always did), `other_call_id` and `other_name`;
 - `CompactionSummary`: `summary`, `first_kept_entry_id`, `tokens_before`, `details`;
 - `SystemMessage`: `content` (role `system`, or `developer` from other writers);
 - `OtherMessage`: a role kward does not know, kept as it was written.
@@ -29,6 +29,14 @@ Every message has `extras` (record keys it does not interpret: a v2 file's `id`,
 decoded from (None for a message built in this process): the codec writes a loaded
 message back as that record, so a clone or fork copies old records byte for byte.
 `record` takes no part in equality.
+
+Other writers' names for kward's fields: `other_calls` (a ``toolCalls`` list, read when
+there is no ``tool_calls``), `other_call_id` (``toolCallId``, when there is no
+``tool_call_id``) and `other_name` (``toolName``/``tool_name``, when there is no
+``name``). kward has always shown them (transcripts, via `shown_calls`, `shown_call_id`
+and `shown_name`) and tracked reads by the calls, but never sent them to a model, counted
+or exported them, since they are not its own: those go by `tool_calls`, `tool_call_id`
+and `name` only, and still do, so that no old session shows differently.
 
 Content is a `str` or a tuple of parts: `TextPart`, `ImagePart`, `ThinkingPart`,
 `ToolCall` (inside content only from other writers) and `OtherPart` (anything else).
@@ -197,8 +205,13 @@ class AssistantMessage:
     error: str | None = None
     extras: Mapping[str, Any] = EMPTY
     record: Any = None
+    other_calls: tuple[ToolCall, ...] = ()
 
     role = "assistant"
+
+    def shown_calls(self) -> tuple[ToolCall, ...]:
+        """The calls a transcript shows: `tool_calls`, else `other_calls`."""
+        return self.tool_calls or self.other_calls
 
 
 @value
@@ -209,8 +222,18 @@ class ToolResultMessage:
     is_error: bool | None = None
     extras: Mapping[str, Any] = EMPTY
     record: Any = None
+    other_call_id: str | None = None
+    other_name: str | None = None
 
     role = "tool"
+
+    def shown_call_id(self) -> str | None:
+        """The id of the call this answers as a transcript shows it."""
+        return self.tool_call_id if self.tool_call_id is not None else self.other_call_id
+
+    def shown_name(self) -> str | None:
+        """The tool's name as a transcript shows it."""
+        return self.name or self.other_name
 
 
 @value

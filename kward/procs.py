@@ -39,12 +39,13 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterable
 
 from kward import proctable
+from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
+    from typing import Any, Iterable
 
 TAG_VARIABLE = "KWARD_COMMAND_ID"
 EXIT_GRACE_SECONDS = 0.2  # after SIGTERM at exit, before SIGKILL

@@ -12,15 +12,17 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Iterable, NamedTuple
 
-from kward.confined import read_fd
+from kward.records import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Iterable
 
 DEATH_POLL = 0.0005  # a SIGKILLed process leaves within microseconds to a few ms
 MAX_PIDFDS = 64  # more victims than this are polled: never many descriptors at once
 
 
-class Proc(NamedTuple):
+class Proc(Record):
     pid: int
     ppid: int
     pgrp: int
@@ -39,6 +41,8 @@ def read_proc(path: str, limit: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    from kward.confined import read_fd  # not at import: kward.confined is not needed to start
+
     try:
         return read_fd(fd, limit)
     except OSError:

@@ -35,11 +35,13 @@ Pure functions over plain data; any thread; standard library only (imported at s
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple
 
 from kward.errors import ConfigError
 from kward.providers import registry
+from kward.records import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Mapping
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")  # max: the model's highest level
@@ -51,8 +53,7 @@ class Invalid(ValueError):
     """A value a rule refuses; the text is "must be <what is allowed>"."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Record):  # not a dataclass: cheaper to define at start-up
     """`accept(value)` returns the value to use, or raises ValueError/TypeError.
     `from_text` turns an environment variable's text into a value for `accept`;
     `env_allowed` describes that text when it differs from `allowed`."""
@@ -187,7 +188,7 @@ PLUGIN_TIMEOUT = seconds(0.05, 3600)
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
 
-class Key(NamedTuple):
+class Key(Record):
     """One config.json key kward reads. `path` is dotted inside a group ("rpc.workers": the
     group "rpc" must then be an object). `env` overrides it; when `env_checked` the
     variable's text is checked by `rule` at start, otherwise it is taken as written.

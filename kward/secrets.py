@@ -38,13 +38,15 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
 
 from kward.config import ConfigStore
 from kward.errors import ConfigError
-from kward.redact import JWT, REDACTED, is_secret_key
+from kward.records import TYPE_CHECKING, Record
+from kward.redact import REDACTED, is_secret_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import Any, Callable, Iterable, Mapping
 
 MIN_SECRET_CHARS = 8
 TTL_SECONDS = 1.0
@@ -80,8 +82,7 @@ def _needles(value: str) -> set[bytes]:
     return {json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8"), json.dumps(value)[1:-1].encode("ascii")}
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Record):  # not a dataclass: cheaper to define at start-up
     """The known secret values at one moment (longest first) and their JSON encodings."""
 
     values: tuple[str, ...] = ()
@@ -118,7 +119,7 @@ class Snapshot:
         return value
 
 
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
+def _stat_key(path: str) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -129,10 +130,11 @@ def _stat_key(path: Path) -> tuple[int, int, int] | None:
 class KnownSecrets:
     """The credential values of one process (see the module docstring)."""
 
-    def __init__(self, env: Mapping[str, str], config: ConfigStore, auth_file: Path, *, ttl: float = TTL_SECONDS):
+    def __init__(self, env: Mapping[str, str], config: ConfigStore, auth_file: str | Path, *,
+                 ttl: float = TTL_SECONDS):
         self._env = env
         self._config = config
-        self._auth_file = Path(auth_file)
+        self._auth_file = os.fspath(auth_file)  # (text: pathlib is not needed to read it)
         self._ttl = ttl
         self._lock = threading.RLock()  # reentrant: a log record written during a refresh refreshes too
         self._known: set[str] = set()
@@ -179,7 +181,7 @@ class KnownSecrets:
         auth.json (a file is read only when its stat changed)."""
         with self._lock:
             found = {v for k, v in self._env.items() if is_credential_variable(k) and isinstance(v, str)}
-            key = _stat_key(self._config.path)
+            key = _stat_key(self._config.paths.config_file_text)
             if key != self._config_key:
                 self._config_key = key
                 try:
@@ -208,5 +210,7 @@ class KnownSecrets:
             self._run_loaders()
         text = self.refresh().scrub(text)
         if "eyJ" in text:
+            from kward.redact import JWT  # compiled on first use
+
             text = JWT.sub(REDACTED, text)
         return text

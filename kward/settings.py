@@ -27,13 +27,15 @@ import json
 import os
 import threading
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from kward import rules
 from kward.errors import ConfigError
 from kward.providers import registry
+from kward.records import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Mapping
+
     from kward.config import ConfigStore
 
 # Sections are NamedTuples: immutable and typed like frozen dataclasses, but defining one
@@ -44,13 +46,13 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_AUTH_ISSUER = "https://auth.openai.com"
 
 
-class RpcSettings(NamedTuple):
+class RpcSettings(Record):
     workers: int = 32
     max_frame_bytes: int = 64 * 1024 * 1024
     max_input_chars: int = 1_000_000
 
 
-class ModelChoice(NamedTuple):
+class ModelChoice(Record):
     """A provider's configured model (None: its default, for Scripted the script's own)
     and reasoning level (lower case, as requested; None: no reasoning)."""
 
@@ -58,7 +60,7 @@ class ModelChoice(NamedTuple):
     effort: str | None
 
 
-class Problem(NamedTuple):
+class Problem(Record):
     """A config.json value of a strict key that cannot be used."""
 
     key: str
@@ -68,7 +70,7 @@ class Problem(NamedTuple):
         return ConfigError(self.message, data={"key": self.key})
 
 
-class ProvidersSettings(NamedTuple):
+class ProvidersSettings(Record):
     """What selection needs, for every provider of `kward.providers.registry` (by key)."""
 
     provider: str | None = None  # the `provider` setting; None: chosen by credentials
@@ -88,19 +90,19 @@ class ProvidersSettings(NamedTuple):
         return "ProvidersSettings(" + ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, shown)) + ")"
 
 
-class CompactionSettings(NamedTuple):
+class CompactionSettings(Record):
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
     context_window: int | None = None  # None: the model's
 
 
-class MemorySettings(NamedTuple):
+class MemorySettings(Record):
     enabled: bool = False
     auto_summary: bool = False
 
 
-class LoggingSettings(NamedTuple):
+class LoggingSettings(Record):
     """The opt-in telemetry records (not the diagnostic log: `Settings.log_level`)."""
 
     enabled: bool = False
@@ -110,21 +112,21 @@ class LoggingSettings(NamedTuple):
     errors: bool = False
 
 
-class ToolsSettings(NamedTuple):
+class ToolsSettings(Record):
     workspace_guardrails: bool = True
 
 
-class PluginsSettings(NamedTuple):
+class PluginsSettings(Record):
     command_timeout_seconds: float = 30.0  # how long plugin code may run (a command, a load, a prompt context)
 
 
-class AuthSettings(NamedTuple):
+class AuthSettings(Record):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
     oauth_port: int | None = None  # KWARD_OAUTH_PORT; None: the default callback port
 
 
-class Settings(NamedTuple):
+class Settings(Record):
     """Every setting, resolved from environment (wins), config.json and defaults. Pure data."""
 
     log_level: str | None = None  # None = not set by the user (default WARNING, file only)

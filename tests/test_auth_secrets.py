@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from kward.errors import KwardError
+from kward.rpc.protocol import error_object
 from lib.auth_helpers import authorize, make_auth, make_env, open_in_browser
 from lib.fake_http import json_response
 from lib.fake_oauth import FakeOAuth
@@ -28,7 +29,7 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
         with pytest.raises(KwardError) as info:
             fn(*args)
         keep(str(info.value))
-        keep(info.value.to_wire())
+        keep(error_object(info.value))
 
     with FakeOAuth() as fake:
         env = make_env(KWARD_OPENAI_AUTH_ISSUER=fake.issuer, KWARD_OAUTH_PORT="0", OPENROUTER_API_KEY=ENV_KEY)

@@ -62,7 +62,7 @@ def test_encode_non_ascii_and_surrogates():
 def test_error_wire_shape():
     from kward.errors import InvalidParams, REASONS
 
-    wire = InvalidParams("Invalid params: 'x' is required", data={"param": "x"}).to_wire()
+    wire = protocol.error_object(InvalidParams("Invalid params: 'x' is required", data={"param": "x"}))
     assert wire == {"code": -32602, "message": "Invalid params: 'x' is required",
                     "data": {"reason": "invalid_params", "errorClass": "InvalidParams", "param": "x"}}
     with pytest.raises(ValueError):

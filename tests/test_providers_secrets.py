@@ -9,6 +9,7 @@ from kward.providers.codex import CodexProvider
 from kward.providers.openrouter import OpenRouterProvider
 from kward.providers.retry import RetryPolicy
 from kward.providers.settings import ProviderSettings
+from kward.rpc.protocol import error_object
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
@@ -30,7 +31,7 @@ def collect(provider, model, scenarios, fake, route, caplog):
         try:
             provider.complete(req, sink, CancelToken())
         except ProviderError as err:
-            seen += [err.message, str(err), json.dumps(err.to_wire())]
+            seen += [err.message, str(err), json.dumps(error_object(err))]
         seen += [r.error for r in sink.retries]
     seen += [r.getMessage() for r in caplog.records]
     seen += [str(r.args) for r in caplog.records]

@@ -5,10 +5,12 @@ in the same run. Medians of several runs; no figure here is a pass/fail test.
     python3 tools/bench.py                 # everything, markdown table on stdout
     python3 tools/bench.py --only startup,rpc --quick
 
-Sections: startup (cold start to the `initialize` response vs `python3 -c pass`), rpc
-(sequential round trips and pipelined throughput, vs a minimal single-threaded framing echo
-loop), plus the sections other modules in tools/ provide (bench_<name>.py with a
-`bench(quick) -> rows` function).
+Sections: rpc (sequential round trips and pipelined throughput, vs a minimal
+single-threaded framing echo loop), plus the sections the modules tools/bench_<name>.py
+provide (a `bench(quick) -> rows` function each): startup (cold start to the `initialize`
+response and the other start-up figures vs `python3 -c pass`, bench_startup.py), warmup
+(first turn vs warm turn, requests at start-up, bench_warmup.py), providers, sessions,
+turns. `startup` runs first.
 
 Bytecode: the kward package is byte-compiled first (what `pip install` does), so start-up
 is not charged for compiling sources when PYTHONDONTWRITEBYTECODE is set.
@@ -66,49 +68,6 @@ def read_frame(stream) -> dict | None:
 def percentile(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
-# --- startup -----------------------------------------------------------------------------
-
-def time_initialize(cmd: list[str], env: dict, cwd: Path) -> float:
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
-    p.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
-    p.stdin.flush()
-    msg = read_frame(p.stdout)
-    elapsed = time.perf_counter() - t0
-    assert msg and msg.get("id") == 1 and "result" in msg, msg
-    p.stdin.close()
-    p.wait(10)
-    p.stdout.close()
-    return elapsed
-
-
-def time_command(cmd: list[str], env: dict) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t0
-
-
-def bench_startup(quick: bool) -> list[Row]:
-    runs = 10 if quick else 21
-    home = Path(tempfile.mkdtemp(prefix="kward-bench-"))
-    env = env_for(home)
-    py = sys.executable
-    base, rpc, version = [], [], []
-    for _ in range(runs):  # interleaved so that machine noise hits all three alike
-        base.append(time_command([py, "-c", "pass"], env))
-        rpc.append(time_initialize([py, "-m", "kward", "rpc"], env, home))
-        version.append(time_command([py, "-m", "kward", "--version"], env))
-    b, r = statistics.median(base), statistics.median(rpc)
-    return [
-        {"name": "baseline: python3 -c pass (median of %d)" % runs, "value": b * 1000, "unit": "ms", "target": "-"},
-        {"name": "kward rpc: spawn to initialize response (median of %d)" % runs, "value": r * 1000, "unit": "ms",
-         "target": "<= 2x baseline"},
-        {"name": "kward rpc start-up / baseline", "value": r / b, "unit": "x", "target": "<= 2"},
-        {"name": "python3 -m kward --version (median of %d)" % runs, "value": statistics.median(version) * 1000,
-         "unit": "ms", "target": "-"},
-    ]
 
 
 # --- rpc round trips and throughput ------------------------------------------------------
@@ -222,15 +181,16 @@ def bench_inprocess(quick: bool) -> list[Row]:
              "unit": "req/s", "target": "-"}]
 
 
-SECTIONS = {"startup": bench_startup, "rpc": bench_rpc}
+SECTIONS = {"rpc": bench_rpc}
 
 
 def discover() -> dict:
-    sections = dict(SECTIONS)
+    found = dict(SECTIONS)
     for path in sorted((REPO / "tools").glob("bench_*.py")):
         name = path.stem[len("bench_"):]
-        sections[name] = lambda quick, mod=path.stem: importlib.import_module(mod).bench(quick)
-    return sections
+        found[name] = lambda quick, mod=path.stem: importlib.import_module(mod).bench(quick)
+    first = {name: found.pop(name) for name in ("startup", "rpc") if name in found}
+    return {**first, **found}
 
 
 def fmt(value: float) -> str:

@@ -1,4 +1,4 @@
-"""Session store benchmarks (issue 3): listing, resume of a big file, append throughput.
+"""Session store benchmarks: listing, resume of a big file, append throughput.
 
 Run from a checkout: ``python3 tools/bench_sessions.py [--quick]``. `bench(quick)` returns
 rows ``{"name", "value", "unit", "target"}`` for ``tools/bench.py`` to merge into its report.

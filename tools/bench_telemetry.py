@@ -1,4 +1,4 @@
-"""Telemetry benchmarks (issue 15): `logging/stats` over a large log, the cost of writing a
+"""Telemetry benchmarks: `logging/stats` over a large log, the cost of writing a
 record, and what a turn pays when telemetry is off.
 
 Run from a checkout: ``python3 tools/bench_telemetry.py [--quick]``. `bench(quick)` returns

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kward.agent.hooks import TurnHooks
 from kward.agent.loop import TurnSetup, run_agent, user_content
@@ -32,10 +32,13 @@ from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams
 from kward.model import UserMessage
 from kward.providers.model_service import ModelService
-from kward.providers.select import CredentialSource, FileCredentials, Selection, build, select_provider
+from kward.providers.select import FileCredentials, Selection, build, select_provider
 from kward.secrets import KnownSecrets
 from kward.settings import LiveSettings
 from kward.tools import ToolContext, ToolRegistry, default_registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.providers.select import CredentialSource
 
 NAME_CHARS = 120
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from kward.auth.stores import OPENROUTER_API_KEY
-from kward.providers.select import FileCredentials, Login, Secret
+from kward.providers.select import FileCredentials
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.providers.select import Login, Secret
     from kward.auth.service import AuthService
     from kward.providers.registry import ProviderSpec
     from kward.settings import Settings

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from kward.model import AssistantMessage, Message, ToolResultMessage, is_error_text
 from kward.compaction.serialize import content_text
-from kward.tools.normalize import parse_arguments
+from kward.toolcalls import parse_arguments
 
 READ = frozenset({"read_file"})
 MODIFY = frozenset({"write_file", "edit_file"})

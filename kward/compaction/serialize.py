@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, Message, TextPart, ThinkingPart,
                          ToolCall, ToolResultMessage, UserMessage)
-from kward.tools.normalize import parse_arguments
+from kward.toolcalls import parse_arguments
 
 TOOL_OUTPUT_LIMIT = 2_000
 SHELL = "run_shell_command"

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import importlib
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+
+from kward.records import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Mapping
 
 
-class Setting(NamedTuple):
+class Setting(Record):
     """One value a provider reads: the environment variable (wins when set and not empty)
     and/or the config.json key, and the kind of value (`kward.rules.KINDS` has the rule of
     each: "text", "effort", "url"). Variables of kind "text" and "effort" are taken as
@@ -31,7 +35,7 @@ class Setting(NamedTuple):
     kind: str = "text"
 
 
-class ProviderSpec(NamedTuple):
+class ProviderSpec(Record):
     """How kward knows, chooses, builds and lists one provider.
 
     `cls` is "module:Class"; the class builds itself from the resolved settings with

@@ -21,20 +21,39 @@ file; any thread.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+import os
 
 from kward.providers import registry
 from kward.providers.registry import ProviderSpec
+from kward.records import TYPE_CHECKING, Record
 from kward.settings import Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
+    from pathlib import Path
+    from typing import Any, Callable, Mapping, Protocol
+
     from kward.providers.base import Provider
 
+    Secret = Callable[[], "str | None"]
+    Login = Callable[[], "tuple[str, str | None] | None"]
 
-@dataclass(frozen=True)
-class Selection:
+    class CredentialSource(Protocol):
+        """Where selection and the providers it builds get credentials (any thread).
+
+        `available` says whether `spec` has a credential now, without a network call;
+        `secret` and `login` give the getters a `ProviderSetup` carries (read per request);
+        `refresh` the getter called once after an HTTP 401 (None: nothing to refresh)."""
+
+        def available(self, spec: ProviderSpec, settings: Settings) -> bool: ...
+
+        def secret(self, spec: ProviderSpec, settings: Settings) -> Secret: ...
+
+        def login(self, spec: ProviderSpec) -> Login: ...
+
+        def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None": ...
+
+
+class Selection(Record):  # not a dataclass: built when initialize chooses a provider
     spec: ProviderSpec
     provider: "Provider"
     model: str
@@ -51,10 +70,11 @@ class Selection:
         return self.spec.label
 
 
-def stored_openai_tokens(auth_file: Path) -> tuple[str, str | None] | None:
-    """(access token, account id) from a login file, or None."""
+def stored_openai_tokens(auth_file: str | Path) -> tuple[str, str | None] | None:
+    """(access token, account id) from a stored login, or None."""
     try:
-        data = json.loads(auth_file.read_text(encoding="utf-8"))
+        with open(auth_file, encoding="utf-8") as f:  # (not Path.read_text: no pathlib at start-up)
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None
@@ -64,31 +84,11 @@ def stored_openai_tokens(auth_file: Path) -> tuple[str, str | None] | None:
     return tokens["access_token"], account if isinstance(account, str) else None
 
 
-Secret = Callable[[], "str | None"]
-Login = Callable[[], "tuple[str, str | None] | None"]
-
-
-class CredentialSource(Protocol):
-    """Where selection and the providers it builds get credentials (any thread).
-
-    `available` says whether `spec` has a credential now, without a network call;
-    `secret` and `login` give the getters a `ProviderSetup` carries (read per request);
-    `refresh` the getter called once after an HTTP 401 (None: nothing to refresh)."""
-
-    def available(self, spec: ProviderSpec, settings: Settings) -> bool: ...
-
-    def secret(self, spec: ProviderSpec, settings: Settings) -> Secret: ...
-
-    def login(self, spec: ProviderSpec) -> Login: ...
-
-    def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None": ...
-
-
 class FileCredentials:
     """Credentials from the environment (read per call), config.json (the settings) and a
     login file; never the OS keyring, never a refresh."""
 
-    def __init__(self, env: Mapping[str, str], auth_file: Path):
+    def __init__(self, env: Mapping[str, str], auth_file: "str | Path"):
         self.env = env
         self.auth_file = auth_file
 

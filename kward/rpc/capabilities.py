@@ -9,10 +9,12 @@ passed in by the caller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
 
+from kward.records import TYPE_CHECKING, Record
 from kward.settings import RpcSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Iterable
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
@@ -40,8 +42,7 @@ LOG_ROTATION_BYTES = 10 * 1024 * 1024
 CHANGED_FILES_TOOLS = ("edit", "write")
 
 
-@dataclass(frozen=True)
-class RuntimeFacts:
+class RuntimeFacts(Record):  # not a dataclass: cheaper to define at start-up
     """What the method table cannot tell: filled in by the caller."""
 
     steering: str = "unsupported"  # "native" when the active provider steers in flight

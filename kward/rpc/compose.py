@@ -3,29 +3,34 @@
 `resolve(env, launch_cwd)` reads what a server is configured by (paths, config.json,
 settings, known secrets); `build_server(stdin, stdout, setup, methods=...)` builds the
 transport over the two streams, the worker pool, the connection, the runtime and the
-server, and wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`,
-the tests and the bench all build servers here, so they serve the same thing. Main thread
-(or the thread that will call `serve()`); nothing starts until `serve()`.
+server (with its warm-up, `kward.rpc.warmup`, unless `KWARD_NO_WARMUP` is set), and
+wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`, the tests
+and the bench all build servers here, so they serve the same thing. Main thread (or the
+thread that will call `serve()`); nothing starts until `serve()`.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import BinaryIO, Mapping, NamedTuple
 
 from kward.config import ConfigStore, Paths, Settings, resolve_paths, resolve_settings
 from kward.errors import KwardError
+from kward.records import TYPE_CHECKING, Record
 from kward.rpc.connection import Connection
 from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import MethodTable, default_table
 from kward.rpc.server import RpcServer
 from kward.rpc.transport import WRITER_FAILED, Transport
+from kward.rpc.warmup import ENV_OFF, WarmUp, imports_for
 from kward.runtime import Runtime
 from kward.secrets import KnownSecrets
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import BinaryIO, Mapping
 
-class Setup(NamedTuple):  # not a dataclass: cheaper to define at start-up
+
+class Setup(Record):  # not a dataclass: cheaper to define at start-up
     """What one server is configured by."""
 
     env: Mapping[str, str]  # the environment the providers and settings are read from
@@ -33,7 +38,7 @@ class Setup(NamedTuple):  # not a dataclass: cheaper to define at start-up
     config: ConfigStore
     settings: Settings
     secrets: KnownSecrets
-    launch_cwd: Path  # the default workspace (real path)
+    launch_cwd: str  # the default workspace (real path; text: the Runtime makes it a Path on first use)
 
 
 def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike | None = None) -> Setup:
@@ -48,8 +53,8 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike |
         values = {}
     settings = resolve_settings(values, env)
     return Setup(env=env, paths=paths, config=config, settings=settings,
-                 secrets=KnownSecrets(env, config, paths.auth_file),
-                 launch_cwd=Path(os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd())))
+                 secrets=KnownSecrets(env, config, paths.auth_file_text),
+                 launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()))
 
 
 def _event_payload(type_: str, payload: object) -> dict:
@@ -75,4 +80,6 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
                       notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload)
-    return RpcServer(transport, pool, methods if methods is not None else default_table(), runtime, conn)
+    table = methods if methods is not None else default_table()
+    warm_up = None if setup.env.get(ENV_OFF) else WarmUp(imports_for(table, runtime))
+    return RpcServer(transport, pool, table, runtime, conn, warm_up)

@@ -16,22 +16,28 @@ anywhere; `stop_requested` is set by a quick handler on the dispatcher and read 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from kward.errors import Overloaded
+from kward.records import TYPE_CHECKING
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.transport import Outbox
 from kward.secrets import KnownSecrets
 
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
-@dataclass
+
 class ClientState:
     """What the client told us in `initialize` that the server acts on: the notification
-    methods it opted out of."""
+    methods it opted out of (a plain class: no dataclass at start-up)."""
 
-    opt_out: frozenset[str] = frozenset()
+    __slots__ = ("opt_out",)
+
+    def __init__(self, opt_out: frozenset[str] = frozenset()):
+        self.opt_out = opt_out
+
+    def __repr__(self) -> str:
+        return f"ClientState(opt_out={self.opt_out!r})"
 
 
 class Connection:

@@ -14,11 +14,11 @@ import io
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
 
 from kward import diagnostics, procs
 from kward.errors import ConfigError
 from kward.fsutil import ATOMIC_TEMP, remove_stale_files
+from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.registry import MethodTable
@@ -55,8 +55,8 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
 
         sys.stderr.write(f"kward rpc: {redact_text(exc.message)}\n")
         return 2
-    remove_stale_files(setup.paths.config_dir, ATOMIC_TEMP)  # config.json copies a SIGKILL left
-    diagnostics.configure(setup.paths.logs_dir, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
+    remove_stale_files(setup.paths.config_dir_text, ATOMIC_TEMP)  # config.json copies a SIGKILL left
+    diagnostics.configure(setup.paths.logs_dir_text, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
     stdin, stdout = _claim_stdio()
     server = compose.build_server(stdin, stdout, setup, methods=methods)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

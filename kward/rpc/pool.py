@@ -9,13 +9,17 @@ call can never keep the process alive past shutdown.
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 import time
-from typing import Callable
 
-log = logging.getLogger(__name__)
+from kward.diagnostics import get_logger
+from kward.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Callable
+
+log = get_logger(__name__)  # logging itself is not imported to start
 
 _STOP = None
 

@@ -13,27 +13,28 @@ sees such a value.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
 
 from kward import jsonshape
 from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
+from kward.records import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 _NO_ID = object()
 
 
-@dataclass
-class Request:
+# Messages are NamedTuples, not dataclasses: cheaper to define at start-up.
+class Request(Record):
     id: Any  # str, int or float, echoed unchanged
     method: str
     params: dict[str, Any]
     trace: dict[str, str] | None = None
 
 
-@dataclass
-class Notification:
+class Notification(Record):
     method: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any]
     trace: dict[str, str] | None = None
 
 
@@ -142,8 +143,15 @@ def response(request_id: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
+def error_object(error: KwardError) -> dict[str, Any]:
+    """The JSON-RPC ``error`` member of `error`: code, message, data{reason, errorClass, ...}."""
+    data = {"reason": error.reason, "errorClass": type(error).__name__}
+    data.update(error.data)
+    return {"code": error.code, "message": error.message, "data": data}
+
+
 def error_response(request_id: Any, error: KwardError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error_object(error)}
 
 
 def notification(method: str, params: Any) -> dict[str, Any]:

@@ -20,21 +20,22 @@ redaction=...)`. The capabilities of `initialize` are derived from the table ser
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
+from kward.records import TYPE_CHECKING, Record
 from kward.rpc.params import Params
 from kward.rpc.redaction import CONTENT, EVENTS, FULL
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Iterator, Mapping
+
     from kward.rpc.connection import Connection
     from kward.runtime import Runtime
 
-Handler = Callable[["Call"], Any]
+    Handler = Callable[["Call"], Any]
 
 
-@dataclass(frozen=True)
-class Method:
+
+class Method(Record):  # NamedTuples, not dataclasses: cheaper to define at start-up
     target: "str | Handler"  # "module:function" inside kward.rpc.methods, or the handler itself
     slow: bool = False
     redaction: str = FULL  # CONTENT: the result is conversation (names, messages, transcripts)
@@ -119,8 +120,7 @@ METHODS: dict[str, Method] = {
 }
 
 
-@dataclass
-class Call:
+class Call(Record):
     """One request as a handler sees it. `id` is None for notifications. `runtime` is the
     core; `conn` the client's connection (its initialize state, notifications, the stop
     of `shutdown`, backpressure); `methods` the table being served."""
@@ -133,8 +133,7 @@ class Call:
     trace: dict[str, str] | None = None
 
 
-@dataclass(frozen=True)
-class Unredacted:
+class Unredacted(Record):
     """Wrap a result that must reach the client unredacted (`config/read` with
     `redacted: false`). Nothing else may use it."""
 

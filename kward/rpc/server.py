@@ -15,18 +15,21 @@ the method table it serves, the runtime its handlers call, and the connection ev
 outgoing message goes through (redacted and encoded on the producing thread, then queued
 on the outbox; `kward.rpc.connection`). `serve()` returns 0 after `shutdown`, end of
 input or a stop signal, with running work cancelled, queued output flushed and every
-thread joined (within about 2 s).
+thread joined (within about 2 s). Once the first message is answered and the input has
+been quiet for `warmup.IDLE_SECONDS` with no slow request in flight, the dispatcher starts
+the server's warm-up thread (`kward.rpc.warmup`), if it has one; every message pauses it
+until the next such quiet moment.
 """
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING
 
+from kward.diagnostics import get_logger
 from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError, as_kward_error
+from kward.records import TYPE_CHECKING
 from kward.rpc import protocol
 from kward.rpc.connection import Connection
 from kward.rpc.framing import FrameFault
@@ -34,11 +37,12 @@ from kward.rpc.params import Params
 from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import Call, Method, MethodTable, Unredacted
 from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
+from kward.rpc.warmup import IDLE_SECONDS, WarmUp
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime import Runtime
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)  # logging itself is not imported to start
 
 SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
 STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()
@@ -48,15 +52,17 @@ _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a g
 class RpcServer:
     """Serves `methods` over `transport`: quick methods on the dispatcher, slow ones on
     `pool`; handlers get `runtime` and `connection` in their Call. The transport's
-    writer-failure callback must put WRITER_FAILED on its inbox (build_server does)."""
+    writer-failure callback must put WRITER_FAILED on its inbox (build_server does).
+    `warm_up` (optional) is started once the client is idle after its first message."""
 
     def __init__(self, transport: Transport, pool: WorkerPool, methods: MethodTable, runtime: "Runtime",
-                 connection: Connection):
+                 connection: Connection, warm_up: WarmUp | None = None):
         self.transport = transport
         self.pool = pool
         self.methods = methods
         self.runtime = runtime
         self.conn = connection
+        self.warm_up = warm_up
         self._inflight = 0
         self._inflight_cond = threading.Condition()
 
@@ -76,11 +82,18 @@ class RpcServer:
         self.transport.start()
         inbox = self.transport.inbox
         graceful = True
+        answered = False  # the first message was handled: the warm-up may start when idle
         while True:
+            warm = self.warm_up if answered and self.warm_up is not None and self.warm_up.waiting else None
             try:
-                item = inbox.get(timeout=SIGNAL_POLL)
+                item = inbox.get(timeout=IDLE_SECONDS if warm is not None else SIGNAL_POLL)
             except queue.Empty:
+                if warm is not None and self._inflight == 0:  # (a benign unlocked read)
+                    warm.start()  # or resume
                 continue  # gives a pending signal handler its chance to run
+            answered = True
+            if self.warm_up is not None:
+                self.warm_up.pause()
             if item == EOF:
                 break
             if item in (SIGNAL, WRITER_FAILED):
@@ -168,6 +181,8 @@ class RpcServer:
     def _stop(self, graceful: bool) -> None:
         start = time.monotonic()
         deadline = start + STOP_BUDGET
+        if self.warm_up is not None:
+            self.warm_up.stop()
         if graceful:  # let requests already being served answer
             with self._inflight_cond:
                 self._inflight_cond.wait_for(lambda: self._inflight == 0,
@@ -179,8 +194,9 @@ class RpcServer:
         self.transport.close_output()
         writer_done = self.transport.join_writer(deadline - time.monotonic())
         reader_done = self.transport.join_reader(0.05)
-        log.info("stopped in %.0f ms (graceful=%s pool=%s writer=%s reader=%s)",
-                 1000 * (time.monotonic() - start), graceful, pool_done, writer_done, reader_done)
+        warm_done = self.warm_up is None or self.warm_up.join(deadline - time.monotonic())
+        log.info("stopped in %.0f ms (graceful=%s pool=%s writer=%s reader=%s warm-up=%s)",
+                 1000 * (time.monotonic() - start), graceful, pool_done, writer_done, reader_done, warm_done)
 
     def _refuse_queued(self) -> None:
         """Answer requests that arrived after the stop began, instead of dropping them."""

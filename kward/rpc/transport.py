@@ -12,15 +12,18 @@ joined only when it already reached end of input.
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 from collections import deque
-from typing import BinaryIO, Callable
 
+from kward.diagnostics import get_logger
+from kward.records import TYPE_CHECKING
 from kward.rpc.framing import FrameReader
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import BinaryIO, Callable
+
+log = get_logger(__name__)  # logging itself is not imported to start
 
 BATCH_BYTES = 64 * 1024  # notifications written per writer batch
 EOF = "eof"  # control items on the inbox

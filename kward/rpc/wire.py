@@ -50,8 +50,9 @@ from kward.model import (
     UserMessage,
     is_error_text,
 )
+from kward.rpc.protocol import error_object
 from kward.sessions.codec import call_fields, encode, tool_call_record, tool_result_record
-from kward.tools.normalize import extract_diff, normalize_args, normalize_tool_name, parse_arguments
+from kward.toolcalls import extract_diff, normalize_args, normalize_tool_name, parse_arguments
 
 
 def _present(out: dict[str, Any]) -> dict[str, Any]:
@@ -236,7 +237,7 @@ def _assistant(message: AssistantMessage, calls: dict[str, ToolCall]) -> dict[st
     content = thinking + [p for p in parts if p["type"] != "thinking"]
     if not thinking and message.reasoning:
         content.insert(0, {"type": "thinking", "thinking": message.reasoning})
-    for call in message.tool_calls:
+    for call in message.shown_calls():
         content.append(_present({"type": "toolCall", "id": call.id, "name": _name(call.name),
                                  "arguments": call_arguments(call.name, call.arguments)}))
         if isinstance(call.id, str):
@@ -250,9 +251,9 @@ def _assistant(message: AssistantMessage, calls: dict[str, ToolCall]) -> dict[st
 
 
 def _tool_result(message: ToolResultMessage, calls: dict[str, ToolCall], details: dict[str, Any]) -> dict[str, Any]:
-    call_id = message.tool_call_id
+    call_id = message.shown_call_id()
     call = calls.get(call_id) if call_id is not None else None
-    raw_name = message.name or (call.name if call is not None else None)
+    raw_name = message.shown_name() or (call.name if call is not None else None)
     content = _content(message.content)
     text = "\n".join(p["text"] for p in content if isinstance(p.get("text"), str))
     failed = message.is_error if message.is_error is not None else is_error_text(text)
@@ -318,5 +319,5 @@ def session_event(event: Any) -> dict[str, Any]:
         payload = {"result": compaction_result(p.result) if p.result is not None else {}, "aborted": p.aborted,
                    "willRetry": p.will_retry, "errorMessage": p.error_message}
         if p.error is not None:
-            payload["error"] = p.error.to_wire()
+            payload["error"] = error_object(p.error)
     return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": payload}

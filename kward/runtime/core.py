@@ -1,9 +1,9 @@
 """The Runtime: the one core object every face drives (see the package docstring).
 
 Construction is cheap: the services (session manager, question broker, model service,
-engine, turn manager) are built on first use under `_lock`, so a face that only answers
-a handshake never imports the agent, the providers or `requests`. Once built, each
-service is thread-safe itself; every operation below may be called from any thread. The
+engine, turn manager; `kward.runtime.services`) are built on first use, so a face that
+only answers a handshake never imports the agent, the providers or `requests`. Once
+built, each service is thread-safe itself; every operation below may be called from any thread. The
 slow ones (resume, clone, fork, export, transcript, list of sessions, close and delete
 with running turns, compaction, model listings, model and reasoning changes, reload, stats) belong on
 a worker thread; the rest are quick (a lookup, a stat, one appended line).
@@ -11,49 +11,34 @@ a worker thread; the rest are quick (a lookup, a stat, one appended line).
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 from kward.config import ConfigStore, Paths, Settings
-from kward.errors import InvalidParams, KwardError
+from kward.diagnostics import get_logger
+from kward.errors import InvalidParams
+from kward.records import TYPE_CHECKING
+from kward.runtime.services import RuntimeServices
+from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
 from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.agent.engine import AgentEngine
-    from kward.providers.model_service import ModelChoice, ModelListing, ModelService
-    from kward.agent.questions import QuestionBroker
-    from kward.runtime.auth import RuntimeAuth
-    from kward.runtime.compaction import RuntimeCompaction
+    from pathlib import Path
+    from typing import Any, Callable, Mapping
+
+    from kward.providers.model_service import ModelChoice, ModelListing
+    from kward.agent.turns import Turn
     from kward.compaction.run import CompactionResult
-    from kward.agent.turns import Turn, TurnManager
-    from kward.runtime.memory import MemoryRuntime
-    from kward.runtime.telemetry import TelemetryRuntime
-    from kward.runtime.resources import RuntimeResources
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
     from kward.sessions.listing import SessionSummary
-    from kward.sessions.manager import SessionManager
     from kward.workspace import WorkspaceInfo
 
-log = logging.getLogger(__name__)
+    EventSink = Callable[[Any], None]  # receives kward.model.TurnEvent
 
-EventSink = Callable[[Any], None]  # receives kward.model.TurnEvent
+log = get_logger(__name__)  # logging itself is not imported to start
+
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
-
-
-class RuntimeInfo(NamedTuple):  # a NamedTuple: built at start-up, where a dataclass costs more
-    """Facts a face announces at start (the RPC face: `initialize`)."""
-
-    steering: bool  # the active provider steers a running turn in flight
-    warnings: tuple[tuple[str, str], ...]  # (reason, message): settings ignored, an unusable config
-    logs_dir: str
-    max_frame_bytes: int
-    max_input_chars: int
-    logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
 def _nothing() -> None:
@@ -64,7 +49,7 @@ def _drop(_item: Any) -> None:
     return None
 
 
-class Runtime:
+class Runtime(RuntimeServices):
     """Sessions, turns, models and settings of one process, for one face.
 
     What the face injects: `submit(job) -> bool` runs a job on its worker pool (False once
@@ -81,7 +66,7 @@ class Runtime:
     `kward.rpc.wire.event_payload`; without it observers see nothing).
     """
 
-    def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: Path,
+    def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
                  submit: Callable[[Callable[[], None]], bool], env: Mapping[str, str] = os.environ,
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
                  notify: Callable[[Any], None] = _drop, make_room: Callable[[], None] = _nothing,
@@ -90,7 +75,7 @@ class Runtime:
         self.paths = paths
         self.config = config
         self.settings = settings
-        self.launch_cwd = launch_cwd
+        self._launch_cwd = launch_cwd
         self.env = env
         self.secrets = secrets if secrets is not None else KnownSecrets(env, config, paths.auth_file)
         self._submit = submit
@@ -99,136 +84,33 @@ class Runtime:
         self._make_room = make_room
         self._admit = admit
         self.event_payload = event_payload
-        self._lock = threading.RLock()
-        self._services: dict[str, Any] = {}
-
-    # --- services, built on first use (any thread) ----------------------------------
-
-    def _service(self, name: str, build: Callable[[], Any]) -> Any:
-        service = self._services.get(name)
-        if service is None:
-            with self._lock:
-                service = self._services.get(name)
-                if service is None:
-                    service = self._services[name] = build()
-        return service
-
-    def has_service(self, name: str) -> bool:
-        """Whether a service was built (e.g. no turn was ever started: nothing to cancel)."""
-        return name in self._services
+        super().__init__()
 
     @property
-    def sessions(self) -> "SessionManager":
-        from kward.sessions.manager import SessionManager
+    def launch_cwd(self) -> Path:
+        """The default workspace, as a Path (made on first use: pathlib is not imported
+        to answer a handshake)."""
+        cwd = self._launch_cwd
+        if isinstance(cwd, str):
+            from pathlib import Path
 
-        return self._service("sessions", lambda: SessionManager(self.paths.sessions_dir, str(self.launch_cwd)))
-
-    @property
-    def questions(self) -> "QuestionBroker":
-        from kward.agent.questions import QuestionBroker
-
-        from kward.runtime.notices import QuestionAsked
-
-        def asked(session_id: str, request_id: str, questions: list) -> None:
-            self._notify(QuestionAsked(session_id, request_id, questions))
-
-        return self._service("questions", lambda: QuestionBroker(asked))
-
-    @property
-    def models(self) -> "ModelService":
-        from kward.providers.model_service import ModelService
-
-        return self._service("models", lambda: ModelService(self.config))
-
-    @property
-    def engine(self) -> "AgentEngine":
-        from kward.agent.engine import AgentEngine
-
-        from kward.runtime.turn_hooks import RuntimeTurnHooks
-
-        return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
-                                                           questions=self.questions, env=self.env,
-                                                           secrets=self.secrets, models=self.models,
-                                                           credentials=self.auth.provider_credentials,
-                                                           hooks=RuntimeTurnHooks(self)))
-
-    @property
-    def auth(self) -> "RuntimeAuth":
-        """Credentials and logins (kward/runtime/auth.py)."""
-        from kward.runtime.auth import RuntimeAuth
-
-        return self._service("auth", lambda: RuntimeAuth(self, self._notify))
-
-    @property
-    def memory(self) -> "MemoryRuntime":
-        """Memory operations and the turn hooks that use them (kward.runtime.memory)."""
-        from kward.runtime.memory import MemoryRuntime
-
-        return self._service("memory", lambda: MemoryRuntime(self))
-
-    @property
-    def telemetry(self) -> "TelemetryRuntime":
-        """Telemetry records, stats and the token CSV (kward.runtime.telemetry)."""
-        from kward.runtime.telemetry import TelemetryRuntime
-
-        return self._service("telemetry", lambda: TelemetryRuntime(self))
-
-    @property
-    def resources(self) -> "RuntimeResources":
-        """Prompt templates, skills, plugins, AGENTS.md (kward/runtime/resources.py)."""
-        from kward.runtime.resources import RuntimeResources
-        from kward.runtime.turn_hooks import memory_block
-
-        def build() -> "RuntimeResources":
-            resources = RuntimeResources(self)
-            resources.set_memory_block(memory_block(self))
-            return resources
-
-        return self._service("resources", build)
-
-    @property
-    def compaction(self) -> "RuntimeCompaction":
-        """Manual and automatic compaction (kward/runtime/compaction.py)."""
-        from kward.runtime.compaction import RuntimeCompaction
-
-        return self._service("compaction", lambda: RuntimeCompaction(self, self._notify))
-
-    @property
-    def turns(self) -> "TurnManager":
-        from kward.agent.turns import TurnManager
-
-        def build() -> "TurnManager":
-            engine = self.engine
-            return TurnManager(submit=self._submit, publish=self._event_sink, make_room=self._make_room,
-                               execute=engine.execute, steering_supported=engine.steering_supported)
-
-        return self._service("turns", build)
+            cwd = self._launch_cwd = Path(cwd)
+        return cwd
 
     # --- the runtime as a whole -----------------------------------------------------
 
     def info(self) -> RuntimeInfo:
-        """What a face announces at start. Never fails: problems become warnings. Cheap
-        (reads config.json and the environment; imports no provider)."""
-        warnings = [("invalid_config", w) for w in self.settings.warnings]
-        steering = False
-        try:
-            from kward.providers.registry import STEERING
-            from kward.providers.select import FileCredentials, choose
+        """What a face announces at start (`kward.runtime.startup.announce`). Never fails:
+        problems become warnings. Cheap (reads config.json and the environment)."""
+        # no keyring at start-up: the files and the environment, unless auth is in use already
+        credentials = self.auth.provider_credentials if self.has_service("auth") else None
+        return announce(self.settings, self.config, self.env, self.paths, credentials)
 
-            # no keyring at start-up: the files and the environment, unless auth is in use already
-            credentials = self.auth.provider_credentials if self.has_service("auth") else \
-                FileCredentials(self.env, self.paths.auth_file)
-            key, _ = choose(self.config.load(), self.env, credentials)
-            steering = STEERING[key]
-        except KwardError as exc:  # an invalid config.json, an unknown provider name
-            warnings.append((exc.reason, exc.message))
-        try:
-            categories = self.telemetry.enabled_categories()
-        except KwardError:  # reported above
-            categories = ()
-        return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(self.paths.logs_dir),
-                           max_frame_bytes=self.settings.max_frame_bytes,
-                           max_input_chars=self.settings.max_input_chars, logging_categories=categories)
+    def warm_up_modules(self) -> list[str]:
+        """The modules the first session request and the first turn need, for a face to
+        import ahead of them (`kward.runtime.startup.warm_up_modules`). Quick; any thread;
+        never raises."""
+        return warm_up_modules(self.config, self.env, self.paths)
 
     def read_config(self) -> dict[str, Any]:
         return self.config.load()

@@ -50,7 +50,7 @@ from kward.model import (
     Usage,
     UserMessage,
 )
-from kward.tools.normalize import normalize_args, normalize_tool_name, parse_arguments
+from kward.toolcalls import normalize_args, normalize_tool_name, parse_arguments
 
 _TEXT_TYPES = ("text", "input_text", "output_text")
 _IMAGE_TYPES = ("image", "image_url", "input_image")
@@ -220,10 +220,7 @@ def _extras(raw: dict[str, Any], known: frozenset[str]) -> Any:
     return {k: v for k, v in raw.items() if k not in known}
 
 
-def _calls(raw: dict[str, Any]) -> tuple[ToolCall, ...]:
-    calls = raw.get("tool_calls")
-    if calls is None:
-        calls = raw.get("toolCalls")
+def _calls(calls: Any) -> tuple[ToolCall, ...]:
     return tuple(_call(c) for c in calls if isinstance(c, dict)) if isinstance(calls, list) else ()
 
 
@@ -242,19 +239,21 @@ def decode(raw: dict[str, Any]) -> Message:
         reasoning = raw.get("reasoning_summary", raw.get("reasoningSummary"))
         error = raw.get("errorMessage", raw.get("error_message"))
         usage = raw.get("usage")
+        calls = raw.get("tool_calls")
         return AssistantMessage(
             content_from(raw.get("content")), reasoning if isinstance(reasoning, str) else None,
-            _calls(raw) if "tool_calls" in raw or "toolCalls" in raw else (),
+            () if calls is None else _calls(calls),
             None if usage is None else usage_from(usage), _str(raw.get("provider")), _str(raw.get("model")),
             raw.get("interrupted") is True, error if isinstance(error, str) and error else None,
-            _extras(raw, _KNOWN_ASSISTANT), raw)
+            _extras(raw, _KNOWN_ASSISTANT), raw, _calls(raw.get("toolCalls")) if calls is None else ())
     if role == "tool" or role == "toolResult":
-        call_id = raw.get("tool_call_id", raw.get("toolCallId"))
-        name = raw.get("name") or raw.get("toolName") or raw.get("tool_name")
+        name = raw.get("name")
+        other_id = None if "tool_call_id" in raw else _str(raw.get("toolCallId"))
+        other_name = None if name else _str(raw.get("toolName") or raw.get("tool_name"))
         flag = raw.get("isError", raw.get("is_error")) if "isError" in raw or "is_error" in raw else None
-        return ToolResultMessage(call_id if isinstance(call_id, str) else None, name if isinstance(name, str) else None,
-                                 content_from(raw.get("content")), None if flag is None else bool(flag),
-                                 _extras(raw, _KNOWN_TOOL), raw)
+        return ToolResultMessage(_str(raw.get("tool_call_id")), _str(name), content_from(raw.get("content")),
+                                 None if flag is None else bool(flag), _extras(raw, _KNOWN_TOOL), raw, other_id,
+                                 other_name)
     if role == "compactionSummary":
         summary = raw.get("summary", raw.get("content"))
         first = raw.get("first_kept_entry_id")
@@ -295,6 +294,8 @@ def encode(message: Message) -> dict[str, Any]:
             out["reasoning_summary"] = message.reasoning
         if message.tool_calls:
             out["tool_calls"] = [tool_call_record(c) for c in message.tool_calls]
+        elif message.other_calls:
+            out["toolCalls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.other_calls]
         if message.usage is not None:
             out["usage"] = usage_record(message.usage)
         if message.provider is not None:
@@ -310,6 +311,12 @@ def encode(message: Message) -> dict[str, Any]:
                "content": content_record(message.content)}
         if message.is_error is not None:
             out["isError"] = message.is_error
+        if message.other_call_id is not None and message.tool_call_id is None:
+            del out["tool_call_id"]
+            out["toolCallId"] = message.other_call_id
+        if message.other_name is not None and not message.name:
+            del out["name"]
+            out["toolName"] = message.other_name
     elif kind is CompactionSummary:
         out = {"role": "compactionSummary", "summary": message.summary}
         for key, value in (("first_kept_entry_id", message.first_kept_entry_id),

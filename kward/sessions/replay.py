@@ -24,7 +24,7 @@ from kward.readstate import READ_TOOLS, realpath_below
 from kward.sessions.codec import decode
 from kward.sessions.messages import compacted, message_ident, role_of
 from kward.sessions.records import SessionHeader
-from kward.tools.normalize import parse_arguments
+from kward.toolcalls import parse_arguments
 
 
 def resolve_read_path(workspace_root: str, path: str) -> str | None:
@@ -84,7 +84,7 @@ class Replay:
         kind = type(message)
         if kind is AssistantMessage:
             self.content_messages += 1
-            if message.tool_calls:
+            if message.tool_calls or message.other_calls:
                 self._note_read_calls(message)
         elif kind is ToolResultMessage:
             self.content_messages += 1
@@ -94,7 +94,7 @@ class Replay:
             self.content_messages += 1
 
     def _note_read_calls(self, message: AssistantMessage) -> None:
-        for call in message.tool_calls:
+        for call in message.shown_calls():
             if call.name in READ_TOOLS and isinstance(call.id, str):
                 path = parse_arguments(call.arguments).get("path")
                 if isinstance(path, str) and path:

@@ -27,7 +27,10 @@ CSV). This module is imported at start-up: it holds only the category names.
 
 from __future__ import annotations
 
-from typing import Any
+from kward.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 CATEGORIES = ("tokens", "performance", "tools", "errors")
 

@@ -24,7 +24,8 @@ import os
 from typing import Any, Iterable
 
 from kward.errors import Canceled, InvalidParams
-from kward.tools import normalize, question, reading, search, shell, writing
+from kward import toolcalls as normalize
+from kward.tools import question, reading, search, shell, writing
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 
 log = logging.getLogger(__name__)
