@@ -158,7 +158,7 @@ class TurnManager:
                 stack = contextlib.ExitStack()
                 stack.enter_context(lane.shared.turn_lock())  # SessionBusy when another process runs it
             except BaseException:
-                self._drop_if_idle(lane)
+                self._release(lane, None)  # drops the lane when it is idle
                 raise
             lane.turn_lock, lane.held = stack, cancel
         try:
@@ -182,12 +182,6 @@ class TurnManager:
         with self._lock:
             lane = self._lanes.get(session.shared)
             return lane is not None and lane.held is not None
-
-    def _drop_if_idle(self, lane: _Lane) -> None:
-        """Forget an idle lane nothing holds. Caller holds `_lock`."""
-        if self._lanes.get(lane.shared) is lane and not (lane.queue or lane.running or lane.draining
-                                                          or lane.releasing or lane.held is not None):
-            del self._lanes[lane.shared]
 
     def cancel(self, turn_id: str) -> Turn:
         turn = self.get(turn_id)
@@ -335,7 +329,8 @@ class TurnManager:
         finally:
             with self._lock:
                 lane.releasing = False
-                if self._lanes.get(lane.shared) is lane and not (lane.queue or lane.running or lane.draining):
+                if self._lanes.get(lane.shared) is lane and not (lane.queue or lane.running or lane.draining
+                                                                  or lane.held is not None):
                     del self._lanes[lane.shared]  # idle: a later start makes a new one
                 self._released.notify_all()
 
