@@ -77,6 +77,10 @@ REASONS: dict[str, str] = {
     "command_not_found": "No prompt template or plugin command has that name.",
     "plugin_failed": "A plugin command raised an error (the plugin's own failure, not kward's).",
     "plugin_timeout": "A plugin command did not return within plugins.command_timeout_seconds.",
+    "nothing_to_compact": "The session has no older conversation to summarize (what there is fits the kept part).",
+    "already_compacted": "The session's last entry is a compaction summary: nothing new to summarize.",
+    "empty_summary": "The model returned an empty summary; the session was not changed.",
+    "turn_in_progress": "A turn is running or queued on the session; compact once it finished.",
 }
 
 
@@ -327,3 +331,36 @@ class PluginTimeout(PluginFailed):
     """A plugin's code did not return in time; its thread is abandoned (it may still run)."""
 
     reason = "plugin_timeout"
+
+
+class NothingToCompact(StateConflict):
+    """`sessions/compact` of a conversation with nothing older than the kept recent part."""
+
+    reason = "nothing_to_compact"
+
+    def __init__(self) -> None:
+        super().__init__("Nothing to compact")
+
+
+class AlreadyCompacted(StateConflict):
+    """`sessions/compact` right after a compaction: the summary is the last entry."""
+
+    reason = "already_compacted"
+
+    def __init__(self) -> None:
+        super().__init__("Already compacted")
+
+
+class EmptySummary(KwardError):
+    """The summarizer answered nothing; the session is left as it was."""
+
+    reason = "empty_summary"
+
+    def __init__(self) -> None:
+        super().__init__("Compaction produced an empty summary; context was not changed.")
+
+
+class TurnInProgress(StateConflict):
+    """`sessions/compact` while a turn runs or is queued on the session in this process."""
+
+    reason = "turn_in_progress"

@@ -305,7 +305,10 @@ def test_every_method_has_a_section_documenting_each_param_it_reads(doc):
 
 def test_reserved_methods_are_listed_as_not_available_and_nothing_else(doc):
     reserved = reserved_methods()
-    assert reserved and not reserved & set(METHODS)
+    assert not reserved & set(METHODS)
+    if not reserved:  # every method is built: the section says so and lists none
+        assert "Every method kward knows of is served." in doc.text
+        return
     table = doc.table_in("Not available yet", 2, "group")
     listed = [name for cell in table.column(1) for name in code_names(cell)]
     assert sorted(listed) == sorted(reserved)

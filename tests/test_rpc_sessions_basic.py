@@ -284,8 +284,9 @@ def test_capabilities_list_the_session_methods(start):
     caps = start().request("initialize")["capabilities"]["sessions"]
     assert caps["supported"] is True and caps["persistence"] == "jsonl"
     assert set(caps["methods"]) == {f"sessions/{m}" for m in (
-        "create", "resume", "list", "rename", "clone", "forkMessages", "fork", "export", "delete", "close",
+        "create", "resume", "list", "rename", "clone", "compact", "forkMessages", "fork", "export", "delete", "close",
         "transcript")}
     assert caps["list"]["supported"] is True and caps["list"]["treeFields"] is True
+    assert caps["compact"]["supported"] is True
     assert caps["import"]["supported"] is False and caps["tree"]["supported"] is False
     assert caps["updates"]["supported"] is False

@@ -56,6 +56,9 @@ def response_of(client, request_id) -> dict | None:
 @pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing_acknowledged(start, workspace, isolated_home):
     (workspace / "big.txt").write_text(BIG)
+    # every live message is checked against the file: no automatic compaction of these big sessions
+    (isolated_home / ".kward").mkdir(exist_ok=True)
+    (isolated_home / ".kward" / "config.json").write_text(json.dumps({"compaction": {"enabled": False}}))
     rng = random.Random(20240611)
     acked: dict[str, Acked] = {}
     paths: list[str] = []

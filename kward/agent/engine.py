@@ -143,9 +143,12 @@ class AgentEngine:
             from kward.resources.system_prompt import static_instructions
 
             instructions = static_instructions(self.paths.config_dir, session.workspace_root)
-        setup = TurnSetup(provider=recorder.provider(selection.provider), tools=recorder.tools(self.current_tools()),
+        provider = recorder.provider(selection.provider)
+        effort = self.models.request_effort(selection, turn.cancel)
+        setup = TurnSetup(provider=provider, tools=recorder.tools(self.current_tools()),
                           tool_ctx=ctx, instructions=instructions, refresh_instructions=refresh,
-                          model=selection.model, reasoning_effort=self.models.request_effort(selection, turn.cancel),
+                          model=selection.model, reasoning_effort=effort,
+                          context=hooks.context_guard(turn, session, provider, selection.model, effort),
                           cancel=turn.cancel,
                           emit=hooks.observe(turn.emit, session, turn), steering=turn.steering,
                           headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True)

@@ -60,5 +60,10 @@ class TurnHooks:
         """The turn's Recorder (anything with `provider`, `tools` and `turn`)."""
         return NO_RECORDER
 
+    def context_guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> Any:
+        """The turn's `kward.agent.loop.ContextGuard` (automatic compaction with this
+        provider and model), or None for none."""
+        return None
+
     def after_turn(self, turn: Any, session: Any) -> None:
         """A turn completed (its loop returned an answer)."""

@@ -14,6 +14,11 @@ reasoning, what the client was shown is kept as an assistant message marked
 reported by `assistantMessage` like any other, then the turn ends canceled or failed.
 The next request sends its text as ordinary assistant content. A call that streamed
 nothing leaves nothing behind.
+
+Context guard (`TurnSetup.context`, `kward.compaction.auto.AutoCompaction`): asked before
+each model request whether to compact first, and, once, after a request the provider
+rejected as too long (`context_overflow`) before it streamed anything: when it compacted,
+the request is sent again over the compacted conversation.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
 from kward.model import (Answer, AssistantMessage, Delta, ImagePart, Message, Steered, TextPart, ToolCall,
                          ToolOutcome, ToolResult, ToolResultMessage, UserMessage)
-from kward.providers.base import ModelRequest, ModelResponse, Provider, RetryInfo
+from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, RetryInfo
 from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
 from kward.tools import CANCELLED, ToolContext, ToolRegistry
@@ -71,6 +76,15 @@ class TurnSetup:
     has_ui: bool = False
     max_steps: int = DEFAULT_MAX_STEPS
     refresh_instructions: Callable[[], str] | None = None  # called before each model request
+    context: "ContextGuard | None" = None  # automatic compaction (kward.compaction.auto)
+
+
+class ContextGuard(Protocol):
+    """Keeps the conversation within the model's context window (see the module docstring)."""
+
+    def before_request(self, session: Any, instructions: str) -> None: ...
+
+    def after_overflow(self, session: Any, instructions: str) -> bool: ...
 
 
 class _Sink:
@@ -110,6 +124,8 @@ def run_agent(session: SessionPort, user_message: UserMessage, setup: TurnSetup)
         setup.cancel.raise_if_cancelled()
         if setup.refresh_instructions is not None:  # e.g. an AGENTS.md the last tool call edited
             setup.instructions = setup.refresh_instructions()
+        if setup.context is not None:
+            setup.context.before_request(session, setup.instructions)
         request = ModelRequest(instructions=setup.instructions, messages=session.entry_messages(), tools=schemas,
                                model=setup.model, reasoning_effort=setup.reasoning_effort, headers=setup.headers,
                                session_id=setup.session_key, steering=setup.steering)
@@ -117,6 +133,8 @@ def run_agent(session: SessionPort, user_message: UserMessage, setup: TurnSetup)
         try:
             response = setup.provider.complete(request, sink, setup.cancel)
         except Exception as exc:  # Canceled, ProviderError, or a provider bug
+            if _overflow_recovered(session, sink, setup, exc):
+                continue
             _keep_interrupted(session, sink, setup, exc)
             raise
         message = assistant_message(response)
@@ -143,6 +161,15 @@ def interrupted_message(text: str, reasoning: str, provider: str, model: str,
     """The assistant message that keeps what an interrupted model call streamed."""
     return AssistantMessage(text, reasoning or None, provider=provider, model=model, interrupted=True,
                             error=error or None)
+
+
+def _overflow_recovered(session: SessionPort, sink: _Sink, setup: TurnSetup, exc: Exception) -> bool:
+    """True when a context overflow (before any output) was answered by a compaction."""
+    if not (isinstance(exc, ProviderError) and exc.kind == "context_overflow") or setup.context is None:
+        return False
+    if sink.text or sink.reasoning:
+        return False
+    return setup.context.after_overflow(session, setup.instructions)
 
 
 def _keep_interrupted(session: SessionPort, sink: _Sink, setup: TurnSetup, exc: Exception) -> None:

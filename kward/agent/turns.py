@@ -31,6 +31,11 @@ and the lanes; it is never held while a turn runs or a lane releases its lock
 (`_released`, a condition on `_lock`, signals the end of a release and every announced
 turnFinished). A lane is dropped once it is idle and released.
 
+Exclusive work (`exclusive`: a compaction requested through `sessions/compact`) holds a
+lane without a turn: it is refused (`turn_in_progress`) while a turn runs or is queued on
+the file here, takes the cross-process turn lock like a turn (`session_busy` when another
+process holds it), and turns started meanwhile queue behind it and run when it ends.
+
 What a session must offer (`kward.sessions.SessionHandle` does): `id` (the RPC id),
 `shared` (the object behind every id on one file: the lane key, with `turn_lock()`) and
 `sync()` (fsync; raises when the file is no longer at its path). `execute` gets the
@@ -45,11 +50,11 @@ import threading
 import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from kward.agent.eventlog import EventLog
 from kward.agent.turn import TERMINAL, Turn, turn_error
-from kward.errors import Canceled, InvalidParams, KwardError
+from kward.errors import Canceled, InvalidParams, KwardError, TurnInProgress
 from kward.model import Finished, ImagePart, Status, TurnEvent
 from kward.steering import SteeringInbox, SteerInput
 from kward.timefmt import now_iso
@@ -70,6 +75,7 @@ class _Lane:
     draining: bool = False
     turn_lock: contextlib.ExitStack | None = None
     releasing: bool = False  # the drain job is releasing `turn_lock` (fsync, unlock)
+    held: Any = None  # the cancel token of exclusive work holding the lane (`exclusive`), or None
 
 
 class TurnManager:
@@ -127,11 +133,55 @@ class TurnManager:
                 lane.turn_lock = stack
             turn = self._enqueue(lane, session, text, attachments, headers or {}, publish)
             turn.plan = plan
-            if not lane.draining:
+            if not lane.draining and lane.held is None:  # held: drained when the exclusive work ends
                 lane.draining = True
                 if not self._submit(lambda: self._drain(lane)):
                     lane.draining = False
         return turn
+
+    @contextlib.contextmanager
+    def exclusive(self, session: Any, cancel: Any) -> Iterator[None]:
+        """Hold the session's lane for work that is not a turn (see the module docstring).
+        `cancel` (a CancelToken) is cancelled by `shutdown`. Raises TurnInProgress,
+        SessionBusy, or InvalidParams `shutting_down`."""
+        with self._lock:
+            lane = self._lane(session)
+            while lane.releasing:  # a finished turn lets go of the lock (quick)
+                self._released.wait()
+                lane = self._lane(session)
+            try:
+                if self._closed:
+                    raise InvalidParams("The server is shutting down", reason="shutting_down")
+                if lane.queue or lane.running is not None or lane.held is not None:
+                    raise TurnInProgress("A turn is running or queued on this session; compact after it finished",
+                                         data={"sessionId": session.id})
+                stack = contextlib.ExitStack()
+                stack.enter_context(lane.shared.turn_lock())  # SessionBusy when another process runs it
+            except BaseException:
+                self._release(lane, None)  # drops the lane when it is idle
+                raise
+            lane.turn_lock, lane.held = stack, cancel
+        try:
+            yield
+        finally:
+            with self._lock:
+                lane.held = None
+                stack = None
+                if lane.queue and not lane.draining:  # turns started meanwhile: run them now
+                    lane.draining = True
+                    if not self._submit(lambda: self._drain(lane)):
+                        lane.draining = False
+                        stack = self._end_lane(lane)
+                elif not lane.queue:
+                    stack = self._end_lane(lane)
+            if stack is not None:
+                self._release(lane, stack)
+
+    def compacting(self, session: Any) -> bool:
+        """Whether exclusive work (a compaction) holds the session's lane."""
+        with self._lock:
+            lane = self._lanes.get(session.shared)
+            return lane is not None and lane.held is not None
 
     def cancel(self, turn_id: str) -> Turn:
         turn = self.get(turn_id)
@@ -279,7 +329,8 @@ class TurnManager:
         finally:
             with self._lock:
                 lane.releasing = False
-                if self._lanes.get(lane.shared) is lane and not (lane.queue or lane.running or lane.draining):
+                if self._lanes.get(lane.shared) is lane and not (lane.queue or lane.running or lane.draining
+                                                                  or lane.held is not None):
                     del self._lanes[lane.shared]  # idle: a later start makes a new one
                 self._released.notify_all()
 
@@ -360,6 +411,9 @@ class TurnManager:
             for lane in lanes:
                 lane.queue.clear()
             running = [lane.running for lane in lanes if lane.running is not None]
+            held = [lane.held for lane in lanes if lane.held is not None]
+        for token in held:
+            token.cancel()
         for turn in queued:
             turn.cancel_requested = True
             self._finish(turn, "canceled", wait=False)

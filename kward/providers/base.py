@@ -37,6 +37,8 @@ class ModelRequest:
     headers: dict[str, str] = field(default_factory=dict)  # extra headers, e.g. traceparent
     session_id: str | None = None  # stable per conversation (Codex session_id / prompt_cache_key)
     steering: Any = None  # kward.steering.SteeringInbox of the running turn (Scripted's waitForSteer)
+    purpose: str = "turn"  # or "compaction": a summarizer call (kward.compaction), no tools
+    max_output_tokens: int | None = None  # a cap on the answer, where the wire format has one
 
 
 @dataclass

@@ -67,6 +67,8 @@ class OpenRouterProvider(StreamingProvider):
             body["tool_choice"] = "auto"
         elif history_has_tool_calls(request):
             body["tools"] = []  # some upstreams reject tool history without a tools field
+        if request.max_output_tokens:
+            body["max_tokens"] = request.max_output_tokens
         self._reasoning(body, request.reasoning_effort)
         return body
 

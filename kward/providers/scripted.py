@@ -15,6 +15,12 @@ on where it stopped). A step is a list of events (or `{"events": [...], "usage":
     {"type": "error", "message": "...", "kind": "server", "status": 500}
     {"type": "waitForSteer", "timeout": 30}
 
+A compaction's summarizer call (`ModelRequest.purpose` "compaction") plays the script's
+`"compaction"` step instead (same format; every summarizer call plays it), or, without
+one, writes a short checkpoint of its own from the conversation it was given. After a
+compaction the step count goes on where it was: a summary carries how many assistant
+messages it replaced (`SUMMARIZED_ASSISTANTS`).
+
 Fields are type-checked when the script loads (a null field counts as absent); a script
 that is not JSON or breaks the format fails the turn with a ScriptError naming the file,
 the step, the event and the problem.
@@ -35,7 +41,8 @@ from typing import Any
 
 from kward.cancel import CancelToken
 from kward.errors import CONFIG_ERROR, Canceled
-from kward.model import AssistantMessage, CompactionSummary, Message, TextPart, ToolCall, Usage
+from kward.model import (AssistantMessage, CompactionSummary, Message, TextPart, ToolCall, Usage, UserMessage,
+                         content_text)
 from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ProviderSetup, RetryInfo, StreamSink
 
 NAME = "Scripted"
@@ -105,7 +112,16 @@ def validate_script(data: Any, where: str = "script") -> dict[str, Any]:
             raise ScriptError(f"{where}: steps[{i}].usage must be an object of numbers >= 0 "
                               f"({', '.join(_USAGE_FIELDS)})")
         steps.append(step)
-    return {"steps": steps, "loop": bool(data.get("loop", False)), "model": data.get("model")}
+    compaction = data.get("compaction")
+    if compaction is not None:
+        if isinstance(compaction, list):
+            compaction = {"events": compaction}
+        if not isinstance(compaction, dict) or not isinstance(compaction.get("events"), list):
+            raise ScriptError(f"{where}: \"compaction\" must be an array of events or {{\"events\": [...]}}")
+        for j, event in enumerate(compaction["events"]):
+            _check_event(event, f"{where}: compaction.events[{j}]")
+    return {"steps": steps, "loop": bool(data.get("loop", False)), "model": data.get("model"),
+            "compaction": compaction}
 
 
 def _opt(event: dict[str, Any], name: str, default: Any) -> Any:
@@ -141,6 +157,38 @@ def message_chars(message: Message) -> int:
     return size
 
 
+#: The key of a compaction summary (an extra field of its record) holding how many
+#: assistant messages it replaced, earlier summaries' included.
+SUMMARIZED_ASSISTANTS = "summarized_assistant_messages"
+
+
+def assistant_count(messages: list[Message]) -> int:
+    """Assistant messages of the conversation, those compacted into a summary included."""
+    count = 0
+    for m in messages:
+        kind = type(m)
+        if kind is AssistantMessage:
+            count += 1
+        elif kind is CompactionSummary:
+            replaced = m.extras.get(SUMMARIZED_ASSISTANTS)
+            count += replaced if isinstance(replaced, int) and not isinstance(replaced, bool) else 0
+    return count
+
+
+def checkpoint_step(messages: list[Message]) -> dict[str, Any]:
+    """The built-in answer to a summarizer call: a checkpoint naming the first request and
+    how much was summarized (the caller fills in the files)."""
+    prompt = content_text(messages[-1].content) if messages and type(messages[-1]) is UserMessage else ""
+    lines = prompt.split("\n")
+    first = next((line[len("[User]: "):] for line in lines if line.startswith("[User]: ")), "")
+    answers = sum(1 for line in lines if line.startswith("[Assistant"))
+    goal = " ".join(first.split())[:200] or "(unknown)"
+    text = (f"## Goal\n- {goal}\n\n## Progress\n### Done\n- [x] {answers} assistant entries summarized "
+            "(Scripted checkpoint)\n\n## Files & Code\n### Read\n\n### Modified\n\n## Next Steps\n"
+            "1. Continue from the kept messages.")
+    return {"events": [{"type": "text", "text": text}]}
+
+
 def model_entry(model_id: str) -> Any:
     """The catalog entry of the scripted model: its nominal context window, levels unknown."""
     from kward.providers.catalog import ModelEntry
@@ -165,7 +213,9 @@ class ScriptedProvider(Provider):
 
     def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
         cancel.raise_if_cancelled()
-        if self.script is None:
+        if request.purpose == "compaction":
+            step = (self.script or {}).get("compaction") or checkpoint_step(request.messages)
+        elif self.script is None:
             from kward.providers.scripted_demo import demo_step
 
             step = demo_step(request.messages)
@@ -175,7 +225,7 @@ class ScriptedProvider(Provider):
 
     def _step(self, messages: list[Message]) -> dict[str, Any]:
         steps = self.script["steps"]
-        index = sum(1 for m in messages if type(m) is AssistantMessage)
+        index = assistant_count(messages)
         if index >= len(steps):
             if not self.script["loop"]:
                 raise ProviderError(f"The script has no step {index + 1} (it has {len(steps)}); "

@@ -6,8 +6,8 @@ producing thread, then queued on the transport's outbox (docs/protocol.md "Redac
 `kward.rpc.redaction` for the policies, `kward.secrets` for the known credential
 values). The runtime reports through the callables built here: `publish_turn_event` (its
 event sink: `turn/event`), `report` (its notices: `ui/question`), `make_room` and
-`admit` (the outbox's backpressure). `report` turns notices into `ui/question` and
-`auth/loginFinished`.
+`admit` (the outbox's backpressure). `report` turns notices into `ui/question`,
+`auth/loginFinished` and `session/event`.
 
 Thread contract: `send`, `notify` and the runtime callables may be called from any
 thread; `client` is written by the dispatcher thread only (in `initialize`) and read
@@ -83,9 +83,13 @@ class Connection:
 
     def report(self, notice: Any) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
-        from kward.runtime.notices import LoginFinished, QuestionAsked  # loaded by the runtime before any notice
+        from kward.runtime.notices import LoginFinished, QuestionAsked, SessionEvent  # loaded before any notice
 
-        if isinstance(notice, QuestionAsked):
+        if isinstance(notice, SessionEvent):
+            from kward.rpc.wire import session_event
+
+            self.notify("session/event", session_event(notice))
+        elif isinstance(notice, QuestionAsked):
             self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
                                         "questions": notice.questions})
         elif isinstance(notice, LoginFinished):  # from a login's thread, also while stopping: never waits

@@ -37,7 +37,7 @@ CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessag
                             "turnSteered", "answer"})
 
 #: Notification methods and their policy (others: FULL).
-NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT}
+NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": CONTENT}
 
 
 def _event(event: Any) -> Any:

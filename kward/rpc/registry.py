@@ -58,6 +58,7 @@ METHODS: dict[str, Method] = {
     "sessions/list": Method("sessions:list_", slow=True, redaction=CONTENT),
     "sessions/rename": Method("sessions:rename", redaction=CONTENT),
     "sessions/clone": Method("sessions:clone", slow=True, redaction=CONTENT),
+    "sessions/compact": Method("sessions:compact", slow=True, redaction=CONTENT),
     "sessions/forkMessages": Method("sessions:fork_messages", slow=True, redaction=CONTENT),
     "sessions/fork": Method("sessions:fork", slow=True, redaction=CONTENT),
     "sessions/export": Method("sessions:export", slow=True, redaction=CONTENT),

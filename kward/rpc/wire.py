@@ -54,6 +54,7 @@ from kward.model import (
     UserMessage,
     is_error_text,
 )
+from kward.rpc.protocol import error_object
 from kward.sessions.codec import call_fields, encode, tool_call_record, tool_result_record
 from kward.timefmt import seconds_iso
 from kward.toolcalls import extract_diff, normalize_args, normalize_tool_name, parse_arguments
@@ -345,3 +346,30 @@ def stats(s: Any) -> dict[str, Any]:
 def token_csv(export: Any) -> dict[str, Any]:
     """The `logging/tokenCsv` result of a `kward.telemetry.tokens.TokenCsv`: ``{csv, range, bucket}``."""
     return {"csv": export.csv, "range": time_range(export.range), "bucket": export.bucket}
+
+
+# --- compaction ---------------------------------------------------------------------------
+
+def compaction_result(result: Any) -> dict[str, Any]:
+    """`sessions/compact`: ``{summary, firstKeptEntryId, tokensBefore, details}`` of a
+    `kward.compaction.run.CompactionResult`."""
+    return {"summary": result.summary, "firstKeptEntryId": result.first_kept_entry_id,
+            "tokensBefore": result.tokens_before,
+            "details": {"read_files": list(result.details.get("read_files", [])),
+                        "modified_files": list(result.details.get("modified_files", []))}}
+
+
+def session_event(event: Any) -> dict[str, Any]:
+    """A `kward.runtime.notices.SessionEvent` as the `session/event` params: compactionStart
+    ``{reason}``; compactionEnd ``{result, aborted, willRetry, errorMessage}`` (`result`
+    as `sessions/compact` returns it, ``{}`` when aborted; an aborted one adds `error`,
+    the JSON-RPC error)."""
+    p = event.payload
+    if event.type == "compactionStart":
+        payload: dict[str, Any] = {"reason": p.reason}
+    else:
+        payload = {"result": compaction_result(p.result) if p.result is not None else {}, "aborted": p.aborted,
+                   "willRetry": p.will_retry, "errorMessage": p.error_message}
+        if p.error is not None:
+            payload["error"] = error_object(p.error)
+    return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": payload}

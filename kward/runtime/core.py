@@ -5,7 +5,7 @@ engine, turn manager; `kward.runtime.services`) are built on first use, so a fac
 only answers a handshake never imports the agent, the providers or `requests`. Once
 built, each service is thread-safe itself; every operation below may be called from any thread. The
 slow ones (resume, clone, fork, export, transcript, list of sessions, close and delete
-with running turns, model listings, model and reasoning changes, reload, stats) belong on
+with running turns, compaction, model listings, model and reasoning changes, reload, stats) belong on
 a worker thread; the rest are quick (a lookup, a stat, one appended line).
 """
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from kward.providers.model_service import ModelChoice, ModelListing
     from kward.agent.turns import Turn
+    from kward.compaction.run import CompactionResult
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
     from kward.sessions.listing import SessionSummary
@@ -249,6 +250,12 @@ class Runtime(RuntimeServices):
         self._admit()
         text, behavior, plan = self.resources.plan_input(text, bool(images), behavior)  # `/name args`
         return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, plan=plan)
+
+    def compact(self, session_id: str, instructions: str | None = None,
+                sink: Callable[[Any], None] | None = None) -> "CompactionResult":
+        """Summarize the session's older conversation now (kward.runtime.compaction); its
+        SessionEvent notices go to `sink` (default: the face's notices). Slow."""
+        return self.compaction.compact(session_id, instructions, sink)
 
     def cancel_turn(self, turn_id: str) -> "Turn":
         return self.turns.cancel(turn_id)

@@ -30,3 +30,16 @@ class LoginFinished:
     (never a secret)."""
 
     login: "LoginState"
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """Something happened to a session outside a turn's events: a compaction started
+    (`type` compactionStart, payload `kward.compaction.run.CompactionStart`) or ended
+    (compactionEnd, `CompactionEnd`). Sent from the thread that compacts (a worker, or
+    the turn's worker for an automatic compaction)."""
+
+    session_id: str
+    type: str
+    payload: Any
+    timestamp: str

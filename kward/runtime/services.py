@@ -1,6 +1,6 @@
 """The services of a `kward.runtime.Runtime`, built on first use: the session manager,
 question broker, model service, agent engine, turn manager, and the runtime's auth,
-memory, telemetry and resources parts.
+memory, telemetry, resources and compaction parts.
 
 `RuntimeServices` is the Runtime's base: each property builds its service once, under
 `_lock` (an RLock: a service's builder may use another service), and imports its module
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turns import TurnManager
     from kward.providers.model_service import ModelService
     from kward.runtime.auth import RuntimeAuth
+    from kward.runtime.compaction import RuntimeCompaction
     from kward.runtime.memory import MemoryRuntime
     from kward.runtime.resources import RuntimeResources
     from kward.runtime.telemetry import TelemetryRuntime
@@ -118,6 +119,13 @@ class RuntimeServices:
             return resources
 
         return self._service("resources", build)
+
+    @property
+    def compaction(self) -> "RuntimeCompaction":
+        """Manual and automatic compaction (kward/runtime/compaction.py)."""
+        from kward.runtime.compaction import RuntimeCompaction
+
+        return self._service("compaction", lambda: RuntimeCompaction(self, self._notify))
 
     @property
     def turns(self) -> "TurnManager":

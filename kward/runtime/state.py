@@ -52,6 +52,8 @@ class SessionState:
     reserve_tokens: int  # config `compaction.reserve_tokens`
     model: ModelState | None  # None when no provider could be chosen ...
     provider_error: KwardError | None = None  # ... and this says why
+    compacting: bool = False  # a manual compaction holds the session now
+    auto_compaction: bool = False  # config `compaction.enabled`
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class SessionStats:
     tokens: dict[str, int]
     cost: float | None
     context_usage: dict[str, Any] | None
+    auto_compaction: bool = False  # config `compaction.enabled`
 
 
 def session_ids(session: Any) -> SessionIds:
@@ -78,7 +81,9 @@ def session_state(rt: "Runtime", session: Any) -> SessionState:
                   pending=turns.pending_count(session) if turns is not None else 0,
                   message_count=message_counts(session.entry_messages())["totalMessages"],
                   workspace_root=session.workspace_root,
-                  reserve_tokens=compaction.get("reserve_tokens", DEFAULT_RESERVE_TOKENS))
+                  reserve_tokens=compaction.get("reserve_tokens", DEFAULT_RESERVE_TOKENS),
+                  compacting=turns is not None and turns.compacting(session),
+                  auto_compaction=rt.compaction.auto_enabled())
     try:
         selection = rt.engine.selection()
     except KwardError as exc:  # e.g. an unreadable script: the session state is still worth showing
@@ -102,4 +107,4 @@ def session_stats(rt: "Runtime", session: Any) -> SessionStats:
         window = None
     usage = context_usage(messages, rt.resources.estimate(session), window)
     return SessionStats(ids=session_ids(session), counts=message_counts(messages), tokens=totals, cost=cost,
-                        context_usage=usage)
+                        context_usage=usage, auto_compaction=rt.compaction.auto_enabled())

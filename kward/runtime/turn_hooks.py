@@ -1,6 +1,6 @@
 """The runtime's turn hooks (`kward.agent.hooks.TurnHooks`): the resources (slash input,
-instructions, skills' tool, plugin observers), memory and telemetry for the turns the
-engine runs. Built once by the runtime; the services behind it are built on first use.
+instructions, skills' tool, plugin observers), memory, telemetry and automatic compaction
+for the turns the engine runs. Built once by the runtime; the services behind it are built on first use.
 Same thread contract as the hooks: a turn's worker thread.
 """
 
@@ -33,6 +33,9 @@ class RuntimeTurnHooks(TurnHooks):
 
     def recorder(self, turn: Any) -> Any:
         return self._runtime.telemetry.recorder(getattr(turn, "headers", None)) or NO_RECORDER
+
+    def context_guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> Any:
+        return self._runtime.compaction.guard(turn, session, provider, model, effort)
 
     def after_turn(self, turn: Any, session: Any) -> None:
         self._runtime.memory.after_turn(session)

@@ -5,8 +5,8 @@ decorator on its handler `handler(shell, arg)`; `arg` is the text after the name
 stripped. `available(shell)` (optional) returns None when the command can run now, or the
 reason it cannot. `/help`, `kward help` and the man page's INTERACTIVE COMMANDS are made
 from (and checked against, tests/test_docs.py) this table. The built-in commands live in
-`cmd_sessions` and `cmd_runtime`; later features (compaction, memory) register theirs the
-same way. Built-in names are reserved: registering a name twice raises ValueError (and
+`cmd_sessions` and `cmd_runtime`; later features (`cmd_memory`, `cmd_compact`) register
+theirs the same way. Built-in names are reserved: registering a name twice raises ValueError (and
 the server reserves them for templates and plugins too: kward.resources.prompts.RESERVED).
 
 Prompt templates and plugin commands are the server's (`commands/list`, fetched once per
@@ -59,6 +59,7 @@ def table() -> dict[str, Command]:
     from kward.terminal import cmd_sessions  # noqa: F401,I001 - they register themselves, in this order
     from kward.terminal import cmd_runtime  # noqa: F401
     from kward.terminal import cmd_memory  # noqa: F401
+    from kward.terminal import cmd_compact  # noqa: F401
 
     return TABLE
 

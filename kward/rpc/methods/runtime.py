@@ -17,9 +17,9 @@ def _ids(ids: SessionIds) -> dict[str, Any]:
 def state(call: Call) -> dict[str, Any]:
     st = call.runtime.state(call.params.str("sessionId", required=True))
     out: dict[str, Any] = {
-        "isStreaming": st.streaming, "isCompacting": False, "followUpMode": "one-at-a-time",
+        "isStreaming": st.streaming, "isCompacting": st.compacting, "followUpMode": "one-at-a-time",
         **_ids(st.ids),
-        "autoCompactionEnabled": False, "autoCompactionReserveTokens": st.reserve_tokens,
+        "autoCompactionEnabled": st.auto_compaction, "autoCompactionReserveTokens": st.reserve_tokens,
         "workspaceGuardrailsEnabled": True,
         "hideThinkingBlock": False, "quietStartup": False, "transport": "kward-rpc", "imageAutoResize": False,
         "blockImages": False, "enabledModels": [], "enableSkillCommands": False,
@@ -47,7 +47,8 @@ def state(call: Call) -> dict[str, Any]:
 
 def stats(call: Call) -> dict[str, Any]:
     st = call.runtime.stats(call.params.str("sessionId", required=True))
-    out: dict[str, Any] = {**_ids(st.ids), **st.counts, "tokens": st.tokens}
+    out: dict[str, Any] = {**_ids(st.ids), **st.counts, "tokens": st.tokens,
+                           "autoCompactionEnabled": st.auto_compaction}
     if st.cost is not None:
         out["cost"] = round(st.cost, 6)
     if st.context_usage is not None:

@@ -62,3 +62,11 @@ def close(call: Call) -> dict[str, Any]:
 
 def transcript(call: Call) -> dict[str, Any]:
     return wire.transcript(call.runtime.transcript(call.params.str("sessionId", required=True)))
+
+
+def compact(call: Call) -> dict[str, Any]:
+    p = call.params
+    session_id = p.str("sessionId", required=True)
+    call.runtime.session(session_id)  # an unknown session is reported before the other params
+    focus = p.str("customInstructions", max_len=100_000)
+    return wire.compaction_result(call.runtime.compact(session_id, focus))

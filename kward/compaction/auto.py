@@ -1,0 +1,72 @@
+"""Automatic compaction during a turn: the guard the agent loop runs with
+(`kward.agent.loop.TurnSetup.context`).
+
+- `before_request`: before each model request of the turn (the first one is "before the
+  turn"), when the context estimate crosses the threshold (`kward.compaction.estimate`)
+  the session is compacted (reason ``threshold``). Nothing to compact, or a failed
+  compaction, leaves the context as it is and the request goes out (a failure is logged;
+  the compactionEnd event says why).
+- `after_overflow`: the provider rejected a request as too long for the context window
+  (`ProviderError` kind ``context_overflow``): compact once per turn (reason
+  ``overflow``, compactionEnd ``willRetry: true``); True when the request is to be sent
+  again, False when the turn fails with the overflow error.
+
+Both honour the `compaction` settings (`enabled`; the window: `context_window`, else the
+model's). A cancellation during a compaction propagates (the turn is canceled).
+
+Thread contract: one guard per turn, used on the turn's worker thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kward.compaction.estimate import context_tokens, over_threshold
+from kward.compaction.prompt import Profile
+from kward.compaction.run import Emit, Summarize, run
+from kward.errors import AlreadyCompacted, Canceled, KwardError, NothingToCompact
+from kward.settings import CompactionSettings
+
+log = logging.getLogger(__name__)
+
+
+class AutoCompaction:
+    def __init__(self, settings: CompactionSettings, window: int | None, summarize: Summarize, profile: Profile,
+                 emit: Emit):
+        self.settings = settings
+        self.window = settings.context_window or window
+        self._summarize = summarize
+        self._profile = profile
+        self._emit = emit
+        self._overflow_used = False
+
+    def needed(self, session: Any, instructions: str) -> bool:
+        """Whether the context estimate crosses the threshold."""
+        if not self.settings.enabled or not self.window:
+            return False
+        tokens = context_tokens(session.entry_messages(), instructions)
+        return over_threshold(tokens, self.window, self.settings.reserve_tokens)
+
+    def before_request(self, session: Any, instructions: str) -> None:
+        if self.needed(session, instructions):
+            self._compact(session, instructions, "threshold")
+
+    def after_overflow(self, session: Any, instructions: str) -> bool:
+        if self._overflow_used or not self.settings.enabled:
+            return False
+        self._overflow_used = True
+        return self._compact(session, instructions, "overflow")
+
+    def _compact(self, session: Any, instructions: str, reason: str) -> bool:
+        try:
+            run(session, self._summarize, self.settings, self._profile, self._emit, reason=reason,
+                instructions=instructions, will_retry=reason == "overflow", window=self.window)
+            return True
+        except (NothingToCompact, AlreadyCompacted):
+            return False
+        except Canceled:
+            raise
+        except KwardError as exc:
+            log.warning("automatic compaction (%s) failed: %s", reason, exc.message)
+            return False

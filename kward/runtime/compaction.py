@@ -1,0 +1,94 @@
+"""The runtime's compaction: `sessions/compact` and `/compact` (`compact`), and the guard
+of automatic compaction each turn runs with (`guard`). The core is `kward.compaction`.
+
+A manual compaction holds the session's lane (`TurnManager.exclusive`): refused with
+`turn_in_progress` while a turn runs or is queued on the session in this process, with
+`session_busy` while another process runs one; turns started meanwhile wait for it. It
+summarizes with the active provider and model. Its `compactionStart` / `compactionEnd`
+events go to `sink` (default: the runtime's notices, `kward.runtime.notices.SessionEvent`),
+as do those of automatic compactions.
+
+The context window of automatic compaction is config `compaction.context_window`, else
+the model's (the catalog, cached; loaded when unknown). Any thread; `compact` and
+`guard` block (a model call, a listing).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from kward.cancel import CancelToken
+from kward.compaction.auto import AutoCompaction
+from kward.compaction.prompt import detect_profile
+from kward.compaction.run import CompactionResult, model_summarizer, run
+from kward.errors import KwardError
+from kward.runtime.notices import SessionEvent
+from kward.settings import CompactionSettings
+from kward.timefmt import now_iso
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.core import Runtime
+
+Sink = Callable[[SessionEvent], None]
+
+
+class RuntimeCompaction:
+    def __init__(self, runtime: "Runtime", notify: Sink):
+        self._rt = runtime
+        self._notify = notify
+
+    def settings(self) -> CompactionSettings:
+        return self._rt.engine.settings.current().compaction
+
+    def auto_enabled(self) -> bool:
+        try:
+            return self.settings().enabled
+        except KwardError:
+            return False
+
+    def _emitter(self, session: Any, sink: Sink | None) -> Callable[[str, Any], None]:
+        out = sink or self._notify
+
+        def emit(type_: str, payload: Any) -> None:
+            out(SessionEvent(session.id, type_, payload, now_iso()))
+
+        return emit
+
+    def compact(self, session_id: str, instructions: str | None = None,
+                sink: Sink | None = None) -> CompactionResult:
+        """Compact the session now (see the module docstring); raises NothingToCompact,
+        AlreadyCompacted, EmptySummary, TurnInProgress, SessionBusy or the provider's error;
+        the session is unchanged when it raises."""
+        rt = self._rt
+        session = rt.sessions.get(session_id)
+        cancel = CancelToken()
+        with rt.turns.exclusive(session, cancel):
+            engine = rt.engine
+            selection = engine.selection()
+            summarize = model_summarizer(selection.provider, selection.model, cancel,
+                                         reasoning_effort=engine.models.request_effort(selection, cancel),
+                                         session_key=session.persistent_id)
+            settings = self.settings()
+            return run(session, summarize, settings, detect_profile(session.workspace_root),
+                       self._emitter(session, sink), reason="manual", instructions=rt.resources.estimate(session),
+                       focus=instructions, window=self._window(settings, selection, cancel))
+
+    def _window(self, settings: CompactionSettings, selection: Any, cancel: CancelToken) -> int | None:
+        """config `compaction.context_window`, else the model's (None: unknown)."""
+        if settings.context_window:
+            return settings.context_window
+        try:
+            return self._rt.engine.models.describe(selection, load=True, cancel=cancel).context_window
+        except KwardError:
+            return None
+
+    def guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> AutoCompaction:
+        """The automatic compaction of one turn, with the turn's provider and model."""
+        engine = self._rt.engine
+        settings = self.settings()
+        window = self._window(settings, engine.selection(), turn.cancel) if settings.enabled else None
+        summarize = model_summarizer(provider, model, turn.cancel, reasoning_effort=effort,
+                                     headers=dict(getattr(turn, "headers", None) or {}),
+                                     session_key=session.persistent_id)
+        return AutoCompaction(settings, window, summarize, detect_profile(session.workspace_root),
+                              self._emitter(session, None))
