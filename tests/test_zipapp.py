@@ -163,6 +163,8 @@ def test_the_first_start_extracts_the_archive_and_later_starts_run_from_the_byte
     _, first = loaded_from(pyz, env)
     where = tree(isolated_home)
     assert (where / ".kward-pyz").read_text() == where.name
+    for directory in (where, where.parent, where.parent.parent, isolated_home / ".kward"):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
     with zipfile.ZipFile(pyz) as z:
         assert (where / "kward" / "cli.py").read_bytes() == z.read("kward/cli.py")
         assert (where / "__main__.py").read_bytes() == z.read("__main__.py")

@@ -55,6 +55,23 @@ def _compile(tree: str, build_id: str, marker: str) -> None:
         pass
 
 
+def _private_dirs(path: str) -> None:
+    """`path` and the missing directories above it, each made 0700 (os.makedirs would make
+    all but the last with the umask's mode: DESIGN.md wants the config dir's at 0700)."""
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+
+
 def _remove(path: str) -> None:
     import shutil
 
@@ -85,7 +102,7 @@ def _extract(archive: str, final: str, build_id: str, marker: str) -> bool:
     import zipfile
 
     base = os.path.dirname(final)
-    os.makedirs(base, mode=0o700, exist_ok=True)
+    _private_dirs(base)
     _sweep(base, time.time())
     temp = tempfile.mkdtemp(prefix=f".{build_id}.", suffix=".tmp", dir=base)
     try:
