@@ -1,7 +1,7 @@
 """Error classes that carry their JSON-RPC code and a stable reason slug.
 
 Every failure a client can see is one of these classes. The RPC boundary turns them into
-wire form once (`KwardError.to_wire`); nothing matches on message text. Messages are for
+wire form once (`kward.rpc.protocol.error_object`); nothing matches on message text. Messages are for
 people and may change; `reason` slugs are a contract and are listed in `REASONS` (and in
 docs/protocol.md, which a test keeps in step with this table).
 
@@ -98,12 +98,6 @@ class KwardError(Exception):
             self.reason = reason
         self.data = dict(data or {})
 
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON-RPC ``error`` member: code, message, data{reason, errorClass, ...}."""
-        data = {"reason": self.reason, "errorClass": type(self).__name__}
-        data.update(self.data)
-        return {"code": self.code, "message": self.message, "data": data}
-
 
 class ParseError(KwardError):
     code = PARSE_ERROR
@@ -161,7 +155,16 @@ class SessionNotFound(InvalidParams):
         super().__init__(f"Unknown session: {session_id}", data={"sessionId": session_id})
 
 
-class SessionBusy(InvalidParams):
+class StateConflict(KwardError):
+    """The request is well formed, but the state of what it names does not allow it now
+    (another process runs a turn on the session, the session's file is gone, telemetry is
+    off, ...). -32602 on the wire, as clients expect of these; not `InvalidParams`: no
+    param is wrong, and retrying later (or after changing the state) may work."""
+
+    code = INVALID_PARAMS
+
+
+class SessionBusy(StateConflict):
     """Another process holds the session's turn lock."""
 
     reason = "session_busy"
@@ -272,13 +275,13 @@ class AuthServerError(KwardError):
     reason = "provider_error"
 
 
-class SessionInUse(InvalidParams):
+class SessionInUse(StateConflict):
     """`sessions/delete` without `force` of a session another process has open."""
 
     reason = "session_in_use"
 
 
-class SessionFileGone(InvalidParams):
+class SessionFileGone(StateConflict):
     """The file an open session appends to is no longer at its path (deleted, moved or
     replaced): what would be appended could never be read back."""
 
@@ -299,7 +302,7 @@ class MemoryStoreError(KwardError):
     reason = "invalid_memory_store"
 
 
-class LoggingDisabled(InvalidParams):
+class LoggingDisabled(StateConflict):
     """`logging/stats` or `logging/tokenCsv` while no telemetry category (or not the one it
     reads) is enabled."""
 

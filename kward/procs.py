@@ -1,6 +1,6 @@
 """The processes kward starts and everything they start: tagging, finding, ending, reaping.
 
-Nothing started by a tool outlives the kward process (issue 9, point 7). The rules:
+Nothing started by a tool outlives the kward process. The rules:
 
 - Every command runs with ``KWARD_COMMAND_ID=<process token>.<n>`` in its environment
   (`new_tag`); its descendants inherit it, including those that leave the command's
@@ -40,7 +40,8 @@ import sys
 import threading
 import time
 
-from kward.records import TYPE_CHECKING, Record
+from kward import proctable
+from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
@@ -50,8 +51,6 @@ TAG_VARIABLE = "KWARD_COMMAND_ID"
 EXIT_GRACE_SECONDS = 0.2  # after SIGTERM at exit, before SIGKILL
 KILL_ROUNDS_SECONDS = 0.5  # how long to keep killing what a dying tree still forks
 _ROUND_PAUSE = 0.005
-_DEATH_POLL = 0.0005  # a SIGKILLed process leaves within microseconds to a few ms
-_MAX_PIDFDS = 64  # more victims than this are polled: never many descriptors at once
 _PR_SET_CHILD_SUBREAPER = 36
 
 _lock = threading.Lock()
@@ -61,19 +60,6 @@ _owner = False
 _subreaper = False
 _token = os.urandom(4).hex()
 _sequence = itertools.count(1)
-
-
-class _Proc(Record):
-    pid: int
-    ppid: int
-    pgrp: int
-    sid: int
-    state: str
-    start: int  # clock ticks since boot: with the pid, identifies the process
-
-    @property
-    def live(self) -> bool:
-        return self.state not in ("Z", "X", "x")
 
 
 def own_descendants() -> None:
@@ -126,108 +112,6 @@ def _install_subreaper() -> None:
         _subreaper = False
 
 
-# --- /proc -------------------------------------------------------------------------------
-
-def _read(path: str, limit: int) -> bytes | None:
-    """Up to `limit` bytes of a /proc file (os.read: a third of the cost of open())."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    from kward.confined import read_fd  # not at import: kward.confined is not needed to start
-
-    try:
-        return read_fd(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _stat(pid: int) -> _Proc | None:
-    data = _read(f"/proc/{pid}/stat", 4096)
-    if not data:
-        return None
-    fields = data[data.rfind(b")") + 2:].split()  # comm may hold spaces and parens
-    try:
-        return _Proc(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode("ascii", "replace"),
-                     int(fields[19]))
-    except (IndexError, ValueError):
-        return None
-
-
-def _table() -> dict[int, _Proc] | None:
-    """Every process now, or None without a /proc."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
-    table = {}
-    for entry in entries:
-        if entry.isdigit():
-            p = _stat(int(entry))
-            if p is not None:
-                table[p.pid] = p
-    return table or None
-
-
-def _descendants(table: dict[int, _Proc], roots: Iterable[int]) -> set[int]:
-    """`roots` and every process below them."""
-    children: dict[int, list[int]] = {}
-    for p in table.values():
-        children.setdefault(p.ppid, []).append(p.pid)
-    found: set[int] = set()
-    stack = list(roots)
-    while stack:
-        pid = stack.pop()
-        if pid not in found:
-            found.add(pid)
-            stack.extend(children.get(pid, ()))
-    return found
-
-
-def _environ_has(pid: int, needle: bytes) -> bool:
-    data = _read(f"/proc/{pid}/environ", 1 << 24)  # gone, a zombie's (empty), another user's
-    return bool(data) and needle in b"\0" + data
-
-
-def _tagged(table: dict[int, _Proc], candidates: Iterable[int], needle: bytes) -> set[int]:
-    me = os.getpid()
-    return {pid for pid in candidates if pid != me and table[pid].live and _environ_has(pid, needle)}
-
-
-def _send(p: _Proc, sig: int) -> None:
-    """Signal `p` unless its pid now names another process."""
-    opener = getattr(os, "pidfd_open", None)
-    sender = getattr(signal, "pidfd_send_signal", None)
-    if opener is None or sender is None:
-        try:
-            os.kill(p.pid, sig)
-        except OSError:
-            pass
-        return
-    try:
-        fd = opener(p.pid)
-    except OSError:
-        return
-    try:
-        now = _stat(p.pid)
-        if now is not None and now.start == p.start:
-            sender(fd, sig)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _signal_live(table: dict[int, _Proc], pids: Iterable[int], sig: int) -> list[int]:
-    me = os.getpid()
-    victims = [table[pid] for pid in pids if pid != me and pid in table and table[pid].live]
-    for p in victims:
-        _send(p, sig)
-    return [p.pid for p in victims]
-
-
 # --- one command -----------------------------------------------------------------------
 
 class CommandProcesses:
@@ -239,24 +123,24 @@ class CommandProcesses:
     def __init__(self, leader: int, tag: str):
         self.leader = leader
         self._needle = f"\0{TAG_VARIABLE}={tag}\0".encode()
-        self._known: dict[int, _Proc] = {}
+        self._known: dict[int, proctable.Proc] = {}
 
     def signal(self, *sigs: int) -> list[int]:
         """Scan, then send each of `sigs` in turn to every live process of the command;
         returns their pids (none also without /proc)."""
-        table = _table()
+        table = proctable.table()
         if table is None:
             return []
         # with the subreaper every process of ours is below us; otherwise look everywhere
-        candidates = _descendants(table, [os.getpid()]) if _subreaper else set(table)
-        roots = _tagged(table, candidates, self._needle)
+        candidates = proctable.descendants(table, [os.getpid()]) if _subreaper else set(table)
+        roots = proctable.tagged(table, candidates, self._needle)
         roots.add(self.leader)
         roots.update(pid for pid, p in self._known.items() if pid in table and table[pid].start == p.start)
-        members = _descendants(table, roots)
+        members = proctable.descendants(table, roots)
         self._known.update((pid, table[pid]) for pid in members)
         signalled: list[int] = []
         for sig in sigs:
-            signalled = _signal_live(table, members, sig)
+            signalled = proctable.signal_live(table, members, sig)
         return signalled
 
     def kill(self, also: Any = None, frozen_group: int | None = None) -> None:
@@ -271,7 +155,7 @@ class CommandProcesses:
             killed = [self._known[pid] for pid in self.signal(signal.SIGKILL)]
             if also is not None:
                 also()
-            if not killed or not _wait_dead(killed, deadline):
+            if not killed or not proctable.wait_dead(killed, deadline):
                 return
             if all(p.pgrp == frozen_group or p.state in ("T", "t") for p in killed):
                 return
@@ -279,49 +163,6 @@ class CommandProcesses:
     def pids(self) -> list[int]:
         """Every pid a scan found (for `reap_orphans`)."""
         return list(self._known)
-
-
-def _alive(p: _Proc) -> bool:
-    now = _stat(p.pid)
-    return now is not None and now.start == p.start and now.live
-
-
-def _wait_dead(victims: list[_Proc], deadline: float) -> bool:
-    """Wait until none of `victims` is alive (zombies count as dead); False at `deadline`.
-    Sleeps on pidfds (readable once the process exited) where the platform has them."""
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None or len(victims) > _MAX_PIDFDS:
-        while any(_alive(p) for p in victims):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(_DEATH_POLL)
-        return True
-    import select
-
-    poller = select.poll()
-    fds: list[int] = []
-    try:
-        for p in victims:
-            try:
-                fds.append(opener(p.pid))
-            except OSError:
-                continue  # already reaped
-            if _alive(p):  # a pid reused since the scan is not waited for
-                poller.register(fds[-1], select.POLLIN)
-            else:
-                os.close(fds.pop())
-        pending = set(fds)
-        while pending:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            for fd, _ in poller.poll(remaining * 1000):
-                poller.unregister(fd)
-                pending.discard(fd)
-        return True
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 # --- reaping and exit ----------------------------------------------------------------
@@ -336,7 +177,7 @@ def reap_orphans(hints: Iterable[int] = (), everything: bool = False) -> int:
             return 0
         me, own_session = os.getpid(), os.getsid(0)
 
-        def reap(p: _Proc | None) -> int:
+        def reap(p: proctable.Proc | None) -> int:
             if p is None or p.ppid != me or p.live or p.pid in _children \
                     or (p.sid == own_session and not everything):
                 return 0
@@ -345,10 +186,10 @@ def reap_orphans(hints: Iterable[int] = (), everything: bool = False) -> int:
             except ChildProcessError:
                 return 0
 
-        reaped = sum(reap(_stat(pid)) for pid in hints)
+        reaped = sum(reap(proctable.stat(pid)) for pid in hints)
         if reaped and _pending() is None:
             return reaped
-        table = _table()
+        table = proctable.table()
         return reaped + sum(reap(p) for p in (table or {}).values())
 
 
@@ -364,11 +205,11 @@ def _pending() -> object | None:
         return None
 
 
-def _live_descendants(table: dict[int, _Proc], prefix: bytes) -> set[int]:
+def _live_descendants(table: dict[int, proctable.Proc], prefix: bytes) -> set[int]:
     me = os.getpid()
-    pids = _descendants(table, [me]) - {me}
+    pids = proctable.descendants(table, [me]) - {me}
     if not _subreaper:  # orphans went to init: find them by our tag prefix
-        pids |= _tagged(table, table, prefix)
+        pids |= proctable.tagged(table, table, prefix)
     return {pid for pid in pids if table[pid].live}
 
 
@@ -377,23 +218,23 @@ def end_descendants(grace: float = EXIT_GRACE_SECONDS) -> None:
     is left (in rounds, as `CommandProcesses.kill`), then reap. For the process that
     called `own_descendants`, on its way out."""
     prefix = f"\0{TAG_VARIABLE}={_token}.".encode()
-    table = _table()
+    table = proctable.table()
     if table is None:
         _end_groups(grace)
         return
     victims = _live_descendants(table, prefix)
     if victims:
-        _signal_live(table, victims, signal.SIGTERM)
+        proctable.signal_live(table, victims, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while victims and time.monotonic() < deadline:
             time.sleep(_ROUND_PAUSE)
-            table = _table() or {}
+            table = proctable.table() or {}
             victims = _live_descendants(table, prefix)
         deadline = time.monotonic() + KILL_ROUNDS_SECONDS
         while victims and time.monotonic() < deadline:
-            _signal_live(table, victims, signal.SIGKILL)
+            proctable.signal_live(table, victims, signal.SIGKILL)
             time.sleep(_ROUND_PAUSE)
-            table = _table() or {}
+            table = proctable.table() or {}
             victims = _live_descendants(table, prefix)
     reap_orphans(everything=True)
 

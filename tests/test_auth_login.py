@@ -9,6 +9,7 @@ import pytest
 
 from kward.errors import InvalidParams, LoginError
 from kward.redact import redact
+from kward.rpc.wire import login as login_object
 from lib.auth_helpers import authorize, browser, make_auth, make_env, open_in_browser
 from lib.fake_oauth import FakeOAuth, challenge_of
 
@@ -27,14 +28,14 @@ def auth(fake):
 
 
 class Finished:
-    """Records on_finished calls; `wait()` until one arrived."""
+    """Records on_finished calls as the login objects clients see; `wait()` until one arrived."""
 
     def __init__(self):
         self.calls = []
         self.event = threading.Event()
 
-    def __call__(self, payload):
-        self.calls.append(payload)
+    def __call__(self, state):
+        self.calls.append(login_object(state))
         self.event.set()
 
 
@@ -55,7 +56,7 @@ def test_full_login_through_the_callback_server(fake, auth):
     changes = []
     auth.credentials.add_listener(changes.append)
     login = auth.logins.start(timeout=10, on_finished=done)
-    first = login.payload()
+    first = login_object(login.state())
     assert first["status"] == "pending" and first["providerId"] == "openai" and first["loginId"] == login.login_id
     port = int(first["redirectUri"].split(":")[2].split("/")[0])
     assert first["redirectUri"] == f"http://localhost:{port}/auth/callback"
@@ -66,7 +67,7 @@ def test_full_login_through_the_callback_server(fake, auth):
     assert page.status_code == 200 and "You can close this window" in page.text
     assert page.headers["Content-Type"] == "text/html; charset=utf-8" and page.headers["Connection"] == "close"
     assert login.wait(5)
-    assert done.calls == [auth.logins.status(login.login_id)]
+    assert done.calls == [login_object(auth.logins.status(login.login_id))]
     final = done.calls[0]
     assert final["status"] == "completed" and final["message"] == "Logged in to OpenAI." and "error" not in final
     assert changes == ["openai"]
@@ -85,7 +86,7 @@ def test_login_by_submitted_code(fake, auth):
     login = auth.logins.start(timeout=10)
     callback = authorize(login.authorization_url)
     code = callback.split("code=")[1].split("&")[0]
-    result = auth.logins.submit(login.login_id, code)
+    result = login_object(auth.logins.submit(login.login_id, code))
     assert result["status"] == "completed" and login.wait(5)
     assert stored(auth).account_id == "acct_test"
     with pytest.raises(LoginError) as info:
@@ -98,7 +99,7 @@ def test_login_by_pasted_callback_url(fake, auth):
     login = auth.logins.start(timeout=10, on_finished=done)
     callback = authorize(login.authorization_url)
     assert callback.startswith(login.redirect_uri + "?")
-    assert auth.logins.submit(login.login_id, "  " + callback + "\n")["status"] == "completed"
+    assert login_object(auth.logins.submit(login.login_id, "  " + callback + "\n"))["status"] == "completed"
     assert login.wait(5) and [c["status"] for c in done.calls] == ["completed"]
     assert refused("127.0.0.1", login.listen_address[1])
 
@@ -182,7 +183,7 @@ def test_timeout_fails_the_login_and_closes_the_listener(fake, auth):
 def test_cancel(fake, auth):
     done = Finished()
     login = auth.logins.start(timeout=10, on_finished=done)
-    assert auth.logins.cancel(login.login_id)["status"] == "cancelled"
+    assert login_object(auth.logins.cancel(login.login_id))["status"] == "cancelled"
     assert login.wait(5) and done.calls[0]["status"] == "cancelled"
     assert refused("127.0.0.1", login.listen_address[1])
 
@@ -230,8 +231,8 @@ def test_logins_are_bounded_and_a_new_one_cancels_the_pending_one(fake, auth):
     with pytest.raises(LoginError) as info:
         auth.logins.status(logins[0].login_id)
     assert info.value.reason == "login_not_found"
-    assert auth.logins.status(logins[-1].login_id)["status"] == "pending"
-    assert auth.logins.status(logins[-16].login_id)["status"] == "cancelled"
+    assert login_object(auth.logins.status(logins[-1].login_id))["status"] == "pending"
+    assert login_object(auth.logins.status(logins[-16].login_id))["status"] == "cancelled"
 
 
 @pytest.mark.parametrize("timeout", [0, -1, float("nan"), 3601])

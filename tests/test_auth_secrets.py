@@ -6,7 +6,10 @@ import logging
 
 import pytest
 
+from kward.auth.login import LoginState
 from kward.errors import KwardError
+from kward.rpc.protocol import error_object
+from kward.rpc.wire import login as login_object
 from lib.auth_helpers import authorize, make_auth, make_env, open_in_browser
 from lib.fake_http import json_response
 from lib.fake_oauth import FakeOAuth
@@ -22,13 +25,15 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
     verifiers: list[str] = []
 
     def keep(value):
+        if isinstance(value, LoginState):  # as the client sees it
+            value = login_object(value)
         seen.append(json.dumps(value) if not isinstance(value, str) else value)
 
     def expect_error(fn, *args):
         with pytest.raises(KwardError) as info:
             fn(*args)
         keep(str(info.value))
-        keep(info.value.to_wire())
+        keep(error_object(info.value))
 
     with FakeOAuth() as fake:
         env = make_env(KWARD_OPENAI_AUTH_ISSUER=fake.issuer, KWARD_OAUTH_PORT="0", OPENROUTER_API_KEY=ENV_KEY)
@@ -37,7 +42,7 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
             # a login through the browser, then one by pasted URL
             login = auth.logins.start(timeout=10, on_finished=keep)
             verifiers.append(login._verifier)
-            keep(login.payload())
+            keep(login.state())
             keep(open_in_browser(login.authorization_url).text)
             assert login.wait(5)
             login = auth.logins.start(timeout=10, on_finished=keep)

@@ -86,9 +86,10 @@ def test_steering_table_matches_the_provider_classes():
 
 
 def test_capability_constants_match_the_code_they_describe():
+    from kward import model
     from kward.agent import attachments, eventlog
 
-    assert capabilities.IMAGE_MIME_TYPES == list(attachments.MIME_TYPES)
+    assert capabilities.IMAGE_MIME_TYPES == list(model.IMAGE_MIME_TYPES)
     assert capabilities.MAX_IMAGE_BYTES == attachments.MAX_BYTES
     assert capabilities.EVENT_REPLAY_LIMIT == eventlog.EVENT_LIMIT
     from kward.telemetry import CATEGORIES

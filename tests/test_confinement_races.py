@@ -1,6 +1,6 @@
 """Symlink races: while a child process keeps exchanging the workspace directory ``sub``
 with a symlink to an outside directory, no file tool and no export ever shows outside
-content or writes outside (issue 9, point 1).
+content or writes outside.
 
 Each test calls the tool for a budget of about a second (longer for the search, whose
 every call starts a child), going on until it has seen both states of ``sub`` (the real
@@ -24,6 +24,7 @@ from lib.rpc_sessions import start, workspace  # noqa: F401 (fixtures)
 from lib.sessions_helpers import new_manager, user
 from lib.swapper import swapping
 from lib.tools_helpers import call, ctx, ws  # noqa: F401 (fixtures)
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 DEADLINE = 5.0  # seconds per test, at most
 
@@ -134,7 +135,7 @@ def test_export_is_never_written_through_a_swapped_symlink(tmp_path):
     manager, ws = new_manager(tmp_path)
     try:
         session = manager.create(name="racy")
-        session.append_message(user("hello"))
+        session.append_message(typed(user("hello")))
         outside = outside_dir(tmp_path)
         before = sorted(os.listdir(outside))
         with swapping(inside_dir(ws), outside):

@@ -9,10 +9,11 @@ from kward.rpc import protocol
 
 
 def parse_error(body):
-    with pytest.raises(KwardError) as info:
+    with pytest.raises(protocol.Rejected) as info:
         protocol.parse(body if isinstance(body, bytes) else json.dumps(body).encode())
     e = info.value
-    return e.code, e.reason, getattr(e, "request_id", "unset"), getattr(e, "notification", False)
+    assert isinstance(e.error, KwardError)
+    return e.error.code, e.error.reason, e.request_id, e.notification
 
 
 def test_request_and_notification():
@@ -61,7 +62,7 @@ def test_encode_non_ascii_and_surrogates():
 def test_error_wire_shape():
     from kward.errors import InvalidParams, REASONS
 
-    wire = InvalidParams("Invalid params: 'x' is required", data={"param": "x"}).to_wire()
+    wire = protocol.error_object(InvalidParams("Invalid params: 'x' is required", data={"param": "x"}))
     assert wire == {"code": -32602, "message": "Invalid params: 'x' is required",
                     "data": {"reason": "invalid_params", "errorClass": "InvalidParams", "param": "x"}}
     with pytest.raises(ValueError):
@@ -90,13 +91,13 @@ def test_params_nested_too_deeply_or_holding_lone_surrogates_are_invalid_params(
                           ({"values": {"bad\udfff": 1}}, "values.bad\\udfff"),
                           ({"answers": [{"text": ["x", "\udc80"]}]}, "answers[0].text[1]")]:
         body = request(params, id=9)
-        with pytest.raises(KwardError) as info:
+        with pytest.raises(protocol.Rejected) as info:
             protocol.parse(body)
-        err = info.value
-        assert (err.code, err.reason, err.request_id) == (-32602, "invalid_params", 9), err.message
+        err = info.value.error
+        assert (err.code, err.reason, info.value.request_id) == (-32602, "invalid_params", 9), err.message
         assert err.data["param"].startswith(named) and f"'{err.data['param']}'" in err.message
         assert "nested more than 64 levels" in err.message or "unpaired surrogate" in err.message
-        with pytest.raises(KwardError) as info:  # the same as a notification: never answered
+        with pytest.raises(protocol.Rejected) as info:  # the same as a notification: never answered
             protocol.parse(request(params))
         assert info.value.notification is True
     paired = protocol.parse(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"t":"\\ud83d\\ude00"}}')
@@ -143,7 +144,8 @@ def test_seeded_params_fuzz_never_lets_a_deep_or_invalid_value_through():
         expected_ok = jsonshape.find_problem(params) is None
         try:
             msg = protocol.parse(body)
-        except KwardError as err:
+        except protocol.Rejected as rejected:
+            err = rejected.error
             assert not expected_ok and err.code == -32602 and err.data["param"].startswith("p"), err.message
             outcomes["refused"] += 1
             continue

@@ -65,8 +65,11 @@ def test_compat_models():
 
 
 def test_entry_wire_shape():
+    from kward.providers.model_service import ModelChoice
+    from kward.rpc.wire import model_entry
+
     entry = catalog.codex_entry("gpt-5.3-codex-spark")
-    assert entry.to_wire(current=True, reasoning_effort="high") == {
+    assert model_entry(ModelChoice(entry, current=True, reasoning_effort="high")) == {
         "provider": "Codex", "id": "gpt-5.3-codex-spark", "name": "GPT-5.3 Codex Spark", "reasoning": True,
         "reasoningEffort": "high", "contextWindow": 128_000, "current": True, "model": "gpt-5.3-codex-spark",
         "reasoningEfforts": ["low", "medium", "high", "xhigh"]}

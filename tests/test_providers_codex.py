@@ -15,6 +15,7 @@ from kward.providers.settings import ProviderSettings
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_sink import RecordingSink
+from lib.messages import recorded, typed, typed_all  # noqa: F401
 
 TOKEN = make_jwt("acct_test")
 TOOLS = [{"type": "function", "function": {"name": "shell", "description": "Run a command",
@@ -42,7 +43,7 @@ def provider(fake):
 
 
 def request(messages=None, effort="medium", **kw):
-    return ModelRequest(instructions="You are kward.", messages=messages or [{"role": "user", "content": "List files"}],
+    return ModelRequest(instructions="You are kward.", messages=typed_all(messages or [{"role": "user", "content": "List files"}]),
                         tools=TOOLS, model="gpt-5.5", reasoning_effort=effort, **kw)
 
 

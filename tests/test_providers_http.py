@@ -17,6 +17,7 @@ from kward.providers.settings import ProviderSettings
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_sink import RecordingSink
+from lib.messages import recorded, typed, typed_all  # noqa: F401
 
 
 def test_importing_providers_does_not_import_requests():
@@ -37,7 +38,7 @@ def test_connection_refused_is_a_retryable_network_error():
     sink = RecordingSink()
     provider = CodexProvider(ProviderSettings(base_url=f"http://127.0.0.1:{free_port()}/backend-api/codex",
                                               retry=RetryPolicy((0.0,))), lambda: (make_jwt(), None))
-    req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="gpt-5.5")
+    req = ModelRequest(instructions="", messages=[typed({"role": "user", "content": "x"})], tools=[], model="gpt-5.5")
     with pytest.raises(ProviderError) as info:
         provider.complete(req, sink, CancelToken())
     assert info.value.kind == "network" and "failed after 2 attempts" in info.value.message
@@ -61,7 +62,7 @@ def test_stream_pool_survives_many_cancels():
     with FakeCodex() as fake:
         provider = CodexProvider(ProviderSettings(base_url=fake.base_url, retry=RetryPolicy(())),
                                  lambda: (make_jwt(), None))
-        req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="gpt-5.5")
+        req = ModelRequest(instructions="", messages=[typed({"role": "user", "content": "x"})], tools=[], model="gpt-5.5")
         for _ in range(5):
             fake.script("responses", fc.hang(["a"]), fc.text(["b"]))
             sink, token = RecordingSink(), CancelToken()
@@ -101,7 +102,7 @@ def test_concurrent_streams_share_one_provider():
         results = {}
 
         def worker(i):
-            req = ModelRequest(instructions="", messages=[{"role": "user", "content": f"n{i}"}], tools=[],
+            req = ModelRequest(instructions="", messages=[typed({"role": "user", "content": f"n{i}"})], tools=[],
                                model="gpt-5.5")
             results[i] = provider.complete(req, RecordingSink(), CancelToken()).text
 
@@ -123,7 +124,7 @@ def test_sse_body_with_content_length_is_read_incrementally():
         body = b"".join(fo.text(["plain ", "body"]).pieces)
         fake.script("chat", Scenario(headers={"Content-Type": "text/event-stream"}, body=body))
         provider = OpenAICompatibleProvider(ProviderSettings(base_url=fake.base_url))
-        req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="local")
+        req = ModelRequest(instructions="", messages=[typed({"role": "user", "content": "x"})], tools=[], model="local")
         assert provider.complete(req, RecordingSink(), CancelToken()).text == "plain body"
 
 
@@ -186,7 +187,7 @@ def test_a_401_whose_body_breaks_off_is_still_a_classified_provider_error():
         threading.Thread(target=serve, daemon=True).start()
         provider = CodexProvider(ProviderSettings(base_url=f"http://127.0.0.1:{server.getsockname()[1]}/codex",
                                                   retry=RetryPolicy(())), lambda: (make_jwt(), "acct"))
-        req = ModelRequest(instructions="", messages=[{"role": "user", "content": "x"}], tools=[], model="gpt-5.5")
+        req = ModelRequest(instructions="", messages=[typed({"role": "user", "content": "x"})], tools=[], model="gpt-5.5")
         with pytest.raises(ProviderError) as info:
             provider.complete(req, RecordingSink(), CancelToken())
         assert info.value.kind == "auth" and info.value.reason == "not_logged_in" and info.value.status == 401

@@ -15,6 +15,7 @@ from kward.providers.settings import ProviderSettings
 from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
 from lib.fake_sink import RecordingSink
+from lib.messages import recorded, typed, typed_all  # noqa: F401
 
 KEY = "sk-or-v1-0123456789abcdef0123456789abcdef"
 TOOLS = [{"type": "function", "function": {"name": "shell", "description": "Run a command",
@@ -40,7 +41,7 @@ def provider(fake):
 
 
 def request(messages=None, effort="high", tools=TOOLS, **kw):
-    return ModelRequest(instructions="You are kward.", messages=messages or [{"role": "user", "content": "List files"}],
+    return ModelRequest(instructions="You are kward.", messages=typed_all(messages or [{"role": "user", "content": "List files"}]),
                         tools=tools, model="openai/gpt-5.5", reasoning_effort=effort, **kw)
 
 

@@ -9,11 +9,13 @@ from kward.providers.codex import CodexProvider
 from kward.providers.openrouter import OpenRouterProvider
 from kward.providers.retry import RetryPolicy
 from kward.providers.settings import ProviderSettings
+from kward.rpc.protocol import error_object
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.fake_sink import RecordingSink
+from lib.messages import recorded, typed, typed_all  # noqa: F401
 
 ACCOUNT = "acct_secret_4f9a2b"
 TOKEN = make_jwt(ACCOUNT)
@@ -25,11 +27,11 @@ def collect(provider, model, scenarios, fake, route, caplog):
     for scenario in scenarios:
         fake.script(route, scenario)
         sink = RecordingSink()
-        req = ModelRequest(instructions="", messages=[{"role": "user", "content": "hi"}], tools=[], model=model)
+        req = ModelRequest(instructions="", messages=[typed({"role": "user", "content": "hi"})], tools=[], model=model)
         try:
             provider.complete(req, sink, CancelToken())
         except ProviderError as err:
-            seen += [err.message, str(err), json.dumps(err.to_wire())]
+            seen += [err.message, str(err), json.dumps(error_object(err))]
         seen += [r.error for r in sink.retries]
     seen += [r.getMessage() for r in caplog.records]
     seen += [str(r.args) for r in caplog.records]

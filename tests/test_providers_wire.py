@@ -1,6 +1,7 @@
 """What both wire formats share: usage parsing, tool fields, interrupted tool calls."""
 
 from kward.providers import chat_wire, codex_wire, wire
+from lib.messages import recorded, typed_all
 
 
 def test_complete_histories_are_passed_through_untouched():
@@ -8,7 +9,8 @@ def test_complete_histories_are_passed_through_untouched():
                {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {"name": "f"}}]},
                {"role": "toolResult", "tool_call_id": "c1", "content": "ok"},
                {"role": "assistant", "content": "done"}]
-    assert wire.with_interrupted_results(history) is history
+    messages = typed_all(history)
+    assert wire.with_interrupted_results(messages) is messages
     assert wire.with_interrupted_results([]) == []
 
 
@@ -16,11 +18,12 @@ def test_each_missing_result_follows_its_own_tool_calls():
     history = [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f"}}, {"id": "b"}]},
                {"role": "tool", "tool_call_id": "b", "content": "B"},
                {"role": "assistant", "content": "then"}]
-    fixed = wire.with_interrupted_results(history)
+    messages = typed_all(history)
+    fixed = recorded(wire.with_interrupted_results(messages))
     assert [(m["role"], m.get("tool_call_id"), m.get("name"), m.get("content")) for m in fixed] == [
         ("assistant", None, None, None), ("tool", "b", None, "B"),
         ("tool", "a", "f", wire.INTERRUPTED_RESULT), ("assistant", None, None, "then")]
-    assert len(history) == 3  # the stored conversation is not changed
+    assert len(messages) == 3  # the stored conversation is not changed
 
 
 def test_usage_of_both_formats_and_odd_values():

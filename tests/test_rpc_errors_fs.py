@@ -1,4 +1,4 @@
-"""Filesystem failures answer a reason, the path and the OS's words (issue 8 point 7),
+"""Filesystem failures answer a reason, the path and the OS's words,
 never `-32603 Internal error: OSError`; and nothing is written on a failed write.
 
 Permission tests also run as root: the server is started through a wrapper that drops the

@@ -1,6 +1,5 @@
 """Deeply nested params and lone surrogates answer -32602 and change nothing; a config.json
-that is too deep or not valid Unicode is a clear `invalid_config`, never a crash (issue 8
-point 7, issue 9 point 6)."""
+that is too deep or not valid Unicode is a clear `invalid_config`, never a crash."""
 
 import json
 

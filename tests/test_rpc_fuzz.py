@@ -1,4 +1,4 @@
-"""Seeded fuzz of the real `kward rpc` (issue 9): a few thousand mutated frames, then
+"""Seeded fuzz of the real `kward rpc`: a few thousand mutated frames, then
 requests calling every method of the method table with fuzzed params.
 
 Whatever arrives: the process never dies; stdout carries nothing but frames and stderr

@@ -1,4 +1,4 @@
-"""Nothing a tool started outlives `kward rpc` (issue 9, point 7), over the real process.
+"""Nothing a tool started outlives `kward rpc`, over the real process.
 
 The rule tested: a command's background processes (``&``, ``setsid``, a double fork, a
 scrubbed environment) keep running after the command returned, while kward runs; they

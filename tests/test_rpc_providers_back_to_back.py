@@ -20,6 +20,7 @@ import threading
 
 from kward.agent.turns import Turn, TurnManager
 from kward.errors import SessionBusy
+from kward.rpc import wire
 
 
 class FlockLikeSession:
@@ -58,6 +59,7 @@ def test_turn_started_after_turn_finished_is_accepted():
     threads = []
 
     def publish(event):
+        event = wire.turn_event(event)
         if event["type"] == "turnFinished":
             with done:
                 finished[event["turnId"]] = event["payload"]["status"]

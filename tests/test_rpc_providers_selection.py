@@ -1,4 +1,4 @@
-"""Provider selection through `kward rpc` (DESIGN.md "Contracts"): KWARD_PROVIDER / config
+"""Provider selection through `kward rpc`: KWARD_PROVIDER / config
 `provider`, else an OpenAI token -> Codex, else an OpenRouter key -> OpenRouter, else
 Codex failing at request time with `not_logged_in`."""
 

@@ -1,10 +1,10 @@
-"""Issue 9, points 2 and 3, over the real `kward rpc`.
+"""Secrets and redaction, over the real `kward rpc`.
 
-2. kward's own credentials (environment, config, stored login) never reach the
+1. kward's own credentials (environment, config, stored login) never reach the
    conversation: a command that reads kward's environment through /proc, or `cat`s a file
    holding a key, leaves no secret in the client's frames, the session file, either export
    or the next model request.
-3. Redaction never corrupts content: text that merely looks like a secret (`sk-...`,
+2. Redaction never corrupts content: text that merely looks like a secret (`sk-...`,
    `Bearer ...`, `password=...`) comes back exactly from every place that shows the
    conversation, while config/read and error responses are still redacted.
 """

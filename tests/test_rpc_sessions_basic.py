@@ -1,5 +1,5 @@
 """sessions/create, resume, list, rename and transcript over the real `kward rpc`: result
-shapes, what lands in the file, and every error path (issue 3, "Must show")."""
+shapes, what lands in the file, and every error path."""
 
 from __future__ import annotations
 

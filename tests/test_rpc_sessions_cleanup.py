@@ -1,4 +1,4 @@
-"""Cleanup of idle, empty, unnamed sessions over the real `kward rpc` (issue 3, point 5):
+"""Cleanup of idle, empty, unnamed sessions over the real `kward rpc`:
 removed when the client creates/resumes/clones/forks into another session, on
 sessions/close and at shutdown; never a named one or one with content, never one another
 process has open; sessions/list never deletes."""

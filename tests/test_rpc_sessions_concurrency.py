@@ -1,4 +1,4 @@
-"""16 RPC sessions written concurrently (issue 3, "Must show"): two `kward rpc` processes run
+"""16 RPC sessions written concurrently: two `kward rpc` processes run
 a scripted turn on 8 sessions each, all at once, while a third process that has all 16 open
 renames them; every line of every file is then whole JSON, nothing is interleaved, and the
 counts and order are exactly what was written.

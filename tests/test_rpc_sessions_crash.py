@@ -1,5 +1,5 @@
 """`kward rpc` killed with SIGKILL at random moments while sessions are written, many
-times over (issue 3, "Must show"): afterwards every session file still resumes in a fresh
+times over: afterwards every session file still resumes in a fresh
 process, and every record whose response or event the client had received is in the file.
 
 Each round starts a process with the Scripted provider, resumes every session of the

@@ -1,4 +1,4 @@
-"""issue 9 point 4: open sessions cannot exhaust file descriptors.
+"""Open sessions cannot exhaust file descriptors.
 
 Every `kward rpc` here runs under ``ulimit -n 64``. Idle sessions give their descriptor
 back (an LRU bounded by a quarter of the limit: 16 here) and reopen it on use; the presence

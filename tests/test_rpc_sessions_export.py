@@ -1,5 +1,5 @@
-"""sessions/export over the real `kward rpc`: litter of killed exports is cleaned up
-(issue 9, point 8), OS limits answer -32602 (point 6), and the overwrite rules (point 9)."""
+"""sessions/export over the real `kward rpc`: litter of killed exports is cleaned up,
+OS limits answer -32602, and the overwrite rules."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""No silent loss when a session file goes away under a process that has it open (issue 8,
-point 4). Tauren deletes sessions from its list through a second, short-lived `kward rpc`:
+"""No silent loss when a session file goes away under a process that has it open.
+Tauren deletes sessions from its list through a second, short-lived `kward rpc`:
 that delete is refused (`session_in_use`) while another live process has the session open,
 unless `force: true`; and a process whose open file was deleted, moved or replaced fails
 what it would save (`session_file_gone`), never reporting a turn `completed` that nothing

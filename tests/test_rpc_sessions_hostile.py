@@ -1,4 +1,4 @@
-"""issue 9 points 6, 8 and 9 (session parts), over real `kward rpc` processes.
+"""Hostile session input (huge and odd values, paths, exports), over real `kward rpc` processes.
 
 - Bounded work on hostile files: a file without newlines is refused after reading at most
   64 KiB; a huge line after a valid header is skipped in bounded memory; runs of blank

@@ -1,4 +1,4 @@
-"""Several `kward rpc` processes on one session (DESIGN.md: a long-lived process per chat
+"""Several `kward rpc` processes on one session (as a UI runs them: a long-lived process per chat
 plus short-lived ones that resume, act, rename and close): the cross-process turn lock
 (`session_busy`) and consistent views of a session renamed elsewhere."""
 
@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 from lib.rpc_sessions import (  # noqa: F401  (fixtures)
     TEXT_ONLY, messages_of, names_of, session_files, start, strict_records, workspace,
 )
@@ -153,7 +154,7 @@ def _turn_manager(execute, publish=lambda event: None):
 
 
 def _execute(turn, session) -> None:
-    session.append_message({"role": "user", "content": turn.input})
+    session.append_message(typed({"role": "user", "content": turn.input}))
 
 
 def test_the_turn_lock_is_free_when_turn_finished_is_published(tmp_path):
@@ -169,8 +170,8 @@ def test_the_turn_lock_is_free_when_turn_finished_is_published(tmp_path):
     b_turns, b_threads = _turn_manager(_execute)
     outcome: list[Any] = []
 
-    def publish(event: dict) -> None:  # the other process acts the moment it sees turnFinished
-        if event["type"] == "turnFinished" and not outcome:
+    def publish(event) -> None:  # the other process acts the moment it sees turnFinished
+        if event.type == "turnFinished" and not outcome:
             try:
                 outcome.append(b_turns.start(b, "from the other process", []))
             except Exception as exc:  # noqa: BLE001 - reported below
@@ -185,7 +186,7 @@ def test_the_turn_lock_is_free_when_turn_finished_is_published(tmp_path):
     try:
         if isinstance(outcome[0], Exception):
             raise outcome[0]
-        assert [m["content"] for m in b.entry_messages()] == ["from A", "from the other process"]
+        assert [m["content"] for m in recorded(b.entry_messages())] == ["from A", "from the other process"]
     finally:
         first.shutdown_all()
         second.shutdown_all()
@@ -227,7 +228,7 @@ def test_a_turn_started_while_the_lane_releases_its_lock_is_queued(tmp_path):
         if isinstance(outcome[0], Exception):
             raise outcome[0]
         assert turns.get(outcome[0].id).status == "completed"
-        assert [m["content"] for m in session.entry_messages()] == ["one", "two"]
+        assert [m["content"] for m in recorded(session.entry_messages())] == ["one", "two"]
     finally:
         manager.shutdown_all()
 

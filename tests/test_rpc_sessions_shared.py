@@ -1,7 +1,7 @@
-"""One session file under several RPC ids in one `kward rpc` (issue 8, point 3): resuming a
+"""One session file under several RPC ids in one `kward rpc`: resuming a
 file the process has open answers a new id on the same open session, turns through every
 id queue FIFO on one lane, closing one id leaves the others working, deleting through one
-closes them all; and opening answers are complete even when pipelined (point 9)."""
+closes them all; and opening answers are complete even when pipelined."""
 
 from __future__ import annotations
 

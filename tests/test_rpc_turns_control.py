@@ -14,6 +14,8 @@ import pytest
 from kward.agent.eventlog import EventLog
 from kward.agent.turns import TurnManager
 from kward.errors import InvalidParams, SessionBusy
+from kward.model import Answer, Finished, Status
+from kward.rpc import wire
 from lib.turns_helpers import (check_turn_events, delay, kward, pid_alive, text, tool,  # noqa: F401
                                wait_for_steer, wait_until)
 
@@ -296,7 +298,7 @@ def _manager(execute):
 
     def publish(event):
         with cond:
-            published.append(event)
+            published.append(wire.turn_event(event))
             cond.notify_all()
 
     def submit(job):
@@ -312,7 +314,7 @@ def test_a_cancel_that_arrives_after_the_final_answer_leaves_the_turn_completed(
     answered, release = threading.Event(), threading.Event()
 
     def execute(turn, session):
-        turn.emit("answer", {"content": "done"})
+        turn.emit("answer", Answer("done"))
         answered.set()
         release.wait(5)  # the loop returns its answer while the cancel request arrives
         return "done"
@@ -326,18 +328,18 @@ def test_a_cancel_that_arrives_after_the_final_answer_leaves_the_turn_completed(
         assert cond.wait_for(lambda: published and published[-1]["type"] == "turnFinished", 5)
     check_turn_events(published, "completed")
     assert [e["type"] for e in published][-3:] == ["answer", "turnCancelRequested", "turnFinished"]
-    assert manager.get(turn.id).payload()["status"] == "completed"
+    assert wire.turn(manager.get(turn.id))["status"] == "completed"
 
 
 def test_nothing_is_published_after_turn_finished():
     published = []
     log = EventLog("t", "s", published.append, lambda: None)
-    log.emit("turnQueued", {"status": "queued"})
-    log.emit("turnFinished", {"status": "canceled"})
-    assert log.emit("turnCancelRequested", {}) is None  # e.g. a cancel that lost the race
-    assert log.emit("turnFinished", {"status": "completed"}) is None
-    assert [e["type"] for e in published] == ["turnQueued", "turnFinished"]
-    assert [e["sequence"] for e in log.after(0)] == [1, 2]
+    log.emit("turnQueued", Status("queued"))
+    log.emit("turnFinished", Finished("canceled"))
+    assert log.emit("turnCancelRequested", None) is None  # e.g. a cancel that lost the race
+    assert log.emit("turnFinished", Finished("completed")) is None
+    assert [e.type for e in published] == ["turnQueued", "turnFinished"]
+    assert [e.sequence for e in log.after(0)] == [1, 2]
 
 
 def test_input_steered_while_the_turn_finishes_becomes_a_follow_up_turn():
@@ -348,7 +350,7 @@ def test_input_steered_while_the_turn_finishes_becomes_a_follow_up_turn():
             assert turn.steering.close_if_empty() == []  # what the loop does on its final answer
             closed.set()
             release.wait(5)
-        turn.emit("answer", {"content": turn.input})
+        turn.emit("answer", Answer(turn.input))
         return turn.input
 
     manager, published, cond = _manager(execute)
@@ -405,7 +407,7 @@ class _FlockSession(_FakeSession):
 
 def test_a_turn_started_while_the_previous_one_releases_its_lock_is_not_busy():
     def execute(turn, session):
-        turn.emit("answer", {"content": turn.input})
+        turn.emit("answer", Answer(turn.input))
         return turn.input
 
     manager, published, cond = _manager(execute)
@@ -445,7 +447,7 @@ def test_steer_before_the_first_turn_started_queues_a_follow_up_and_steer_when_i
     jobs = []
 
     def execute(turn, session):
-        turn.emit("answer", {"content": turn.input})
+        turn.emit("answer", Answer(turn.input))
         return turn.input
 
     manager = TurnManager(submit=lambda job: jobs.append(job) or True, publish=lambda event: None, make_room=lambda: None,

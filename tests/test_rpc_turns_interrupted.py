@@ -17,6 +17,8 @@ import pytest
 from kward.agent.loop import interrupted_message
 from kward.providers import chat_wire, codex_wire
 from kward.providers.base import ModelRequest
+from kward.sessions.codec import encode
+from lib.messages import typed
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
@@ -229,8 +231,9 @@ def test_codex_failure_before_output_persists_nothing(codex):
 
 def test_wire_encoders_send_an_interrupted_message_as_ordinary_assistant_content():
     partial = interrupted_message("Half an answer", "some thoughts", "Codex", "gpt-5.5", error="Codex failed.")
-    assert json.loads(json.dumps(partial)) == partial  # plain JSON, as stored
-    messages = [{"role": "user", "content": "q"}, partial, {"role": "user", "content": "go on"}]
+    stored = encode(partial)
+    assert json.loads(json.dumps(stored)) == stored  # plain JSON, as stored
+    messages = [typed({"role": "user", "content": "q"}), partial, typed({"role": "user", "content": "go on"})]
     request = ModelRequest(instructions="sys", messages=messages, tools=[], model="gpt-5.5")
     _, items = codex_wire.build_input(messages, "gpt-5.5")
     assert items == [user_item("q"), assistant_item("Half an answer"), user_item("go on")]

@@ -1,4 +1,4 @@
-"""A tool failure never fails the turn or doubles history (issue 9, point 5).
+"""A tool failure never fails the turn or doubles history.
 
 Over real `kward rpc` processes: paths that vanish (removed by an earlier shell command of
 the same turn, a dangling symlink) and real OS errors inside a tool (a file name too long
@@ -24,6 +24,7 @@ from kward.sessions.replay import Replay
 from lib.rpc_client import RpcClient, kward_env
 from lib.sessions_helpers import assistant, user
 from lib.turns_helpers import check_turn_events, kward, text, tool, write_script  # noqa: F401
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 LONG_NAME = "n" * 300 + ".txt"  # over NAME_MAX (255) on every common file system
 
@@ -85,14 +86,14 @@ BOOT = textwrap.dedent("""
     # when the file is removed or swapped between the tool's read and that bookkeeping.
     import errno, os, sys
     import kward.sessions.replay as replay
-    real = replay.resolve_existing
+    real = replay.realpath_below
     def vanished(root, path):
         if "vanishing" in path:
             with open(os.environ["FAULT_LOG"], "a") as f:
                 f.write(path + "\\n")
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.path.join(str(root), path))
         return real(root, path)
-    replay.resolve_existing = vanished
+    replay.realpath_below = vanished
     from kward.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -135,7 +136,7 @@ def test_a_record_whose_live_update_fails_is_never_applied_twice(tmp_path, monke
     ws = tmp_path / "ws"
     ws.mkdir()
     session = create_session(tmp_path / "sessions", str(ws))
-    session.append_message(user("a"))
+    session.append_message(typed(user("a")))
     real_add = Replay.add_message
 
     def add_then_fail(self, message):
@@ -144,13 +145,13 @@ def test_a_record_whose_live_update_fails_is_never_applied_twice(tmp_path, monke
 
     monkeypatch.setattr(Replay, "add_message", add_then_fail)
     with pytest.raises(RuntimeError):
-        session.append_message(assistant("b"))
+        session.append_message(typed(assistant("b")))
     monkeypatch.undo()
-    session.append_message(user("c"))
+    session.append_message(typed(user("c")))
     session.refresh()
-    assert [m["content"] for m in session.entry_messages()] == ["a", "b", "c"]
+    assert [m["content"] for m in recorded(session.entry_messages())] == ["a", "b", "c"]
     again = load_session(session.path, str(tmp_path))
-    assert [m["content"] for m in again.conversation] == ["a", "b", "c"]
+    assert [m["content"] for m in recorded(again.conversation)] == ["a", "b", "c"]
     again.close(delete_if_unused=False)
     session.close(delete_if_unused=False)
 

@@ -14,6 +14,8 @@ import pytest
 
 from kward.config import ConfigStore, resolve_paths, resolve_settings
 from kward.errors import SessionNotFound
+from kward.model import TurnEvent
+from kward.rpc import wire
 from kward.runtime import Runtime
 from kward.runtime.notices import QuestionAsked
 from lib.turns_helpers import check_turn_events, text, tool, write_script
@@ -23,15 +25,16 @@ QUESTION = {"question": "Which one?", "header": "Pick", "options": [{"label": "A
 
 
 class Sink:
-    """Collects events (any thread) and waits for a condition on them."""
+    """Collects events (any thread; turn events as the protocol shows them) and waits for a
+    condition on them."""
 
     def __init__(self) -> None:
         self.events: list[dict] = []
         self._cond = threading.Condition()
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event) -> None:
         with self._cond:
-            self.events.append(event)
+            self.events.append(wire.turn_event(event) if isinstance(event, TurnEvent) else event)
             self._cond.notify_all()
 
     def wait(self, predicate, timeout: float = 10.0) -> list[dict]:

@@ -9,6 +9,7 @@ from kward.cancel import CancelToken
 from kward.errors import Canceled
 from kward.providers.base import ModelRequest
 from kward.providers.scripted import ScriptedProvider, ScriptError, validate_script
+from lib.messages import recorded, typed, typed_all  # noqa: F401
 
 
 class Sink:
@@ -28,7 +29,7 @@ class Sink:
 
 
 def request():
-    return ModelRequest(instructions="", messages=[{"role": "user", "content": "go"}], tools=[], model="m")
+    return ModelRequest(instructions="", messages=[typed({"role": "user", "content": "go"})], tools=[], model="m")
 
 
 def test_interval_paces_repeated_deltas():

@@ -14,6 +14,7 @@ import pytest
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.sessions.export import render_html, render_markdown
 from lib.sessions_helpers import assistant, new_manager, tool, user
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def env(tmp_path):
 
 
 def test_markdown_rendering():
-    md = render_markdown([
+    md = render_markdown(typed_all([
         {"role": "system", "content": "hidden"},
         user("plain"),
         user([{"type": "text", "text": "see"}, {"type": "image", "mimeType": "image/png", "path": "/a/b.png"},
@@ -34,7 +35,7 @@ def test_markdown_rendering():
         {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}]},
         tool("c", "read_file", "file text"),
         {"role": "compactionSummary", "summary": "so far"},
-    ])
+    ]))
     assert md == "\n".join([
         "# Kward Session", "",
         "## User", "", "plain", "",
@@ -48,7 +49,7 @@ def test_markdown_rendering():
 
 def test_markdown_reasoning_tool_calls_and_empty_assistant_messages():
     long_args = json.dumps({"path": "x" * 500})
-    md = render_markdown([
+    md = render_markdown(typed_all([
         user("go"),
         assistant("", reasoning_summary="first look\n\nthen act",
                   calls=[("c1", "read_file", {"path": "notes.txt"}), ("c2", "run_shell_command", {"command": "ls\n-la"})]),
@@ -58,7 +59,7 @@ def test_markdown_reasoning_tool_calls_and_empty_assistant_messages():
         assistant([{"type": "reasoning", "text": "from a part"}, {"type": "text", "text": "the answer"}],
                   reasoning_summary="not shown twice"),
         assistant("plain answer"),
-    ])
+    ]))
     blocks = md.split("## ")[1:]
     assert [b.split("\n", 1)[0] for b in blocks] == ["User", "Assistant", "Tool", "Assistant", "Assistant", "Assistant"]
     assert blocks[1] == ("Assistant\n\n> Reasoning:\n> first look\n>\n> then act\n\n"
@@ -73,7 +74,7 @@ def test_markdown_reasoning_tool_calls_and_empty_assistant_messages():
 
 
 def test_html_escapes_everything():
-    page = render_html(render_markdown([user("<script>alert('x') & \"y\"</script>")]))
+    page = render_html(render_markdown(typed_all([user("<script>alert('x') & \"y\"</script>")])))
     assert "<title>Kward Session</title>" in page
     body = page[page.index("<pre>") + 5:page.index("</pre>")]
     assert "<" not in body and ">" not in body and "'" not in body and '"' not in body
@@ -82,7 +83,7 @@ def test_html_escapes_everything():
 
 def test_default_paths_and_formats(env):
     manager, _, s = env
-    s.append_message(user("<b>hi</b>"))
+    s.append_message(typed(user("<b>hi</b>")))
     base = s.path[:-len(".jsonl")]
     assert manager.export(s.id) == {"path": base + ".md", "format": "markdown"}
     assert manager.export(s.id, format="md") == {"path": base + ".md", "format": "markdown"}
@@ -124,7 +125,7 @@ def test_paths_outside_are_refused(env, tmp_path):
 
 def test_session_files_and_their_sidecars_are_never_export_targets(env, tmp_path):
     manager, ws, s = env
-    s.append_message(user("keep me"))
+    s.append_message(typed(user("keep me")))
     sibling = manager.create(name="sibling")
     session_dir = Path(s.path).parent
     workspace_copy = ws / "copied.jsonl"  # a session file outside the session directory
@@ -135,8 +136,8 @@ def test_session_files_and_their_sidecars_are_never_export_targets(env, tmp_path
         with pytest.raises(PathNotAllowed) as err:
             manager.export(s.id, path=bad)
         assert err.value.reason == "path_not_allowed", bad
-    s.append_message(user("still written"))
-    assert [m["content"] for m in s.conversation] == ["keep me", "still written"]
+    s.append_message(typed(user("still written")))
+    assert [m["content"] for m in recorded(s.conversation)] == ["keep me", "still written"]
     text = Path(s.path).read_text()
     assert "keep me" in text and "still written" in text
     assert not (session_dir / "new.jsonl").exists() and not (session_dir / "notes.txt").exists()

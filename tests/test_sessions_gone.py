@@ -1,4 +1,4 @@
-"""A session file that vanishes under an open session (issue 8, point 4), in process: the
+"""A session file that vanishes under an open session, in process: the
 store refuses to append to a file nobody will read again, a turn is not settled
 `completed` when its file went away after its last append, cleanup never deletes what
 another file put at the path, and delete refuses while another "process" (another open
@@ -14,6 +14,9 @@ import pytest
 
 from kward.errors import SessionFileGone, SessionInUse
 from lib.sessions_helpers import file_records, new_manager, user
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from kward.model import Answer
+from kward.rpc import wire
 
 
 @pytest.fixture
@@ -34,7 +37,7 @@ def replace_with_copy(path: str) -> bytes:
 def test_appends_to_a_vanished_file_fail_and_write_nothing(env, how):
     manager, _ = env
     s = manager.create(name="x")
-    s.append_message(user("kept"))
+    s.append_message(typed(user("kept")))
     if how == "unlink":
         os.unlink(s.path)
     elif how == "rename away":
@@ -43,7 +46,7 @@ def test_appends_to_a_vanished_file_fail_and_write_nothing(env, how):
         replacement = replace_with_copy(s.path)
     size = s.shared._file.size()
     with pytest.raises(SessionFileGone) as err:
-        s.append_message(user("lost"))
+        s.append_message(typed(user("lost")))
     assert err.value.reason == "session_file_gone" and s.path in err.value.message
     assert err.value.data == {"path": s.path, "state": "replaced" if how == "replace" else "missing"}
     with pytest.raises(SessionFileGone):
@@ -51,7 +54,7 @@ def test_appends_to_a_vanished_file_fail_and_write_nothing(env, how):
     with pytest.raises(SessionFileGone):
         s.sync()
     assert s.shared._file.size() == size  # nothing was written, not even to the old inode
-    assert [m["content"] for m in s.conversation] == ["kept"] and s.name == "x"
+    assert [m["content"] for m in recorded(s.conversation)] == ["kept"] and s.name == "x"
     if how == "replace":
         assert Path(s.path).read_bytes() == replacement
     if how == "rename away":
@@ -84,7 +87,7 @@ def _turns(execute):
 
     def publish(event):
         with cond:
-            published.append(event)
+            published.append(wire.turn_event(event))
             cond.notify_all()
 
     def submit(job):
@@ -103,9 +106,9 @@ def test_a_turn_whose_file_vanishes_after_its_last_append_is_not_completed(env):
     s = manager.create(name="turn")
 
     def execute(turn, session):
-        session.append_message(user(turn.input))
+        session.append_message(typed(user(turn.input)))
         os.unlink(session.path)  # after the last append, before the turn is settled
-        turn.emit("answer", {"content": "saved?"})
+        turn.emit("answer", Answer("saved?"))
 
     turns, published, cond = _turns(execute)
     turn = turns.start(s, "hello", [])
@@ -136,7 +139,7 @@ def test_delete_is_refused_while_another_process_has_the_session_open(tmp_path):
         assert mine.delete(s.id, force=True) == {"deleted": True, "path": s.path}
         assert not os.path.exists(s.path) and not os.path.exists(s.path + ".open")
         with pytest.raises(SessionFileGone):
-            o.append_message(user("lost"))
+            o.append_message(typed(user("lost")))
         assert other.delete(o.id) == {"deleted": True, "path": s.path}  # already gone: just closes
         # alone (several ids of one process count as one), no force is needed
         t = mine.create(name="alone")

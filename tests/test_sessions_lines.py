@@ -14,6 +14,7 @@ from kward.sessions.lines import HEADER_MAX, LineScanner, too_deep
 from kward.sessions.opening import load_session
 from kward.sessions.reader import parse_header
 from lib.sessions_helpers import header, message_rec, user, write_lines
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 
 def naive(data: bytes, max_line: int) -> tuple[list[tuple[bytes, int]], bytes, int]:
@@ -108,7 +109,7 @@ def test_deep_and_oversized_records_are_skipped_and_reported(tmp_path, caplog, m
     ])
     with caplog.at_level(logging.WARNING, logger="kward.sessions"):
         session = load_session(str(path), str(tmp_path))
-    assert [m["content"] for m in session.conversation] == ["one", "two"]
+    assert [m["content"] for m in recorded(session.conversation)] == ["one", "two"]
     [warning] = [r.getMessage() for r in caplog.records if r.name == "kward.sessions.reader"]
     assert "1 malformed" in warning and "1 longer than the line limit" in warning and "3 blank" in warning
     session.close(delete_if_unused=False)
@@ -126,12 +127,12 @@ def test_records_appended_after_an_unterminated_huge_line_are_caught_up(tmp_path
         f.write(b"q" * 10_000)  # a writer crashed mid-line, or a hostile file
     mine = load(str(path), str(tmp_path))
     other = load(str(path), str(tmp_path))
-    other.append_message(user("two"))  # terminates the torn line first
-    assert [m["content"] for m in other.conversation] == ["one", "two"]
+    other.append_message(typed(user("two")))  # terminates the torn line first
+    assert [m["content"] for m in recorded(other.conversation)] == ["one", "two"]
     mine.refresh()
-    assert [m["content"] for m in mine.conversation] == ["one", "two"]
-    mine.append_message(user("three"))
+    assert [m["content"] for m in recorded(mine.conversation)] == ["one", "two"]
+    mine.append_message(typed(user("three")))
     other.refresh()
-    assert [m["content"] for m in other.conversation] == ["one", "two", "three"]
+    assert [m["content"] for m in recorded(other.conversation)] == ["one", "two", "three"]
     for s in (mine, other):
         s.close(delete_if_unused=False)

@@ -6,10 +6,16 @@ import os
 
 import pytest
 
+from kward.rpc import wire
 from kward.sessions import listing
-from kward.sessions.listing import list_sessions
 from kward.sessions.paths import workspace_session_dir
+from lib.messages import typed
 from lib.sessions_helpers import assistant, header, message_rec, new_manager, tool, user, write_lines
+
+
+def list_sessions(*args, **kwargs):
+    """`listing.list_sessions` as `sessions/list` shows it."""
+    return [wire.listed_session(s) for s in listing.list_sessions(*args, **kwargs)]
 
 
 def make(directory, n, *, mtime, parent=None, lines=(), **hdr):
@@ -138,9 +144,9 @@ def test_manager_list_hides_own_empty_sessions_and_deletes_nothing(tmp_path):
     manager, ws = new_manager(tmp_path)
     empty = manager.create()
     used = manager.create()  # the first, empty one is cleaned up here
-    used.append_message(user("hello"))
+    used.append_message(typed(user("hello")))
     blank = manager.create(name="")  # empty and open: hidden from the list, not deleted by it
-    items = manager.list()
+    items = [wire.listed_session(s) for s in manager.list()]
     assert [i["path"] for i in items] == [used.path]
     assert os.path.exists(blank.path) and not os.path.exists(empty.path)
     assert items[0]["workspaceRoot"] == str(ws.resolve())

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from kward.errors import InvalidParams, PathNotAllowed, SessionBusy, SessionFileGone, SessionNotFound
+from kward.rpc import wire
 from kward.sessions.opening import load_session
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 from lib.sessions_helpers import (
     assistant, child, file_records, header, message_rec, new_manager, run_child, tool, user, write_lines,
 )
@@ -26,7 +28,7 @@ def env(tmp_path):
 def test_create_payload(env):
     manager, ws = env
     s = manager.create(name="  My chat ")
-    p = s.payload()
+    p = payload(s)
     assert p["id"] == s.id and p["persistentId"] == s.persistent_id != s.id
     assert p["path"] == s.path and os.path.isabs(p["path"])
     assert p["workspaceRoot"] == p["cwd"] == str(ws.resolve())
@@ -68,20 +70,20 @@ def test_unknown_session_id(env):
 def test_resume_relative_path_and_a_second_resume_in_one_process_shares_the_file(env):
     manager, ws = env
     s = manager.create(name="keep")
-    s.append_message(user("hello"))
+    s.append_message(typed(user("hello")))
     rel = os.path.relpath(s.path, ws.resolve())
     r = manager.resume(rel)
     assert r.id != s.id and r.shared is s.shared and r.path == s.path and r.persistent_id == s.persistent_id
-    assert r.opened["id"] == r.id and r.opened["path"] == s.path and r.opened["name"] == "keep"
-    r.append_message(user("through r"))  # one live state behind both ids
-    assert [m["content"] for m in s.conversation] == ["hello", "through r"]
+    assert opened(r)["id"] == r.id and opened(r)["path"] == s.path and opened(r)["name"] == "keep"
+    r.append_message(typed(user("through r")))  # one live state behind both ids
+    assert [m["content"] for m in recorded(s.conversation)] == ["hello", "through r"]
     manager.close(s.id)
     assert manager.get(r.id) is r and r.name == "keep"
     with pytest.raises(SessionNotFound):
         manager.get(s.id)
     manager.close(r.id)
     again = manager.resume(rel)
-    assert again.shared is not s.shared and [m["content"] for m in again.conversation] == ["hello", "through r"]
+    assert again.shared is not s.shared and [m["content"] for m in recorded(again.conversation)] == ["hello", "through r"]
 
 
 def test_a_second_resume_shares_the_file_through_symlinked_paths(tmp_path):
@@ -136,15 +138,15 @@ def test_concurrent_resumes_of_one_file_share_one_load(env, monkeypatch):
 def test_an_open_file_replaced_on_disk_is_not_shared_by_a_resume(env):
     manager, _ = env
     s = manager.create(name="old")
-    s.append_message(user("old content"))
+    s.append_message(typed(user("old content")))
     copy = Path(s.path + ".copy")
     copy.write_bytes(Path(s.path).read_bytes())
     os.replace(copy, s.path)  # another file at the path now
     r = manager.resume(s.path)
-    assert r.shared is not s.shared and [m["content"] for m in r.conversation] == ["old content"]
-    r.append_message(user("new"))
+    assert r.shared is not s.shared and [m["content"] for m in recorded(r.conversation)] == ["old content"]
+    r.append_message(typed(user("new")))
     with pytest.raises(SessionFileGone) as err:
-        s.append_message(user("lost"))
+        s.append_message(typed(user("lost")))
     assert err.value.reason == "session_file_gone" and s.path in err.value.message
     assert [r["message"]["content"] for r in file_records(s.path) if r["type"] == "message"] == ["old content", "new"]
 
@@ -229,7 +231,7 @@ def test_an_unused_session_is_unlinked_before_its_presence_lock_is_released(env,
 
 
 def test_resume_uses_the_header_cwd_only_for_a_file_kward_filed_for_it(env, tmp_path):
-    """issue 9: a crafted file's header never decides where tools write."""
+    """A crafted file's header never decides where tools write."""
     from kward.sessions.paths import workspace_session_dir
 
     manager, ws = env
@@ -239,8 +241,8 @@ def test_resume_uses_the_header_cwd_only_for_a_file_kward_filed_for_it(env, tmp_
     def root(path, workspace_root=None):
         handle = manager.resume(str(path), workspace_root)
         try:
-            assert handle.payload()["workspaceRoot"] == handle.workspace_root
-            return handle.workspace_root, handle.payload()["cwd"]
+            assert payload(handle)["workspaceRoot"] == handle.workspace_root
+            return handle.workspace_root, payload(handle)["cwd"]
         finally:
             manager.close(handle.id)
 
@@ -263,9 +265,9 @@ def test_rename_and_clear(env):
     manager, _ = env
     s = manager.create()
     assert manager.rename(s.id, "  New  ").name == "New"
-    assert s.payload()["name"] == "New"
+    assert payload(s)["name"] == "New"
     manager.rename(s.id, "")
-    assert "name" not in s.payload()
+    assert "name" not in payload(s)
     manager.rename(s.id, "Again")
     manager.rename(s.id, None)
     infos = [r for r in file_records(s.path) if r["type"] == "session_info"]
@@ -279,18 +281,18 @@ def test_clone_copies_and_stays_independent(env):
     s = manager.create(name="src")
     for m in ({"role": "system", "content": "sys"}, user("q"),
               assistant(calls=[("c1", "read_file", {"path": "a.txt"})]), tool("c1", "read_file", "a")):
-        s.append_message(m)
+        s.append_message(typed(m))
     before = Path(s.path).read_bytes()
     c = manager.clone(s.id)
     assert c.id != s.id and c.path != s.path and c.name == "src"
-    p = c.payload()
+    p = payload(c)
     assert p["parentId"] == s.persistent_id and p["parentPath"] == s.path
-    assert [m["role"] for m in c.conversation] == ["user", "assistant", "tool"]
+    assert [m["role"] for m in recorded(c.conversation)] == ["user", "assistant", "tool"]
     assert c.read_paths == s.read_paths == {str((ws / "a.txt").resolve())}
-    c.append_message(user("only in clone"))
+    c.append_message(typed(user("only in clone")))
     assert Path(s.path).read_bytes() == before
     reloaded = load_session(c.path, str(ws))
-    assert [m["role"] for m in reloaded.conversation] == ["user", "assistant", "tool", "user"]
+    assert [m["role"] for m in recorded(reloaded.conversation)] == ["user", "assistant", "tool", "user"]
     assert reloaded.name == "src"
 
 
@@ -300,15 +302,15 @@ def test_fork_messages_and_fork(env):
     for m in (user("first\n  question"), assistant("a"), user([{"type": "text", "text": "second"},
                                                                {"type": "text", "text": "part"}]),
               assistant("b"), user("x" * 300)):
-        s.append_message(m)
+        s.append_message(typed(m))
     entries = manager.fork_messages(s.id)
     assert entries == [{"entryId": "message:0", "text": "first question"},
                        {"entryId": "message:2", "text": "second part"},
                        {"entryId": "message:4", "text": "x" * 120}]
     f, text = manager.fork(s.id, "message:2")
     assert text == "second\npart"
-    assert [m["content"] for m in f.conversation] == ["first\n  question", "a"]
-    assert f.payload()["parentId"] == s.persistent_id
+    assert [m["content"] for m in recorded(f.conversation)] == ["first\n  question", "a"]
+    assert payload(f)["parentId"] == s.persistent_id
     f0, text0 = manager.fork(s.id, "message:0")
     assert f0.conversation == [] and text0 == "first\n  question"
     for bad in ("message:1", "message:99", "3", "message:-1", None, "message:x"):
@@ -334,7 +336,7 @@ def test_close_deletes_only_unused_sessions(env):
     empty, named, used = manager.create(), manager.create(name="n"), None
     assert not os.path.exists(empty.path)  # cleaned up when `named` was created
     used = manager.create()
-    used.append_message(user("hi"))
+    used.append_message(typed(user("hi")))
     last = manager.create()
     assert manager.close(last.id) == {"closed": True}
     assert not os.path.exists(last.path)
@@ -407,7 +409,7 @@ def test_turn_lock_marks_busy_and_syncs(env):
     s = manager.create()
     with s.turn_lock() as held:
         assert held is s.shared and s.busy
-        s.append_message(user("in a turn"))
+        s.append_message(typed(user("in a turn")))
         s.append_record("tool_execution_end", toolCallId="c", toolName="read", args={}, result={}, isError=False)
         with pytest.raises(SessionBusy):  # a second turn on the same session
             with s.turn_lock():
@@ -420,21 +422,21 @@ def test_turn_lock_marks_busy_and_syncs(env):
 def test_transcript(env):
     manager, ws = env
     s = manager.create(name="t")
-    s.append_message({"role": "system", "content": "sys"})
-    s.append_message(user([{"type": "text", "text": "look"},
-                           {"type": "image", "data": "AAAA", "mimeType": "image/png", "path": "/x/shot.png"}]))
-    s.append_message(assistant("done", reasoning_summary="I think", calls=[
+    s.append_message(typed({"role": "system", "content": "sys"}))
+    s.append_message(typed(user([{"type": "text", "text": "look"},
+                           {"type": "image", "data": "AAAA", "mimeType": "image/png", "path": "/x/shot.png"}])))
+    s.append_message(typed(assistant("done", reasoning_summary="I think", calls=[
         ("c1", "edit_file", {"path": "a.py", "edits": [{"old_text": "x", "new_text": "y"}]}),
         ("c2", "run_shell_command", {"command": "ls"}),
-    ]))
+    ])))
     s.append_record("tool_execution_end", toolCallId="c1", toolName="edit", args={},
                     result={"content": "Edited", "isError": False, "images": [], "diff": "--- a.py\n+++ a.py",
                             "changedFiles": ["a.py"]}, isError=False)
-    s.append_message(tool("c1", "edit_file", "Edited a.py: replaced 1 block(s)\n--- a.py\n+++ a.py"))
-    s.append_message(tool("c2", "run_shell_command", "Error: command timed out after 30 seconds"))
-    s.append_message({"role": "assistant", "content": [{"type": "text", "text": "t"},
-                                                       {"type": "reasoning", "text": "r"}]})
-    result = manager.transcript(s.id)
+    s.append_message(typed(tool("c1", "edit_file", "Edited a.py: replaced 1 block(s)\n--- a.py\n+++ a.py")))
+    s.append_message(typed(tool("c2", "run_shell_command", "Error: command timed out after 30 seconds")))
+    s.append_message(typed({"role": "assistant", "content": [{"type": "text", "text": "t"},
+                                                       {"type": "reasoning", "text": "r"}]}))
+    result = wire.transcript(manager.transcript(s.id))
     assert result["session"]["id"] == s.id and result["session"]["name"] == "t"
     assert result["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "look"},
@@ -455,16 +457,16 @@ def test_transcript(env):
     ]
     s.append_record("compaction", message={"role": "compactionSummary", "summary": "sum", "tokens_before": 42,
                                            "first_kept_entry_id": "message:4"})
-    assert manager.transcript(s.id)["messages"][0] == {"role": "compactionSummary", "summary": "sum",
+    assert wire.transcript(manager.transcript(s.id))["messages"][0] == {"role": "compactionSummary", "summary": "sum",
                                                        "tokensBefore": 42}
 
 
 def test_transcript_derives_details_without_an_execution_record(env):
     manager, _ = env
     s = manager.create()
-    s.append_message(assistant(calls=[("w", "write_file", {"path": "n.txt", "content": "x"})]))
-    s.append_message(tool("w", "write_file", "Wrote 1 bytes to n.txt\n--- n.txt\n+++ n.txt\n@@ -0,0 +1,1 @@\n+x"))
-    [_, result] = manager.transcript(s.id)["messages"]
+    s.append_message(typed(assistant(calls=[("w", "write_file", {"path": "n.txt", "content": "x"})])))
+    s.append_message(typed(tool("w", "write_file", "Wrote 1 bytes to n.txt\n--- n.txt\n+++ n.txt\n@@ -0,0 +1,1 @@\n+x")))
+    [_, result] = wire.transcript(manager.transcript(s.id))["messages"]
     assert result["details"] == {"diff": "--- n.txt\n+++ n.txt\n@@ -0,0 +1,1 @@\n+x", "changedFiles": ["n.txt"]}
 
 
@@ -477,7 +479,7 @@ def test_sixteen_sessions_written_concurrently(env):
         go.wait(10)
         with s.turn_lock():
             for i in range(100):
-                s.append_message(user(f"{s.name}-{i}-" + "z" * (i * 331 % 9000)))
+                s.append_message(typed(user(f"{s.name}-{i}-" + "z" * (i * 331 % 9000))))
 
     threads = [threading.Thread(target=run, args=(s,)) for s in sessions]
     for t in threads:
@@ -494,13 +496,17 @@ def test_sixteen_sessions_written_concurrently(env):
 TWO_PROCESS = """
     import json, sys
     from pathlib import Path
+    from kward.rpc.wire import session as session_payload
     from kward.sessions import SessionManager
+    from kward.sessions.codec import decode as typed, encode
+    payload = lambda handle: session_payload(handle.info())
+    recorded = lambda messages: [encode(m) for m in messages]
     manager = SessionManager(Path(sys.argv[1]), default_workspace=sys.argv[2])
     s = manager.resume(sys.argv[3])
-    before = s.payload()
+    before = payload(s)
     manager.rename(s.id, "renamed elsewhere")
-    s.append_message({"role": "user", "content": "from the short-lived process"})
-    print(json.dumps({"before": before, "messages": [m["content"] for m in s.conversation]}))
+    s.append_message(typed({"role": "user", "content": "from the short-lived process"}))
+    print(json.dumps({"before": before, "messages": [m["content"] for m in recorded(s.conversation)]}))
     manager.close(s.id)
     manager.shutdown_all()
 """
@@ -509,15 +515,15 @@ TWO_PROCESS = """
 def test_another_process_resumes_renames_and_closes_an_open_session(env):
     manager, ws = env
     s = manager.create()
-    s.append_message(user("from the long-lived process"))
+    s.append_message(typed(user("from the long-lived process")))
     out = json.loads(run_child(TWO_PROCESS, str(manager.sessions_dir), str(ws), s.path))
     assert out["before"]["persistentId"] == s.persistent_id and out["before"]["id"] != s.id
     assert out["messages"] == ["from the long-lived process", "from the short-lived process"]
     assert os.path.exists(s.path)  # the other process's close deleted nothing
     # the long-lived view folds in what the other process wrote
-    assert s.payload()["name"] == "renamed elsewhere"
-    s.append_message(assistant("reply"))
-    assert [m["content"] for m in s.conversation] == [
+    assert payload(s)["name"] == "renamed elsewhere"
+    s.append_message(typed(assistant("reply")))
+    assert [m["content"] for m in recorded(s.conversation)] == [
         "from the long-lived process", "from the short-lived process", "reply"]
     fresh = load_session(s.path, str(ws))
     assert fresh.conversation == s.conversation and fresh.name == s.name == "renamed elsewhere"
@@ -527,8 +533,8 @@ def test_another_process_closing_an_empty_session_we_have_open_keeps_it(env):
     manager, ws = env
     s = manager.create()
     run_child(TWO_PROCESS.replace('manager.rename(s.id, "renamed elsewhere")', "").replace(
-        's.append_message({"role": "user", "content": "from the short-lived process"})', ""),
+        's.append_message(typed({"role": "user", "content": "from the short-lived process"}))', ""),
         str(manager.sessions_dir), str(ws), s.path)
     assert os.path.exists(s.path)
-    s.append_message(user("still here"))
-    assert [m["content"] for m in load_session(s.path, str(ws)).conversation] == ["still here"]
+    s.append_message(typed(user("still here")))
+    assert [m["content"] for m in recorded(load_session(s.path, str(ws)).conversation)] == ["still here"]

@@ -1,21 +1,26 @@
-"""Session-side tool normalization: derived result details, and the shape of the
-tool_execution_end record (built by the agent) that transcripts read back."""
+"""Tool normalization of stored calls: derived result details (kward.rpc.wire), and the
+shape of the tool_execution_end record (kward.sessions.codec) that transcripts read back."""
 
 from __future__ import annotations
 
 import json
 
-from kward.agent.payloads import tool_execution_record
-from kward.sessions.normalize import call_arguments, is_error_result, result_details
+from kward.model import ToolCall, is_error_text
+from kward.rpc.wire import call_arguments, result_details
+from kward.sessions.codec import tool_execution_fields
 from kward.tools.base import ToolResult
+
+
+def is_error_result(text):
+    return isinstance(text, str) and is_error_text(text)
 
 
 def test_tool_execution_record_from_a_tool_result():
     result = ToolResult.text("Edited a.py: replaced 1 block(s)\n--- a.py\n+++ a.py", diff="--- a.py\n+++ a.py",
                              changed_files=["a.py"])
     args = json.dumps({"path": "a.py", "edits": [{"old_text": "x", "new_text": "y"}]})
-    call = {"id": "c1", "type": "function", "function": {"name": "edit_file", "arguments": args}}
-    fields = tool_execution_record(call, result)
+    call = ToolCall("c1", "edit_file", args)
+    fields = tool_execution_fields(call, result)
     assert fields == {
         "toolCallId": "c1", "toolName": "edit",
         "args": {"path": "a.py", "edits": [{"oldText": "x", "newText": "y"}]},

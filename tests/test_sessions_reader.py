@@ -9,6 +9,7 @@ import pytest
 from kward.errors import InvalidParams
 from kward.sessions.opening import load_session
 from lib.sessions_helpers import assistant, header, message_rec, tool, user, write_lines
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 READER_LOG = "kward.sessions.reader"
 
@@ -18,7 +19,7 @@ def load(path, root):
 
 
 def contents(session):
-    return [m.get("content", m.get("summary")) for m in session.conversation]
+    return [m.get("content", m.get("summary")) for m in recorded(session.conversation)]
 
 
 def test_torn_blank_undecodable_and_unknown_lines_are_skipped_and_logged(tmp_path, caplog, capsys):
@@ -57,7 +58,7 @@ def test_complete_last_record_without_newline_is_kept(tmp_path):
                        trailing_newline=False)
     session = load(path, tmp_path)
     assert contents(session) == ["a", "b"]
-    session.append_message(user("c"))  # lands on its own line
+    session.append_message(typed(user("c")))  # lands on its own line
     assert contents(load(path, tmp_path)) == ["a", "b", "c"]
     session.close()
 
@@ -176,9 +177,9 @@ def test_successful_writes_and_edits_count_as_read_after_a_resume(tmp_path):
     ctx = ToolContext(workspace_root=ws, read_paths=session.read_paths)
 
     def run(call_id, name, **args):
-        session.append_message(assistant(calls=[(call_id, name, args)]))
+        session.append_message(typed(assistant(calls=[(call_id, name, args)])))
         result = default_registry().run(name, json.dumps(args), ctx)
-        session.append_message(tool(call_id, name, result.content))
+        session.append_message(typed(tool(call_id, name, result.content)))
         return result
 
     assert not run("c1", "write_file", path="new.txt", content="v1").is_error

@@ -9,6 +9,7 @@ import pytest
 from kward.errors import SessionNotFound
 from kward.sessions.opening import create_session, load_session
 from lib.sessions_helpers import assistant, file_records, user
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 
 @pytest.fixture
@@ -21,22 +22,22 @@ def session(tmp_path):
 
 
 def test_reload_and_refresh_do_not_replay_twice(session, tmp_path):
-    session.append_message(user("a"))
+    session.append_message(typed(user("a")))
     again = load_session(session.path, str(tmp_path))
     again.refresh()
-    assert [m["content"] for m in again.conversation] == ["a"]
+    assert [m["content"] for m in recorded(again.conversation)] == ["a"]
     again.close(delete_if_unused=False)
 
 
 def test_two_views_of_one_file_stay_consistent(session, tmp_path):
     other = load_session(session.path, str(tmp_path))
-    session.append_message(user("1"))
-    other.append_message(assistant("2"))  # lands after "1": folds it in first
+    session.append_message(typed(user("1")))
+    other.append_message(typed(assistant("2")))  # lands after "1": folds it in first
     session.rename("named by one")
     other.append_record("session_info", model="m")  # carries the current name
     session.refresh()
     for view in (session, other, load_session(session.path, str(tmp_path))):
-        assert [m["content"] for m in view.conversation] == ["1", "2"]
+        assert [m["content"] for m in recorded(view.conversation)] == ["1", "2"]
         assert view.name == "named by one" and view.model == "m"
     other.close(delete_if_unused=False)
 
@@ -50,11 +51,11 @@ def test_session_info_without_name_keeps_the_name(session):
 
 def test_live_compaction_matches_a_reload(session, tmp_path):
     for i in range(4):
-        session.append_message(user(f"u{i}") if i % 2 == 0 else assistant(f"a{i}"))
+        session.append_message(typed(user(f"u{i}") if i % 2 == 0 else assistant(f"a{i}")))
     session.append_record("compaction", message={"role": "compactionSummary", "summary": "S",
                                                  "first_kept_entry_id": "message:2", "tokens_before": 5})
-    session.append_message(user("after"))
-    assert [m.get("content", m.get("summary")) for m in session.conversation] == ["S", "u2", "a3", "after"]
+    session.append_message(typed(user("after")))
+    assert [m.get("content", m.get("summary")) for m in recorded(session.conversation)] == ["S", "u2", "a3", "after"]
     assert load_session(session.path, str(tmp_path)).conversation == session.conversation
     with pytest.raises(ValueError):
         session.append_record("compaction", message="not a dict")
@@ -62,7 +63,7 @@ def test_live_compaction_matches_a_reload(session, tmp_path):
 
 def test_is_empty_and_delete_if_unused(session):
     assert session.is_empty
-    session.append_message({"role": "system", "content": "s"})
+    session.append_message(typed({"role": "system", "content": "s"}))
     assert session.is_empty  # a system message is not content
     session.begin_work()
     assert not session.delete_if_unused()  # busy
@@ -70,22 +71,25 @@ def test_is_empty_and_delete_if_unused(session):
     assert session.delete_if_unused()
     assert not os.path.exists(session.path) and session.closed
     with pytest.raises(SessionNotFound):
-        session.append_message(user("late"))
+        session.append_message(typed(user("late")))
 
 
 def test_close_is_idempotent_and_keeps_content(session):
-    session.append_message(user("x"))
+    session.append_message(typed(user("x")))
     assert session.close() is False and session.close() is False
     assert file_records(session.path)[-1]["message"]["content"] == "x"
-    assert session.payload()["persistentId"] == session.persistent_id  # still describable
+    assert payload(session)["persistentId"] == session.persistent_id  # still describable
 
 
 def test_messages_are_persisted_as_given(session):
     message = {"role": "assistant", "content": "c", "tool_calls": [], "usage": {"total_tokens": 3},
                "provider": "Scripted", "model": "demo"}
-    session.append_message(message)
+    typed_message = typed(message)
+    session.append_message(typed_message)
     record = file_records(session.path)[-1]
     assert record["type"] == "message" and record["message"] == message and record["timestamp"].endswith("Z")
-    assert session.conversation[-1] is message
+    assert session.conversation[-1] is typed_message
     with pytest.raises(TypeError):
         session.append_message("text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        session.append_message(message)  # type: ignore[arg-type]: a record, not a message

@@ -21,6 +21,7 @@ from kward.sessions.records import SessionHeader
 from kward.sessions.opening import load_session
 from kward.sessions.store import SessionFile
 from lib.sessions_helpers import child, file_records
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 NAME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z_[0-9a-f-]{36}\.jsonl$")
 
@@ -203,11 +204,12 @@ def test_16_threads_and_4_processes_append_without_interleaving(tmp_path):
 
 CRASHER = """
     import sys
+    from kward.sessions.codec import decode as typed
     from kward.sessions.opening import load_session
     session = load_session(sys.argv[1], sys.argv[3])
     i = int(sys.argv[2])
     while True:
-        session.append_message({"role": "user", "content": "y" * (i % 5000), "id": "r%d" % i})
+        session.append_message(typed({"role": "user", "content": "y" * (i % 5000), "id": "r%d" % i}))
         sys.stdout.write("%d\\n" % i)
         sys.stdout.flush()
         i += 1
@@ -231,10 +233,10 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path):
             proc.send_signal(signal.SIGKILL)
             proc.communicate()
         session = load_session(str(f.path), str(tmp_path))  # always reloads
-        ids = {m.get("id") for m in session.conversation}
+        ids = {m.get("id") for m in recorded(session.conversation)}
         missing = [i for i in acknowledged if f"r{i}" not in ids]
         assert not missing
-        next_id = max(int(m["id"][1:]) for m in session.conversation) + 1
+        next_id = max(int(m["id"][1:]) for m in recorded(session.conversation)) + 1
         session.close(delete_if_unused=False)
     # A SIGKILL can cut a big write() short (the kernel checks for fatal signals between
     # pages): such a fragment was never acknowledged, sits on its own line (the next append

@@ -1,5 +1,5 @@
-"""Temp files that killed processes left behind are removed, and only those (issue 9 point
-8): `fsutil.remove_stale_files`, and `kward rpc` applying it to the config directory."""
+"""Temp files that killed processes left behind are removed, and only those:
+`fsutil.remove_stale_files`, and `kward rpc` applying it to the config directory."""
 
 import os
 import re

@@ -253,12 +253,12 @@ def test_the_warm_up_starts_after_the_first_message_is_answered(isolated_home):
     s = InProcessServer(isolated_home)
 
     def first_step():
-        seen.append(s.server.conn.client.experimental_api)
+        seen.append(s.server.conn.client.opt_out)  # what initialize stored
         started.set()
 
     s.server.warm_up = WarmUp(lambda: [first_step])
-    s.request("initialize", {"capabilities": {"experimentalApi": True}})
-    assert started.wait(10) and seen == [True]
+    s.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event"]}})
+    assert started.wait(10) and seen == [frozenset({"turn/event"})]
     assert s.request("workspace/info")["root"]
     s.close_input()
     assert s.join(10) and s.exit_code == 0 and s.server.warm_up.join(0)

@@ -11,6 +11,7 @@ import pytest
 
 from kward.errors import Canceled, InvalidParams
 from kward.providers.base import ModelResponse, Provider, ProviderError, RetryInfo, Usage
+from kward.rpc.wire import stats, time_range
 from kward.secrets import Snapshot
 from kward.telemetry import enabled_categories
 from kward.telemetry.log import MAX_BYTES, TelemetryLog
@@ -20,6 +21,7 @@ from kward.telemetry.stats import collect
 from kward.telemetry.tokens import HEADER, token_csv
 from kward.settings import LoggingSettings
 from kward.tools.base import ToolResult
+from lib.messages import recorded, typed
 
 UTC = timezone.utc
 
@@ -109,7 +111,7 @@ def test_a_write_that_fails_is_ignored(tmp_path):
 def test_ranges_are_utc_calendar_periods(text, now, start, unit, count):
     rng = parse_range(text, now)
     assert (rng.start, rng.end, rng.unit, rng.count) == (start, now, unit, count)
-    assert rng.payload()["startAt"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert time_range(rng)["startAt"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.mark.parametrize("text", ["0 days", "-1 days", "1", "days", "1 fortnight", "1.5 days", "two days",
@@ -173,7 +175,7 @@ def logs(tmp_path):
 
 def test_stats_count_the_enabled_categories_of_the_range(logs):
     rng = parse_range("1 day", at(2026, 3, 1, 23, 59))
-    result = collect(logs, rng, ("tokens", "performance", "tools", "errors"))
+    result = stats(collect(logs, rng, ("tokens", "performance", "tools", "errors")))
     assert result["range"] == {"input": "1 day", "count": 1, "unit": "day", "startAt": "2026-03-01T00:00:00Z",
                                "endAt": "2026-03-01T23:59:00Z"}
     assert (result["logDir"], result["recordCount"]) == (str(logs), 7)
@@ -189,9 +191,9 @@ def test_stats_count_the_enabled_categories_of_the_range(logs):
     assert result["errors"] == {"count": 1, "byEvent": {"model_request_error": 1}, "byClass": {"ProviderError": 1},
                                 "byProvider": {"Codex": 1}, "byCode": {"429": 1}}
     assert "secret-ish" not in json.dumps(result)  # error messages never reach the stats
-    only_tools = collect(logs, rng, ("tools",))
+    only_tools = stats(collect(logs, rng, ("tools",)))
     assert only_tools["recordCount"] == 2 and only_tools["usageStats"]["modelUsageEvents"] == 0
-    assert collect(logs.parent / "missing", rng, ("tools",))["recordCount"] == 0
+    assert stats(collect(logs.parent / "missing", rng, ("tools",)))["recordCount"] == 0
 
 
 def test_the_token_csv(logs):
@@ -241,7 +243,7 @@ def test_the_recorder_writes_the_events_of_a_turn_with_its_trace_ids(tmp_path):
     log = TelemetryLog(tmp_path, clock=lambda: 0.0)
     headers = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
     rec_ = TurnRecorder(log, ("tokens", "performance", "tools", "errors"), headers)
-    request = ModelRequest(instructions="sys", messages=[{"role": "user", "content": "hi"}], tools=[], model="m1")
+    request = ModelRequest(instructions="sys", messages=[typed({"role": "user", "content": "hi"})], tools=[], model="m1")
     ok = ModelResponse("hi", "", [], Usage(input_tokens=3, output_tokens=4, total_tokens=7), "Fake", "m1")
     with rec_.turn():
         assert rec_.provider(FakeProvider(ok)).complete(request, _Sink(), None) is ok
@@ -267,7 +269,7 @@ def test_the_recorder_writes_the_events_of_a_turn_with_its_trace_ids(tmp_path):
                for r in records)
     usage = records[4]
     assert usage["usage"]["total_tokens"] == 7 and usage["request_bytes"] == len(
-        json.dumps(["sys", request.messages, []], separators=(",", ":")))
+        json.dumps(["sys", recorded(request.messages), []], separators=(",", ":")))
     assert "abcdefghijkl" not in json.dumps(records) and records[1]["attempt"] == 2
     error = records[13]
     assert (error["error_class"], error["provider"], error["error_code"], error["reason"]) == \

@@ -4,7 +4,7 @@ import pytest
 
 from kward.tools import extract_diff, normalize_args, normalize_tool_name, parse_arguments
 from kward.tools.diff import truncated_diff, unified_diff
-from kward.tools.normalize import camelize_key
+from kward.toolcalls import camelize_key
 
 
 def test_tool_names():
@@ -53,7 +53,7 @@ def test_parse_arguments():
 
 
 def test_decode_arguments_is_the_strict_form():
-    from kward.tools.normalize import ArgumentsError, decode_arguments
+    from kward.toolcalls import ArgumentsError, decode_arguments
 
     assert decode_arguments(' {"a": 1} ') == {"a": 1} and decode_arguments(None) == {} and decode_arguments("  ") == {}
     for raw, invalid_json in (("{bad", True), ("[1]", False), (7, False)):

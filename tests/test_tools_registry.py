@@ -127,8 +127,11 @@ def test_duplicate_names_rejected():
 
 
 def test_result_payload_and_error_rule():
-    assert ToolResult.text("ok").to_payload() == {"content": "ok", "isError": False, "images": []}
+    from kward.sessions.codec import tool_result_record  # the protocol's toolResult.result (kward.rpc.wire)
+
+    assert tool_result_record(ToolResult.text("ok")) == {"content": "ok", "isError": False, "images": []}
     r = ToolResult.text("Edited a: replaced 1 block(s)\nd", diff="d", changed_files=["a"])
-    assert r.to_payload() == {"content": r.content, "isError": False, "images": [], "diff": "d", "changedFiles": ["a"]}
+    assert tool_result_record(r) == {"content": r.content, "isError": False, "images": [], "diff": "d",
+                                     "changedFiles": ["a"]}
     for text, err in (("Error: x", True), ("Declined: x", True), ("Cancelled.", True), ("Exit status: 1\n", False)):
         assert is_error_text(text) is err and ToolResult.text(text).is_error is err

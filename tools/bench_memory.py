@@ -1,4 +1,4 @@
-"""Memory benchmarks (issue 15): the retrieval a turn does over a large store.
+"""Memory benchmarks: the retrieval a turn does over a large store.
 
 Run from a checkout: ``python3 tools/bench_memory.py [--quick]``. `bench(quick)` returns
 rows ``{"name", "value", "unit", "target"}`` for ``tools/bench.py`` to merge into its report.

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from kward.cancel import CancelToken  # noqa: E402
 from kward.errors import Canceled  # noqa: E402
+from kward.model import UserMessage  # noqa: E402
 from kward.providers.base import ModelRequest  # noqa: E402
 from kward.providers.codex import CodexProvider  # noqa: E402
 from kward.providers.codex_wire import CodexAssembler  # noqa: E402
@@ -106,7 +107,7 @@ def _p50(values: list[float]) -> float:
 
 
 def bench_first_delta(requests: int) -> tuple[float, float]:
-    req = ModelRequest(instructions="bench", messages=[{"role": "user", "content": "hi"}], tools=[], model="m")
+    req = ModelRequest(instructions="bench", messages=[UserMessage("hi")], tools=[], model="m")
     results = []
     with fc.FakeCodex() as codex, fo.FakeOpenRouter() as router:
         http_c, http_o = _TimedHttp(), _TimedHttp()
@@ -128,7 +129,7 @@ def bench_first_delta(requests: int) -> tuple[float, float]:
 
 
 def bench_cancel(rounds: int) -> float:
-    req = ModelRequest(instructions="bench", messages=[{"role": "user", "content": "hi"}], tools=[], model="m")
+    req = ModelRequest(instructions="bench", messages=[UserMessage("hi")], tools=[], model="m")
     samples = []
     with fc.FakeCodex() as codex:
         provider = CodexProvider(ProviderSettings(base_url=codex.base_url, retry=RetryPolicy(())),

@@ -1,4 +1,4 @@
-"""Session store benchmarks (issue 3): listing, resume of a big file, append throughput.
+"""Session store benchmarks: listing, resume of a big file, append throughput.
 
 Run from a checkout: ``python3 tools/bench_sessions.py [--quick]``. `bench(quick)` returns
 rows ``{"name", "value", "unit", "target"}`` for ``tools/bench.py`` to merge into its report.
@@ -39,6 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kward.model import AssistantMessage  # noqa: E402
 from kward.sessions.listing import list_sessions  # noqa: E402
 from kward.sessions.opening import create_session  # noqa: E402
 
@@ -286,9 +287,10 @@ def bench_append(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
     session = create_session(tmp / "append-sessions", str(root))
     count = 5_000 if quick else 20_000
     messages = [{"role": "assistant", "content": text(rng, 250)} for _ in range(50)]
+    typed = [AssistantMessage(m["content"]) for m in messages]
     t0 = time.perf_counter()
     for i in range(count):
-        session.append_message(messages[i % 50])
+        session.append_message(typed[i % 50])
         if i % 20 == 19:
             session.sync()  # end of a turn
     session.sync()

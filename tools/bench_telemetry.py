@@ -1,13 +1,13 @@
-"""Telemetry benchmarks (issue 15): `logging/stats` over a large log, the cost of writing a
+"""Telemetry benchmarks: `logging/stats` over a large log, the cost of writing a
 record, and what a turn pays when telemetry is off.
 
 Run from a checkout: ``python3 tools/bench_telemetry.py [--quick]``. `bench(quick)` returns
 rows ``{"name", "value", "unit", "target"}`` for ``tools/bench.py`` to merge into its report.
 
-- ``logging_stats_200k_s``: `kward.telemetry.stats.collect` (what `logging/stats` runs) over
-  200,000 records (quick: 50,000) of every category in a week of daily files, two of them
-  rolled at 10 MiB; median of 3 runs (quick: 1), page cache warm. Target <= 2 s for 200,000.
-  Beside it, the baseline: `json.loads` of the same lines and nothing else.
+- ``logging_stats_200k_s``: `kward.telemetry.stats.collect` and `kward.rpc.wire.stats` (what
+  `logging/stats` runs) over 200,000 records (quick: 50,000) of every category in a week of
+  daily files, two of them rolled at 10 MiB; median of 3 runs (quick: 1), page cache warm.
+  Target <= 2 s for 200,000. Beside it, the baseline: `json.loads` of the same lines and nothing else.
 - ``telemetry_write_records_per_s``: `TelemetryLog.write` of tool-call records (redaction,
   the known-secret scrub, one `write()` each). Info.
 - ``telemetry_off_turn_us``: `TelemetryRuntime.recorder()` with every category off (what a
@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from kward.telemetry.log import TelemetryLog  # noqa: E402
 from kward.telemetry.ranges import parse_range  # noqa: E402
+from kward.rpc.wire import stats as stats_result  # noqa: E402
 from kward.telemetry.stats import collect  # noqa: E402
 
 Row = dict
@@ -89,12 +90,12 @@ def bench_stats(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
     count = 50_000 if quick else 200_000
     size = make_logs(tmp / "logs", count, rng)
     rng_ = parse_range("1 week", NOW)
-    result = collect(tmp / "logs", rng_, CATEGORIES)  # warm-up (page cache)
+    result = stats_result(collect(tmp / "logs", rng_, CATEGORIES))  # warm-up (page cache)
     assert result["recordCount"] == count, result["recordCount"]
     runs = []
     for _ in range(1 if quick else 3):
         t0 = time.perf_counter()
-        collect(tmp / "logs", rng_, CATEGORIES)
+        stats_result(collect(tmp / "logs", rng_, CATEGORIES))
         runs.append(time.perf_counter() - t0)
     base = []
     for _ in range(1 if quick else 3):

@@ -1,8 +1,9 @@
 """Validation of image attachments on `turns/start` (the spec's contract).
 
 Only `{type: "image", data: <raw base64, no data: prefix>, mimeType, name?, sizeBytes?}`;
-MIME types png/jpeg/gif/webp; at most 10 MiB per image, declared or decoded. Each
-violation raises InvalidParams naming the attachment and the problem. Pure.
+MIME types png/jpeg/gif/webp (`kward.model.IMAGE_MIME_TYPES`); at most 10 MiB per image,
+declared or decoded. Each violation raises InvalidParams naming the attachment and the
+problem; what passes becomes an `ImagePart` (`name` its `alt`). Pure.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from base64 import b64decode
 from typing import Any
 
 from kward.errors import InvalidParams
-
-MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+from kward.model import IMAGE_MIME_TYPES as MIME_TYPES
+from kward.model import ImagePart
 MAX_BYTES = 10 * 1024 * 1024
 MAX_ATTACHMENTS = 32
 
@@ -22,7 +23,7 @@ def _bad(index: int, problem: str) -> InvalidParams:
     return InvalidParams(f"Invalid params: attachments[{index}] {problem}", data={"param": f"attachments[{index}]"})
 
 
-def normalize_attachments(raw: Any) -> list[dict[str, Any]]:
+def normalize_attachments(raw: Any) -> list[ImagePart]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -33,7 +34,7 @@ def normalize_attachments(raw: Any) -> list[dict[str, Any]]:
     return [_one(i, a) for i, a in enumerate(raw)]
 
 
-def _one(i: int, att: Any) -> dict[str, Any]:
+def _one(i: int, att: Any) -> ImagePart:
     if not isinstance(att, dict):
         raise _bad(i, "must be an object")
     kind = att.get("type")
@@ -60,8 +61,5 @@ def _one(i: int, att: Any) -> dict[str, Any]:
         raise _bad(i, "data is not valid base64") from None
     if decoded > MAX_BYTES:
         raise _bad(i, f"is too large ({decoded} bytes; the limit is {MAX_BYTES})")
-    out = {"type": "image", "data": data, "mimeType": mime.lower()}
     name = att.get("name")
-    if isinstance(name, str) and name:
-        out["alt"] = name
-    return out
+    return ImagePart(data, mime.lower(), name if isinstance(name, str) and name else None)

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kward.agent.hooks import TurnHooks
-from kward.agent.loop import TurnSetup, run_agent
+from kward.agent.loop import TurnSetup, run_agent, user_content
 from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams
+from kward.model import UserMessage
 from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
 from kward.secrets import KnownSecrets
@@ -62,7 +63,6 @@ class AgentEngine:
                  settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
                  hooks: TurnHooks | None = None):
         self.paths = paths
-        self.hooks = hooks or TurnHooks()
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
         self.settings = settings or LiveSettings(config, env)
@@ -118,7 +118,7 @@ class AgentEngine:
 
     def name_session(self, session: Any, text: str) -> None:
         """Name an unnamed session after its first input."""
-        if session.name is None and not any(m.get("role") == "user" for m in session.entry_messages()):
+        if session.name is None and not any(type(m) is UserMessage for m in session.entry_messages()):
             session.rename(compact_name(text) or None)
 
     def execute(self, turn: Turn, session: Any) -> str:
@@ -128,9 +128,6 @@ class AgentEngine:
         """Run the agent loop on `text` (`display`: what the user typed, when it differs)."""
         selection = self.selection()
         self.name_session(session, display or text)
-        content: Any = text
-        if turn.attachments:
-            content = [{"type": "text", "text": text}, *turn.attachments]
         try:
             ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
                               cancel=turn.cancel, scrub=self.secrets.scrub_output,
@@ -152,9 +149,8 @@ class AgentEngine:
                           cancel=turn.cancel,
                           emit=hooks.observe(turn.emit, session, turn), steering=turn.steering,
                           headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True)
-        message: dict[str, Any] = {"role": "user", "content": content}
-        if display is not None and display != text:
-            message["display_content"] = display
+        message = UserMessage(user_content(text, turn.attachments),
+                              display if display is not None and display != text else None)
         with recorder.turn():
             answer = run_agent(session, message, setup)
         hooks.after_turn(turn, session)

@@ -1,7 +1,9 @@
 """The sequenced event log of one turn (see `EventLog`).
 
-Events of a turn get sequence numbers from 1 with no gap and reach the client in that
-order; the last EVENT_LIMIT are kept for `turns/events` replay. Thread-safe.
+Events of a turn (`kward.model.TurnEvent`: a type and its typed payload) get sequence
+numbers from 1 with no gap and reach the sink in that order; the last EVENT_LIMIT are
+kept for `turns/events` replay. The faces convert them (the RPC face:
+`kward.rpc.wire.turn_event`). Thread-safe.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
-from kward.agent.loop import now_iso
+from kward.model import TurnEvent
+from kward.timefmt import now_iso
 
 EVENT_LIMIT = 1000
 
@@ -29,7 +32,7 @@ class EventLog:
     lock is only ever held briefly: the dispatcher (turnQueued, turnCancelRequested,
     `after`) never waits for a client that stopped reading."""
 
-    def __init__(self, turn_id: str, session_id: str, publish: Callable[[dict[str, Any]], None],
+    def __init__(self, turn_id: str, session_id: str, publish: Callable[[TurnEvent], None],
                  make_room: Callable[[], None]):
         self._turn_id = turn_id
         self._session_id = session_id
@@ -39,9 +42,9 @@ class EventLog:
         self._recent_lock = threading.Lock()  # the replay buffer alone
         self._next = 1
         self._finished = False
-        self._recent: deque[dict[str, Any]] = deque(maxlen=EVENT_LIMIT)
+        self._recent: deque[TurnEvent] = deque(maxlen=EVENT_LIMIT)
 
-    def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> dict[str, Any] | None:
+    def emit(self, type_: str, payload: Any, *, wait: bool = True) -> TurnEvent | None:
         """Sequence and publish one event; None (nothing sent) once turnFinished was emitted,
         so a late event (a cancel request racing the end of the turn) never follows it.
         `wait=False` for the dispatcher thread: never paced."""
@@ -51,14 +54,13 @@ class EventLog:
             if self._finished:
                 return None
             self._finished = type_ == "turnFinished"
-            event = {"sequence": self._next, "timestamp": now_iso(), "sessionId": self._session_id,
-                     "turnId": self._turn_id, "type": type_, "payload": payload}
+            event = TurnEvent(self._next, now_iso(), self._session_id, self._turn_id, type_, payload)
             self._next += 1
             with self._recent_lock:
                 self._recent.append(event)
             self._publish(event)
             return event
 
-    def after(self, sequence: int) -> list[dict[str, Any]]:
+    def after(self, sequence: int) -> list[TurnEvent]:
         with self._recent_lock:
-            return [e for e in self._recent if e["sequence"] > sequence]
+            return [e for e in self._recent if e.sequence > sequence]

@@ -19,32 +19,34 @@ nothing leaves nothing behind.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from kward.agent import payloads
 from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
+from kward.model import (Answer, AssistantMessage, Delta, ImagePart, Message, Steered, TextPart, ToolCall,
+                         ToolOutcome, ToolResult, ToolResultMessage, UserMessage)
 from kward.providers.base import ModelRequest, ModelResponse, Provider, RetryInfo
 from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
-from kward.tools import CANCELLED, ToolContext, ToolRegistry, ToolResult
+from kward.tools import CANCELLED, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[str, dict[str, Any]], None]
+#: The loop's event callback: `emit(type, payload)` with the typed payload of the type
+#: (`kward.model.EventPayload`).
+Emit = Callable[[str, Any], None]
 DEFAULT_MAX_STEPS = 50
 
 
 class SessionPort(Protocol):
-    """What the loop needs from an open session (kward.sessions.OpenSession)."""
+    """What the loop needs from an open session (kward.sessions.SessionHandle)."""
 
-    def append_message(self, message: dict[str, Any]) -> None: ...
+    def append_message(self, message: Message) -> None: ...
 
-    def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]: ...
+    def append_tool_execution(self, call: ToolCall, result: ToolResult) -> None: ...
 
-    def entry_messages(self) -> list[dict[str, Any]]: ...
+    def entry_messages(self) -> list[Message]: ...
 
 
 class StepLimitReached(KwardError):
@@ -71,21 +73,6 @@ class TurnSetup:
     refresh_instructions: Callable[[], str] | None = None  # called before each model request
 
 
-_second: tuple[int, str] = (-1, "")  # (whole second, its formatted prefix): events come thousands a second
-
-
-def now_iso() -> str:
-    """UTC time as ISO-8601 with milliseconds (`2026-01-02T03:04:05.678Z`). Any thread."""
-    global _second
-    t = time.time()
-    whole, prefix = _second
-    if whole != int(t):
-        whole = int(t)
-        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
-        _second = (whole, prefix)  # one atomic rebinding; a racing thread computes the same value
-    return f"{prefix}.{int(t * 1000) % 1000:03d}Z"
-
-
 class _Sink:
     """Forwards streaming progress as events and keeps the text and reasoning shown so far
     by the current model call (`start_call` forgets them). Used on the turn's thread only."""
@@ -101,20 +88,18 @@ class _Sink:
     def text_delta(self, delta: str) -> None:
         if delta:
             self.text.append(delta)
-            self._emit("assistantDelta", {"delta": delta})
+            self._emit("assistantDelta", Delta(delta))
 
     def reasoning_delta(self, delta: str) -> None:
         if delta:
             self.reasoning.append(delta)
-            self._emit("reasoningDelta", {"delta": delta})
+            self._emit("reasoningDelta", Delta(delta))
 
     def retry(self, info: RetryInfo) -> None:
-        self._emit("modelRetry", {"provider": info.provider, "model": info.model, "attempt": info.attempt,
-                                  "maxAttempts": info.max_attempts, "delaySeconds": info.delay_seconds,
-                                  "error": info.error})
+        self._emit("modelRetry", info)
 
 
-def run_agent(session: SessionPort, user_message: dict[str, Any], setup: TurnSetup) -> str:
+def run_agent(session: SessionPort, user_message: UserMessage, setup: TurnSetup) -> str:
     """Run one turn; returns the final answer text. Raises Canceled when cancelled, or the
     provider's/tools' KwardError when the turn fails (the caller reports it)."""
     setup.cancel.raise_if_cancelled()
@@ -136,43 +121,28 @@ def run_agent(session: SessionPort, user_message: dict[str, Any], setup: TurnSet
             raise
         message = assistant_message(response)
         session.append_message(message)
-        setup.emit("assistantMessage", {"message": message})
-        if response.tool_calls:
-            _run_tools(session, message["tool_calls"], setup)
+        setup.emit("assistantMessage", message)
+        if message.tool_calls:
+            _run_tools(session, message.tool_calls, setup)
             _apply_steering(session, setup, final=False)
             continue
         if _apply_steering(session, setup, final=True):
             continue
-        setup.emit("answer", {"content": response.text})
+        setup.emit("answer", Answer(response.text))
         return response.text
     raise StepLimitReached(f"The turn stopped after {setup.max_steps} model calls without a final answer")
 
 
-def assistant_message(response: ModelResponse) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": response.text}
-    if response.reasoning:
-        message["reasoning_summary"] = response.reasoning
-    if response.tool_calls:
-        message["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                                 for c in response.tool_calls]
-    if response.usage is not None:
-        message["usage"] = response.usage.to_record()
-    message["provider"] = response.provider
-    message["model"] = response.model
-    message.update(response.message_extras or {})
-    return message
+def assistant_message(response: ModelResponse) -> AssistantMessage:
+    return AssistantMessage(response.text, response.reasoning or None, tuple(response.tool_calls), response.usage,
+                            response.provider, response.model, extras=dict(response.message_extras or {}))
 
 
 def interrupted_message(text: str, reasoning: str, provider: str, model: str,
-                        error: str | None = None) -> dict[str, Any]:
+                        error: str | None = None) -> AssistantMessage:
     """The assistant message that keeps what an interrupted model call streamed."""
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if reasoning:
-        message["reasoning_summary"] = reasoning
-    message.update({"provider": provider, "model": model, "interrupted": True})
-    if error:
-        message["errorMessage"] = error
-    return message
+    return AssistantMessage(text, reasoning or None, provider=provider, model=model, interrupted=True,
+                            error=error or None)
 
 
 def _keep_interrupted(session: SessionPort, sink: _Sink, setup: TurnSetup, exc: Exception) -> None:
@@ -189,28 +159,31 @@ def _keep_interrupted(session: SessionPort, sink: _Sink, setup: TurnSetup, exc: 
     except Exception:
         log.exception("could not keep the interrupted answer of the turn")
         return
-    setup.emit("assistantMessage", {"message": message})
+    setup.emit("assistantMessage", message)
 
 
-def _run_tools(session: SessionPort, calls: list[dict[str, Any]], setup: TurnSetup) -> None:
+def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSetup) -> None:
     canceled = False
     for call in calls:
-        name = call["function"]["name"]
-        setup.emit("toolCall", payloads.tool_call(call))
+        setup.emit("toolCall", call)
         if canceled:
             result = ToolResult.text(CANCELLED)
         else:
             try:
-                result = setup.tools.run(name, call["function"]["arguments"], setup.tool_ctx)
+                result = setup.tools.run(call.name, call.arguments, setup.tool_ctx)
             except Canceled:
                 canceled = True
                 result = ToolResult.text(CANCELLED)
-        session.append_message({"role": "tool", "tool_call_id": call["id"], "name": name, "content": result.content})
-        record = payloads.tool_execution_record(call, result)
-        session.append_record("tool_execution_end", **record)
-        setup.emit("toolResult", payloads.tool_result(call, result))
+        session.append_message(ToolResultMessage(call.id, call.name, result.content))
+        session.append_tool_execution(call, result)
+        setup.emit("toolResult", ToolOutcome(call, result))
     if canceled:
         raise Canceled("Canceled.")
+
+
+def user_content(text: str, attachments: list[ImagePart]) -> Any:
+    """A user message's content: the text, or a text part and the images."""
+    return text if not attachments else (TextPart(text), *attachments)
 
 
 def _apply_steering(session: SessionPort, setup: TurnSetup, *, final: bool) -> bool:
@@ -220,7 +193,6 @@ def _apply_steering(session: SessionPort, setup: TurnSetup, *, final: bool) -> b
         return False
     items: list[SteerInput] = setup.steering.close_if_empty() if final else setup.steering.drain()
     for item in items:
-        content: Any = item.text if not item.attachments else [{"type": "text", "text": item.text}, *item.attachments]
-        session.append_message({"role": "user", "content": content})
-        setup.emit("turnSteered", {"input": item.text, "createdAt": item.created_at})
+        session.append_message(UserMessage(user_content(item.text, item.attachments)))
+        setup.emit("turnSteered", Steered(item.text, item.created_at))
     return bool(items)

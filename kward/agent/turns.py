@@ -11,9 +11,9 @@ first turn is queued, so a session that another process is running answers
 job is still releasing that lock waits for the release (an fsync and a close) instead of
 failing on its own process's lock.
 
-Events: every turn has an `EventLog` (kward.agent.eventlog); `emit` assigns the next sequence number and
-publishes under the log's lock, so a turn's events reach the client in sequence order
-with no gaps. Every turn starts with `turnQueued` and ends with exactly one
+Events: every turn has an `EventLog` (kward.agent.eventlog); `emit` assigns the next
+sequence number and publishes the typed `kward.model.TurnEvent` under the log's lock, so
+a turn's events reach the sink in sequence order with no gaps. Every turn starts with `turnQueued` and ends with exactly one
 `turnFinished` (`completed`, `failed` or `canceled`); the log drops anything emitted after
 it. A turn whose loop returned its answer is `completed`, even if a cancel request arrived
 meanwhile, but only once the session file is fsynced and still the file at its path: a
@@ -48,48 +48,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kward.agent.eventlog import EventLog
-from kward.agent.loop import now_iso
-from kward.cancel import CancelToken
-from kward.errors import Canceled, InvalidParams, KwardError, as_kward_error
+from kward.agent.turn import TERMINAL, Turn, turn_error
+from kward.errors import Canceled, InvalidParams, KwardError
+from kward.model import Finished, ImagePart, Status, TurnEvent
 from kward.steering import SteeringInbox, SteerInput
+from kward.timefmt import now_iso
+
+__all__ = ["BEHAVIORS", "TERMINAL", "Turn", "TurnManager"]
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("completed", "failed", "canceled")
 BEHAVIORS = ("newTurn", "followUp", "steer")
 KEEP_FINISHED_TURNS = 256
-
-
-@dataclass
-class Turn:
-    id: str
-    session_id: str  # the RPC id the turn was started through
-    input: str
-    attachments: list[dict[str, Any]]
-    created_at: str
-    events: EventLog
-    status: str = "queued"
-    started_at: str | None = None
-    finished_at: str | None = None
-    cancel_requested: bool = False
-    error: dict[str, Any] | None = None
-    cancel: CancelToken = field(default_factory=CancelToken)
-    steering: SteeringInbox | None = None
-    headers: dict[str, str] = field(default_factory=dict)  # e.g. traceparent for model requests
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    session: Any = field(default=None, repr=False)  # what it was started through (see the module docstring)
-    publish: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)  # its event sink
-    announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
-    plan: Any = None  # how its slash input runs, when resolved at start (kward.resources.catalog.Plan)
-
-    def emit(self, type_: str, payload: dict[str, Any], *, wait: bool = True) -> None:
-        self.events.emit(type_, payload, wait=wait)
-
-    def payload(self) -> dict[str, Any]:
-        out = {"id": self.id, "sessionId": self.session_id, "status": self.status,
-               "cancelRequested": self.cancel_requested, "createdAt": self.created_at,
-               "startedAt": self.started_at, "finishedAt": self.finished_at, "error": self.error}
-        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass
@@ -102,24 +72,11 @@ class _Lane:
     releasing: bool = False  # the drain job is releasing `turn_lock` (fsync, unlock)
 
 
-def error_payload(exc: BaseException) -> dict[str, Any]:
-    """A failed turn's `error`: converted like an RPC error (`errors.as_kward_error`), so an
-    OSError says what the OS said about which path; `data` holds the error's extra fields."""
-    err = as_kward_error(exc)
-    if err is None:
-        return {"message": f"Internal error: {type(exc).__name__}", "code": type(exc).__name__, "fatal": False,
-                "reason": "internal_error"}
-    out: dict[str, Any] = {"message": err.message, "code": type(err).__name__, "fatal": False, "reason": err.reason}
-    if err.data:
-        out["data"] = dict(err.data)
-    return out
-
-
 class TurnManager:
     """See the module docstring. `execute(turn, session)` runs the agent for one turn on a
     pool worker and returns when it is done (raising Canceled or an error)."""
 
-    def __init__(self, *, submit: Callable[[Callable[[], None]], bool], publish: Callable[[dict[str, Any]], None],
+    def __init__(self, *, submit: Callable[[Callable[[], None]], bool], publish: Callable[[TurnEvent], None],
                  make_room: Callable[[], None], execute: Callable[[Turn, Any], Any],
                  steering_supported: Callable[[], bool]):
         self._submit = submit
@@ -135,9 +92,9 @@ class TurnManager:
 
     # --- requests ---------------------------------------------------------------------
 
-    def start(self, session: Any, text: str, attachments: list[dict[str, Any]],
+    def start(self, session: Any, text: str, attachments: list[ImagePart],
               behavior: str | None = None, headers: dict[str, str] | None = None,
-              publish: Callable[[dict[str, Any]], None] | None = None, plan: Any = None) -> Turn:
+              publish: Callable[[TurnEvent], None] | None = None, plan: Any = None) -> Turn:
         """Queue a turn (or steer the running one); returns the turn the input went to.
         `publish` receives the new turn's events (default: the manager's); steered input
         goes to the running turn, whose events keep going where they went. `plan` is
@@ -183,7 +140,7 @@ class TurnManager:
                 if turn.status in TERMINAL:
                     return turn
                 turn.cancel_requested = True
-            turn.emit("turnCancelRequested", {}, wait=False)
+            turn.emit("turnCancelRequested", None, wait=False)
             lane = self._lanes.get(turn.session.shared)
             if lane is not None and turn in lane.queue:
                 lane.queue.remove(turn)
@@ -246,9 +203,9 @@ class TurnManager:
             lane = self._lanes[session.shared] = _Lane(session.shared)
         return lane
 
-    def _enqueue(self, lane: _Lane, session: Any, text: str, attachments: list[dict[str, Any]],
+    def _enqueue(self, lane: _Lane, session: Any, text: str, attachments: list[ImagePart],
                  headers: dict[str, str] | None = None,
-                 publish: Callable[[dict[str, Any]], None] | None = None) -> Turn:
+                 publish: Callable[[TurnEvent], None] | None = None) -> Turn:
         """Create a queued turn of `session` on `lane` and emit turnQueued. Caller holds `_lock`."""
         turn_id = str(uuid.uuid4())
         session_id = session.id
@@ -258,7 +215,7 @@ class TurnManager:
                     headers=dict(headers or {}), session=session, publish=publish)
         self._remember(turn)
         lane.queue.append(turn)
-        turn.emit("turnQueued", {"status": "queued"}, wait=False)
+        turn.emit("turnQueued", Status("queued"), wait=False)
         return turn
 
     def _remember(self, turn: Turn) -> None:
@@ -341,7 +298,7 @@ class TurnManager:
             turn.started_at = now_iso()
             if self._steering_supported():
                 turn.steering = SteeringInbox()
-        turn.emit("turnStarted", {"status": "running"})
+        turn.emit("turnStarted", Status("running"))
         sync_tried = False
         try:
             if turn.cancel_requested:
@@ -360,7 +317,7 @@ class TurnManager:
                 log.exception("turn %s failed", turn.id)
             if turn.cancel.cancelled:
                 return self._settle(turn, "canceled")
-            turn.error = error_payload(exc)
+            turn.error = turn_error(exc)
             turn.emit("error", turn.error)
             return self._settle(turn, "failed")
         finally:
@@ -382,10 +339,8 @@ class TurnManager:
         return True
 
     def _announce(self, turn: Turn, *, wait: bool = True) -> None:
-        payload: dict[str, Any] = {"status": turn.status}
-        if turn.error is not None and turn.status == "failed":
-            payload["error"] = turn.error
-        turn.emit("turnFinished", payload, wait=wait)
+        error = turn.error if turn.status == "failed" else None
+        turn.emit("turnFinished", Finished(turn.status, error), wait=wait)
         with self._lock:
             turn.announced = True
             self._released.notify_all()

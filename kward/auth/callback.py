@@ -1,4 +1,4 @@
-"""The one-shot loopback HTTP listener that receives an OAuth redirect (wire notes 2.3).
+"""The one-shot loopback HTTP listener that receives an OAuth redirect.
 
 `CallbackServer` binds 127.0.0.1 only (so nothing but this machine can connect), on the
 configured port (1455 by default; when that is busy 1457, the other port OpenAI allows;

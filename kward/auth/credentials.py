@@ -275,7 +275,7 @@ class Credentials:
         }
 
     def providers(self) -> dict[str, Any]:
-        """`auth/providers`: the cards of DESIGN.md "What a real UI client relies on"."""
+        """`auth/providers`: the provider cards a UI shows (docs/protocol.md)."""
         f = self._facts()
         store = self.store.name
 

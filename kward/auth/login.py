@@ -13,11 +13,13 @@ The code is exchanged at the token endpoint (`tokens.exchange_code`) and the tok
 
 Threads: each login owns one thread (started by `start`) that serves the listener until
 the login leaves ``pending`` or times out, then closes the listener and, last, calls
-`on_finished(payload)` once on that thread (the listener is closed by then, so a new login
+`on_finished(state)` once on that thread (the listener is closed by then, so a new login
 can bind the port at once). `cancel()` sets the stop signal and joins the thread (2 s).
 `submit` exchanges the code on the caller's thread. A login's transitions are serialized
 by its lock (held over the save of the tokens, so a cancel cannot slip between save and
-``completed``); `payload()` and `status` read one tuple and never wait for it. The manager keeps at most
+``completed``); `state()` and `status` read one tuple and never wait for it. A login is
+reported as a `LoginState` (its id, URLs, status and words; never a secret): the RPC face
+shapes it into the `auth/loginStatus` object (`kward.rpc.wire.login`). The manager keeps at most
 `limit` logins (finished ones are forgotten oldest first), and starting a login cancels
 any pending one (they would share the callback port).
 """
@@ -29,7 +31,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from kward.auth.callback import CallbackServer
 from kward.auth.credentials import OPENAI, Credentials
@@ -48,12 +50,27 @@ POLL_SECONDS = 0.5  # the longest wait between checks of the deadline
 JOIN_SECONDS = 2.0
 SUCCESS_PAGE = "Signed in to kward. You can close this window."
 
+
+
+class LoginState(NamedTuple):
+    """A login as it stood when taken: `status` is one of PENDING, COMPLETED, FAILED,
+    CANCELLED; `message` and `error` are words for people (either may be None)."""
+
+    provider_id: str
+    login_id: str
+    status: str
+    authorization_url: str
+    redirect_uri: str
+    message: str | None = None
+    error: str | None = None
+
+
 Exchange = Callable[[OAuthSettings, str, str, str], OpenAITokens]
-Finished = Callable[[dict], None]
+Finished = Callable[[LoginState], None]
 
 
 def denied_message(params: CallbackParams) -> str:
-    """What an ``error=`` callback means, in words (wire notes 2.3)."""
+    """What an ``error=`` callback (OAuth's error redirect) means, in words."""
     desc = redact_text(params.error_description or "")[:300]
     if params.error == "access_denied" and "missing_codex_entitlement" in desc:
         return "Codex is not enabled for this ChatGPT workspace."
@@ -111,16 +128,11 @@ class OAuthLogin:
     def listen_address(self) -> tuple[str, int]:
         return self._server.address
 
-    def payload(self) -> dict[str, Any]:
-        """The login as `auth/loginStatus` and `auth/loginFinished` show it (never blocks)."""
+    def state(self) -> LoginState:
+        """The login as it stands (never blocks)."""
         status, error, message = self._outcome
-        out: dict[str, Any] = {"providerId": self.provider_id, "loginId": self.login_id, "status": status,
-                               "authorizationUrl": self.authorization_url, "redirectUri": self.redirect_uri}
-        if message:
-            out["message"] = message
-        if error:
-            out["error"] = error
-        return out
+        return LoginState(self.provider_id, self.login_id, status, self.authorization_url, self.redirect_uri,
+                          message, error)
 
     def _finish_locked(self, status: str, *, error: str | None = None, message: str | None = None) -> bool:
         if self._outcome[0] != PENDING:
@@ -157,7 +169,7 @@ class OAuthLogin:
             self._server.close()
             if self._on_finished is not None:
                 try:
-                    self._on_finished(self.payload())
+                    self._on_finished(self.state())
                 except Exception:
                     log.exception("an on_finished callback of a login failed")
             self._done.set()
@@ -166,11 +178,11 @@ class OAuthLogin:
         """Wait until the login has finished and its listener is closed."""
         return self._done.wait(timeout)
 
-    def cancel(self) -> dict[str, Any]:
+    def cancel(self) -> LoginState:
         self._finish(CANCELLED, message="The OpenAI login was cancelled.")
         if self._thread.ident is not None and threading.current_thread() is not self._thread:
             self._thread.join(JOIN_SECONDS)
-        return self.payload()
+        return self.state()
 
     # --- completing ---------------------------------------------------------------------
 
@@ -225,7 +237,7 @@ class OAuthLogin:
             return 200, SUCCESS_PAGE
         return 400, f"Login failed: {self.error or 'the login ended'} You can close this window."
 
-    def submit(self, text: Any) -> dict[str, Any]:
+    def submit(self, text: Any) -> LoginState:
         """Complete the login with a pasted code or callback URL (on the caller's thread).
         Raises LoginError (`login_finished`, `login_state_mismatch`, `login_failed`) or
         InvalidParams naming `code`."""
@@ -253,7 +265,7 @@ class OAuthLogin:
                 raise LoginError(self.error or "The login failed.", data={"loginId": self.login_id, "status": status})
             raise LoginError(f"The OpenAI login {self.login_id} is {status}.", reason="login_finished",
                              data={"loginId": self.login_id, "status": status})
-        return self.payload()
+        return self.state()
 
 
 class LoginManager:
@@ -273,11 +285,11 @@ class LoginManager:
         settings = self.credentials.oauth_settings()
         check_timeout(timeout)  # before an older login is cancelled: bad input changes nothing
 
-        def finished(payload: dict) -> None:
-            if payload.get("status") == COMPLETED:
+        def finished(state: LoginState) -> None:
+            if state.status == COMPLETED:
                 self.credentials.changed(OPENAI)
             if on_finished is not None:
-                on_finished(payload)
+                on_finished(state)
 
         with self._start_lock:
             with self._lock:
@@ -304,13 +316,13 @@ class LoginManager:
                              data={"loginId": login_id[:100]})
         return login
 
-    def status(self, login_id: Any) -> dict[str, Any]:
-        return self.get(login_id).payload()
+    def status(self, login_id: Any) -> LoginState:
+        return self.get(login_id).state()
 
-    def submit(self, login_id: Any, code: Any) -> dict[str, Any]:
+    def submit(self, login_id: Any, code: Any) -> LoginState:
         return self.get(login_id).submit(code)
 
-    def cancel(self, login_id: Any) -> dict[str, Any]:
+    def cancel(self, login_id: Any) -> LoginState:
         return self.get(login_id).cancel()
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
 """OpenAI OAuth pieces without I/O: settings, PKCE, `state`, the authorize URL, and the
-parsing of what a user pastes back (wire notes sections 2.1 to 2.3).
+parsing of what a user pastes back (OpenAI's OAuth flow with PKCE, as the Codex CLI runs it).
 
 | setting        | env                       | config key               | default |
 |----------------|---------------------------|--------------------------|---------|
@@ -25,7 +25,7 @@ from kward import rules
 DEFAULT_ISSUER = "https://auth.openai.com"
 DEFAULT_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
 DEFAULT_PORT = 1455
-FALLBACK_PORT = 1457  # also on the client's allow-list (wire notes 2.1)
+FALLBACK_PORT = 1457  # also on the OAuth client's allow-list of redirect ports
 SCOPE = "openid profile email offline_access api.connectors.read api.connectors.invoke"
 ORIGINATOR = "kward"  # the same value the Codex provider sends as its `originator` header
 CALLBACK_PATH = "/auth/callback"
@@ -126,7 +126,7 @@ def callback_params(query: str) -> CallbackParams:
 
 def parse_pasted(text: str) -> CallbackParams:
     """A whole callback URL (`http://localhost:1455/auth/callback?code=...&state=...`), its
-    query string, `code#state`, or a bare code (wire notes 2.3)."""
+    query string, `code#state`, or a bare code (what users paste from the browser)."""
     text = text.strip()
     if "://" in text:
         parts = urlsplit(text)

@@ -1,6 +1,6 @@
 """Credential stores: the OS keyring when a usable backend exists, else 0600 files.
 
-Two named credentials (DESIGN.md "Contracts", original-behavior section 3):
+Two named credentials (the same the original kward keeps):
 
 - `OPENAI_OAUTH`: the OpenAI login, a dict in the auth.json format
   ``{auth_mode: "openai_oauth", tokens: {access_token, refresh_token, id_token, account_id},

@@ -1,5 +1,5 @@
-"""The OpenAI token bundle and the token endpoint: code exchange and refresh (wire notes
-sections 2.4 to 2.7).
+"""The OpenAI token bundle and the token endpoint: code exchange and refresh (OpenAI's
+OAuth token endpoint, as the Codex CLI uses it).
 
 `OpenAITokens` is the login as kward keeps it; `to_record`/`from_record` convert it to and
 from the auth.json format ``{auth_mode: "openai_oauth", tokens: {access_token,
@@ -32,7 +32,7 @@ from kward.redact import redact_text
 
 TIMEOUT = (10.0, 30.0)  # connect, read (seconds)
 MAX_RESPONSE_BYTES = 1 << 20
-#: Refresh error codes that mean the refresh token is dead (wire notes 2.6).
+#: Refresh error codes that mean the refresh token is dead (the token endpoint's `error`).
 DEAD_REFRESH_CODES = frozenset({"refresh_token_expired", "refresh_token_reused", "refresh_token_invalidated",
                                 "invalid_grant"})
 

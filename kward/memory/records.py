@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from kward.errors import InvalidParams
-from kward.sessions.records import normalize_iso
+from kward.timefmt import iso_ms, normalize_iso, parse_ms
 
 CORE_LIMIT = 6  # core memories a turn is given at most
 SOFT_LIMIT = 6  # soft memories a turn is given at most
@@ -40,20 +40,18 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def iso(dt: datetime) -> str:
-    dt = dt.astimezone(timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+iso = iso_ms  # the timestamps of memory records and events
 
 
 def epoch(value: Any) -> float | None:
     """Seconds since the epoch of an ISO-8601 timestamp; None when it is not one."""
     if isinstance(value, str) and len(value) == 24 and value.endswith("Z"):  # the form kward writes
         try:
-            return datetime.fromisoformat(value[:-1] + "+00:00").timestamp()
+            return parse_ms(value).timestamp()
         except ValueError:
             pass
     text = normalize_iso(value)
-    return None if text is None else datetime.fromisoformat(text[:-1] + "+00:00").timestamp()
+    return None if text is None else parse_ms(text).timestamp()
 
 
 def terms(text: Any) -> list[str]:

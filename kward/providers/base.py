@@ -1,12 +1,10 @@
 """The provider interface: what the agent loop asks of a model, and what it gets back.
 
-Messages are the session's v1 conversation records (`kward/sessions/records.py`): user
-`{role, content}`, assistant `{role, content, reasoning_summary?, tool_calls?[{id, type:"function", function:{name,
-arguments}}], usage?, provider, model}`, tool `{role:"tool", tool_call_id, name, content}`,
-and `{role:"compactionSummary", summary, ...}`. An assistant message may also be the kept
-partial answer of a cancelled or failed call (`interrupted: true`, `errorMessage?`, never
-tool calls); it is sent like any other. Each provider converts them to its wire
-format. Providers know nothing of JSON-RPC; they report progress through a `StreamSink`.
+Messages are the typed conversation of `kward.model` (user, assistant, tool results,
+compaction summaries, system). An assistant message may also be the kept partial answer
+of a cancelled or failed call (`interrupted`, `error`, never tool calls); it is sent like
+any other. Each provider converts them to its wire format. Providers know nothing of
+JSON-RPC or session files; they report progress through a `StreamSink`.
 
 Thread contract: `Provider.complete` runs on a turn's worker thread and blocks until the
 model answered, failed, or `cancel` fired (it must return or raise `Canceled` within
@@ -20,48 +18,19 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from kward.cancel import CancelToken
 from kward.errors import KwardError
+from kward.model import Message, RetryInfo, ToolCall, Usage
+
+__all__ = ["KIND_REASONS", "Message", "ModelRequest", "ModelResponse", "Provider", "ProviderError", "ProviderSetup",
+           "RetryInfo", "StreamSink", "ToolCall", "Usage"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.settings import ProviderSettings
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: str  # JSON text exactly as the model produced it
-
-
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    total_tokens: int = 0
-    cost: float | None = None  # USD, when the provider reports it
-    estimated: bool = False  # counted by kward (chars / 4), not reported by the provider
-
-    def to_record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "total_tokens": self.total_tokens,
-            "estimated": self.estimated,
-        }
-        if self.cost is not None:
-            out["cost"] = self.cost
-        return out
-
-
 @dataclass
 class ModelRequest:
     instructions: str
-    messages: list[dict[str, Any]]
+    messages: list[Message]  # the conversation (kward.model), system messages included
     tools: list[dict[str, Any]]  # [{"type": "function", "function": {name, description, parameters}}]
     model: str
     reasoning_effort: str | None = None  # None or "off": no reasoning requested
@@ -81,16 +50,6 @@ class ModelResponse:
     # Provider fields to store on the assistant message so the next request can replay
     # them (Codex `reasoning_items`, OpenRouter `reasoning_details`); may be empty.
     message_extras: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RetryInfo:
-    provider: str
-    model: str
-    attempt: int  # the attempt about to be made (2 for the first retry)
-    max_attempts: int
-    delay_seconds: float
-    error: str  # redacted, human readable
 
 
 class StreamSink(Protocol):

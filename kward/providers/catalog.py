@@ -8,8 +8,7 @@
   public catalog (`openrouter/catalog`).
 - OpenAICompatible: the server's `GET {base}/models`.
 
-Entries are `ModelEntry` dataclasses; `to_wire` gives the protocol shape `{provider, id,
-name, reasoning, reasoningEffort, contextWindow, current, model}`.
+Entries are `ModelEntry` dataclasses (the RPC face shapes them: `kward.rpc.wire.model_entry`).
 
 Reasoning levels: any level of `EFFORTS` may be requested (`normalize_effort` refuses only
 unknown words); `effective_effort` is the one place that turns the requested level into
@@ -63,13 +62,6 @@ class ModelEntry:
     @property
     def reasoning(self) -> bool:
         return self.efforts is None or bool(self.efforts)
-
-    def to_wire(self, *, current: bool = False, reasoning_effort: str | None = None) -> dict[str, Any]:
-        """The protocol's model entry (plus legacy `model` and the supported efforts)."""
-        return {"provider": self.provider, "id": self.id, "name": self.name, "reasoning": self.reasoning,
-                "reasoningEffort": reasoning_effort if reasoning_effort is not None else self.default_effort,
-                "contextWindow": self.context_window, "current": current, "model": self.id,
-                "reasoningEfforts": list(self.efforts) if self.efforts is not None else None}
 
 
 def _codex(mid: str, name: str, ctx: int, efforts: tuple[str, ...] = _FULL) -> ModelEntry:

@@ -1,6 +1,6 @@
 """OpenAI-style chat completions wire format (OpenRouter and compatible servers).
 
-`build_messages` converts v1 conversation messages; `ChatAssembler` assembles a streamed
+`build_messages` converts the typed conversation (`kward.model`); `ChatAssembler` assembles a streamed
 answer from `chat.completion.chunk` events (OpenAI's streaming format, which OpenRouter
 speaks too): text and reasoning deltas, tool-call fragments joined by `index`, the usage
 chunk (with `cost` on OpenRouter), mid-stream error chunks, and `[DONE]`.
@@ -11,8 +11,8 @@ An interrupted answer (`interrupted: true`: what a cancelled or failed call had 
 goes out as ordinary assistant text; its marker, error and reasoning summary are not sent.
 
 Reasoning continuity: OpenRouter's `reasoning_details` are merged per item and returned
-in `ModelResponse.message_extras["reasoning_details"]`; when stored on the assistant
-message they are echoed back unmodified on the next request to the same model.
+in `ModelResponse.message_extras["reasoning_details"]`; kept in the assistant message's
+`extras`, they are echoed back unmodified on the next request to the same model.
 
 Pure functions plus a per-response assembler owned by the request's thread.
 """
@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, SystemMessage, TextPart,
+                         ToolResultMessage, UserMessage)
 from kward.providers import wire
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
 from kward.providers.content import arguments_json, image_url, text_of
@@ -31,16 +33,16 @@ from kward.providers.streaming import Assembler
 
 
 
-def _user_content(content: Any) -> Any:
+def _user_content(content: Content) -> Any:
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, str):
-            parts.append({"type": "text", "text": part})
-        elif isinstance(part, dict) and part.get("type") in ("text", "input_text") and part.get("text"):
-            parts.append({"type": "text", "text": part["text"]})
-        elif isinstance(part, dict) and part.get("type") in ("image", "image_url", "input_image"):
+    for part in content:
+        kind = type(part)
+        if kind is TextPart:
+            if part.text:
+                parts.append({"type": "text", "text": part.text})
+        elif kind is ImagePart:
             url = image_url(part)
             if url:
                 parts.append({"type": "image_url", "image_url": {"url": url}})
@@ -54,34 +56,31 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
     system = [request.instructions] if request.instructions else []
     out: list[dict[str, Any]] = []
     for msg in wire.with_interrupted_results(request.messages):
-        role = msg.get("role")
-        if role in ("system", "developer"):
-            text = text_of(msg.get("content"))
+        kind = type(msg)
+        if kind is SystemMessage:
+            text = text_of(msg.content)
             if text:
                 system.append(text)
-        elif role == "user":
-            out.append({"role": "user", "content": _user_content(msg.get("content"))})
-        elif role == "assistant":
-            text = text_of(msg.get("content"))
+        elif kind is UserMessage:
+            out.append({"role": "user", "content": _user_content(msg.content)})
+        elif kind is AssistantMessage:
+            text = text_of(msg.content)
             entry: dict[str, Any] = {"role": "assistant", "content": text}
-            calls = [{"id": c.get("id", ""), "type": "function",
-                      "function": {"name": (c.get("function") or {}).get("name", ""),
-                                   "arguments": arguments_json((c.get("function") or {}).get("arguments"))}}
-                     for c in msg.get("tool_calls") or []]
+            calls = [{"id": c.id or "", "type": "function",
+                      "function": {"name": c.name or "", "arguments": arguments_json(c.arguments)}}
+                     for c in msg.tool_calls]
             if calls:
                 entry["tool_calls"] = calls
-            details = msg.get("reasoning_details")
-            if details and msg.get("model") in (None, request.model):
+            details = msg.extras.get("reasoning_details")
+            if details and msg.model in (None, request.model):
                 entry["reasoning_details"] = details
             if text or calls:
                 out.append(entry)
-        elif role in ("tool", "toolResult"):
-            out.append({"role": "tool", "tool_call_id": msg.get("tool_call_id", ""),
-                        "content": text_of(msg.get("content"))})
-        elif role == "compactionSummary":
-            summary = msg.get("summary") or text_of(msg.get("content"))
-            if summary:
-                out.append({"role": "assistant", "content": summary})
+        elif kind is ToolResultMessage:
+            out.append({"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text_of(msg.content)})
+        elif kind is CompactionSummary:
+            if msg.summary:
+                out.append({"role": "assistant", "content": msg.summary})
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(system)})
     return out
@@ -93,7 +92,7 @@ def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def history_has_tool_calls(request: ModelRequest) -> bool:
-    return any(m.get("tool_calls") for m in request.messages if m.get("role") == "assistant")
+    return any(type(m) is AssistantMessage and m.tool_calls for m in request.messages)
 
 
 def parse_usage(raw: Any) -> Usage | None:

@@ -24,9 +24,11 @@ import uuid
 from typing import Any, Callable, Mapping
 
 from kward.errors import KwardError
+from kward.model import UserMessage
 from kward.providers import jwt_claims
 from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
 from kward.providers.codex_wire import CodexAssembler, build_body
+from kward.providers.content import text_of
 from kward.providers.http import HttpClient
 from kward.providers.retry import classify, parse_retry_after, retry_hint_from_text
 from kward.providers.settings import ProviderSettings
@@ -69,8 +71,8 @@ def conversation_key(request: ModelRequest) -> str:
     """A stable per-conversation id: the request's session id, else derived from its start."""
     if request.session_id:
         return request.session_id
-    first = next((m for m in request.messages if m.get("role") == "user"), {})
-    seed = json.dumps([request.instructions, first.get("content")], sort_keys=True, default=str)
+    first = next((m for m in request.messages if type(m) is UserMessage), None)
+    seed = json.dumps([request.instructions, text_of(first.content) if first is not None else None])
     return str(uuid.uuid5(_SESSION_NS, seed))
 
 

@@ -1,8 +1,9 @@
 """Codex (ChatGPT backend, Responses API) wire format: request body and stream events.
 
-Wire notes section 1.3 (body, input items, tools) and 1.4 (events). `build_body` turns a
-`ModelRequest` (v1 conversation messages) into the JSON body; `CodexAssembler` turns the
-SSE events of one response into sink deltas and a `ModelResponse`.
+`build_body` turns a `ModelRequest` (typed messages, `kward.model`) into the JSON body of
+`POST {base}/responses` (the ChatGPT backend's Responses API: body, input items, tools);
+`CodexAssembler` turns the SSE events of one response into sink deltas and a
+`ModelResponse`.
 
 Tool calls without a stored result (kward was stopped between the two) get the result
 `wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).
@@ -11,8 +12,8 @@ goes out as ordinary assistant text; its marker, error and reasoning summary are
 
 Replay of reasoning: the assembler returns the completed reasoning items (with
 `encrypted_content`, without `id`) in `ModelResponse.message_extras["reasoning_items"]`;
-when the agent stores them on the assistant message they are sent back before that
-message's text and tool calls, but only to the model that produced them.
+the agent keeps them in the assistant message's `extras`, and they are sent back before
+that message's text and tool calls, but only to the model that produced them.
 
 Pure functions plus a per-response assembler owned by the request's thread.
 """
@@ -22,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, Message, SystemMessage, TextPart,
+                         ToolResultMessage, UserMessage)
 from kward.providers import wire
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
 from kward.providers.content import arguments_json, image_url, reasoning_enabled, text_of
@@ -40,66 +43,59 @@ def normalize_call_id(call_id: str) -> str:
     return out or "call"
 
 
-def _parts(content: Any, text_type: str) -> list[dict[str, Any]]:
-    """Message content (a string or a list of parts) as Responses content parts."""
+def _parts(content: Content, text_type: str) -> list[dict[str, Any]]:
+    """Message content (a string or parts) as Responses content parts."""
     if isinstance(content, str):
         return [{"type": text_type, "text": content}] if content else []
     out: list[dict[str, Any]] = []
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, str):
-            out.append({"type": text_type, "text": part})
-            continue
-        if not isinstance(part, dict):
-            continue
-        kind = part.get("type")
-        if kind in ("text", "input_text", "output_text"):
-            if part.get("text"):
-                out.append({"type": text_type, "text": part["text"]})
-        elif kind in ("image", "image_url", "input_image"):
+    for part in content:
+        kind = type(part)
+        if kind is TextPart:
+            if part.text:
+                out.append({"type": text_type, "text": part.text})
+        elif kind is ImagePart and text_type == "input_text":
             url = image_url(part)
-            if url and text_type == "input_text":
+            if url:
                 out.append({"type": "input_image", "image_url": url})
     return out
 
 
-def build_input(messages: list[dict[str, Any]], model: str) -> tuple[list[str], list[dict[str, Any]]]:
+def build_input(messages: list[Message], model: str) -> tuple[list[str], list[dict[str, Any]]]:
     """(system texts to add to the instructions, Responses input items)."""
     system: list[str] = []
     items: list[dict[str, Any]] = []
     for msg in wire.with_interrupted_results(messages):
-        role = msg.get("role")
-        if role in ("system", "developer"):
-            text = text_of(msg.get("content"))
+        kind = type(msg)
+        if kind is SystemMessage:
+            text = text_of(msg.content)
             if text:
                 system.append(text)
-        elif role == "user":
-            parts = _parts(msg.get("content"), "input_text")
+        elif kind is UserMessage:
+            parts = _parts(msg.content, "input_text")
             if parts:
                 items.append({"type": "message", "role": "user", "content": parts})
-        elif role == "assistant":
-            if msg.get("model") in (None, model):
-                for item in msg.get("reasoning_items") or []:
+        elif kind is AssistantMessage:
+            if msg.model in (None, model):
+                for item in msg.extras.get("reasoning_items") or []:
                     if isinstance(item, dict) and item.get("type") == "reasoning":
                         items.append({k: v for k, v in item.items() if k != "id"})
-            parts = _parts(msg.get("content"), "output_text")
+            parts = _parts(msg.content, "output_text")
             if parts:
                 items.append({"type": "message", "role": "assistant", "content": parts})
-            for call in msg.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                items.append({"type": "function_call", "call_id": normalize_call_id(call.get("id", "")),
-                              "name": fn.get("name", ""), "arguments": arguments_json(fn.get("arguments"))})
-        elif role in ("tool", "toolResult"):
-            content = msg.get("content")
+            for call in msg.tool_calls:
+                items.append({"type": "function_call", "call_id": normalize_call_id(call.id or ""),
+                              "name": call.name or "", "arguments": arguments_json(call.arguments)})
+        elif kind is ToolResultMessage:
+            content = msg.content
             output: Any = content if isinstance(content, str) else _parts(content, "input_text")
             if isinstance(output, list) and all(p["type"] == "input_text" for p in output):
                 output = "".join(p["text"] for p in output)
             items.append({"type": "function_call_output",
-                          "call_id": normalize_call_id(msg.get("tool_call_id", "")), "output": output})
-        elif role == "compactionSummary":
-            summary = msg.get("summary") or text_of(msg.get("content"))
-            if summary:
+                          "call_id": normalize_call_id(msg.tool_call_id or ""), "output": output})
+        elif kind is CompactionSummary:
+            if msg.summary:
                 items.append({"type": "message", "role": "assistant",
-                              "content": [{"type": "output_text", "text": summary}]})
+                              "content": [{"type": "output_text", "text": msg.summary}]})
     return system, items
 
 
@@ -213,8 +209,8 @@ class CodexAssembler(Assembler):
             self._reasoning_items.append({k: v for k, v in item.items() if k not in ("id", "status")})
         elif kind == "message" and not self._was_streamed(item, index):
             # Nothing was streamed for this message: deliver its full text now.
-            self.emit_text(text_of([p for p in item.get("content") or []
-                                     if isinstance(p, dict) and p.get("type") == "output_text"]))
+            self.emit_text("".join(p["text"] for p in item.get("content") or [] if isinstance(p, dict)
+                                   and p.get("type") == "output_text" and isinstance(p.get("text"), str)))
 
     def _stream_error(self, code: Any, message: Any) -> ProviderError:
         text = str(message or "the response failed")

@@ -26,6 +26,7 @@ Thread contract: any thread; `list`, `openrouter_catalog`, `describe(load=True)`
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from kward.cancel import CancelToken
@@ -69,26 +70,40 @@ def bare_entry(selection: Selection) -> ModelEntry:
     return ModelEntry(selection.label, selection.model, selection.model, None, None, None)
 
 
-def entry_payload(entry: ModelEntry, selection: Selection) -> dict[str, Any]:
-    """The wire entry; the current one carries the requested level (`off` when none) and,
-    when the model does not offer it, `effectiveReasoningEffort`; others their default."""
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model as a listing shows it: the current one carries the requested level (`off`
+    when none) and, when the model does not offer it, the level requests carry
+    (`effective_effort`); others their default level."""
+
+    entry: ModelEntry
+    current: bool = False
+    reasoning_effort: str | None = None
+    effective_effort: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    """`models/list`, `openrouter/catalog`: the models and where they came from (`source`:
+    api, cache or builtin; `source_error` why a fallback was used)."""
+
+    models: list[ModelChoice]
+    source: str
+    source_error: str | None = None
+
+
+def choice(entry: ModelEntry, selection: Selection) -> ModelChoice:
+    """`entry` as listed for `selection` (see ModelChoice)."""
     current = entry.provider == selection.label and entry.id == selection.model
     if not current:
-        return entry.to_wire()
+        return ModelChoice(entry, reasoning_effort=entry.default_effort)
     requested = selection.reasoning_effort or "off"
-    out = entry.to_wire(current=True, reasoning_effort=requested)
     effective = effective_effort(requested, entry) or "off"
-    if effective != requested:
-        out["effectiveReasoningEffort"] = effective
-    return out
+    return ModelChoice(entry, True, requested, effective if effective != requested else None)
 
 
-def source_fields(listing: ModelList) -> dict[str, Any]:
-    """`{source, sourceError?}` of a listing's result."""
-    out: dict[str, Any] = {"source": listing.origin}
-    if listing.error:
-        out["sourceError"] = listing.error
-    return out
+def _listed(entries: Any, listing: ModelList, selection: Selection) -> ModelListing:
+    return ModelListing([choice(e, selection) for e in entries], listing.origin, listing.error or None)
 
 
 def _listing_key(selection: Selection) -> tuple[str, Any]:
@@ -105,14 +120,14 @@ class ModelService:
         self.config = config
         self.catalog = ModelCatalog()
 
-    def list(self, selection: Selection, refresh: bool = False) -> dict[str, Any]:
-        """`{models, source, sourceError?}` for the active provider; the current model is
-        added first when the listing lacks it."""
+    def list(self, selection: Selection, refresh: bool = False) -> ModelListing:
+        """The models of the active provider; the current model is added first when the
+        listing lacks it."""
         listing = self._listing(selection, refresh)
         entries = listing.entries
         if find_entry(entries, selection.model) is None:
             entries = [self.describe(selection), *entries]
-        return {"models": [entry_payload(e, selection) for e in entries], **source_fields(listing)}
+        return _listed(entries, listing, selection)
 
     def _listing(self, selection: Selection, refresh: bool = False, cancel: CancelToken | None = None) -> ModelList:
         if selection.spec.listing is None:
@@ -161,16 +176,16 @@ class ModelService:
             return None
         return effective_effort(selection.reasoning_effort, self.describe(selection, load=True, cancel=cancel))
 
-    def openrouter_catalog(self, provider: Any, selection: Selection) -> dict[str, Any]:
-        """`{models, source, sourceError?}`: OpenRouter's full public catalog (`provider`
-        is an OpenRouter provider, whichever provider is active)."""
+    def openrouter_catalog(self, provider: Any, selection: Selection) -> ModelListing:
+        """OpenRouter's full public catalog (`provider` is an OpenRouter provider, whichever
+        provider is active)."""
         spec = registry.get("openrouter")
         listing = self._wider_listing(spec, provider, provider.settings.base_url)
-        return {"models": [entry_payload(e, selection) for e in listing.entries], **source_fields(listing)}
+        return _listed(listing.entries, listing, selection)
 
-    def current(self, selection: Selection, load: bool = False) -> dict[str, Any]:
-        """The current model entry; no I/O unless `load` (slow methods only)."""
-        return entry_payload(self.describe(selection, load), selection)
+    def current(self, selection: Selection, load: bool = False) -> ModelChoice:
+        """The current model; no I/O unless `load` (slow methods only)."""
+        return choice(self.describe(selection, load), selection)
 
     def set_model(self, selection: Selection, model: str, provider: str | None) -> None:
         """Write the model (and the provider, for a hint naming another). The stored

@@ -35,8 +35,8 @@ from typing import Any
 
 from kward.cancel import CancelToken
 from kward.errors import CONFIG_ERROR, Canceled
-from kward.providers.base import (ModelRequest, ModelResponse, Provider, ProviderError, ProviderSetup, RetryInfo,
-                                  StreamSink, ToolCall, Usage)
+from kward.model import AssistantMessage, CompactionSummary, Message, TextPart, ToolCall, Usage
+from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ProviderSetup, RetryInfo, StreamSink
 
 NAME = "Scripted"
 DEMO_MODEL = "scripted-demo"
@@ -127,6 +127,20 @@ def _check_event(event: Any, at: str) -> None:
             raise ScriptError(f"{at} ({kind}) \"{name}\" must be {_KINDS[rule][0]}, not {event[name]!r}")
 
 
+def message_chars(message: Message) -> int:
+    """The characters a message gives the model (its text, reasoning, tool calls, result or
+    summary): what the estimated usage counts, chars / 4."""
+    kind = type(message)
+    if kind is CompactionSummary:
+        return len(message.summary)
+    content = message.content
+    size = len(content) if isinstance(content, str) else sum(len(p.text) for p in content if type(p) is TextPart)
+    if kind is AssistantMessage:
+        size += len(message.reasoning or "") + sum(len(c.name or "") + len(str(c.arguments))
+                                                   for c in message.tool_calls)
+    return size
+
+
 def model_entry(model_id: str) -> Any:
     """The catalog entry of the scripted model: its nominal context window, levels unknown."""
     from kward.providers.catalog import ModelEntry
@@ -159,9 +173,9 @@ class ScriptedProvider(Provider):
             step = self._step(request.messages)
         return _Player(self, request, sink, cancel).play(step)
 
-    def _step(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _step(self, messages: list[Message]) -> dict[str, Any]:
         steps = self.script["steps"]
-        index = sum(1 for m in messages if m.get("role") == "assistant")
+        index = sum(1 for m in messages if type(m) is AssistantMessage)
         if index >= len(steps):
             if not self.script["loop"]:
                 raise ProviderError(f"The script has no step {index + 1} (it has {len(steps)}); "
@@ -243,14 +257,14 @@ class _Player:
 
     def _usage(self, declared: Any, text: str, reasoning: str) -> Usage:
         if isinstance(declared, dict):
-            fields = {k: int(v) for k, v in declared.items() if k in Usage.__dataclass_fields__ and k != "cost"}
+            fields = {k: int(v) for k, v in declared.items() if k in _USAGE_FIELDS and k != "cost"}
             usage = Usage(**fields)
             if "cost" in declared:
                 usage.cost = float(declared["cost"])
             if not usage.total_tokens:
                 usage.total_tokens = usage.input_tokens + usage.output_tokens
             return usage
-        prompt_chars = len(self.request.instructions) + sum(len(json.dumps(m)) for m in self.request.messages)
+        prompt_chars = len(self.request.instructions) + sum(message_chars(m) for m in self.request.messages)
         output = (len(text) + len(reasoning) + sum(len(c.arguments) for c in self.calls)) // 4
         return Usage(input_tokens=prompt_chars // 4, output_tokens=output, reasoning_tokens=len(reasoning) // 4,
                      total_tokens=prompt_chars // 4 + output, estimated=True)

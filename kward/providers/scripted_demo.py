@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kward.model import Message, ToolResultMessage, UserMessage, content_text
+
 _README = re.compile(r"^(readme|about|index)(\.\w+)?$", re.I)
 _BUILD_DIRS = ("build/", "dist/", "__pycache__/", "node_modules/", "target/", "venv/")
 _MANIFESTS = ("pyproject.toml", "setup.cfg", "package.json", "Cargo.toml", "go.mod", "Gemfile", "Makefile")
@@ -20,13 +22,10 @@ def _artefact(entry: str) -> bool:
     return entry.startswith(".") or entry in _BUILD_DIRS or entry.endswith(".egg-info/")
 
 
-def _since_last_user(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def _since_last_user(messages: list[Message]) -> tuple[str, list[Message]]:
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "user":
-            content = messages[i].get("content")
-            text = content if isinstance(content, str) else " ".join(
-                p.get("text", "") for p in content or [] if isinstance(p, dict))
-            return text, messages[i + 1:]
+        if type(messages[i]) is UserMessage:
+            return content_text(messages[i].content, " "), messages[i + 1:]
     return "", messages
 
 
@@ -45,9 +44,9 @@ def _pick_file(listing: str) -> str | None:
     return files[0] if files else None
 
 
-def demo_step(messages: list[dict[str, Any]]) -> dict[str, Any]:
+def demo_step(messages: list[Message]) -> dict[str, Any]:
     request, after = _since_last_user(messages)
-    results = [m for m in after if m.get("role") == "tool"]
+    results = [m for m in after if type(m) is ToolResultMessage]
     if not results:
         ask = " ".join(request.split())[:80] or "a look around"
         return {"events": [
@@ -56,7 +55,7 @@ def demo_step(messages: list[dict[str, Any]]) -> dict[str, Any]:
             *_words("Let me look around the workspace first."),
             {"type": "toolCall", "name": "list_directory", "arguments": {"path": "."}},
         ]}
-    listing = str(results[0].get("content", ""))
+    listing = content_text(results[0].content)
     if len(results) == 1 and not listing.startswith("Error"):
         chosen = _pick_file(listing)
         if chosen:
@@ -67,7 +66,7 @@ def demo_step(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"events": _words(_summary(listing, results[1:]))}
 
 
-def _summary(listing: str, reads: list[dict[str, Any]]) -> str:
+def _summary(listing: str, reads: list[ToolResultMessage]) -> str:
     entries = [line.strip() for line in listing.splitlines() if line.strip() and not _artefact(line.strip())]
     if listing.startswith("Error"):
         return f"I could not list the workspace ({listing.strip()})."
@@ -80,7 +79,7 @@ def _summary(listing: str, reads: list[dict[str, Any]]) -> str:
     if files:
         parts.append("Files: " + ", ".join(files[:8]) + (" and more." if len(files) > 8 else "."))
     if reads:
-        text = str(reads[0].get("content", ""))
+        text = content_text(reads[0].content)
         lines = [line.strip(" #*>-\t") for line in text.splitlines()
                  if line.strip() and not line.startswith("[") and not line.startswith("Error")]
         if lines:

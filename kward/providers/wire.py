@@ -17,12 +17,11 @@ import json
 import logging
 from typing import Any
 
-from kward.providers.base import Usage
+from kward.model import AssistantMessage, Message, ToolResultMessage, Usage
 
 log = logging.getLogger(__name__)
 
 INTERRUPTED_RESULT = "Error: tool call interrupted before it returned a result."
-_RESULT_ROLES = ("tool", "toolResult")
 
 
 def event_object(data: str, provider: str) -> dict[str, Any] | None:
@@ -70,23 +69,24 @@ def tool_fields(tool: dict[str, Any]) -> dict[str, Any]:
             "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}
 
 
-def with_interrupted_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_interrupted_results(messages: list[Message]) -> list[Message]:
     """`messages` with a synthetic tool result after every assistant tool call that has no
     result before the next non-result message (or the end). The same list when none is
     missing."""
-    out: list[dict[str, Any]] | None = None
+    out: list[Message] | None = None
     pending: dict[str, str] = {}  # call id -> tool name, of the last assistant message
     for index, msg in enumerate(messages):
-        role = msg.get("role")
-        if role in _RESULT_ROLES:
-            pending.pop(msg.get("tool_call_id"), None)  # type: ignore[arg-type]
+        kind = type(msg)
+        if kind is ToolResultMessage:
+            pending.pop(msg.tool_call_id, None)  # type: ignore[arg-type]
         else:
             if pending:
                 out = messages[:index] if out is None else out
                 out.extend(_interrupted(pending))
                 pending = {}
-            if role == "assistant":
-                pending = _calls(msg)
+            if kind is AssistantMessage and msg.tool_calls:
+                pending = {c.id: c.name if isinstance(c.name, str) else "" for c in msg.tool_calls
+                           if isinstance(c.id, str)}
         if out is not None:
             out.append(msg)
     if pending:
@@ -95,14 +95,5 @@ def with_interrupted_results(messages: list[dict[str, Any]]) -> list[dict[str, A
     return messages if out is None else out
 
 
-def _calls(msg: dict[str, Any]) -> dict[str, str]:
-    calls = {}
-    for call in msg.get("tool_calls") or []:
-        if isinstance(call, dict) and isinstance(call.get("id"), str):
-            calls[call["id"]] = str(_dict(call.get("function")).get("name") or "")
-    return calls
-
-
-def _interrupted(pending: dict[str, str]) -> list[dict[str, Any]]:
-    return [{"role": "tool", "tool_call_id": call_id, "name": name, "content": INTERRUPTED_RESULT}
-            for call_id, name in pending.items()]
+def _interrupted(pending: dict[str, str]) -> list[Message]:
+    return [ToolResultMessage(call_id, name, INTERRUPTED_RESULT) for call_id, name in pending.items()]

@@ -3,7 +3,8 @@
 - `workspace_root`, `session_id` (the RPC id), `session_name`, `session_path`,
   `persistent_id`: plain strings (the name may be None);
 - `transcript`: the session's conversation as a read-only deep copy (a tuple of
-  read-only dicts, `kward.resources.bounded.freeze`), taken on first access;
+  read-only dicts in the shape of the session file's message records,
+  `kward.sessions.codec`; `kward.resources.bounded.freeze`), taken on first access;
 - `args`: the text after the command (commands only);
 - `say(text)`: a line of the command's output (commands only; elsewhere it is dropped).
 
@@ -18,7 +19,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kward.model import Message
 from kward.resources.bounded import freeze
+from kward.sessions.codec import encode
 
 MAX_OUTPUT_CHARS = 1_000_000
 _CUT = "[... output truncated]"
@@ -55,7 +58,7 @@ class PluginContext:
 
     def __init__(self, *, workspace_root: str, session_id: str | None = None, session_name: str | None = None,
                  session_path: str | None = None, persistent_id: str | None = None,
-                 messages: Callable[[], list[dict[str, Any]]] | None = None, args: str = "",
+                 messages: Callable[[], list[Message]] | None = None, args: str = "",
                  output: Output | None = None):
         self.workspace_root = workspace_root
         self.session_id = session_id
@@ -72,7 +75,7 @@ class PluginContext:
     def transcript(self) -> tuple[Any, ...]:
         with self._lock:
             if self._transcript is None:
-                self._transcript = freeze(list(self._messages() if self._messages else []))
+                self._transcript = freeze([encode(m) for m in (self._messages() if self._messages else [])])
             return self._transcript
 
     def say(self, text: Any = "") -> None:

@@ -9,6 +9,9 @@ runs instead of the model (`kward.resources.turns`), the instructions are rebuil
 every model request (so an AGENTS.md the agent just edited counts at once), `read_skill`
 joins the tools when skills exist, and plugin observers see the turn's events.
 
+Plugin observers see each event as the protocol shows it: the `event_payload` converter
+the face gives (without one, observers get nothing).
+
 The memory hook: `set_memory_block(fn)` with ``fn(session) -> str | None`` (kward.memory).
 It is called once per model turn, on the turn's worker thread, after the turn's user
 message was appended to the session (so the session's last user message is the turn's
@@ -42,6 +45,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 30.0
 MemoryBlock = Callable[[Any], "str | None"]
+#: The fields plugin observers see of an event: `event_payload(type, typed payload)` ->
+#: the protocol's payload dict (the face supplies it: `kward.rpc.wire.event_payload`).
+EventPayload = Callable[[str, Any], "dict[str, Any]"]
 _REMEMBERED = 64
 
 
@@ -58,10 +64,11 @@ class Resources:
     """See the module docstring. `timeout()` gives `plugins.command_timeout_seconds`."""
 
     def __init__(self, config_dir: Path, *, timeout: Callable[[], float] = lambda: DEFAULT_TIMEOUT,
-                 memory_block: MemoryBlock | None = None):
+                 memory_block: MemoryBlock | None = None, event_payload: EventPayload | None = None):
         self.config_dir = Path(config_dir)
         self._timeout = timeout
         self._memory_block = memory_block
+        self._event_payload = event_payload
         self.files = FileCache()
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
@@ -172,11 +179,12 @@ class Resources:
     def tools(self, base: Any) -> Any:
         return self.catalog().tools(base)
 
-    def observe(self, emit: Callable[[str, dict[str, Any]], None], session: Any, turn: Any) -> Callable:
+    def observe(self, emit: Callable[[str, Any], None], session: Any, turn: Any) -> Callable:
         catalog = self.peek()
-        if catalog is None or not catalog.observers:
+        if catalog is None or not catalog.observers or self._event_payload is None:
             return emit
-        return observing(emit, list(catalog.observers), context_for(session), session.id, getattr(turn, "id", None))
+        return observing(emit, list(catalog.observers), context_for(session), session.id, getattr(turn, "id", None),
+                         self._event_payload)
 
     def instructions(self, session: Any) -> Callable[[], str]:
         """The turn's instructions, as a function called before each model request: the

@@ -2,7 +2,7 @@
 
 A model turn's events (`OBSERVED`: reasoning_delta, assistant_delta, assistant_message,
 model_retry, turn_steered, tool_call, tool_result, answer) are offered to every observer
-as plain read-only data: ``{"type": "<snake_case type>", "sessionId", "turnId"?, ...the
+as plain read-only data, the payload as the protocol shows it: ``{"type": "<snake_case type>", "sessionId", "turnId"?, ...the
 event payload}`` (frozen, `kward.resources.bounded.freeze`), with the session's
 `PluginContext`. `Observer.offer` never blocks: the event goes on the observer's bounded
 queue (`QUEUE_SIZE`), or is dropped (and counted, logged once) when the observer fell that
@@ -109,18 +109,25 @@ def stop_all(watchers: "list[Observer] | tuple[Observer, ...]", budget: float = 
         observer.join(deadline - time.monotonic())
 
 
-def observing(emit: Callable[[str, dict[str, Any]], None], observers: list[Observer], ctx: Any,
-              session_id: str | None, turn_id: str | None) -> Callable[[str, dict[str, Any]], None]:
-    """`emit` that also offers the observed events to `observers` (after emitting)."""
+def _as_is(type_: str, payload: Any) -> dict[str, Any]:
+    return payload
+
+
+def observing(emit: Callable[[str, Any], None], observers: list[Observer], ctx: Any,
+              session_id: str | None, turn_id: str | None,
+              payload_of: Callable[[str, Any], dict[str, Any]] = _as_is) -> Callable[[str, Any], None]:
+    """`emit` that also offers the observed events to `observers` (after emitting);
+    `payload_of(type, payload)` gives the fields of an event's payload (default: the
+    payload is a dict of them already)."""
     if not observers:
         return emit
 
-    def wrapped(type_: str, payload: dict[str, Any]) -> None:
+    def wrapped(type_: str, payload: Any) -> None:
         emit(type_, payload)
         name = OBSERVED.get(type_)
         if name is None:
             return
-        event = freeze({"sessionId": session_id, "turnId": turn_id, **payload, "type": name})
+        event = freeze({"sessionId": session_id, "turnId": turn_id, **payload_of(type_, payload), "type": name})
         for observer in observers:
             observer.offer(event, ctx)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kward.model import Answer, AssistantMessage, Delta, UserMessage
 from kward.resources.catalog import Plan
 
 
@@ -36,11 +37,11 @@ def run_turn(resources: Any, turn: Any, session: Any, runner: Any) -> str:
 def run_command_turn(resources: Any, plan: Plan, turn: Any, session: Any, runner: Any) -> str:
     turn.cancel.raise_if_cancelled()
     runner.name_session(session, plan.text)
-    session.append_message({"role": "user", "content": plan.text})
+    session.append_message(UserMessage(plan.text))
     out = resources.run_command(plan.command, plan.arguments, session, cancel=turn.cancel)
     text = out.text
-    session.append_message({"role": "assistant", "content": text})
+    session.append_message(AssistantMessage(text))
     if text:
-        turn.emit("assistantDelta", {"delta": text})
-    turn.emit("answer", {"content": text})
+        turn.emit("assistantDelta", Delta(text))
+    turn.emit("answer", Answer(text))
     return text

@@ -31,7 +31,7 @@ COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
 LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
-# kept equal to kward.agent.attachments.MIME_TYPES / MAX_BYTES, kward.agent.eventlog.EVENT_LIMIT and
+# kept equal to kward.model.IMAGE_MIME_TYPES, kward.agent.attachments.MAX_BYTES, kward.agent.eventlog.EVENT_LIMIT and
 # kward.telemetry.log.MAX_BYTES
 # (not imported: building the handshake must not load the agent; a test checks they agree)
 IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
@@ -185,7 +185,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "skills": {"supported": has("commands/list"), "tool": "read_skill"},
         "tools": {"supported": has("tools/list"), "method": "tools/list", "eventMetadata": turns_ok},
         "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
-        # additions from spec/app-server-ideas.md
+        # kward's additions to the protocol (docs/protocol.md)
         "rpc": {"batch": False, "optOutNotificationMethods": True, "initializedNotification": True,
                 "trace": {"supported": turns_ok, "field": "trace", "forwardedAs": "traceparent"},
                 "backpressure": {"supported": turns_ok, "errorCode": -32001, "reason": "overloaded"},

@@ -57,6 +57,13 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike |
                  launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()))
 
 
+def _event_payload(type_: str, payload: object) -> dict:
+    """`kward.rpc.wire.event_payload`, imported when a plugin first observes an event."""
+    from kward.rpc.wire import event_payload
+
+    return event_payload(type_, payload)
+
+
 def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, *,
                  env: Mapping[str, str] | None = None, launch_cwd: str | os.PathLike | None = None,
                  methods: MethodTable | None = None) -> RpcServer:
@@ -72,7 +79,7 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     conn = Connection(transport.outbox, setup.secrets)
     runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
-                      notify=conn.report, make_room=conn.make_room, admit=conn.admit)
+                      notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload)
     table = methods if methods is not None else default_table()
     warm_up = None if setup.env.get(ENV_OFF) else WarmUp(imports_for(table, runtime))
     return RpcServer(transport, pool, table, runtime, conn, warm_up)

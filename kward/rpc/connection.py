@@ -16,7 +16,6 @@ anywhere; `stop_requested` is set by a quick handler on the dispatcher and read 
 
 from __future__ import annotations
 
-
 from kward.errors import Overloaded
 from kward.records import TYPE_CHECKING
 from kward.rpc import protocol, redaction
@@ -29,20 +28,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class ClientState:
-    """What the client told us in `initialize` (a plain class: no dataclass at start-up)."""
+    """What the client told us in `initialize` that the server acts on: the notification
+    methods it opted out of (a plain class: no dataclass at start-up)."""
 
-    __slots__ = ("info", "opt_out", "experimental_api", "initialized")
+    __slots__ = ("opt_out",)
 
-    def __init__(self, info: dict[str, Any] | None = None, opt_out: frozenset[str] = frozenset(),
-                 experimental_api: bool = False, initialized: bool = False):
-        self.info = info
+    def __init__(self, opt_out: frozenset[str] = frozenset()):
         self.opt_out = opt_out
-        self.experimental_api = experimental_api
-        self.initialized = initialized
 
     def __repr__(self) -> str:
-        return (f"ClientState(info={self.info!r}, opt_out={self.opt_out!r}, "
-                f"experimental_api={self.experimental_api!r}, initialized={self.initialized!r})")
+        return f"ClientState(opt_out={self.opt_out!r})"
 
 
 class Connection:
@@ -80,8 +75,11 @@ class Connection:
 
     # --- what the runtime is built with ---------------------------------------------
 
-    def publish_turn_event(self, event: dict[str, Any]) -> None:
-        self.notify("turn/event", event, wait=False)  # paced before, by make_room
+    def publish_turn_event(self, event: Any) -> None:
+        """A turn's event (`kward.model.TurnEvent`) as a `turn/event` notification."""
+        from kward.rpc.wire import turn_event  # loaded with the first turn, not at start-up
+
+        self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
 
     def report(self, notice: Any) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
@@ -91,7 +89,9 @@ class Connection:
             self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
                                         "questions": notice.questions})
         elif isinstance(notice, LoginFinished):  # from a login's thread, also while stopping: never waits
-            self.notify("auth/loginFinished", notice.payload, wait=False)
+            from kward.rpc.wire import login
+
+            self.notify("auth/loginFinished", login(notice.login), wait=False)
 
     def make_room(self) -> None:
         self.outbox.wait_for_room()

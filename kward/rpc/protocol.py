@@ -1,8 +1,9 @@
 """JSON-RPC 2.0 message parsing, validation and encoding.
 
-`parse(body)` turns one frame body into a `Request` or `Notification`, or raises a
-KwardError carrying the id to answer with (`.request_id`, None when unknown). Batches (JSON
-arrays) are not supported and are answered `-32600` with reason `batch_not_supported`.
+`parse(body)` turns one frame body into a `Request` or `Notification`, or raises
+`Rejected`: the KwardError to answer with, the id to answer it with (None when unknown),
+and whether the message was a notification (never answered). Batches (JSON arrays) are
+not supported and are answered `-32600` with reason `batch_not_supported`.
 Params nested more than `jsonshape.MAX_DEPTH` levels deep or holding an unpaired surrogate
 anywhere are answered `-32602` naming the param, so no handler, redaction or store ever
 sees such a value.
@@ -37,21 +38,30 @@ class Notification(Record):
     trace: dict[str, str] | None = None
 
 
+class Rejected(Exception):
+    """A message `parse` refused: `error` is what to answer, `request_id` the id to answer
+    with (None: unknown), `notification` whether it was one (then nothing is answered)."""
+
+    def __init__(self, error: KwardError, request_id: Any = None, notification: bool = False):
+        super().__init__(error.message)
+        self.error = error
+        self.request_id = request_id
+        self.notification = notification
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _fail(exc: KwardError, request_id: Any = None) -> KwardError:
-    exc.request_id = request_id  # type: ignore[attr-defined]
-    return exc
+def _fail(exc: KwardError, request_id: Any = None) -> Rejected:
+    return Rejected(exc, request_id)
 
 
-def _invalid_params(err: InvalidParams, request_id: Any) -> KwardError:
+def _invalid_params(err: InvalidParams, request_id: Any) -> Rejected:
     """Answered with the request's id; never answered for a notification."""
     if request_id is _NO_ID:
-        err.notification = True  # type: ignore[attr-defined]
-        return _fail(err)
-    return _fail(err, request_id)
+        return Rejected(err, None, notification=True)
+    return Rejected(err, request_id)
 
 
 def parse(body: bytes) -> Request | Notification:
@@ -133,8 +143,15 @@ def response(request_id: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
+def error_object(error: KwardError) -> dict[str, Any]:
+    """The JSON-RPC ``error`` member of `error`: code, message, data{reason, errorClass, ...}."""
+    data = {"reason": error.reason, "errorClass": type(error).__name__}
+    data.update(error.data)
+    return {"code": error.code, "message": error.message, "data": data}
+
+
 def error_response(request_id: Any, error: KwardError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error_object(error)}
 
 
 def notification(method: str, params: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The JSON-RPC server: dispatcher loop, request execution and lifecycle.
 
-Threads (DESIGN.md "Runtime shape"):
+Threads:
 
 - the reader thread parses frames onto the inbox (`transport.Transport`);
 - the dispatcher is the thread that calls `serve()` (the main thread in `kward rpc`, so
@@ -114,9 +114,9 @@ class RpcServer:
     def _dispatch(self, body: bytes) -> None:
         try:
             msg = protocol.parse(body)
-        except KwardError as exc:
-            if not getattr(exc, "notification", False):
-                self._send(protocol.error_response(getattr(exc, "request_id", None), exc), urgent=True)
+        except protocol.Rejected as rejected:
+            if not rejected.notification:
+                self._send(protocol.error_response(rejected.request_id, rejected.error), urgent=True)
             return
         is_request = isinstance(msg, protocol.Request)
         spec = self.methods.get(msg.method)
@@ -209,7 +209,7 @@ class RpcServer:
                 continue
             try:
                 msg = protocol.parse(item)
-            except KwardError:
+            except protocol.Rejected:
                 continue
             if isinstance(msg, protocol.Request):
                 self._send(protocol.error_response(msg.id, InvalidRequest(

@@ -86,10 +86,6 @@ class Outbox:
     def overloaded(self) -> bool:
         return self._bytes > self._high
 
-    @property
-    def queued_bytes(self) -> int:
-        return self._bytes
-
     def wait_for_room(self) -> None:
         """Block while more than `limit` bytes wait (a producer's pacing point). Any thread
         but the dispatcher, which must never wait for the client."""

@@ -39,6 +39,7 @@ log = get_logger(__name__)
 
 IDLE_SECONDS = 0.05  # quiet input after the first message before the warm-up starts
 ENV_OFF = "KWARD_NO_WARMUP"
+WIRE_MODULE = "kward.rpc.wire"  # the payloads of sessions and turn events (the first turn's events)
 
 
 class WarmUp:
@@ -102,12 +103,13 @@ class WarmUp:
 
 def imports_for(methods: MethodTable, runtime: Runtime) -> Callable[[], list[Callable[[], object]]]:
     """The steps of a server's warm-up: import each module of `runtime.warm_up_modules()`
-    (the session store first: what a client asks for first), then resolve every handler
-    of `methods` (importing its module)."""
+    (the session store first: what a client asks for first), then `WIRE_MODULE`, then
+    resolve every handler of `methods` (importing its module)."""
 
     def steps() -> list[Callable[[], object]]:
         # __import__, as an import statement does (-X importtime shows it; import_module bypasses it)
         out: list[Callable[[], object]] = [partial(__import__, name) for name in runtime.warm_up_modules()]
+        out.append(partial(__import__, WIRE_MODULE))
         return out + [partial(methods.handler, name) for name in methods]
 
     return steps

@@ -1,5 +1,5 @@
-"""The runtime facade: the one core object both faces drive (DESIGN.md "One core, several
-transports").
+"""The runtime facade: the one core object both faces drive (the RPC server, and through
+it the terminal, `kward.client` and embedding tools).
 
 `Runtime` (kward/runtime/core.py) owns the session manager, the turn manager, the model
 service, the question broker, the agent engine and the settings of one process, and

@@ -3,8 +3,9 @@
 What a face needs: the credential status and provider cards, API-key login, logout,
 OpenAI OAuth logins (start, submit a code or callback URL, status) and, for the provider
 selection, `provider_credentials` (`kward.auth.provider_credentials.AuthCredentials`).
-It knows nothing of JSON-RPC: a finished login is reported as a `LoginFinished` notice
-through the runtime's `notify`.
+It knows nothing of JSON-RPC: logins are reported as `kward.auth.login.LoginState`s (the
+face shapes them), and a finished one as a `LoginFinished` notice through the runtime's
+`notify`.
 
 Live refresh: after every login or logout (of this process) the engine's cached provider
 selection and the cached model listings are dropped, so the next request selects the
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kward.runtime.notices import LoginFinished
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.auth.login import LoginState
     from kward.runtime.core import Runtime
 
 
@@ -68,31 +70,30 @@ class RuntimeAuth:
 
     # --- OAuth logins -----------------------------------------------------------------
 
-    def start_openai_login(self, timeout: float | None = None) -> dict[str, Any]:
-        """Start a login (a pending older one is cancelled): `{providerId, loginId,
-        authorizationUrl, redirectUri, status}`. `timeout` (seconds; None: 300) bounds the
-        wait for the callback; ConfigError for a bad issuer setting; OSError when no
-        callback port can be bound."""
+    def start_openai_login(self, timeout: float | None = None) -> "LoginState":
+        """Start a login (a pending older one is cancelled); its state is ``pending``.
+        `timeout` (seconds; None: 300) bounds the wait for the callback; ConfigError for
+        a bad issuer setting; OSError when no callback port can be bound."""
         login = self.service.logins.start(timeout=timeout, on_finished=self._finished)
-        return login.payload()
+        return login.state()
 
-    def login_with_oauth(self, provider_id: str, timeout: float | None = None) -> dict[str, Any]:
+    def login_with_oauth(self, provider_id: str, timeout: float | None = None) -> "LoginState":
         """`start_openai_login` for a provider id (only ``openai`` logs in with OAuth)."""
         from kward.auth.credentials import OPENAI, check_provider_id
 
         check_provider_id(provider_id, (OPENAI,))
         return self.start_openai_login(timeout)
 
-    def submit_code(self, login_id: str, code: str) -> dict[str, Any]:
+    def submit_code(self, login_id: str, code: str) -> "LoginState":
         """Complete a login with a code, ``code#state`` or the whole callback URL (on the
         caller's thread: it waits for the token endpoint)."""
         return self.service.logins.submit(login_id, code)
 
-    def login_status(self, login_id: str) -> dict[str, Any]:
+    def login_status(self, login_id: str) -> "LoginState":
         return self.service.logins.status(login_id)
 
-    def _finished(self, payload: dict[str, Any]) -> None:
-        self._notify(LoginFinished(payload))
+    def _finished(self, state: "LoginState") -> None:
+        self._notify(LoginFinished(state))
 
     def close(self) -> None:
         self.service.close()

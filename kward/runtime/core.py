@@ -1,9 +1,9 @@
 """The Runtime: the one core object every face drives (see the package docstring).
 
 Construction is cheap: the services (session manager, question broker, model service,
-engine, turn manager) are built on first use under `_lock`, so a face that only answers
-a handshake never imports the agent, the providers or `requests`. Once built, each
-service is thread-safe itself; every operation below may be called from any thread. The
+engine, turn manager; `kward.runtime.services`) are built on first use, so a face that
+only answers a handshake never imports the agent, the providers or `requests`. Once
+built, each service is thread-safe itself; every operation below may be called from any thread. The
 slow ones (resume, clone, fork, export, transcript, list of sessions, close and delete
 with running turns, model listings, model and reasoning changes, reload, stats) belong on
 a worker thread; the rest are quick (a lookup, a stat, one appended line).
@@ -12,54 +12,32 @@ a worker thread; the rest are quick (a lookup, a stat, one appended line).
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 from kward.config import ConfigStore, Paths, Settings
 from kward.diagnostics import get_logger
-from kward.errors import InvalidParams, KwardError
-from kward.records import TYPE_CHECKING, Record
+from kward.errors import InvalidParams
+from kward.records import TYPE_CHECKING
+from kward.runtime.services import RuntimeServices
+from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
 from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
     from typing import Any, Callable, Mapping
 
-    from kward.agent.engine import AgentEngine
-    from kward.providers.model_service import ModelService
-    from kward.agent.questions import QuestionBroker
-    from kward.runtime.auth import RuntimeAuth
-    from kward.agent.turns import Turn, TurnManager
-    from kward.runtime.memory import MemoryRuntime
-    from kward.runtime.telemetry import TelemetryRuntime
-    from kward.runtime.resources import RuntimeResources
+    from kward.providers.model_service import ModelChoice, ModelListing
+    from kward.agent.turns import Turn
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
-    from kward.sessions.manager import SessionManager
+    from kward.sessions.listing import SessionSummary
     from kward.workspace import WorkspaceInfo
 
-    EventSink = Callable[[dict[str, Any]], None]
+    EventSink = Callable[[Any], None]  # receives kward.model.TurnEvent
 
 log = get_logger(__name__)  # logging itself is not imported to start
 
-# What `warm_up_modules` names besides the active provider's module: the services of the
-# facade, in small steps (the warm-up pauses between two imports when a request arrives).
-_WARM_MODULES = ("kward.sessions.manager", "kward.workspace", "kward.agent.questions", "kward.providers.base",
-                 "kward.tools.process", "kward.tools.search", "kward.tools.registry", "kward.agent.loop",
-                 "kward.agent.engine", "kward.agent.turns", "kward.providers.model_service")
-_HTTP_MODULES = ("urllib3", "idna", "charset_normalizer", "requests", "requests.adapters")
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
-
-
-class RuntimeInfo(Record):  # a NamedTuple: built at start-up, where a dataclass costs more
-    """Facts a face announces at start (the RPC face: `initialize`)."""
-
-    steering: bool  # the active provider steers a running turn in flight
-    warnings: tuple[tuple[str, str], ...]  # (reason, message): settings ignored, an unusable config
-    logs_dir: str
-    max_frame_bytes: int
-    max_input_chars: int
-    logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
 def _nothing() -> None:
@@ -70,7 +48,7 @@ def _drop(_item: Any) -> None:
     return None
 
 
-class Runtime:
+class Runtime(RuntimeServices):
     """Sessions, turns, models and settings of one process, for one face.
 
     What the face injects: `submit(job) -> bool` runs a job on its worker pool (False once
@@ -82,14 +60,17 @@ class Runtime:
     `kward.runtime.notices` (a question a tool asks). `env` is the process environment
     the providers and settings are read from (default `os.environ`); `secrets` the known
     credential values scrubbed from tool output (built from env, config and auth.json
-    when not given).
+    when not given). `event_payload(type, payload)` gives an event's payload as the face's
+    protocol shows it, which plugin observers see (the RPC face:
+    `kward.rpc.wire.event_payload`; without it observers see nothing).
     """
 
     def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
                  submit: Callable[[Callable[[], None]], bool], env: Mapping[str, str] = os.environ,
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
                  notify: Callable[[Any], None] = _drop, make_room: Callable[[], None] = _nothing,
-                 admit: Callable[[], None] = _nothing):
+                 admit: Callable[[], None] = _nothing,
+                 event_payload: "Callable[[str, Any], dict[str, Any]] | None" = None):
         self.paths = paths
         self.config = config
         self.settings = settings
@@ -101,8 +82,8 @@ class Runtime:
         self._notify = notify
         self._make_room = make_room
         self._admit = admit
-        self._lock = threading.RLock()
-        self._services: dict[str, Any] = {}
+        self.event_payload = event_payload
+        super().__init__()
 
     @property
     def launch_cwd(self) -> Path:
@@ -115,149 +96,20 @@ class Runtime:
             cwd = self._launch_cwd = Path(cwd)
         return cwd
 
-    # --- services, built on first use (any thread) ----------------------------------
-
-    def _service(self, name: str, build: Callable[[], Any]) -> Any:
-        service = self._services.get(name)
-        if service is None:
-            with self._lock:
-                service = self._services.get(name)
-                if service is None:
-                    service = self._services[name] = build()
-        return service
-
-    def has_service(self, name: str) -> bool:
-        """Whether a service was built (e.g. no turn was ever started: nothing to cancel)."""
-        return name in self._services
-
-    @property
-    def sessions(self) -> "SessionManager":
-        from kward.sessions.manager import SessionManager
-
-        return self._service("sessions", lambda: SessionManager(self.paths.sessions_dir, str(self.launch_cwd)))
-
-    @property
-    def questions(self) -> "QuestionBroker":
-        from kward.agent.questions import QuestionBroker
-
-        from kward.runtime.notices import QuestionAsked
-
-        def asked(session_id: str, request_id: str, questions: list) -> None:
-            self._notify(QuestionAsked(session_id, request_id, questions))
-
-        return self._service("questions", lambda: QuestionBroker(asked))
-
-    @property
-    def models(self) -> "ModelService":
-        from kward.providers.model_service import ModelService
-
-        return self._service("models", lambda: ModelService(self.config))
-
-    @property
-    def engine(self) -> "AgentEngine":
-        from kward.agent.engine import AgentEngine
-
-        from kward.runtime.turn_hooks import RuntimeTurnHooks
-
-        return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
-                                                           questions=self.questions, env=self.env,
-                                                           secrets=self.secrets, models=self.models,
-                                                           credentials=self.auth.provider_credentials,
-                                                           hooks=RuntimeTurnHooks(self)))
-
-    @property
-    def auth(self) -> "RuntimeAuth":
-        """Credentials and logins (kward/runtime/auth.py)."""
-        from kward.runtime.auth import RuntimeAuth
-
-        return self._service("auth", lambda: RuntimeAuth(self, self._notify))
-
-    @property
-    def memory(self) -> "MemoryRuntime":
-        """Memory operations and the turn hooks that use them (kward.runtime.memory)."""
-        from kward.runtime.memory import MemoryRuntime
-
-        return self._service("memory", lambda: MemoryRuntime(self))
-
-    @property
-    def telemetry(self) -> "TelemetryRuntime":
-        """Telemetry records, stats and the token CSV (kward.runtime.telemetry)."""
-        from kward.runtime.telemetry import TelemetryRuntime
-
-        return self._service("telemetry", lambda: TelemetryRuntime(self))
-
-    @property
-    def resources(self) -> "RuntimeResources":
-        """Prompt templates, skills, plugins, AGENTS.md (kward/runtime/resources.py)."""
-        from kward.runtime.resources import RuntimeResources
-        from kward.runtime.turn_hooks import memory_block
-
-        def build() -> "RuntimeResources":
-            resources = RuntimeResources(self)
-            resources.set_memory_block(memory_block(self))
-            return resources
-
-        return self._service("resources", build)
-
-    @property
-    def turns(self) -> "TurnManager":
-        from kward.agent.turns import TurnManager
-
-        def build() -> "TurnManager":
-            engine = self.engine
-            return TurnManager(submit=self._submit, publish=self._event_sink, make_room=self._make_room,
-                               execute=engine.execute, steering_supported=engine.steering_supported)
-
-        return self._service("turns", build)
-
     # --- the runtime as a whole -----------------------------------------------------
 
     def info(self) -> RuntimeInfo:
-        """What a face announces at start. Never fails: problems become warnings. Cheap
-        (reads config.json and the environment; imports no provider)."""
-        warnings = [("invalid_config", w) for w in self.settings.warnings]
-        steering = False
-        try:
-            from kward.providers.registry import STEERING
-            from kward.providers.select import FileCredentials, choose
-
-            # no keyring at start-up: the files and the environment, unless auth is in use already
-            credentials = self.auth.provider_credentials if self.has_service("auth") else \
-                FileCredentials(self.env, self.paths.auth_file_text)
-            key, _ = choose(self.config.load(), self.env, credentials)
-            steering = STEERING[key]
-        except KwardError as exc:  # an invalid config.json, an unknown provider name
-            warnings.append((exc.reason, exc.message))
-        try:  # from the settings alone: building the telemetry service is not start-up work
-            from kward.settings import resolve_settings
-            from kward.telemetry import enabled_categories
-
-            categories = enabled_categories(resolve_settings(self.config.load(), self.env).logging)
-        except KwardError:  # reported above
-            categories = ()
-        return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=self.paths.logs_dir_text,
-                           max_frame_bytes=self.settings.max_frame_bytes,
-                           max_input_chars=self.settings.max_input_chars, logging_categories=categories)
+        """What a face announces at start (`kward.runtime.startup.announce`). Never fails:
+        problems become warnings. Cheap (reads config.json and the environment)."""
+        # no keyring at start-up: the files and the environment, unless auth is in use already
+        credentials = self.auth.provider_credentials if self.has_service("auth") else None
+        return announce(self.settings, self.config, self.env, self.paths, credentials)
 
     def warm_up_modules(self) -> list[str]:
         """The modules the first session request and the first turn need, for a face to
-        import ahead of them (the RPC server's warm-up thread): the session store, the
-        agent and its tools, the model service, and the module of the provider `info()`
-        announces (with `requests` for an HTTP provider, which imports it on its first
-        request). Quick (reads config.json and the environment); any thread; never raises."""
-        names = [*_WARM_MODULES]
-        try:
-            from kward.providers.registry import get
-            from kward.providers.select import FileCredentials, choose
-
-            key, _ = choose(self.config.load(), self.env, FileCredentials(self.env, self.paths.auth_file_text))
-            spec = get(key)
-        except KwardError:  # an invalid config.json or provider name: reported where it is used
-            return names
-        names.append(spec.cls.partition(":")[0])
-        if spec.base_url is not None:
-            names += _HTTP_MODULES
-        return names
+        import ahead of them (`kward.runtime.startup.warm_up_modules`). Quick; any thread;
+        never raises."""
+        return warm_up_modules(self.config, self.env, self.paths)
 
     def read_config(self) -> dict[str, Any]:
         return self.config.load()
@@ -319,7 +171,7 @@ class Runtime:
     def resume_session(self, path: str, workspace_root: str | None = None) -> "SessionHandle":
         return self.sessions.resume(path, workspace_root)
 
-    def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> list[dict[str, Any]]:
+    def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> "list[SessionSummary]":
         return self.sessions.list(workspace_root, limit)
 
     def rename_session(self, session_id: str, name: str | None) -> "SessionHandle":
@@ -424,24 +276,24 @@ class Runtime:
 
     # --- models and settings ----------------------------------------------------------
 
-    def list_models(self, refresh: bool = False) -> dict[str, Any]:
+    def list_models(self, refresh: bool = False) -> "ModelListing":
         return self.models.list(self.engine.selection(), refresh=refresh)
 
-    def openrouter_catalog(self) -> dict[str, Any]:
+    def openrouter_catalog(self) -> "ModelListing":
         engine = self.engine
         return self.models.openrouter_catalog(engine.openrouter_provider(), engine.selection())
 
-    def current_model(self, *, load: bool = False) -> dict[str, Any]:
-        """The current model entry; `load` may ask the provider about an unknown model."""
+    def current_model(self, *, load: bool = False) -> "ModelChoice":
+        """The current model; `load` may ask the provider about an unknown model."""
         return self.models.current(self.engine.selection(), load=load)
 
-    def set_model(self, model: str, provider: str | None = None) -> dict[str, Any]:
-        """Store the model (and provider) in config.json; returns the new current entry."""
+    def set_model(self, model: str, provider: str | None = None) -> "ModelChoice":
+        """Store the model (and provider) in config.json; returns the new current model."""
         self.models.set_model(self.engine.selection(), model, provider)
         return self.current_model(load=True)
 
-    def set_reasoning(self, effort: str) -> dict[str, Any]:
-        """Store the reasoning level; returns the new current entry."""
+    def set_reasoning(self, effort: str) -> "ModelChoice":
+        """Store the reasoning level; returns the new current model."""
         self.models.set_effort(self.engine.selection(), effort)
         return self.current_model(load=True)
 
@@ -457,8 +309,8 @@ class Runtime:
             effort = self.models.set_effort(self.engine.selection(), value, param="value")
             message = f"Default thinking level set to {effort}."
             current = self.current_model(load=True)
-            if "effectiveReasoningEffort" in current:
-                message += f" {current['id']} uses {current['effectiveReasoningEffort']}."
+            if current.effective_effort is not None:
+                message += f" {current.entry.id} uses {current.effective_effort}."
         else:
             raise InvalidParams(f"Unsupported setting: {setting}; use defaultModel or defaultThinkingLevel",
                                 data={"param": "settingId"})

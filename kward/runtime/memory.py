@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from kward.errors import InvalidParams
 from kward.memory import infer, records, retrieval
 from kward.memory.store import MemoryStore
+from kward.model import UserMessage
+from kward.sessions.messages import content_text
 from kward.redact import redact_text
 from kward.settings import LiveSettings, MemorySettings
 
@@ -35,15 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 MAX_TAG_ITEMS = 100
-
-
-def _user_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
 
 
 def _ids(state: dict[str, Any], key: str, legacy: str) -> list[str]:
@@ -167,7 +160,7 @@ class MemoryRuntime:
         return self._summarize(self._runtime.session(session_id))
 
     def _summarize(self, session: Any) -> list[dict[str, Any]]:
-        text = "\n".join(_user_text(m) for m in session.entry_messages() if m.get("role") == "user")
+        text = "\n".join(content_text(m.content, "\n") for m in session.entry_messages() if type(m) is UserMessage)
         state = session.memory_state if isinstance(session.memory_state, dict) else {}
         known = [m for m in state.get("sessionMemories") or [] if isinstance(m, dict)]
         scope = records.workspace_scope(session.workspace_root)

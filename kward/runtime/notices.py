@@ -8,7 +8,10 @@ question, a login's own thread for a finished login) and the callable may block 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.auth.login import LoginState
 
 
 @dataclass(frozen=True)
@@ -23,8 +26,7 @@ class QuestionAsked:
 
 @dataclass(frozen=True)
 class LoginFinished:
-    """An OAuth login left ``pending`` (completed, failed or cancelled). `payload` is the
-    login as `auth/loginStatus` shows it (providerId, loginId, status, redirectUri,
-    authorizationUrl, message?, error?); never a secret."""
+    """An OAuth login left ``pending`` (completed, failed or cancelled): its final state
+    (never a secret)."""
 
-    payload: dict[str, Any]
+    login: "LoginState"

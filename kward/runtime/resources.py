@@ -43,7 +43,7 @@ class RuntimeResources:
 
         self._rt = runtime
         self._settings = LiveSettings(runtime.config, runtime.env)  # config.json edits apply at once
-        self.core = Resources(runtime.paths.config_dir, timeout=self._timeout)
+        self.core = Resources(runtime.paths.config_dir, timeout=self._timeout, event_payload=runtime.event_payload)
 
     def _timeout(self) -> float:
         return self._settings.current().plugins.command_timeout_seconds

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kward.errors import KwardError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.providers.model_service import ModelChoice
     from kward.runtime.core import Runtime
 
 DEFAULT_RESERVE_TOKENS = 16384
@@ -31,7 +32,7 @@ class SessionIds:
 class ModelState:
     """The provider and model the next turn uses."""
 
-    model: dict[str, Any]  # the current model entry (ModelService.current)
+    model: "ModelChoice"  # the current model (ModelService.current)
     reasoning_effort: str  # as requested (`off` when none)
     effective_reasoning_effort: str | None  # what requests carry, when the model lacks the requested level
     steering: bool  # the provider steers a running turn in flight
@@ -84,8 +85,8 @@ def session_state(rt: "Runtime", session: Any) -> SessionState:
         return SessionState(**common, model=None, provider_error=exc)
     model = rt.models.current(selection)
     return SessionState(**common, model=ModelState(
-        model=model, reasoning_effort=model["reasoningEffort"],
-        effective_reasoning_effort=model.get("effectiveReasoningEffort"),
+        model=model, reasoning_effort=model.reasoning_effort,
+        effective_reasoning_effort=model.effective_effort,
         steering=selection.provider.supports_steering, auto_retry=selection.key != "scripted",
         provider=selection.label, model_id=selection.model, reason=selection.reason))
 
@@ -96,7 +97,7 @@ def session_stats(rt: "Runtime", session: Any) -> SessionStats:
     messages = session.entry_messages()
     totals, cost = token_totals(messages)
     try:
-        window = rt.models.current(rt.engine.selection())["contextWindow"]
+        window = rt.models.current(rt.engine.selection()).entry.context_window
     except KwardError:
         window = None
     usage = context_usage(messages, rt.resources.estimate(session), window)

@@ -3,7 +3,8 @@
 `recorder(headers)` is asked once per turn, on the turn's worker thread: with every
 category off it answers None at the cost of reading the live settings (a stat of
 config.json), and the turn runs with nothing wrapped. `stats` and `token_csv` read the
-log files of a range (slow: run them on a worker).
+log files of a range (slow: run them on a worker) and return typed results
+(`kward.telemetry.stats.Stats`, `kward.telemetry.tokens.TokenCsv`) the face shapes.
 
 Thread contract: any thread; the writer (`TelemetryLog`) locks itself and is built once
 under `_lock`.
@@ -23,6 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.core import Runtime
     from kward.telemetry.log import TelemetryLog
     from kward.telemetry.recorder import TurnRecorder
+    from kward.telemetry.stats import Stats
+    from kward.telemetry.tokens import TokenCsv
 
 
 def _utc_now() -> datetime:
@@ -71,21 +74,21 @@ class TelemetryRuntime:
                                   "(logging.tokens or KWARD_LOGGING_TOKENS) before exporting token CSV.")
         return categories
 
-    def stats(self, range_text: str | None = None) -> dict[str, Any]:
+    def stats(self, range_text: str | None = None) -> "Stats":
         from kward.telemetry.ranges import parse_range
         from kward.telemetry.stats import collect
 
         categories = self._categories_for()
         return collect(self.log_dir, parse_range(range_text, self._clock()), categories)
 
-    def token_csv(self, range_text: str | None = None, bucket: str | None = None) -> dict[str, Any]:
+    def token_csv(self, range_text: str | None = None, bucket: str | None = None) -> "TokenCsv":
         from kward.telemetry.ranges import parse_bucket, parse_range
-        from kward.telemetry.tokens import token_csv
+        from kward.telemetry.tokens import TokenCsv, token_csv
 
         self._categories_for("tokens")
         rng = parse_range(range_text, self._clock())
         chosen = parse_bucket(bucket, rng.unit)
-        return {"csv": token_csv(self.log_dir, rng, chosen), "range": rng.payload(), "bucket": chosen}
+        return TokenCsv(token_csv(self.log_dir, rng, chosen), rng, chosen)
 
     def shutdown(self) -> None:
         """Close the log file (a later record opens it again)."""

@@ -11,8 +11,8 @@ Public entry points:
   (descriptor, live state, locks), shared by every handle on it.
 - ``kward.sessions.opening``: `create_session`, `load_session`, `derive_session` (no registry).
 - `SessionFile` (``kward.sessions.store``): the append-only file with its locks.
-- ``kward.sessions.normalize``: session-side helpers over ``kward.tools.normalize`` (the one
-  tool-name/argument normalization), e.g. `result_details` for transcripts.
+- ``kward.sessions.codec``: the one converter between the typed messages of
+  ``kward.model`` and the records of session files.
 
 This package knows nothing of JSON-RPC; it raises the classes of ``kward.errors``.
 """

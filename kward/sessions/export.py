@@ -22,11 +22,13 @@ import json
 from typing import Any, Iterable
 
 from kward.errors import InvalidParams
+from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, Message, OtherPart, Part, TextPart,
+                         ThinkingPart, ToolCall, ToolResultMessage, UserMessage)
 from kward.sessions.export_target import resolve_target, write_export
-from kward.sessions.messages import compact, role_of
+from kward.sessions.messages import compact
 
 FORMATS = {"markdown": ".md", "html": ".html"}
-TITLES = {"compactionSummary": "Compaction summary", "toolResult": "Tool"}
+TITLES = {"compactionSummary": "Compaction summary"}
 CALL_ARGS_CHARS = 200  # a tool call's arguments are shown compacted, cut to this many characters
 
 
@@ -44,19 +46,19 @@ def export_format(value: Any) -> str:
     return fmt
 
 
-def render_markdown(messages: Iterable[dict[str, Any]]) -> str:
+def render_markdown(messages: Iterable[Message]) -> str:
     lines = ["# Kward Session", ""]
     for message in messages:
-        role = role_of(message)
+        role = message.role
         if role == "system":
             continue
-        body = _assistant_body(message) if role == "assistant" else _body(message, role)
+        kind = type(message)
+        body = _assistant_body(message) if kind is AssistantMessage else _body(message)
         if body is None:
             continue
         lines.append(f"## {TITLES.get(role, role.capitalize())}")
-        name = message.get("name")
-        if role in ("tool", "toolResult") and name:
-            lines.append(f"Tool: `{name}`")
+        if kind is ToolResultMessage and message.name:
+            lines.append(f"Tool: `{message.name}`")
         lines.extend(["", body, ""])
     return "\n".join(lines)
 
@@ -68,46 +70,44 @@ def render_html(markdown: str) -> str:
     )
 
 
-def render(messages: Iterable[dict[str, Any]], fmt: str) -> str:
+def render(messages: Iterable[Message], fmt: str) -> str:
     markdown = render_markdown(messages)
     return markdown if fmt == "markdown" else render_html(markdown)
 
 
-def _body(message: dict[str, Any], role: str) -> str:
-    if role == "compactionSummary":
-        return _markdown_content(message.get("summary", message.get("content")))
-    if role == "user" and message.get("display_content") is not None:
-        return _markdown_content(message["display_content"])
-    return _markdown_content(message.get("content"))
+def _body(message: Message) -> str:
+    kind = type(message)
+    if kind is CompactionSummary:
+        return message.summary
+    if kind is UserMessage and message.display is not None:
+        return _markdown_content(message.display)
+    return _markdown_content(message.content)
 
 
-def _assistant_body(message: dict[str, Any]) -> str | None:
+def _assistant_body(message: AssistantMessage) -> str | None:
     """Reasoning block, text, tool calls (blank lines between); None when all are empty."""
-    content = message.get("content")
-    parts = content if isinstance(content, list) else [content]
-    thinking = [_thinking(p) for p in parts if _is_thinking(p)]
-    reasoning = "\n".join(t for t in thinking if t)
+    content = message.content
+    parts = content if isinstance(content, tuple) else (TextPart(content),)
+    reasoning = "\n".join(p.thinking for p in parts if type(p) is ThinkingPart and p.thinking)
     if not reasoning:
-        summary = message.get("reasoning_summary", message.get("reasoningSummary"))
-        reasoning = summary if isinstance(summary, str) else ""
-    text = "\n".join(t for t in (_markdown_part(p) for p in parts if not _is_thinking(p)) if t)
+        reasoning = message.reasoning or ""
+    text = "\n".join(t for t in (_markdown_part(p) for p in parts if type(p) is not ThinkingPart) if t)
     blocks = []
     if reasoning.strip():
         blocks.append("\n".join(f"> {line}".rstrip() for line in ["Reasoning:", *reasoning.splitlines()]))
     if text.strip():
         blocks.append(text)
-    calls = [_tool_call_line(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    calls = [_tool_call_line(c) for c in message.tool_calls]
     if calls:
         blocks.append("\n".join(calls))
-    if blocks and message.get("interrupted"):
+    if blocks and message.interrupted:
         blocks.append("_(interrupted)_")
     return "\n\n".join(blocks) if blocks else None
 
 
-def _tool_call_line(call: dict[str, Any]) -> str:
-    function = call.get("function") if isinstance(call.get("function"), dict) else call
-    name = function.get("name") or "tool"
-    args = function.get("arguments")
+def _tool_call_line(call: ToolCall) -> str:
+    name = call.name or "tool"
+    args = call.arguments
     args = args if isinstance(args, str) else ("" if args is None else json.dumps(args, ensure_ascii=False))
     shown = compact(args, CALL_ARGS_CHARS + 1)
     if len(shown) > CALL_ARGS_CHARS:
@@ -115,37 +115,27 @@ def _tool_call_line(call: dict[str, Any]) -> str:
     return f"Tool call: `{name}` {shown}".rstrip()
 
 
-def _is_thinking(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") in ("thinking", "reasoning")
+def _markdown_content(content: Content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(text for text in (_markdown_part(p) for p in content) if text is not None)
 
 
-def _thinking(part: dict[str, Any]) -> str:
-    value = part.get("thinking", part.get("reasoning", part.get("text")))
-    return value if isinstance(value, str) else ""
+def _markdown_part(part: Part) -> str | None:
+    kind = type(part)
+    if kind is TextPart:
+        return part.text
+    if kind is ImagePart:
+        mime = part.mime_type or "image"
+        return f"[{mime}: {part.path}]" if part.path else f"[{mime}]"
+    if kind is ThinkingPart:
+        return f"Reasoning:\n{part.thinking}" if part.thinking else None
+    if kind is OtherPart:
+        return part.text
+    return None
 
 
-def _markdown_content(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(text for text in (_markdown_part(p) for p in content) if text is not None)
-    return "" if content is None else str(content)
-
-
-def _markdown_part(part: Any) -> str | None:
-    if not isinstance(part, dict):
-        return None if part is None else str(part)
-    kind = part.get("type")
-    if kind == "image":
-        mime = part.get("mimeType") or part.get("media_type") or part.get("mime_type") or "image"
-        path = part.get("path")
-        return f"[{mime}: {path}]" if path else f"[{mime}]"
-    if _is_thinking(part):
-        thinking = _thinking(part)
-        return f"Reasoning:\n{thinking}" if thinking else None
-    text = part.get("text")
-    return None if text is None else str(text)
-
-
-def export_conversation(messages: Iterable[dict[str, Any]], *, fmt: Any, path: Any, session_path: str,
+def export_conversation(messages: Iterable[Message], *, fmt: Any, path: Any, session_path: str,
                         workspace_root: str) -> dict[str, str]:
     """Write the export and return ``{path, format}``."""
     fmt = export_format(fmt)

@@ -8,7 +8,7 @@ inside the real workspace or the session's directory. Inside the session directo
 sidecar). Anything else is PathNotAllowed; a path the OS cannot use (a name too long, no
 permission to look) is InvalidParams naming ``path``.
 
-Overwriting (issue 9, decided): an existing *regular file* is replaced (a client such as
+Overwriting: an existing *regular file* is replaced (a client such as
 Tauren asks the user in its save dialog first). Never replaced: a symlink, a directory or
 any other non-regular file, a session file (wherever it lies), the ``.lock``/``.open``
 sidecar of a session file and a directory's ``.kward-sessions.open`` presence file

@@ -13,21 +13,23 @@ else delegates to the OpenSession, whose own lock guards the state (any thread).
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any, ContextManager
 
 from kward.errors import SessionNotFound
-from kward.sessions.session import OpenSession
+from kward.model import Message, ToolCall, ToolResult
+from kward.sessions.session import OpenSession, SessionInfo
 
 
 class SessionHandle:
-    """The RPC session `id` over `shared`. `opened` is the payload built when the id was
-    opened (what sessions/create, resume, clone and fork answer), before any cleanup of
-    another request could remove the file."""
+    """The RPC session `id` over `shared`. `opened` is the session as it was when the id
+    was opened (what sessions/create, resume, clone and fork answer), taken before any
+    cleanup of another request could remove the file."""
 
     def __init__(self, shared: OpenSession, rpc_id: str | None = None):
         self.id = rpc_id or str(uuid.uuid4())
         self.shared = shared
-        self.opened: dict[str, Any] | None = None
+        self.opened: SessionInfo | None = None
         self._detached = False
 
     def detach(self) -> None:
@@ -38,11 +40,11 @@ class SessionHandle:
     def closed(self) -> bool:
         return self._detached or self.shared.closed
 
-    def payload(self) -> dict[str, Any]:
-        """The session payload with this RPC id; SessionNotFound once the id is closed."""
+    def info(self) -> SessionInfo:
+        """The session with this RPC id; SessionNotFound once the id is closed."""
         if self.closed:
             raise SessionNotFound(self.id)
-        return {"id": self.id, **self.shared.payload()}
+        return replace(self.shared.info(), id=self.id)
 
     # --- the shared session's views (see OpenSession) --------------------------------
 
@@ -63,7 +65,7 @@ class SessionHandle:
         return self.shared.name
 
     @property
-    def conversation(self) -> list[dict[str, Any]]:
+    def conversation(self) -> list[Message]:
         return self.shared.conversation
 
     @property
@@ -90,10 +92,10 @@ class SessionHandle:
     def busy(self) -> bool:
         return self.shared.busy
 
-    def entry_messages(self) -> list[dict[str, Any]]:
+    def entry_messages(self) -> list[Message]:
         return self.shared.entry_messages()
 
-    def snapshot(self) -> tuple[list[dict[str, Any]], set[str]]:
+    def snapshot(self) -> tuple[list[Message], set[str]]:
         return self.shared.snapshot()
 
     def refresh(self) -> None:
@@ -101,8 +103,11 @@ class SessionHandle:
 
     # --- writing (the agent loop's SessionPort) --------------------------------------
 
-    def append_message(self, message: dict[str, Any]) -> None:
+    def append_message(self, message: Message) -> None:
         self.shared.append_message(message)
+
+    def append_tool_execution(self, call: ToolCall, result: ToolResult) -> None:
+        self.shared.append_tool_execution(call, result)
 
     def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]:
         return self.shared.append_record(record_type, **fields)

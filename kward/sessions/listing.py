@@ -17,17 +17,12 @@ from typing import Any, Iterable
 
 from kward.errors import KwardError
 from kward.sessions.descriptors import out_of_descriptors
-from kward.sessions.messages import (
-    CONTENT_ROLES,
-    COUNTED_ROLES,
-    compacted,
-    display_text,
-    first_kept_id,
-    role_of,
-)
+from kward.model import CompactionSummary
+from kward.sessions.codec import decode, record_role
+from kward.sessions.messages import CONTENT_ROLES, COUNTED_ROLES, compacted, display_text
 from kward.sessions.reader import SessionReader
-from kward.sessions.records import iso_from_ns, normalize_iso
 from kward.sessions.replay import clean_name
+from kward.timefmt import iso_from_ns, normalize_iso
 
 log = logging.getLogger(__name__)
 
@@ -55,25 +50,7 @@ class SessionSummary:
     depth: int = 0
     is_last: bool = True
     ancestor_continues: list[bool] = field(default_factory=list)
-
-    def to_payload(self, workspace_root: str) -> dict[str, Any]:
-        item: dict[str, Any] = {
-            "id": self.id,
-            "path": self.path,
-            "cwd": self.cwd or workspace_root,
-            "workspaceRoot": workspace_root,
-            "createdAt": self.created_at,
-            "modifiedAt": self.modified_at,
-            "name": self.name,
-            "firstMessage": self.first_message,
-            "messageCount": self.message_count,
-            "parentId": self.parent_id,
-            "parentPath": self.parent_path,
-            "depth": self.depth,
-            "isLast": self.is_last,
-            "ancestorContinues": list(self.ancestor_continues),
-        }
-        return {k: v for k, v in item.items() if v is not None}
+    workspace_root: str = ""  # the workspace it was listed for
 
 
 def _role(item: tuple[str, Any, Any]) -> str:
@@ -100,13 +77,14 @@ def summarize(path: str, mtime_ns: int) -> SessionSummary:
             kind = record.get("type")
             message = record.get("message")
             if kind == "message" and isinstance(message, dict):
-                role = role_of(message)
+                role = record_role(message)
                 content += role in CONTENT_ROLES
-                shown = message if role in ("user", "compactionSummary") else None
+                shown = decode(message) if role in ("user", "compactionSummary") else None
                 live.append((role, message.get("id"), shown))
             elif kind == "compaction" and isinstance(message, dict):
-                item = ("compactionSummary", message.get("id"), message)
-                live = compacted(live, item, first_kept_id(message), _role, _ident)
+                summary = decode(message)
+                first = summary.first_kept_entry_id if type(summary) is CompactionSummary else None
+                live = compacted(live, ("compactionSummary", message.get("id"), summary), first, _role, _ident)
             elif kind == "session_info":
                 name = clean_name(record.get("name"))
     first = next((item[2] for item in live if item[2] is not None), None)
@@ -211,9 +189,12 @@ def decorate_tree(sessions: list[SessionSummary]) -> list[SessionSummary]:
 
 
 def list_sessions(directory: str, workspace_root: str, limit: int | None = DEFAULT_LIMIT,
-                  skip: Iterable[str] = (), temps: list[str] | None = None) -> list[dict[str, Any]]:
-    """``sessions/list`` items for one workspace's session directory (see `newest_files`
-    for `temps`)."""
+                  skip: Iterable[str] = (), temps: list[str] | None = None) -> list[SessionSummary]:
+    """What ``sessions/list`` shows of one workspace's session directory, as a tree (see
+    `newest_files` for `temps`); the RPC face shapes it (`kward.rpc.wire.listed_session`)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
         limit = DEFAULT_LIMIT  # as the original: a non-positive limit means the default
-    return [s.to_payload(workspace_root) for s in decorate_tree(recent_sessions(directory, limit, skip, temps))]
+    listed = decorate_tree(recent_sessions(directory, limit, skip, temps))
+    for summary in listed:
+        summary.workspace_root = workspace_root
+    return listed

@@ -17,13 +17,13 @@ then registers. Per-session state is guarded by each OpenSession's own lock (see
 ``kward.sessions.session``). Any thread may call any method; slow ones (resume of a big
 file, clone, export, transcript, list) belong on worker threads.
 
-Cleanup rule (issue 3, point 5): sessions this process opened that are idle, empty and
+Cleanup rule: sessions this process opened that are idle, empty and
 unnamed are closed (every id on them) and their files deleted when the client creates,
 resumes, clones or forks into another session, on close, and at `shutdown_all`; never a
 session with content or a name, never one another process has open or runs a turn on,
 never one whose file is gone. Listing deletes nothing. A session being opened counts as
-busy until its answer payload (`SessionHandle.opened`) is built, so pipelined creates
-each answer with a complete payload of a session that existed then.
+busy until what its answer shows (`SessionHandle.opened`) is taken, so pipelined creates
+each answer with a complete view of a session that existed then.
 """
 
 from __future__ import annotations
@@ -39,14 +39,15 @@ from kward.fsutil import remove_stale_files
 from kward.workspace import resolve_root
 from kward.sessions.export import export_conversation
 from kward.sessions.handle import SessionHandle
-from kward.sessions.listing import DEFAULT_LIMIT, list_sessions
-from kward.sessions.messages import entry_id, full_text, compact, parse_entry_id, role_of
+from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_sessions
+from kward.model import Message, UserMessage
+from kward.sessions.messages import compact, entry_id, full_text, parse_entry_id
 from kward.sessions.paths import resolve_session_path, resume_root, workspace_session_dir
 from kward.sessions.opening import create_session, derive_session, load_session
 from kward.sessions.presence import PresenceTable
 from kward.sessions.session import OpenSession
 from kward.sessions.store import CREATING
-from kward.sessions.transcript import normalize_transcript, tool_details_from_file, wanted_tool_call_ids
+from kward.sessions.transcript import Transcript, tool_details_from_file, wanted_tool_call_ids
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +133,10 @@ class SessionManager:
 
     def _announce(self, handle: SessionHandle) -> SessionHandle:
         """The session is busy (`begin_work`) since it was registered: clean up the other
-        sessions, build the answer payload, then let it be idle."""
+        sessions, take what the answer shows, then let it be idle."""
         try:
             self.cleanup_unused(keep=handle.shared)
-            handle.opened = handle.payload()
+            handle.opened = handle.info()
         finally:
             handle.shared.end_work()
         return handle
@@ -226,7 +227,7 @@ class SessionManager:
         session = self.get(session_id)
         session.refresh()
         return [{"entryId": entry_id(i), "text": compact(full_text(m))}
-                for i, m in enumerate(session.entry_messages()) if role_of(m) == "user"]
+                for i, m in enumerate(session.entry_messages()) if type(m) is UserMessage]
 
     def fork(self, session_id: str, entry: Any) -> tuple[SessionHandle, str]:
         """A new session holding the messages before the chosen user message; returns it
@@ -240,18 +241,18 @@ class SessionManager:
         if index >= len(messages):
             raise InvalidParams(f"Unknown fork entryId: {entry}", data={"param": "entryId"})
         chosen = messages[index]
-        if role_of(chosen) != "user":
+        if type(chosen) is not UserMessage:
             raise InvalidParams(f"Entry is not forkable: {entry}", data={"param": "entryId"})
         return self._opened(self._derive(source.shared, messages[:index])), full_text(chosen)
 
-    def _derive(self, source: OpenSession, messages: list[dict[str, Any]],
+    def _derive(self, source: OpenSession, messages: list[Message],
                 read_paths: set[str] | None = None) -> OpenSession:
         self._tidy(workspace_session_dir(self.sessions_dir, source.workspace_root))
         return derive_session(self.sessions_dir, source, messages, read_paths, presence=self.presence)
 
     # --- reading ---------------------------------------------------------------------
 
-    def list(self, workspace_root: str | None = None, limit: int | None = DEFAULT_LIMIT) -> list[dict[str, Any]]:
+    def list(self, workspace_root: str | None = None, limit: int | None = DEFAULT_LIMIT) -> list[SessionSummary]:
         """Recent sessions of a workspace as a tree. This process's own idle, empty,
         unnamed sessions are left out (as the original); nothing is deleted."""
         root = self.workspace(workspace_root)
@@ -268,13 +269,12 @@ class SessionManager:
             remove_stale_files(directory, CREATING, names=temps)
         return items
 
-    def transcript(self, session_id: str) -> dict[str, Any]:
-        """``{session, messages}`` with the normalized live conversation."""
+    def transcript(self, session_id: str) -> Transcript:
+        """The live conversation with what the file's tool_execution_end records add."""
         session = self.get(session_id)
-        payload = session.payload()  # refreshes
+        info = session.info()  # refreshes
         messages = session.entry_messages()
-        details = tool_details_from_file(session.path, wanted_tool_call_ids(messages))
-        return {"session": payload, "messages": normalize_transcript(messages, details)}
+        return Transcript(info, messages, tool_details_from_file(session.path, wanted_tool_call_ids(messages)))
 
     def export(self, session_id: str, path: Any = None, format: Any = None) -> dict[str, str]:
         """Write Markdown/HTML of the live conversation; ``{path, format}``."""

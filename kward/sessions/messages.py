@@ -1,11 +1,7 @@
-"""Helpers over stored conversation messages (plain dicts, as written to the file).
+"""Helpers over the conversation of a session (typed messages, `kward.model`): entry ids,
+the texts listings and forks show, and the live list after a compaction.
 
-Message shapes (reference section 4): user ``{role:"user", content:str|[parts], display_content?}``,
-assistant ``{role:"assistant", content, reasoning_summary?, tool_calls?[{id, type:"function",
-function:{name, arguments}}]}``, tool ``{role:"tool", tool_call_id, name, content}``, and
-``{role:"compactionSummary", summary, first_kept_entry_id, tokens_before, ...}``.
-
-Pure functions: safe from any thread. Nothing here mutates a message.
+Pure functions: safe from any thread. Nothing here changes a message.
 """
 
 from __future__ import annotations
@@ -13,10 +9,12 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Sequence, TypeVar
 
+from kward.model import CompactionSummary, Content, Message, OtherPart, TextPart, UserMessage, message_id
+
 #: Roles that make a session "used" (never cleaned up automatically).
 CONTENT_ROLES = frozenset({"user", "assistant", "tool"})
 #: Roles counted by ``messageCount`` in listings.
-COUNTED_ROLES = frozenset({"user", "assistant", "tool", "toolResult", "compactionSummary"})
+COUNTED_ROLES = frozenset({"user", "assistant", "tool", "compactionSummary"})
 ENTRY_PREFIX = "message:"
 FIRST_MESSAGE_CHARS = 120
 
@@ -25,11 +23,8 @@ _WS = re.compile(r"\s+")
 T = TypeVar("T")
 
 
-def role_of(message: Any) -> str:
-    if isinstance(message, dict):
-        role = message.get("role")
-        return role if isinstance(role, str) else ""
-    return ""
+def role_of(message: Message) -> str:
+    return message.role
 
 
 def compact(text: str, limit: int = FIRST_MESSAGE_CHARS) -> str:
@@ -37,49 +32,25 @@ def compact(text: str, limit: int = FIRST_MESSAGE_CHARS) -> str:
     return _WS.sub(" ", text).strip()[:limit]
 
 
-def content_text(content: Any, joiner: str = " ") -> str:
-    """The text of a message's content: a string, or the ``text`` of each part."""
-    if isinstance(content, list):
-        return joiner.join(
-            part["text"] for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    if content is None:
-        return ""
-    return content if isinstance(content, str) else str(content)
+def content_text(content: Content, joiner: str = " ") -> str:
+    """The text of a message's content: the string, or the text of each part that has one."""
+    if isinstance(content, str):
+        return content
+    return joiner.join(p.text for p in content if type(p) is TextPart or (type(p) is OtherPart and p.text is not None))
 
 
-def display_text(message: dict[str, Any]) -> str:
+def display_text(message: Message) -> str:
     """The compact one-line text shown in listings (``firstMessage``)."""
-    if role_of(message) == "compactionSummary":
-        return compact(content_text(message.get("summary")))
-    shown = message.get("display_content")
-    if shown is not None:
-        return compact(content_text(shown))
-    return compact(content_text(message.get("content")))
+    if type(message) is CompactionSummary:
+        return compact(message.summary)
+    if type(message) is UserMessage and message.display is not None:
+        return compact(content_text(message.display))
+    return compact(content_text(getattr(message, "content", "")))
 
 
-def full_text(message: dict[str, Any]) -> str:
+def full_text(message: Message) -> str:
     """A user message's whole text (parts joined by newlines, stripped): for fork."""
-    return content_text(message.get("content"), "\n").strip()
-
-
-def tool_calls_of(message: dict[str, Any]) -> list[dict[str, Any]]:
-    calls = message.get("tool_calls")
-    if calls is None:
-        calls = message.get("toolCalls")
-    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
-
-
-def tool_call_name(call: dict[str, Any]) -> str | None:
-    function = call.get("function")
-    name = function.get("name") if isinstance(function, dict) else call.get("name")
-    return name if isinstance(name, str) else None
-
-
-def tool_call_raw_args(call: dict[str, Any]) -> Any:
-    function = call.get("function")
-    return function.get("arguments") if isinstance(function, dict) else call.get("arguments")
+    return content_text(getattr(message, "content", ""), "\n").strip()
 
 
 def entry_id(index: int) -> str:
@@ -93,13 +64,6 @@ def parse_entry_id(value: Any) -> int | None:
         if digits.isdigit() and digits.isascii():
             return int(digits)
     return None
-
-
-def first_kept_id(summary: dict[str, Any]) -> str | None:
-    value = summary.get("first_kept_entry_id")
-    if value is None:
-        value = summary.get("firstKeptEntryId")
-    return value if isinstance(value, str) and value else None
 
 
 def compacted(
@@ -139,5 +103,5 @@ def compacted(
     return [summary] + (messages[found:] if found is not None else [])
 
 
-def message_ident(message: Any) -> Any:
-    return message.get("id") if isinstance(message, dict) else None
+def message_ident(message: Message) -> Any:
+    return message_id(message)

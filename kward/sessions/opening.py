@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from kward.errors import PathNotAllowed
+from kward.model import Message
 from kward.sessions.descriptors import out_of_descriptors
 from kward.sessions.paths import new_session_name, workspace_session_dir
 from kward.sessions.presence import PROCESS_TABLE, PresenceTable
@@ -82,7 +83,7 @@ def load_session(path: str, root: str | Callable[[SessionHeader], str], *,
     return OpenSession(file, header, replay, reader.end_offset, workspace_root, skipping=reader.skipping)
 
 
-def derive_session(sessions_dir: Path, source: OpenSession, messages: list[dict[str, Any]],
+def derive_session(sessions_dir: Path, source: OpenSession, messages: list[Message],
                    read_paths: set[str] | None = None, presence: PresenceTable = PROCESS_TABLE) -> OpenSession:
     """A clone/fork of `source`: new file with parentId/parentPath, the source's name and
     runtime, then `messages` re-appended. `read_paths` replaces the rebuilt read state when

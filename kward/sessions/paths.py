@@ -1,6 +1,6 @@
 """Where session files live and how user-given paths are resolved.
 
-Layout (DESIGN.md, reference section 4)::
+Layout (the original kward's)::
 
     <config>/sessions/--<workspace path, leading slash removed, / \\ : replaced by ->--/
         <UTC ISO time with ms, ':' -> '-'>_<uuid>.jsonl
@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from kward.errors import InvalidParams, PathNotAllowed
-from kward.sessions.records import iso_ms
+from kward.timefmt import iso_ms
 
 _SEPARATORS = re.compile(r"[/\\:]")
 

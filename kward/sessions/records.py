@@ -1,7 +1,8 @@
-"""Record shapes of the linear ("version 1") session format, and timestamps.
+"""Record shapes of the linear ("version 1") session format.
 
 A session file is JSONL: a header line, then one record per line. The shapes follow the
-original kward (see reference/original-behavior.md, section 4):
+original kward's (its version 1 files load unchanged); a message record's `message` is
+the typed message as `kward.sessions.codec` encodes it:
 
 - ``{type:"session", version:1, id, timestamp, cwd, model?, reasoningEffort?, parentId?, parentPath?}``
 - ``{type:"message", timestamp, message}``
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
+
+from kward.timefmt import now_iso
 
 SESSION_VERSION = 1
 
@@ -26,45 +28,6 @@ SESSION_VERSION = 1
 BODY_TYPES = frozenset({"message", "compaction", "tool_execution_end", "memory_state", "session_info"})
 #: Types a caller may append through ``append_record`` (messages go through ``append_message``).
 EXTRA_TYPES = frozenset({"compaction", "tool_execution_end", "memory_state", "session_info"})
-
-
-def iso_ms(dt: datetime) -> str:
-    """``2026-06-12T10:11:12.345Z`` for an aware or naive-UTC datetime."""
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
-def utc_now_iso() -> str:
-    return iso_ms(datetime.now(timezone.utc))
-
-
-def iso_from_ns(ns: int) -> str:
-    """ISO UTC with milliseconds for a nanosecond epoch time (a file's st_mtime_ns)."""
-    dt = datetime.fromtimestamp(ns // 1_000_000_000, timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(ns // 1_000_000) % 1000:03d}Z"
-
-
-def normalize_iso(value: Any) -> str | None:
-    """Re-format an ISO-8601 timestamp as UTC with milliseconds; None when unparseable."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    # Python 3.10's fromisoformat wants 0, 3 or 6 fraction digits: pad or cut to 6.
-    head, sep, rest = text.partition(".")
-    if sep:
-        digits = len(rest) - len(rest.lstrip("0123456789"))
-        frac, tail = rest[:digits], rest[digits:]
-        text = f"{head}.{(frac + '000000')[:6]}{tail}"
-    try:
-        dt = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return iso_ms(dt)
 
 
 @dataclass(frozen=True)
@@ -126,7 +89,7 @@ def header_problem(record: Any) -> str | None:
 
 def make_record(record_type: str, **fields: Any) -> dict[str, Any]:
     """``{type, timestamp, **fields}`` with the type first (readers may peek at it)."""
-    record: dict[str, Any] = {"type": record_type, "timestamp": utc_now_iso()}
+    record: dict[str, Any] = {"type": record_type, "timestamp": now_iso()}
     record.update(fields)
     return record
 

@@ -4,49 +4,35 @@ The same `Replay` object serves a full load (every record of the file, in order)
 incremental catch-up of an open session (records appended since, by this or another
 process), so a resumed view and a long-lived view of one file always agree.
 
-Rules (reference section 4): messages are replayed in order; a compaction record replaces
+Rules (the original kward's): messages are replayed in order; a compaction record replaces
 the live list with ``[summary] + messages from first_kept_entry_id``; the name is the last
 session_info's ``name`` (missing, empty or null clears it); read-before-write state is the
 set of realpaths of successful ``read_file``, ``write_file`` and ``edit_file`` results
 (tool content that is not an error text; the path comes from the assistant's matching
-tool call, resolved inside the workspace as the tools resolve it), cleared by compaction.
-These are exactly the paths the tools add to the live set (`kward.tools.reading`,
-`kward.tools.writing`).
+tool call, resolved inside the workspace as the tools resolve it), cleared by compaction:
+the read-before-write rule of `kward.readstate`, which the tools apply too.
 
 Not thread-safe by itself: the owner (OpenSession) serializes calls under its lock.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from kward.errors import InvalidParams
-
-from kward.sessions.messages import (
-    compacted,
-    first_kept_id,
-    message_ident,
-    role_of,
-    tool_call_name,
-    tool_call_raw_args,
-    tool_calls_of,
-)
-from kward.sessions.normalize import is_error_result, parse_arguments
+from kward.model import AssistantMessage, CompactionSummary, Message, ToolResultMessage, content_text, is_error_text
+from kward.readstate import READ_TOOLS, realpath_below
+from kward.sessions.codec import decode
+from kward.sessions.messages import compacted, message_ident, role_of
 from kward.sessions.records import SessionHeader
-from kward.tools.paths import resolve_existing
-
-#: Tools whose successful result puts the file's realpath in the read set.
-READ_TOOLS = frozenset({"read_file", "write_file", "edit_file"})
-_ROLES = {r: r for r in ("system", "user", "assistant", "tool", "toolResult", "compactionSummary")}
+from kward.toolcalls import parse_arguments
 
 
 def resolve_read_path(workspace_root: str, path: str) -> str | None:
     """The realpath a successful read/write refers to (as the tools resolve it), or None
     when it no longer exists or lies outside the workspace."""
     try:
-        return resolve_existing(Path(workspace_root), path)
-    except (InvalidParams, OSError):  # ToolError (gone, NUL byte), PathNotAllowed; OSError: vanished meanwhile
+        return realpath_below(workspace_root, path)
+    except OSError:  # vanished meanwhile
         return None
 
 
@@ -55,7 +41,7 @@ class Replay:
 
     def __init__(self, header: SessionHeader, workspace_root: str):
         self.workspace_root = workspace_root
-        self.conversation: list[dict[str, Any]] = []
+        self.conversation: list[Message] = []
         self.name: str | None = None
         self.content_messages = 0  # user/assistant/tool message records ever seen
         self.read_paths: set[str] = set()
@@ -71,12 +57,16 @@ class Replay:
             message = record.get("message")
             if message.__class__ is not dict:
                 return False
-            self.add_message(message)
+            self.add_message(decode(message))
         elif record_type == "compaction":
             summary = record.get("message")
             if not isinstance(summary, dict):
                 return False
-            self.compact(summary)
+            decoded = decode(summary)
+            if type(decoded) is not CompactionSummary:  # a compaction record always holds one
+                decoded = CompactionSummary(content_text(getattr(decoded, "content", "")), extras=decoded.extras,
+                                            record=summary)
+            self.compact(decoded)
         elif record_type == "session_info":
             self.name = clean_name(record.get("name"))
             if isinstance(record.get("model"), str) and record["model"]:
@@ -88,44 +78,40 @@ class Replay:
                                  "lastRetrieval": record.get("lastRetrieval")}
         return True
 
-    def add_message(self, message: dict[str, Any]) -> None:
+    def add_message(self, message: Message) -> None:
         """Append to the live list (hot path of every resume: keep it lean)."""
         self.conversation.append(message)
-        role = message.get("role")
-        if role.__class__ is not str:
-            return
-        shared = _ROLES.get(role)
-        if shared is not None and shared is not role:
-            message["role"] = shared  # one shared string instead of one per message
-        if role == "assistant":
+        kind = type(message)
+        if kind is AssistantMessage:
             self.content_messages += 1
-            if "tool_calls" in message or "toolCalls" in message:
+            if message.tool_calls or message.other_calls:
                 self._note_read_calls(message)
-        elif role == "user":
+        elif kind is ToolResultMessage:
             self.content_messages += 1
-        elif role == "tool":
-            self.content_messages += 1
-            if message.get("name") in READ_TOOLS:
+            if message.name in READ_TOOLS:
                 self._note_read_result(message)
+        elif message.role == "user":
+            self.content_messages += 1
 
-    def _note_read_calls(self, message: dict[str, Any]) -> None:
-        for call in tool_calls_of(message):
-            if tool_call_name(call) in READ_TOOLS and isinstance(call.get("id"), str):
-                path = parse_arguments(tool_call_raw_args(call)).get("path")
+    def _note_read_calls(self, message: AssistantMessage) -> None:
+        for call in message.shown_calls():
+            if call.name in READ_TOOLS and isinstance(call.id, str):
+                path = parse_arguments(call.arguments).get("path")
                 if isinstance(path, str) and path:
-                    self._pending_reads[call["id"]] = path
+                    self._pending_reads[call.id] = path
 
-    def _note_read_result(self, message: dict[str, Any]) -> None:
-        call_id = message.get("tool_call_id")
-        path = self._pending_reads.pop(call_id, None) if isinstance(call_id, str) else None
-        content = message.get("content")
-        if path is not None and not is_error_result(content if isinstance(content, str) else ""):
+    def _note_read_result(self, message: ToolResultMessage) -> None:
+        call_id = message.tool_call_id
+        path = self._pending_reads.pop(call_id, None) if call_id is not None else None
+        content = message.content
+        if path is not None and not (isinstance(content, str) and is_error_text(content)):
             resolved = resolve_read_path(self.workspace_root, path)
             if resolved is not None:
                 self.read_paths.add(resolved)
 
-    def compact(self, summary: dict[str, Any]) -> None:
-        self.conversation = compacted(self.conversation, summary, first_kept_id(summary), role_of, message_ident)
+    def compact(self, summary: CompactionSummary) -> None:
+        self.conversation = compacted(self.conversation, summary, summary.first_kept_entry_id, role_of,
+                                      message_ident)
         self.read_paths.clear()
         self._pending_reads.clear()
 

@@ -6,7 +6,7 @@ Thread contract: one `threading.RLock` per OpenSession (``_lock``) guards the li
 (conversation, name, read paths, the file offset the state reflects), the busy/closing
 flags and the turn lock's descriptor. Every append happens under it, so this process's
 view changes in file order. Records appended by other processes are folded in by
-`refresh` (called by `turn_lock`, `payload`, `rename`, `name`, `entry_messages` and
+`refresh` (called by `turn_lock`, `info`, `rename`, `name`, `entry_messages` and
 before cleanup decisions) and when our own append lands after them. Any thread may call
 any method; the agent loop's worker thread appends inside `turn_lock`. The lock is held
 for one record or one check at a time, never for a whole turn.
@@ -24,29 +24,44 @@ import contextlib
 import logging
 import os
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from kward.errors import SessionFileGone, SessionInUse, SessionNotFound
+from kward.errors import SessionFileGone, SessionNotFound
+from kward.model import MESSAGE_TYPES, Message, ToolCall, ToolResult
+from kward.sessions.codec import encode, tool_execution_fields
 from kward.sessions.lines import LineScanner, range_reader
 from kward.sessions.reader import SkipReport, body_records
-from kward.sessions.records import (
-    EXTRA_TYPES,
-    SessionHeader,
-    iso_from_ns,
-    make_record,
-    message_record,
-    normalize_iso,
-    session_info_record,
-)
+from kward.sessions.records import EXTRA_TYPES, SessionHeader, make_record, message_record, session_info_record
+from kward.sessions.removal import SessionRemoval
 from kward.sessions.replay import Replay, clean_name
-from kward.sessions.store import SessionFile, remove_session_files, try_turn_lock
+from kward.sessions.store import SessionFile
+from kward.timefmt import iso_from_ns, normalize_iso
 
 log = logging.getLogger(__name__)
 
 
-class OpenSession:
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session as the faces show it (the protocol's session payload). `id` is the RPC id
+    (None from `OpenSession.info`: the handle adds it); None fields are unknown."""
+
+    id: str | None
+    persistent_id: str
+    path: str
+    workspace_root: str
+    cwd: str
+    name: str | None
+    created_at: str | None
+    modified_at: str | None
+    parent_id: str | None
+    parent_path: str | None
+
+
+class OpenSession(SessionRemoval):
     """One session file opened by this process. Build with ``kward.sessions.opening``
-    (`create_session`, `load_session`, `derive_session`)."""
+    (`create_session`, `load_session`, `derive_session`). Closing and deleting it:
+    `kward.sessions.removal`."""
 
     def __init__(self, file: SessionFile, header: SessionHeader, replay: Replay, offset: int,
                  workspace_root: str, *, skipping: bool = False):
@@ -83,7 +98,7 @@ class OpenSession:
             return self._replay.name
 
     @property
-    def conversation(self) -> list[dict[str, Any]]:
+    def conversation(self) -> list[Message]:
         """The live message list (not a copy): read it, never mutate it."""
         return self._replay.conversation
 
@@ -120,14 +135,14 @@ class OpenSession:
         with self._lock:
             return self._closing
 
-    def entry_messages(self) -> list[dict[str, Any]]:
+    def entry_messages(self) -> list[Message]:
         """Non-system live messages: the list ``message:<n>`` entry ids index, including
         messages another process appended since our last look."""
         with self._lock:
             self.refresh()
-            return [m for m in self._replay.conversation if m.get("role") != "system"]
+            return [m for m in self._replay.conversation if m.role != "system"]
 
-    def snapshot(self) -> tuple[list[dict[str, Any]], set[str]]:
+    def snapshot(self) -> tuple[list[Message], set[str]]:
         """(non-system live messages, copy of the read paths), consistent with each other
         and with everything other processes appended so far."""
         with self._lock:
@@ -136,12 +151,17 @@ class OpenSession:
 
     # --- writing ---------------------------------------------------------------------
 
-    def append_message(self, message: dict[str, Any]) -> None:
+    def append_message(self, message: Message) -> None:
         """Persist `message` (one line, written before return) and add it to the live list."""
-        if not isinstance(message, dict):
-            raise TypeError("a message must be a dict")
+        if type(message) not in MESSAGE_TYPES:
+            raise TypeError(f"not a kward.model message: {type(message).__name__}")
+        record = message_record(encode(message))
         with self._lock:
-            self._append(message_record(message), lambda: self._replay.add_message(message))
+            self._append(record, lambda: self._replay.add_message(message))
+
+    def append_tool_execution(self, call: ToolCall, result: ToolResult) -> None:
+        """Persist the ``tool_execution_end`` audit record of a finished tool call."""
+        self.append_record("tool_execution_end", **tool_execution_fields(call, result))
 
     def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]:
         """Persist a ``compaction``, ``tool_execution_end``, ``memory_state`` or
@@ -223,7 +243,7 @@ class OpenSession:
         self._offset, self._skipping = scanner.consumed, scanner.skipping
         report.emit()
 
-    # --- turns, busy state, closing --------------------------------------------------
+    # --- turns, busy state ------------------------------------------------------------
 
     def begin_work(self) -> None:
         """Mark a queued or running turn, or an answer being built (not idle: cleanup
@@ -269,139 +289,12 @@ class OpenSession:
                         self._turn_lock_fd = None
                         os.close(fd)  # releases the flock
 
-    def close(self, *, delete_if_unused: bool = True) -> bool:
-        """Stop accepting work; fsync and close the file (at once, or when the running
-        turn ends). Returns True when the file was deleted as unused (idle, empty,
-        unnamed, no other process has it open)."""
-        with self._lock:
-            if self._closing:
-                return False
-            self._closing = True
-            if self._busy:
-                return False
-            return self._finalize(delete_if_unused=delete_if_unused)
+    # --- what a face shows ------------------------------------------------------------
 
-    def delete_if_unused(self) -> bool:
-        """Close and delete the file if idle, empty and unnamed, re-checked against the
-        file under the turn lock (skipped if another process holds it). When it returns
-        False the session stays open and usable."""
-        with self._lock:
-            if self._closing or self._busy or not self._try_delete_unused():
-                return False
-            self._closing = True
-            self._finalized = True
-            return True
-
-    def check_deletable(self, *, force: bool = False) -> None:
-        """Raise what `delete` would (SessionFileGone when another file is at the path now;
-        unless `force`, SessionInUse when another process has it open); changes nothing."""
-        with self._lock:
-            if self._finalized:  # deleted or closed by a concurrent request
-                raise SessionNotFound(self.path)
-            if self._gone_state() is None and not force:
-                with self._alone() as alone:
-                    if not alone:
-                        raise self._in_use()
-
-    def delete(self, *, force: bool = False) -> str:
-        """Close and remove the file and its sidecars, whatever they hold. Without `force`,
-        SessionInUse when another process has it open; SessionFileGone when another file
-        is at the path now (both change nothing); a missing file only loses its sidecars."""
-        with self._lock:
-            if self._finalized:  # deleted or closed by a concurrent request
-                raise SessionNotFound(self.path)
-            if self._gone_state() == "missing":
-                self._closing = self._finalized = True
-                self._close_gone()
-            elif force:
-                self._closing = self._finalized = True
-                self._file.delete()
-            else:
-                with self._alone() as alone:
-                    if not alone:
-                        raise self._in_use()
-                    self._closing = self._finalized = True
-                    self._file.delete()  # while nobody else can open it
-            return self.path
-
-    def _gone_state(self) -> str | None:
-        """Under `_lock`: None while the file is ours at its path, ``missing`` when
-        nothing is there; SessionFileGone when another file is there now."""
-        state = self._file.state()
-        if state == "replaced":
-            self._file.check_present()  # raises, naming the path
-        return None if state == "present" else state
-
-    def _close_gone(self) -> None:
-        """Close a session whose file is missing, removing the sidecars left beside it."""
-        try:
-            with contextlib.suppress(OSError):  # tidying only
-                remove_session_files(self._file.path, sidecars_only=True)
-        finally:
-            self._file.close()
-
-    def _in_use(self) -> SessionInUse:
-        return SessionInUse(f"Session is open in another process: {self.path}; close it there, "
-                            "or pass force: true to delete it anyway", data={"path": self.path})
-
-    @contextlib.contextmanager
-    def _alone(self) -> Iterator[bool]:
-        """Under `_lock`: yield True when no other process has the file open or runs a
-        turn on it; while the block runs with True nobody can open it.
-
-        The presence check must run under the turn lock (see
-        ``SessionFile.exclusive_presence``): ours when a turn of this process holds it,
-        else taken for the check (busy elsewhere: not alone)."""
-        lock_fd = None
-        if self._turn_lock_fd is None:
-            lock_fd = try_turn_lock(self._file.lock_path)
-            if lock_fd is None:
-                yield False
-                return
-        try:
-            with self._file.exclusive_presence() as alone:
-                yield alone
-        finally:
-            if lock_fd is not None:
-                os.close(lock_fd)
-
-    def _finalize(self, *, delete_if_unused: bool) -> bool:
-        """Under `_lock`, closing and not busy: delete when unused, else fsync and close."""
-        try:
-            deleted = delete_if_unused and self._try_delete_unused()
-        except OSError as exc:  # e.g. the directory became read-only: keep the file
-            log.warning("Could not remove unused session %s: %s", self.path, exc)
-            deleted = False
-        self._finalized = True
-        if not deleted:
-            if delete_if_unused and self._file.state() == "missing":
-                self._close_gone()
-            else:
-                self._file.close()
-        return deleted
-
-    def _try_delete_unused(self) -> bool:
-        """Under `_lock`: delete the file when empty and unnamed, still ours (not gone)
-        and no other process runs a turn on it or has it open, re-checking emptiness
-        against the file meanwhile. True when deleted."""
-        if not self.is_empty or not self.present():
-            return False
-        with self._alone() as alone:
-            if not alone:
-                return False  # another process has it open or runs a turn on it
-            self.refresh()
-            if not self.is_empty:
-                return False
-            self._file.delete()
-        log.info("Deleted unused session %s", self.path)
-        return True
-
-    # --- payload ---------------------------------------------------------------------
-
-    def payload(self) -> dict[str, Any]:
-        """The session payload of the protocol without the RPC `id` (the handle adds it);
-        None fields omitted. `modifiedAt` (the file's mtime) is never before `createdAt`
-        (the header's time, from another clock)."""
+    def info(self) -> SessionInfo:
+        """What the faces show of the session (without an RPC id: the handle adds it).
+        `modified_at` (the file's mtime) is never before `created_at` (the header's time,
+        from another clock)."""
         self.refresh()
         try:
             mtime = iso_from_ns(self._file.fstat().st_mtime_ns)
@@ -409,15 +302,7 @@ class OpenSession:
             mtime = None
         header = self.header
         created = normalize_iso(header.timestamp) or mtime
-        payload = {
-            "persistentId": header.id,
-            "path": self.path,
-            "workspaceRoot": self.workspace_root,
-            "cwd": header.cwd or self.workspace_root,
-            "name": self.name,
-            "createdAt": created,
-            "modifiedAt": max(mtime, created) if mtime and created else mtime,
-            "parentId": header.parent_id,
-            "parentPath": header.parent_path,
-        }
-        return {k: v for k, v in payload.items() if v is not None}
+        return SessionInfo(id=None, persistent_id=header.id, path=self.path, workspace_root=self.workspace_root,
+                           cwd=header.cwd or self.workspace_root, name=self.name, created_at=created,
+                           modified_at=max(mtime, created) if mtime and created else mtime,
+                           parent_id=header.parent_id, parent_path=header.parent_path)

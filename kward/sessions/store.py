@@ -1,6 +1,6 @@
 """One session file on disk: exclusive atomic creation, whole-line appends, fsync, and its locks.
 
-Concurrency contract (DESIGN.md "Where we deliberately differ"):
+Concurrency contract (stricter than the original kward's, which had no guard at all):
 
 - Every append is ONE ``os.write`` of a whole line on an ``O_APPEND`` descriptor, made
   while holding a short ``flock(LOCK_EX)`` on the session file itself (serializes writers

@@ -27,14 +27,11 @@ from typing import Any, Callable
 
 from kward.fsutil import FILE_MODE, ensure_private_dir
 from kward.redact import redact
+from kward.timefmt import iso_from_epoch
 
 log = logging.getLogger(__name__)
 
 MAX_BYTES = 10 * 1024 * 1024
-
-
-def iso_ms(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
 class TelemetryLog:
@@ -56,7 +53,7 @@ class TelemetryLog:
             if self._scrub is not None:
                 record = self._scrub(record)
             now = self._clock()
-            record.update(timestamp=iso_ms(now), category=category, event=event)
+            record.update(timestamp=iso_from_epoch(now), category=category, event=event)
             data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
             with self._lock:
                 os.write(self._current(now), data)

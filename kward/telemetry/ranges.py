@@ -29,19 +29,14 @@ _RANGE = re.compile(r"^(\d{1,9})\s+([A-Za-z]+)$")
 
 
 class Range(NamedTuple):
+    """A parsed range: the text as given (stripped; the default when blank), its count
+    and unit, and its UTC bounds."""
+
     input: str
     count: int
     unit: str  # singular
     start: datetime  # aware UTC
     end: datetime
-
-    def payload(self) -> dict[str, object]:
-        return {"input": self.input, "count": self.count, "unit": self.unit, "startAt": seconds_iso(self.start),
-                "endAt": seconds_iso(self.end)}
-
-
-def seconds_iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _unit(word: str, allowed: tuple[str, ...]) -> str | None:

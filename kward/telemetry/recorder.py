@@ -63,7 +63,9 @@ def _ms(start: float) -> float:
 
 
 def request_bytes(request: ModelRequest) -> int:
-    body = [request.instructions, request.messages, request.tools]
+    from kward.sessions.codec import encode
+
+    body = [request.instructions, [encode(m) for m in request.messages], request.tools]
     return len(json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
 
 
@@ -170,7 +172,9 @@ class _RecordingProvider(Provider):
             raise
         payload = call.ended("completed")
         if response.usage is not None:
-            self._rec.record("tokens", "model_usage", {**payload, "usage": response.usage.to_record()})
+            from kward.sessions.codec import usage_record
+
+            self._rec.record("tokens", "model_usage", {**payload, "usage": usage_record(response.usage)})
         return response
 
 

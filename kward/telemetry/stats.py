@@ -5,12 +5,13 @@ whose timestamp lies in [start, end], from the files whose date lies in the rang
 files and their `-N` successors, in order); unreadable lines are skipped. Timestamps kward
 wrote (`YYYY-MM-DDTHH:MM:SS.mmmZ`) are compared as text; others are parsed.
 
-`collect(...)` builds the result (keys as the original kward's): `range`, `logDir`,
-`enabledCategories`, `recordCount`, `recordsByCategory`, `recordsByEvent`,
-`usageStats {modelUsageEvents, totals}`, `performance {events {<event>: {count,
-statuses, durationMs {min, avg, max}}}}`, `tools {calls, resultBytes, byName, byStatus}`
-and `errors {count, byEvent, byClass, byProvider, byCode}`. Error messages are never part
-of it. Pure over the files; any thread.
+`collect(...)` counts them into a `Stats`: the range, the log directory, the enabled
+categories, the record count, records by category and by event, the model usage
+(`UsageStats`: events, summed usage fields), the performance events (`EventStats`: count,
+statuses, `Durations` in ms), the tool calls (`ToolStats`) and the errors (`ErrorStats`:
+by event, class, provider and code). Every count mapping is ordered by key. Error
+messages are never part of it. The RPC face shapes it into the `logging/stats` result
+(`kward.rpc.wire.stats`, keys as the original kward's). Pure over the files; any thread.
 """
 
 from __future__ import annotations
@@ -18,19 +19,73 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from kward.telemetry.ranges import Range
+from kward.timefmt import iso_ms, normalize_iso
+
+
+class Durations(NamedTuple):
+    """Milliseconds, rounded to 0.1; all None when no record had a duration."""
+
+    min: float | None = None
+    avg: float | None = None
+    max: float | None = None
+
+
+class EventStats(NamedTuple):
+    """The `performance` records of one event."""
+
+    count: int
+    statuses: dict[str, int]
+    duration_ms: Durations
+
+
+class UsageStats(NamedTuple):
+    """The `tokens/model_usage` records: how many, and each numeric usage field summed."""
+
+    model_usage_events: int
+    totals: dict[str, int | float]
+
+
+class ToolStats(NamedTuple):
+    """The `tools/tool_call` records."""
+
+    calls: int
+    result_bytes: int | float
+    by_name: dict[str, int]
+    by_status: dict[str, int]
+
+
+class ErrorStats(NamedTuple):
+    """The `errors` records (never their messages)."""
+
+    count: int
+    by_event: dict[str, int]
+    by_class: dict[str, int]
+    by_provider: dict[str, int]
+    by_code: dict[str, int]
+
+
+class Stats(NamedTuple):
+    """The stats of a range (see the module docstring); `performance` by event, ordered."""
+
+    range: Range
+    log_dir: Path
+    enabled_categories: tuple[str, ...]
+    record_count: int
+    records_by_category: dict[str, int]
+    records_by_event: dict[str, int]
+    usage: UsageStats
+    performance: dict[str, EventStats]
+    tools: ToolStats
+    errors: ErrorStats
+
 
 _FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(\d+))?\.jsonl$")
 _OURS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-
-
-def _ms_iso(dt: datetime) -> str:
-    dt = dt.astimezone(timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def normalized_timestamp(value: Any) -> str | None:
@@ -39,8 +94,6 @@ def normalized_timestamp(value: Any) -> str | None:
         return None
     if _OURS.match(value):
         return value
-    from kward.sessions.records import normalize_iso
-
     return normalize_iso(value)
 
 
@@ -59,7 +112,7 @@ def log_files(directory: Path, start: datetime, end: datetime) -> list[Path]:
 
 
 def read(directory: Path, start: datetime, end: datetime, categories: Iterable[str]) -> Iterator[dict[str, Any]]:
-    low, high = _ms_iso(start), _ms_iso(end)
+    low, high = iso_ms(start), iso_ms(end)
     wanted = frozenset(categories)
     decode = json.JSONDecoder().raw_decode  # on text lines: about twice as fast as json.loads of bytes
     for path in log_files(directory, start, end):
@@ -98,15 +151,15 @@ def _key(value: Any) -> str | None:
     return value if type(value) is str else str(value)
 
 
-def _durations(s: list[Any]) -> dict[str, Any]:
+def _durations(s: list[Any]) -> Durations:
     if not s[2]:
-        return {"min": None, "avg": None, "max": None}
-    return {"min": round(float(s[4]), 1), "avg": round(s[3] / s[2], 1), "max": round(float(s[5]), 1)}
+        return Durations()
+    return Durations(round(float(s[4]), 1), round(s[3] / s[2], 1), round(float(s[5]), 1))
 
 
-def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> dict[str, Any]:
-    """The stats of the range (see the module docstring). One pass, plain dicts: this runs
-    over hundreds of thousands of records."""
+def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
+    """The stats of the range (see the module docstring). One pass over plain dicts and
+    lists, typed at the end: this runs over hundreds of thousands of records."""
     count = usage_events = tool_calls = result_bytes = errors = 0
     by_category: dict[str, int] = {}
     by_event: dict[str, int] = {}
@@ -168,15 +221,11 @@ def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> dict[st
                 key = event or None if field == "event" else _key(r.get(field))
                 if key is not None:
                     counter[key] = counter.get(key, 0) + 1
-    return {
-        "range": rng.payload(), "logDir": str(directory), "enabledCategories": list(categories),
-        "recordCount": count, "recordsByCategory": _counts(by_category), "recordsByEvent": _counts(by_event),
-        "usageStats": {"modelUsageEvents": usage_events, "totals": _counts(totals)},
-        "performance": {"events": {e: {"count": s[0], "statuses": _counts(s[1]), "durationMs": _durations(s)}
-                                   for e, s in sorted(perf.items())}},
-        "tools": {"calls": tool_calls, "resultBytes": result_bytes, "byName": _counts(names),
-                  "byStatus": _counts(statuses)},
-        "errors": {"count": errors, "byEvent": _counts(error_counts["event"]),
-                   "byClass": _counts(error_counts["error_class"]), "byProvider": _counts(error_counts["provider"]),
-                   "byCode": _counts(error_counts["error_code"])},
-    }
+    return Stats(
+        rng, directory, tuple(categories), count, _counts(by_category), _counts(by_event),
+        UsageStats(usage_events, _counts(totals)),
+        {e: EventStats(s[0], _counts(s[1]), _durations(s)) for e, s in sorted(perf.items())},
+        ToolStats(tool_calls, result_bytes, _counts(names), _counts(statuses)),
+        ErrorStats(errors, _counts(error_counts["event"]), _counts(error_counts["error_class"]),
+                   _counts(error_counts["provider"]), _counts(error_counts["error_code"])),
+    )

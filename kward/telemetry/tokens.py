@@ -4,21 +4,29 @@ records of a range, summed per time bucket, provider and model.
 Columns (`HEADER`): bucket_start, bucket_end (UTC, `YYYY-MM-DDTHH:MM:SSZ`), provider,
 model, events, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 total_tokens; rows ordered by bucket start, provider, model. The bucket defaults to the
-range's unit. Pure over the files; any thread.
+range's unit. `TokenCsv` is the export as the runtime returns it (the text, its range and
+bucket). Pure over the files; any thread.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from kward.telemetry.ranges import Range, bucket_bounds, seconds_iso
+from kward.telemetry.ranges import Range, bucket_bounds
+from kward.timefmt import normalize_iso, parse_ms, seconds_iso
 from kward.telemetry.stats import read
 
 HEADER = ("bucket_start", "bucket_end", "provider", "model", "events", "input_tokens", "output_tokens",
           "cache_read_tokens", "cache_write_tokens", "total_tokens")
 TOKEN_COLUMNS = HEADER[5:]
+
+
+class TokenCsv(NamedTuple):
+    csv: str
+    range: Range
+    bucket: str  # one of kward.telemetry.ranges.BUCKETS
 
 
 def _cell(value: Any) -> str:
@@ -29,7 +37,7 @@ def _cell(value: Any) -> str:
 
 
 def _when(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp[:-1] + "+00:00").astimezone(timezone.utc)
+    return parse_ms(stamp)
 
 
 def token_csv(directory: Path, rng: Range, bucket: str) -> str:
@@ -60,8 +68,6 @@ def token_csv(directory: Path, rng: Range, bucket: str) -> str:
 
 
 def _normalized(stamp: Any) -> str:
-    from kward.sessions.records import normalize_iso
-
     value = normalize_iso(stamp)
     if value is None:
         raise ValueError(stamp)

@@ -9,9 +9,9 @@ Public API (all importable from ``kward.tools``)::
     registry.names(has_ui: bool) -> list[str]
     registry.run(name: str, arguments: str | dict, ctx) -> ToolResult   # raises only Canceled
     result.content, result.is_error, result.diff, result.changed_files, result.images
-    result.to_payload() -> {content, isError, images, diff?, changedFiles?}
+    (ToolResult is kward.model's; the RPC face shapes it, kward.rpc.wire)
 
-    normalize_tool_name(name) -> str         # read_file -> read, ... (kward.tools.normalize)
+    normalize_tool_name(name) -> str         # read_file -> read, ... (kward.toolcalls)
     normalize_args(name, args: dict) -> dict # camelCase; bash -> {command, timeout}
     parse_arguments(raw) -> dict             # lenient JSON decode for event payloads
     validate_questions(questions) -> list[dict]     # raises QuestionError (InvalidParams)
@@ -37,20 +37,20 @@ one turn at a time (its `read_paths` is the session's set, unlocked: one turn pe
 
 Modules: base (types), paths (workspace confinement), diff (single-hunk unified diff),
 reading (list/read), writing (write/edit), process (child process runner), shell,
-search (and search_worker, its matcher run in a child process), question, normalize,
-registry.
+search (and search_worker, its matcher run in a child process), question, registry;
+call-name and argument normalization lives below, in `kward.toolcalls`.
 """
 
 import importlib
 from typing import Any
 
 # Public names and the module that defines each; imported on first use (PEP 562), so that
-# `import kward.tools.normalize` (sessions, transcripts) does not load every tool.
+# importing one of them does not load every tool.
 _EXPORTS = {
     "CANCELLED": "base", "Args": "base", "ToolContext": "base", "ToolError": "base", "ToolResult": "base",
     "ToolSpec": "base", "is_error_text": "base",
-    "extract_diff": "normalize", "normalize_args": "normalize", "normalize_tool_name": "normalize",
-    "parse_arguments": "normalize",
+    "extract_diff": "kward.toolcalls", "normalize_args": "kward.toolcalls",
+    "normalize_tool_name": "kward.toolcalls", "parse_arguments": "kward.toolcalls",
     "QuestionError": "question", "normalize_answers": "question", "validate_questions": "question",
     "DEFAULT_SPECS": "registry", "ToolRegistry": "registry", "default_registry": "registry",
 }
@@ -61,6 +61,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'kward.tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"kward.tools.{module}"), name)
+    value = getattr(importlib.import_module(module if "." in module else f"kward.tools.{module}"), name)
     globals()[name] = value
     return value

@@ -1,5 +1,6 @@
-"""Shared types of the tools library: the per-call context, the result, the tool spec,
-the tool-level error and a small typed reader for model arguments.
+"""Shared types of the tools library: the per-call context, the tool spec, the tool-level
+error and a small typed reader for model arguments (the result, `ToolResult`, is a type of
+the core model, `kward.model`, re-exported here).
 
 Nothing here does I/O. `ToolContext` is built by the agent loop for each tool call (or
 once per turn) on the turn's worker thread; `read_paths` is the session's set and is
@@ -10,32 +11,33 @@ needs no lock). `ToolResult` is an immutable value handed back to the agent loop
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from kward.cancel import CancelToken
-from kward.errors import InvalidParams
+from kward.model import ERROR_PREFIXES, ToolResult, is_error_text
 
-#: Prefixes that make a result text an error (the original's rule).
-ERROR_PREFIXES = ("Error:", "Declined:", "Cancelled.")
+__all__ = ["CANCELLED", "ERROR_PREFIXES", "Args", "AskUser", "ToolContext", "ToolError", "ToolResult", "ToolSpec",
+           "is_error_text"]
 
 #: The UI question bridge: takes the validated questions, returns the answers list, or
 #: None / [] when the user dismissed the questions (or the turn was cancelled).
 AskUser = Callable[[list[dict[str, Any]]], "list[Any] | None"]
 
 
-def is_error_text(text: str) -> bool:
-    """True when a tool result text counts as an error (`Error:`, `Declined:`, `Cancelled.`)."""
-    return text.startswith(ERROR_PREFIXES)
-
-
-class ToolError(InvalidParams):
-    """A tool-level failure the model should see as ``Error: <message>``.
+class ToolError(Exception):
+    """A tool-level failure the model should see as ``Error: <message>``: a failure of the
+    call (a missing file, a bad argument), not of the request that runs the turn, so it is
+    no KwardError and has no wire code.
 
     Raised inside tool handlers and turned into a `ToolResult` by the registry; it never
-    leaves `kward.tools`. `message` carries no ``Error:`` prefix.
+    leaves `kward.tools` (and `kward.confined`). `message` carries no ``Error:`` prefix.
     """
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
 
 
 @dataclass
@@ -65,49 +67,6 @@ class ToolContext:
 
     def __post_init__(self) -> None:
         self.workspace_root = Path(self.workspace_root).resolve(strict=True)
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """One tool outcome.
-
-    `content` is what the model sees. `is_error` follows the original's rule (see
-    `is_error_text`) except for `Unknown tool: <name>`, which is an error too. `diff` is the
-    unified diff of a write/edit (possibly truncated), `changed_files` the paths written
-    (as the model gave them), `images` image parts (always empty for the built-in tools).
-    """
-
-    content: str
-    is_error: bool = False
-    diff: str | None = None
-    changed_files: list[str] | None = None
-    images: list[dict[str, Any]] = field(default_factory=list)
-
-    @classmethod
-    def text(cls, content: str, **kw: Any) -> "ToolResult":
-        """A result whose error flag is derived from the content prefix."""
-        return cls(content=content, is_error=is_error_text(content), **kw)
-
-    @classmethod
-    def error(cls, message: str) -> "ToolResult":
-        """``Error: <message>``."""
-        return cls(content=f"Error: {message}", is_error=True)
-
-    def scrubbed(self, scrub: Callable[[str], str] | None) -> "ToolResult":
-        """This result with `scrub` applied to the text the model and the client see."""
-        if scrub is None:
-            return self
-        diff = None if self.diff is None else scrub(self.diff)
-        return replace(self, content=scrub(self.content), diff=diff)
-
-    def to_payload(self) -> dict[str, Any]:
-        """The RPC `toolResult.result` object: content, isError, images, diff?, changedFiles?."""
-        out: dict[str, Any] = {"content": self.content, "isError": self.is_error, "images": list(self.images)}
-        if self.diff is not None:
-            out["diff"] = self.diff
-        if self.changed_files:
-            out["changedFiles"] = list(self.changed_files)
-        return out
 
 
 #: What the agent records when a tool call was interrupted by turn cancellation.

@@ -130,9 +130,3 @@ def ensure_parent_dirs(root: Path, target: str, path: str) -> None:
     """Create the missing parent directories of `target` inside the root, checking every
     component on the way (see `open_confined_dir`)."""
     os.close(open_confined_dir(root, os.path.dirname(target), path, create=True))
-
-
-def relative_display(root: Path, real: str) -> str:
-    """`real` relative to the root, with `/` separators ('.' for the root itself)."""
-    rel = os.path.relpath(real, str(root))
-    return rel.replace(os.sep, "/")

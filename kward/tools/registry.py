@@ -24,8 +24,9 @@ import os
 from typing import Any, Iterable
 
 from kward.errors import Canceled, InvalidParams
-from kward.tools import normalize, question, reading, search, shell, writing
-from kward.tools.base import Args, ToolContext, ToolResult, ToolSpec
+from kward import toolcalls as normalize
+from kward.tools import question, reading, search, shell, writing
+from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +37,14 @@ DEFAULT_SPECS: tuple[ToolSpec, ...] = (
 
 
 def decode_arguments(name: str, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
-    """`normalize.decode_arguments` with the messages the model sees; `InvalidParams` when
-    the arguments are not a JSON object. Empty text means no arguments."""
+    """`normalize.decode_arguments` with the messages the model sees; `ToolError` when the
+    arguments are not a JSON object. Empty text means no arguments."""
     try:
         return normalize.decode_arguments(arguments)
     except normalize.ArgumentsError as exc:
         if exc.invalid_json:
-            raise InvalidParams(f"invalid JSON arguments for {name}: {exc}") from None
-        raise InvalidParams(f"arguments for {name} must be a JSON object") from None
+            raise ToolError(f"invalid JSON arguments for {name}: {exc}") from None
+        raise ToolError(f"arguments for {name} must be a JSON object") from None
 
 
 def os_error_text(exc: OSError, given_path: Any = None) -> str:
@@ -95,7 +96,7 @@ class ToolRegistry:
         except Canceled:
             log.debug("tool %s cancelled", name)
             raise
-        except InvalidParams as exc:  # ToolError, PathNotAllowed, QuestionError
+        except (ToolError, InvalidParams) as exc:  # InvalidParams: PathNotAllowed, QuestionError
             result = ToolResult.error(exc.message)
         except OSError as exc:
             text = os_error_text(exc, args.data.get("path"))

@@ -7,7 +7,7 @@ Routes (paths mirror production, so clients only swap the base URL):
   401 without an Authorization header)
 
 `FakeCodex().base_url` is `http://127.0.0.1:<port>/backend-api/codex`. Scenario factories
-(module functions) build the real event sequences of wire notes section 1.4; each takes
+(module functions) build the real event sequences of the Responses stream; each takes
 the `Scenario` knobs as keyword arguments (`crlf=True`, `split=(1, 2, 3)`, `delay=...`).
 `make_jwt` builds an unsigned access token carrying a ChatGPT account id.
 
@@ -135,7 +135,7 @@ def partial_text_events(deltas: Iterable[str]) -> list[dict[str, Any]]:
     return text_events(deltas)[:2 + len(deltas)] if deltas else []
 
 
-# --- scenario factories (wire notes 5.2) -----------------------------------------------
+# --- scenario factories -----------------------------------------------------------------
 
 def text(deltas: Iterable[str] = ("Hel", "lo"), usage: dict[str, Any] | None = None, **knobs: Any) -> Scenario:
     """A plain text answer ending in response.completed with usage."""

@@ -1,4 +1,4 @@
-"""A fake OpenAI OAuth issuer on 127.0.0.1 (wire notes 5.4), for tests.
+"""A fake OpenAI OAuth issuer on 127.0.0.1, for tests.
 
 Routes (as production, so clients only swap the issuer):
 

@@ -9,7 +9,7 @@ Routes (paths mirror production; the same paths serve OpenAI-compatible tests):
 - `GET  /api/v1/key`              -> route "key" (default: 401 without a key, else key info)
 
 `FakeOpenRouter().base_url` is `http://127.0.0.1:<port>/api/v1`. Factories build
-`data: {chat.completion.chunk}` streams (wire notes 3.2) with the optional
+`data: {chat.completion.chunk}` streams (OpenAI's streaming format) with the optional
 `: OPENROUTER PROCESSING` comment first and `data: [DONE]` last; each accepts the
 `Scenario` knobs as keyword arguments (`crlf=True`, `split=(1, 2, 3)`, ...).
 """
@@ -75,7 +75,7 @@ def _content(deltas: Iterable[str]) -> list[dict[str, Any]]:
     return [chunk({"role": "assistant", "content": ""}), *(chunk({"content": d}) for d in deltas)]
 
 
-# --- scenario factories (wire notes 5.2) -----------------------------------------------
+# --- scenario factories -----------------------------------------------------------------
 
 def text(deltas: Iterable[str] = ("Hel", "lo"), usage: dict[str, Any] | None = None, **knobs: Any) -> Scenario:
     """Role chunk, content chunks, finish_reason stop, the usage chunk (with cost), [DONE]."""

@@ -121,6 +121,6 @@ def chat_schemas(client: RpcClient) -> list[dict[str, Any]]:
 
 
 def responses_tools(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The flat Responses API form of chat-style tool schemas (wire notes 1.3, Tools)."""
+    """The flat Responses API form of chat-style tool schemas."""
     return [{"type": "function", "name": s["function"]["name"], "description": s["function"]["description"],
              "parameters": s["function"]["parameters"], "strict": False} for s in schemas]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kward.auth.login import MAX_TIMEOUT  # seconds a login may wait for its callback
+from kward.rpc import wire
 from kward.rpc.registry import Call
 
 MAX_CODE_CHARS = 65536  # a pasted callback URL, bounded before it is parsed
@@ -28,20 +29,21 @@ def logout_provider(call: Call) -> dict[str, Any]:
 
 
 def start_openai_login(call: Call) -> dict[str, Any]:
-    return call.runtime.auth.start_openai_login(call.params.number("timeoutSeconds", above=0, max=MAX_TIMEOUT))
+    return wire.login(call.runtime.auth.start_openai_login(call.params.number("timeoutSeconds", above=0,
+                                                                              max=MAX_TIMEOUT)))
 
 
 def login_with_oauth(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.auth.login_with_oauth(p.str("providerId", required=True),
-                                              p.number("timeoutSeconds", above=0, max=MAX_TIMEOUT))
+    return wire.login(call.runtime.auth.login_with_oauth(p.str("providerId", required=True),
+                                                         p.number("timeoutSeconds", above=0, max=MAX_TIMEOUT)))
 
 
 def submit_openai_code(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.auth.submit_code(p.str("loginId", required=True, non_empty=True),
-                                         p.str("code", required=True, max_len=MAX_CODE_CHARS))
+    return wire.login(call.runtime.auth.submit_code(p.str("loginId", required=True, non_empty=True),
+                                                    p.str("code", required=True, max_len=MAX_CODE_CHARS)))
 
 
 def login_status(call: Call) -> dict[str, Any]:
-    return call.runtime.auth.login_status(call.params.str("loginId", required=True, non_empty=True))
+    return wire.login(call.runtime.auth.login_status(call.params.str("loginId", required=True, non_empty=True)))

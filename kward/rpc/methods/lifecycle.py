@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def initialize(call: Call) -> dict[str, Any]:
     p = call.params
-    client_info = p.obj("clientInfo")
+    p.obj("clientInfo")  # checked (an object when given), not used
     client_caps = p.obj("capabilities", {})
     opt_out = client_caps.get("optOutNotificationMethods", [])
     if not isinstance(opt_out, list) or not all(isinstance(m, str) for m in opt_out):
@@ -25,10 +25,7 @@ def initialize(call: Call) -> dict[str, Any]:
     if not isinstance(experimental, bool):
         raise InvalidParams("Invalid params: 'capabilities.experimentalApi' must be true or false",
                             data={"param": "capabilities.experimentalApi"})
-    client = call.conn.client
-    client.info = client_info
-    client.opt_out = frozenset(opt_out)
-    client.experimental_api = experimental
+    call.conn.client.opt_out = frozenset(opt_out)
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
     facts = capabilities.RuntimeFacts(
         steering="native" if info.steering else "unsupported",
@@ -57,7 +54,7 @@ def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], me
 
 
 def initialized(call: Call) -> None:
-    call.conn.client.initialized = True
+    """The client's `initialized` notification: nothing to do."""
 
 
 def shutdown(call: Call) -> dict[str, bool]:

@@ -4,28 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from kward.rpc import wire
 from kward.rpc.registry import Call
 
 
 def list_(call: Call) -> dict[str, Any]:
-    return call.runtime.list_models(refresh=call.params.bool("refresh", False))
+    return wire.model_listing(call.runtime.list_models(refresh=call.params.bool("refresh", False)))
 
 
 def openrouter_catalog(call: Call) -> dict[str, Any]:
-    return call.runtime.openrouter_catalog()
+    return wire.model_listing(call.runtime.openrouter_catalog())
 
 
 def current(call: Call) -> dict[str, Any]:
-    return call.runtime.current_model()
+    return wire.model_entry(call.runtime.current_model())
 
 
 def set_model(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.set_model(p.str("model", required=True, non_empty=True), p.str("provider"))
+    return wire.model_entry(call.runtime.set_model(p.str("model", required=True, non_empty=True), p.str("provider")))
 
 
 def set_reasoning(call: Call) -> dict[str, Any]:
-    return call.runtime.set_reasoning(call.params.str("effort", required=True))
+    return wire.model_entry(call.runtime.set_reasoning(call.params.str("effort", required=True)))
 
 
 def update_setting(call: Call) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kward.rpc import wire
 from kward.rpc.registry import Call
 from kward.runtime.state import SessionIds
 
@@ -33,7 +34,7 @@ def state(call: Call) -> dict[str, Any]:
                     "providerError": {"reason": err.reason, "message": err.message} if err is not None else None})
         return out
     out.update({
-        "model": m.model, "thinkingLevel": m.reasoning_effort,
+        "model": wire.model_entry(m.model), "thinkingLevel": m.reasoning_effort,
         "steeringMode": "in-flight" if m.steering else "one-at-a-time",
         "autoRetryEnabled": m.auto_retry,
         "defaultProvider": m.provider, "defaultModel": f"{m.provider}/{m.model_id}",

@@ -4,34 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from kward.rpc import wire
 from kward.rpc.registry import Call
 
 
 def create(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.create_session(p.str("workspaceRoot"), p.str("name", max_len=10_000),
-                                       memory=p.bool("memory", True)).opened
+    return wire.session(call.runtime.create_session(p.str("workspaceRoot"), p.str("name", max_len=10_000),
+                                                    memory=p.bool("memory", True)).opened)
 
 
 def resume(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.resume_session(p.str("path", required=True, non_empty=True), p.str("workspaceRoot")).opened
+    return wire.session(call.runtime.resume_session(p.str("path", required=True, non_empty=True),
+                                                    p.str("workspaceRoot")).opened)
 
 
 def list_(call: Call) -> dict[str, Any]:
     p = call.params
     limit = p.int("limit", 20, min=1, max=100_000)
-    return {"sessions": call.runtime.list_sessions(p.str("workspaceRoot"), limit)}
+    return {"sessions": [wire.listed_session(s) for s in call.runtime.list_sessions(p.str("workspaceRoot"), limit)]}
 
 
 def rename(call: Call) -> dict[str, Any]:
     p = call.params
     session_id = p.str("sessionId", required=True)
-    return call.runtime.rename_session(session_id, p.str("name", max_len=10_000)).payload()
+    return wire.session(call.runtime.rename_session(session_id, p.str("name", max_len=10_000)).info())
 
 
 def clone(call: Call) -> dict[str, Any]:
-    return call.runtime.clone_session(call.params.str("sessionId", required=True)).opened
+    return wire.session(call.runtime.clone_session(call.params.str("sessionId", required=True)).opened)
 
 
 def fork_messages(call: Call) -> dict[str, Any]:
@@ -41,7 +43,7 @@ def fork_messages(call: Call) -> dict[str, Any]:
 def fork(call: Call) -> dict[str, Any]:
     p = call.params
     session, text = call.runtime.fork_session(p.str("sessionId", required=True), p.str("entryId", required=True))
-    return {"session": session.opened, "text": text, "cancelled": False}
+    return {"session": wire.session(session.opened), "text": text, "cancelled": False}
 
 
 def export(call: Call) -> dict[str, Any]:
@@ -59,4 +61,4 @@ def close(call: Call) -> dict[str, Any]:
 
 
 def transcript(call: Call) -> dict[str, Any]:
-    return call.runtime.transcript(call.params.str("sessionId", required=True))
+    return wire.transcript(call.runtime.transcript(call.params.str("sessionId", required=True)))

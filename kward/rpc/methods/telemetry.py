@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kward.rpc import wire
 from kward.rpc.registry import Call
 
 
 def stats(call: Call) -> dict[str, Any]:
-    return call.runtime.telemetry.stats(call.params.str("range", max_len=1000))
+    return wire.stats(call.runtime.telemetry.stats(call.params.str("range", max_len=1000)))
 
 
 def token_csv(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.telemetry.token_csv(p.str("range", max_len=1000), p.str("bucket", max_len=100))
+    return wire.token_csv(call.runtime.telemetry.token_csv(p.str("range", max_len=1000), p.str("bucket", max_len=100)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kward.agent.turns import BEHAVIORS
+from kward.rpc import wire
 from kward.rpc.registry import Call
 
 
@@ -16,19 +17,19 @@ def start(call: Call) -> dict[str, Any]:
     headers = {"traceparent": call.trace["traceparent"]} if call.trace and "traceparent" in call.trace else {}
     turn = rt.start_turn(session_id, text, behavior=p.choice("streamingBehavior", BEHAVIORS),
                          attachments=p.list("attachments"), headers=headers)
-    return turn.payload()
+    return wire.turn(turn)
 
 
 def cancel(call: Call) -> dict[str, Any]:
-    return call.runtime.cancel_turn(call.params.str("turnId", required=True)).payload()
+    return wire.turn(call.runtime.cancel_turn(call.params.str("turnId", required=True)))
 
 
 def status(call: Call) -> dict[str, Any]:
-    return call.runtime.turn(call.params.str("turnId", required=True)).payload()
+    return wire.turn(call.runtime.turn(call.params.str("turnId", required=True)))
 
 
 def events(call: Call) -> dict[str, Any]:
     p = call.params
     turn = call.runtime.turn(p.str("turnId", required=True))
     after = p.int("afterSequence", 0, min=0)
-    return {"turn": turn.payload(), "events": turn.events.after(after)}
+    return {"turn": wire.turn(turn), "events": [wire.turn_event(e) for e in turn.events.after(after)]}

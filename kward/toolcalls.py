@@ -15,8 +15,8 @@ Clients (Tauren) show tool cards by normalized name and camelCase args:
 - `extract_diff(text)`: the unified diff inside a write/edit result text (from the first
   line starting with ``--- ``), or None.
 
-Pure functions, safe from any thread. `kward.sessions` should import these rather than
-keep its own copy.
+Pure functions, safe from any thread. Below the tools (`kward.tools` re-exports these), so
+that sessions, the session codec and the RPC face normalize calls without importing them.
 """
 
 from __future__ import annotations

@@ -1,0 +1,57 @@
+"""One turn: what it was started with, its state, its events (`Turn`), and the error a
+failed turn reports (`turn_error`). Scheduled by `kward.agent.turns.TurnManager`.
+
+Thread contract: the status fields change under `Turn.lock` (the manager's dispatcher
+and the turn's worker both touch them); `emit` may be called from any thread (the
+EventLog sequences).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kward.agent.eventlog import EventLog
+from kward.cancel import CancelToken
+from kward.errors import as_kward_error
+from kward.model import ImagePart, TurnError, TurnEvent
+from kward.steering import SteeringInbox
+
+TERMINAL = ("completed", "failed", "canceled")
+
+
+@dataclass
+class Turn:
+    id: str
+    session_id: str  # the RPC id the turn was started through
+    input: str
+    attachments: list[ImagePart]
+    created_at: str
+    events: EventLog
+    status: str = "queued"
+    started_at: str | None = None
+    finished_at: str | None = None
+    cancel_requested: bool = False
+    error: TurnError | None = None
+    cancel: CancelToken = field(default_factory=CancelToken)
+    steering: SteeringInbox | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. traceparent for model requests
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    session: Any = field(default=None, repr=False)  # what it was started through (see kward.agent.turns)
+    publish: Callable[[TurnEvent], None] | None = field(default=None, repr=False)  # its event sink
+    announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
+    plan: Any = None  # how its slash input runs, when resolved at start (kward.resources.catalog.Plan)
+
+    def emit(self, type_: str, payload: Any, *, wait: bool = True) -> None:
+        """One event of the turn: `payload` is the typed payload of `type_` (kward.model)."""
+        self.events.emit(type_, payload, wait=wait)
+
+
+def turn_error(exc: BaseException) -> TurnError:
+    """A failed turn's error: converted like an RPC error (`errors.as_kward_error`), so an
+    OSError says what the OS said about which path; `data` holds the error's extra fields."""
+    err = as_kward_error(exc)
+    if err is None:
+        return TurnError(f"Internal error: {type(exc).__name__}", type(exc).__name__, "internal_error")
+    return TurnError(err.message, type(err).__name__, err.reason, dict(err.data) if err.data else None)

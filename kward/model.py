@@ -1,0 +1,410 @@
+"""The typed core model: conversation messages, their content parts, tool calls and
+results, token usage and turn events.
+
+These flow from the providers through the agent loop into the session store and out to
+the faces. Two converters sit at the edges and nowhere else: `kward.sessions.codec` (to
+and from the JSONL records of session files) and `kward.rpc.wire` (to the protocol's
+payloads, Tauren's legacy shapes included). Core code reads fields, never record keys.
+
+Messages, one class per role (`Message` is their union):
+
+- `UserMessage`: `content` (text, or text and image parts), `display` (what the user
+  typed when `content` is its expansion, e.g. a prompt template's `/name args`);
+- `AssistantMessage`: text `content` (other writers may have put thinking parts and tool
+  call parts in it), the `reasoning` summary, `tool_calls`, `usage`, `provider`, `model`,
+  `interrupted` and `error` (a partial answer kept when a model call was cancelled or
+  failed), `extras`: provider fields the next request replays (Codex
+  `reasoning_items`, OpenRouter `reasoning_details`), and `other_calls` (below);
+- `ToolResultMessage`: `tool_call_id`, `name`, `content`, `is_error` (None: derived from
+  the text, `is_error_text`, as kward always did), `other_call_id` and `other_name`;
+- `CompactionSummary`: `summary`, `first_kept_entry_id`, `tokens_before`, `details`;
+- `SystemMessage`: `content` (role `system`, or `developer` from other writers);
+- `OtherMessage`: a role kward does not know, kept as it was written.
+
+`role` names the kind: `user`, `assistant`, `tool`, `compactionSummary`, `system` or
+`developer`, or the unknown role of an `OtherMessage`.
+
+Every message has `extras` (record keys it does not interpret: a v2 file's `id`,
+`from_hook`, provider fields; written back as they were) and `record`, the record it was
+decoded from (None for a message built in this process): the codec writes a loaded
+message back as that record, so a clone or fork copies old records byte for byte.
+`record` takes no part in equality.
+
+Other writers' names for kward's fields: `other_calls` (a ``toolCalls`` list, read when
+there is no ``tool_calls``), `other_call_id` (``toolCallId``, when there is no
+``tool_call_id``) and `other_name` (``toolName``/``tool_name``, when there is no
+``name``). kward has always shown them (transcripts, via `shown_calls`, `shown_call_id`
+and `shown_name`) and tracked reads by the calls, but never sent them to a model, counted
+or exported them, since they are not its own: those go by `tool_calls`, `tool_call_id`
+and `name` only, and still do, so that no old session shows differently.
+
+Content is a `str` or a tuple of parts: `TextPart`, `ImagePart`, `ThinkingPart`,
+`ToolCall` (inside content only from other writers) and `OtherPart` (anything else).
+
+All classes are slotted value classes (`value`: what ``dataclass(slots=True)`` gives,
+defined in a fraction of the time, since every process that touches a session imports
+this module: a UI's short-lived list refresh among them). They are not frozen (a frozen
+class costs five times as much to build, and turn events are built thousands of times a
+second), but their instances are values shared between the live conversation, clones,
+forks and events: nothing changes one after it was built (the one exception: `Usage`
+while a provider fills it in, before its message exists). Pure data, any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator, Sequence, Union
+
+#: The image types attachments may have (and a transcript shows).
+IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return all(getattr(self, n) == getattr(other, n) for n in self._compared)
+
+
+def _repr(self: Any) -> str:
+    return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._compared)})"
+
+
+def value(cls: type) -> type:
+    """`cls` remade as a slotted value class from its annotated fields, in order, with their
+    defaults: ``__init__`` (positional or keyword), ``__eq__`` over every field but
+    `record` (same class only; unhashable, as a mutable dataclass), ``__repr__`` (without
+    `record`). Class attributes and methods stay as they are."""
+    names = list(cls.__dict__.get("__annotations__", {}))
+    defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+    namespace = {k: v for k, v in cls.__dict__.items() if k not in names and k not in ("__dict__", "__weakref__")}
+    params = ", ".join(f"{n}=_{n}" if n in defaults else n for n in names)
+    scope = {f"_{n}": v for n, v in defaults.items()}
+    exec(f"def __init__(self, {params}):\n" + "".join(f"    self.{n} = {n}\n" for n in names), scope)
+    namespace.update(__slots__=tuple(names), __init__=scope["__init__"], __eq__=_eq, __repr__=_repr, __hash__=None,
+                     __match_args__=tuple(names), _compared=tuple(n for n in names if n != "record"))
+    return type(cls.__name__, cls.__bases__, namespace)
+
+
+class _Empty(Mapping):
+    """The empty, immutable (hashable) mapping: the default `extras`."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: Any) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "EMPTY"
+
+
+EMPTY: Mapping[str, Any] = _Empty()
+
+
+# --- content parts -----------------------------------------------------------------------
+
+@value
+class TextPart:
+    text: str
+
+
+@value
+class ImagePart:
+    """An image: raw base64 `data` with its `mime_type`, or a (data:) `url`; `alt` and
+    `path` name it for people."""
+
+    data: str | None = None
+    mime_type: str | None = None
+    alt: str | None = None
+    path: str | None = None
+    url: str | None = None
+
+
+@value
+class ThinkingPart:
+    thinking: str
+
+
+@value
+class OtherPart:
+    """A content part kward does not interpret (kept as written); `text` is its text, if
+    it has one."""
+
+    value: Any
+    text: str | None = None
+
+
+@value
+class ToolCall:
+    """A tool call of the model. `arguments` is the JSON text as the model produced it (a
+    record of another writer may hold the decoded object instead)."""
+
+    id: str
+    name: str
+    arguments: Any = "{}"
+
+
+Part = Union[TextPart, ImagePart, ThinkingPart, ToolCall, OtherPart]
+Content = Union[str, "tuple[Part, ...]"]
+
+
+def content_text(content: Content, joiner: str = "") -> str:
+    """The text of `content`: the string, or the text of its text parts joined."""
+    if isinstance(content, str):
+        return content
+    return joiner.join(p.text for p in content if type(p) is TextPart)
+
+
+# --- usage -------------------------------------------------------------------------------
+
+@value
+class Usage:
+    """Token counts of one model call. Input counts include cached tokens, output counts
+    include reasoning tokens."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    total_tokens: int = 0
+    cost: float | None = None  # USD, when the provider reports it
+    estimated: bool = False  # counted by kward (chars / 4), not reported by the provider
+    extras: Mapping[str, Any] = EMPTY  # other keys of a stored usage object
+
+
+# --- messages ----------------------------------------------------------------------------
+
+@value
+class UserMessage:
+    content: Content
+    display: Content | None = None
+    extras: Mapping[str, Any] = EMPTY
+    record: Any = None
+
+    role = "user"
+
+
+@value
+class AssistantMessage:
+    content: Content = ""
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    provider: str | None = None
+    model: str | None = None
+    interrupted: bool = False
+    error: str | None = None
+    extras: Mapping[str, Any] = EMPTY
+    record: Any = None
+    other_calls: tuple[ToolCall, ...] = ()
+
+    role = "assistant"
+
+    def shown_calls(self) -> tuple[ToolCall, ...]:
+        """The calls a transcript shows: `tool_calls`, else `other_calls`."""
+        return self.tool_calls or self.other_calls
+
+
+@value
+class ToolResultMessage:
+    tool_call_id: str | None
+    name: str | None
+    content: Content
+    is_error: bool | None = None
+    extras: Mapping[str, Any] = EMPTY
+    record: Any = None
+    other_call_id: str | None = None
+    other_name: str | None = None
+
+    role = "tool"
+
+    def shown_call_id(self) -> str | None:
+        """The id of the call this answers as a transcript shows it."""
+        return self.tool_call_id if self.tool_call_id is not None else self.other_call_id
+
+    def shown_name(self) -> str | None:
+        """The tool's name as a transcript shows it."""
+        return self.name or self.other_name
+
+
+@value
+class CompactionSummary:
+    summary: str
+    first_kept_entry_id: str | None = None
+    tokens_before: Any = None
+    from_hook: bool | None = None
+    details: Any = None  # {read_files, modified_files}
+    extras: Mapping[str, Any] = EMPTY
+    record: Any = None
+
+    role = "compactionSummary"
+
+
+@value
+class SystemMessage:
+    content: Content
+    role: str = "system"  # or "developer" (other writers)
+    extras: Mapping[str, Any] = EMPTY
+    record: Any = None
+
+
+@value
+class OtherMessage:
+    """A message of a role kward does not know (`role` "" when it is not a string)."""
+
+    role: str
+    content: Content = ""
+    extras: Mapping[str, Any] = EMPTY
+    record: Any = None
+
+
+Message = Union[UserMessage, AssistantMessage, ToolResultMessage, CompactionSummary, SystemMessage, OtherMessage]
+MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage, CompactionSummary, SystemMessage, OtherMessage)
+
+
+def message_id(message: Message) -> Any:
+    """The message's own id (v2 files stamp one), or None."""
+    return message.extras.get("id")
+
+
+# --- tools -------------------------------------------------------------------------------
+
+#: Prefixes that make a tool result text an error (the original's rule).
+ERROR_PREFIXES = ("Error:", "Declined:", "Cancelled.")
+
+
+def is_error_text(text: str) -> bool:
+    """True when a tool result text counts as an error (`Error:`, `Declined:`, `Cancelled.`)."""
+    return text.startswith(ERROR_PREFIXES)
+
+
+@value
+class ToolResult:
+    """One tool outcome.
+
+    `content` is what the model sees. `is_error` follows the original's rule
+    (`is_error_text`) except for `Unknown tool: <name>`, which is an error
+    too. `diff` is the unified diff of a write/edit (possibly truncated), `changed_files`
+    the paths written (as the model gave them), `images` image parts (always empty for the
+    built-in tools).
+    """
+
+    content: str
+    is_error: bool = False
+    diff: str | None = None
+    changed_files: Sequence[str] | None = None
+    images: tuple[Any, ...] = ()
+
+    @classmethod
+    def text(cls, content: str, **kw: Any) -> "ToolResult":
+        """A result whose error flag is derived from the content prefix."""
+        return cls(content, is_error_text(content), **kw)
+
+    @classmethod
+    def error(cls, message: str) -> "ToolResult":
+        """``Error: <message>``."""
+        return cls(f"Error: {message}", True)
+
+    def scrubbed(self, scrub: Callable[[str], str] | None) -> "ToolResult":
+        """This result with `scrub` applied to the text the model and the client see."""
+        if scrub is None:
+            return self
+        diff = None if self.diff is None else scrub(self.diff)
+        return ToolResult(scrub(self.content), self.is_error, diff, self.changed_files, self.images)
+
+
+# --- turn events -------------------------------------------------------------------------
+
+@value
+class Status:
+    """turnQueued, turnStarted."""
+
+    status: str
+
+
+@value
+class Delta:
+    """assistantDelta, reasoningDelta."""
+
+    text: str
+
+
+@value
+class RetryInfo:
+    """modelRetry: a model request is retried."""
+
+    provider: str
+    model: str
+    attempt: int  # the attempt about to be made (2 for the first retry)
+    max_attempts: int
+    delay_seconds: float
+    error: str  # redacted, human readable
+
+
+@value
+class ToolOutcome:
+    """toolResult: a call and its result."""
+
+    call: ToolCall
+    result: ToolResult
+
+
+@value
+class Steered:
+    """turnSteered: input that joined the running turn."""
+
+    input: str
+    created_at: str
+
+
+@value
+class Answer:
+    """answer: the turn's final text."""
+
+    content: str
+
+
+@value
+class TurnError:
+    """error, and turnFinished's `error`: why a turn failed. `code` is the error's class
+    name, `reason` its stable slug, `data` its extra fields."""
+
+    message: str
+    code: str
+    reason: str
+    data: Mapping[str, Any] | None = None
+
+
+@value
+class Finished:
+    """turnFinished: the final status (and the error of a failed turn)."""
+
+    status: str
+    error: TurnError | None = None
+
+
+#: The payload class of each event type (toolCall: ToolCall, assistantMessage:
+#: AssistantMessage, turnCancelRequested: None).
+EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolOutcome, Steered, Answer, TurnError,
+                     Finished, None]
+
+
+@value
+class TurnEvent:
+    """One event of a turn, as its EventLog sequenced it (`kward.agent.eventlog`)."""
+
+    sequence: int
+    timestamp: str
+    session_id: str
+    turn_id: str
+    type: str
+    payload: EventPayload

@@ -1,0 +1,84 @@
+"""What a face learns of the runtime at start: the facts it announces (`announce`, the RPC
+face's `initialize`) and the modules worth importing ahead of the first session request
+and the first turn (`warm_up_modules`, the RPC server's warm-up thread).
+
+Both are cheap and never fail: they read config.json and the environment, import no
+provider and build no service (problems become warnings, or a shorter list). Any thread.
+"""
+
+from __future__ import annotations
+
+from kward.errors import KwardError
+from kward.records import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Mapping
+
+    from kward.config import ConfigStore, Paths, Settings
+
+# What `warm_up_modules` names besides the active provider's module: the services of the
+# facade, in small steps (the warm-up pauses between two imports when a request arrives).
+_WARM_MODULES = ("kward.model", "kward.sessions.codec", "kward.sessions.manager", "kward.workspace",
+                 "kward.agent.questions", "kward.providers.base", "kward.tools.process", "kward.tools.search",
+                 "kward.tools.registry", "kward.agent.loop", "kward.agent.engine", "kward.agent.turns",
+                 "kward.providers.model_service")
+_HTTP_MODULES = ("urllib3", "idna", "charset_normalizer", "requests", "requests.adapters")
+
+
+class RuntimeInfo(Record):  # a NamedTuple: built at start-up, where a dataclass costs more
+    """Facts a face announces at start (the RPC face: `initialize`)."""
+
+    steering: bool  # the active provider steers a running turn in flight
+    warnings: tuple[tuple[str, str], ...]  # (reason, message): settings ignored, an unusable config
+    logs_dir: str
+    max_frame_bytes: int
+    max_input_chars: int
+    logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
+
+
+def announce(settings: Settings, config: ConfigStore, env: Mapping[str, str], paths: Paths,
+             credentials: Any = None) -> RuntimeInfo:
+    """The RuntimeInfo of a runtime with these settings. `credentials` are the provider
+    credentials the provider choice sees (None: the files and the environment, so that
+    start-up never opens the keyring)."""
+    warnings = [("invalid_config", w) for w in settings.warnings]
+    steering = False
+    try:
+        from kward.providers.registry import STEERING
+        from kward.providers.select import FileCredentials, choose
+
+        if credentials is None:
+            credentials = FileCredentials(env, paths.auth_file_text)
+        key, _ = choose(config.load(), env, credentials)
+        steering = STEERING[key]
+    except KwardError as exc:  # an invalid config.json, an unknown provider name
+        warnings.append((exc.reason, exc.message))
+    try:  # from the settings alone: building the telemetry service is not start-up work
+        from kward.settings import resolve_settings
+        from kward.telemetry import enabled_categories
+
+        categories = enabled_categories(resolve_settings(config.load(), env).logging)
+    except KwardError:  # reported above
+        categories = ()
+    return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=paths.logs_dir_text,
+                       max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
+                       logging_categories=categories)
+
+
+def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -> list[str]:
+    """The session store, the agent and its tools, the model service, and the module of
+    the provider `announce` sees (with `requests` for an HTTP provider, which imports it
+    on its first request)."""
+    names = [*_WARM_MODULES]
+    try:
+        from kward.providers.registry import get
+        from kward.providers.select import FileCredentials, choose
+
+        key, _ = choose(config.load(), env, FileCredentials(env, paths.auth_file_text))
+        spec = get(key)
+    except KwardError:  # an invalid config.json or provider name: reported where it is used
+        return names
+    names.append(spec.cls.partition(":")[0])
+    if spec.base_url is not None:
+        names += _HTTP_MODULES
+    return names
