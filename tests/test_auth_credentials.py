@@ -1,5 +1,6 @@
-"""auth/status and auth/providers as plain data, API-key login, logout keeping environment
-credentials, and the store each reports."""
+"""auth/status and auth/providers (the credential values as the client sees them, shaped
+by kward.rpc.wire_auth), API-key login, logout keeping environment credentials, and the
+store each reports."""
 
 import json
 import os
@@ -14,6 +15,7 @@ from kward.auth.stores import OPENAI_OAUTH, select_store
 from kward.config import ConfigStore, resolve_paths
 from kward.errors import InvalidParams
 from kward.redact import redact
+from kward.rpc import wire_auth
 from lib.auth_helpers import MemoryKeyring, make_env, use_keyring
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,10 +27,26 @@ LOGIN = {"auth_mode": "openai_oauth", "tokens": {"access_token": "stored-access-
          "account_id": "acct", "saved_at": "2026-01-01T00:00:00.000Z", "expires_at": 4102444800}
 
 
+class WireCredentials(Credentials):
+    """Credentials whose results are the objects the `auth/*` methods return."""
+
+    def status(self):
+        return wire_auth.credential_status(super().status())
+
+    def providers(self):
+        return wire_auth.provider_cards(super().providers())
+
+    def login_with_api_key(self, provider_id, api_key):
+        return wire_auth.api_key_saved(super().login_with_api_key(provider_id, api_key))
+
+    def logout(self, provider_id):
+        return wire_auth.logged_out(super().logout(provider_id))
+
+
 def creds(**env):
     e = make_env(**env)
     paths = resolve_paths(e)
-    return Credentials(paths, ConfigStore(paths), e)
+    return WireCredentials(paths, ConfigStore(paths), e)
 
 
 def cards(c):

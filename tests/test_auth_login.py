@@ -10,6 +10,7 @@ import pytest
 from kward.errors import InvalidParams, LoginError
 from kward.redact import redact
 from kward.rpc.wire import login as login_object
+from kward.rpc.wire_auth import credential_status
 from lib.auth_helpers import authorize, browser, make_auth, make_env, open_in_browser
 from lib.fake_oauth import FakeOAuth, challenge_of
 
@@ -79,7 +80,7 @@ def test_full_login_through_the_callback_server(fake, auth):
     assert refused("127.0.0.1", port)  # one-shot: closed after success
     exchange = [r for r in fake.requests("token")][0]
     assert exchange.headers["content-type"] == "application/x-www-form-urlencoded"
-    assert auth.credentials.status()["openaiOAuth"] is True
+    assert credential_status(auth.credentials.status())["openaiOAuth"] is True
 
 
 def test_login_by_submitted_code(fake, auth):

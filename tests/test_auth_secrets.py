@@ -6,9 +6,11 @@ import logging
 
 import pytest
 
+from kward.auth.credentials import ApiKeySaved, CredentialStatus, LoggedOut, ProviderCards
 from kward.auth.login import LoginState
 from kward.errors import KwardError
 from kward.rpc.protocol import error_object
+from kward.rpc import wire_auth
 from kward.rpc.wire import login as login_object
 from lib.auth_helpers import authorize, make_auth, make_env, open_in_browser
 from lib.fake_http import json_response
@@ -25,8 +27,11 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
     verifiers: list[str] = []
 
     def keep(value):
-        if isinstance(value, LoginState):  # as the client sees it
-            value = login_object(value)
+        shape = {LoginState: login_object, CredentialStatus: wire_auth.credential_status,  # as the client sees it
+                 ProviderCards: wire_auth.provider_cards, ApiKeySaved: wire_auth.api_key_saved,
+                 LoggedOut: wire_auth.logged_out}.get(type(value))
+        if shape is not None:
+            value = shape(value)
         seen.append(json.dumps(value) if not isinstance(value, str) else value)
 
     def expect_error(fn, *args):

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from kward.rpc import capabilities, registry
 from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
@@ -117,6 +119,7 @@ def test_changed_files_are_claimed_only_for_the_tools_that_report_them():
     assert capabilities.build(["initialize"])["events"]["tools"]["changedFilesTools"] == []
 
 
+@pytest.mark.slow
 def test_changed_files_flags_tell_what_a_turn_reports(kward):
     k = kward([[tool("run_shell_command", {"command": "echo made > shell.txt"}, id="sh"),
                 tool("write_file", {"path": "w.txt", "content": "w\n"}, id="write"),

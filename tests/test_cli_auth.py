@@ -43,6 +43,7 @@ def start_login(cli, *args):
     return run, url
 
 
+@pytest.mark.slow
 def test_auth_status_names_sources_and_the_store(cli, oauth):
     lines = status_lines(cli.run("auth", "status"))
     assert lines["OpenAI"] == "not configured (run `kward login`, or set OPENAI_ACCESS_TOKEN)"
@@ -53,6 +54,7 @@ def test_auth_status_names_sources_and_the_store(cli, oauth):
     assert status_lines(env)["OpenRouter"] == "OPENROUTER_API_KEY (environment)" and KEY.encode() not in env.stdout
 
 
+@pytest.mark.slow
 def test_login_openrouter_reads_the_key_from_stdin_then_status_and_logout(cli, oauth):
     proc = cli.run("login", "openrouter", input=KEY + "\n")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"Saved the OpenRouter API key in a 0600 file.\n", b"")
@@ -85,6 +87,7 @@ def test_bad_logins_say_why_and_store_nothing(cli, oauth, args, stdin, code, mes
     assert not (cli.config_dir / "config.json").exists()
 
 
+@pytest.mark.slow
 def test_login_with_the_callback_url_pasted_on_stdin(cli, oauth):
     run, url = start_login(cli)
     assert url.startswith(oauth.issuer + "/oauth/authorize?")
@@ -112,6 +115,7 @@ def test_login_through_the_browser(cli, oauth):
     assert json.loads((cli.config_dir / "auth.json").read_text())["auth_mode"] == "openai_oauth"
 
 
+@pytest.mark.slow
 def test_a_refused_login_exits_1_with_the_reason(cli, oauth):
     oauth.authorize_outcome = "denied"
     run, url = start_login(cli)
@@ -121,6 +125,7 @@ def test_a_refused_login_exits_1_with_the_reason(cli, oauth):
     assert not (cli.config_dir / "auth.json").exists()
 
 
+@pytest.mark.slow
 def test_the_keyring_store_through_the_cli(cli, oauth, tmp_path):
     ring = tmp_path / "keyring.json"
     env = keyring_env(cli.env, ring)

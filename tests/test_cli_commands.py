@@ -11,6 +11,7 @@ import pytest
 from kward import __version__, cli as cli_module
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
+from lib.rpc_client import frame
 
 
 @pytest.mark.parametrize("args", [["--version"], ["-v"], ["version"], ["--working-directory", ".", "-v"]])
@@ -68,9 +69,8 @@ def test_a_bad_environment_variable_stops_the_terminal_modes_with_one_line(cli, 
 
 
 def test_the_rpc_command_after_global_options(cli):
-    frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize"}).encode()
     proc = cli.run("--working-directory", str(cli.home), "rpc",
-                   input=b"Content-Length: %d\r\n\r\n" % len(frame) + frame)
+                   input=frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
     assert proc.returncode == 0 and proc.stderr == b""
     body = json.loads(proc.stdout.split(b"\r\n\r\n", 1)[1])
     assert body["result"]["serverVersion"] == __version__
@@ -105,6 +105,7 @@ def test_doctor_offline_with_the_scripted_provider(cli):
     assert not cli.config_dir.exists()  # the doctor creates nothing
 
 
+@pytest.mark.slow
 def test_doctor_checks_the_endpoint_in_use_and_names_credential_sources(cli):
     with FakeOpenRouter() as fake:
         env = {"KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url,
@@ -118,6 +119,7 @@ def test_doctor_checks_the_endpoint_in_use_and_names_credential_sources(cli):
     assert b"sk-or-v1-doctor" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_doctor_fails_for_an_unreachable_endpoint_and_a_broken_config(cli):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -10,6 +10,7 @@ from lib.fake_openrouter import FakeOpenRouter
 from lib.turns_helpers import delay, reasoning, text, tool
 
 
+@pytest.mark.slow
 def test_the_answer_alone_streams_to_stdout_and_the_tools_to_stderr(cli):
     (cli.ws / "notes.txt").write_text("one\ntwo\n")
     cli.script([[reasoning("Looking first."), text("Reading."), tool("read_file", path="notes.txt")],
@@ -25,6 +26,7 @@ def test_the_answer_alone_streams_to_stdout_and_the_tools_to_stderr(cli):
     assert cli.session_files() == []  # one-shot prompts keep no session
 
 
+@pytest.mark.slow
 def test_the_prompt_is_the_arguments_joined_or_the_rest_after_double_dash(cli):
     cli.script([[text("ok")]], loop=True)
     assert cli.run("--", "help", "--me").stdout == b"ok\n"  # a command name and an option, as prompt
@@ -32,6 +34,7 @@ def test_the_prompt_is_the_arguments_joined_or_the_rest_after_double_dash(cli):
     assert (proc.returncode, proc.stdout) == (0, b"ok\n")
 
 
+@pytest.mark.slow
 def test_a_piped_prompt_is_read_from_stdin(cli):
     cli.script([[text("piped answer")]])
     proc = cli.run(input="what is\nthis?\n")
@@ -47,6 +50,7 @@ def test_an_empty_piped_prompt_is_a_usage_error(cli):
     assert proc.stderr.decode().startswith("kward: no prompt: standard input was empty")
 
 
+@pytest.mark.slow
 def test_a_failed_turn_exits_1_with_one_line(cli):
     cli.script([[text("partial "), {"type": "error", "message": "the model broke", "kind": "server",
                                     "status": 500}]])
@@ -59,6 +63,7 @@ def test_a_failed_turn_exits_1_with_one_line(cli):
     assert cli.session_files() == []
 
 
+@pytest.mark.slow
 def test_not_logged_in_exits_1_with_the_reason(cli):
     with FakeOpenRouter() as fake:  # nothing may reach the real endpoint
         env = {"KWARD_PROVIDER": "codex", "KWARD_CODEX_BASE_URL": fake.base_url}
@@ -68,6 +73,7 @@ def test_not_logged_in_exits_1_with_the_reason(cli):
     assert len(reasons) == 1 and reasons[0].startswith("kward: ") and "log" in reasons[0].lower()
 
 
+@pytest.mark.slow
 def test_a_provider_error_exits_1_and_model_applies_to_this_run_only(cli):
     with FakeOpenRouter() as fake:
         env = {"KWARD_OPENROUTER_BASE_URL": fake.base_url, "OPENROUTER_API_KEY": "sk-or-v1-test0123456789",
@@ -84,6 +90,7 @@ def test_a_provider_error_exits_1_and_model_applies_to_this_run_only(cli):
     assert not (cli.config_dir / "config.json").exists()  # --model wrote nothing
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_turn_and_exits_130(cli):
     cli.script([[text("tick ", repeat=1), delay(30), text("never")]])
     run = cli.start("wait")
@@ -94,6 +101,7 @@ def test_ctrl_c_cancels_the_turn_and_exits_130(cli):
     assert cli.session_files() == []
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_turn_cleanly(cli):
     cli.script([[text("tick "), delay(30), text("never")]])
     run = cli.start("wait")
@@ -104,6 +112,7 @@ def test_sigterm_ends_the_turn_cleanly(cli):
     assert cli.session_files() == []
 
 
+@pytest.mark.slow
 def test_reasoning_is_dim_on_stderr_when_colours_are_forced(cli):
     cli.script([[reasoning("deep thought"), text("answer")]], loop=True)
     forced = cli.run("q", env={"FORCE_COLOR": "1"})
@@ -114,6 +123,7 @@ def test_reasoning_is_dim_on_stderr_when_colours_are_forced(cli):
 
 
 @pytest.mark.parametrize("args", [["--working-directory", "{ws}"], ["--working-directory={ws}"]])
+@pytest.mark.slow
 def test_working_directory_changes_where_the_turn_works(cli, args):
     other = cli.home / "elsewhere"
     other.mkdir()

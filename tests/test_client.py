@@ -57,6 +57,7 @@ def run_turn(client: Client, workspace: Path) -> list[dict]:
     return events
 
 
+@pytest.mark.slow
 def test_the_same_scripted_turn_gives_the_same_events_over_both_transports(isolated_home, tmp_path, workspace,
                                                                           monkeypatch, capfd):
     env = scripted_env(isolated_home, tmp_path)
@@ -89,6 +90,7 @@ def test_errors_are_typed_with_code_and_reason(isolated_home, transport):
         assert info.value.code == -32601
 
 
+@pytest.mark.slow
 def test_a_request_times_out_and_a_dead_server_is_reported(tmp_path):
     silent = [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"]
     with Client.spawn(silent) as k:
@@ -145,6 +147,7 @@ def test_server_requests_are_answered_and_callbacks_run_in_order(tmp_path):
     assert replies["q2"]["error"]["code"] == -32601
 
 
+@pytest.mark.slow
 def test_the_client_md_example_runs_as_written(isolated_home, tmp_path, workspace):
     doc = (REPO / "docs" / "client.md").read_text()
     (example,) = re.findall(r"```python\n(.*?)```", doc, re.S)

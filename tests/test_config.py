@@ -75,6 +75,7 @@ def test_reload_sees_other_writers(tmp_path):
     assert b.load()["model"] == "two-longer"
 
 
+@pytest.mark.slow
 def test_concurrent_updates_from_threads_and_processes_lose_nothing(tmp_path):
     paths = resolve_paths({"HOME": str(tmp_path)})
     store = ConfigStore(paths)

@@ -71,6 +71,7 @@ def race(ctx, tmp_path):
         yield outside
 
 
+@pytest.mark.slow
 def test_read_file_never_reads_through_a_swapped_symlink(ctx, race):
     def once():
         r = call(ctx, "read_file", path="sub/secret.txt")
@@ -85,6 +86,7 @@ def test_read_file_never_reads_through_a_swapped_symlink(ctx, race):
     assert ctx.read_paths <= {str(ctx.workspace_root / "sub" / "secret.txt")}
 
 
+@pytest.mark.slow
 def test_list_directory_never_lists_through_a_swapped_symlink(ctx, race):
     def once():
         r = call(ctx, "list_directory", path="sub")
@@ -98,6 +100,7 @@ def test_list_directory_never_lists_through_a_swapped_symlink(ctx, race):
     assert_held(hammer(once))
 
 
+@pytest.mark.slow
 def test_search_files_never_searches_through_a_swapped_symlink(ctx, race):
     def once():
         # the root (the walk meets the swapped entry) and the swapped directory itself
@@ -115,6 +118,7 @@ def test_search_files_never_searches_through_a_swapped_symlink(ctx, race):
     assert_held(hammer(once, budget=3.0))
 
 
+@pytest.mark.slow
 def test_write_file_never_shows_or_replaces_outside_content(ctx, race):
     def once():
         r = call(ctx, "read_file", path="sub/secret.txt")
@@ -131,6 +135,7 @@ def test_write_file_never_shows_or_replaces_outside_content(ctx, race):
     assert_held(seen)
 
 
+@pytest.mark.slow
 def test_export_is_never_written_through_a_swapped_symlink(tmp_path):
     manager, ws = new_manager(tmp_path)
     try:
@@ -156,6 +161,7 @@ def test_export_is_never_written_through_a_swapped_symlink(tmp_path):
         manager.shutdown_all()
 
 
+@pytest.mark.slow
 def test_export_over_rpc_is_never_written_through_a_swapped_symlink(start, workspace, tmp_path):
     k = start()
     session = k.create(name="racy")

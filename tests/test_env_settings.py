@@ -5,10 +5,11 @@ command that does not exist."""
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
-from lib.rpc_client import RpcClient, kward_env
+import pytest
+
+from lib.rpc_client import RpcClient, kward_command, kward_env, spawn_kward
 
 from kward import cli, rules
 
@@ -35,10 +36,9 @@ def test_every_checked_variable_has_a_bad_value_here():
     assert sorted(BAD) == sorted(rules.ENV)
 
 
+@pytest.mark.slow
 def test_a_bad_variable_stops_kward_rpc_with_one_line_naming_it(isolated_home):
-    procs = {name: subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(isolated_home),
-                                    env=kward_env(isolated_home, **{name: value}))
+    procs = {name: spawn_kward(isolated_home, env=kward_env(isolated_home, **{name: value}))
              for name, (value, _) in BAD.items()}
     for name, proc in procs.items():
         out, err = proc.communicate(b"", timeout=30)
@@ -50,7 +50,7 @@ def test_a_bad_variable_stops_kward_rpc_with_one_line_naming_it(isolated_home):
 
 def test_more_than_twenty_retry_delays_or_a_negative_one_are_refused(isolated_home):
     for value in (",".join(["1"] * 21), "1,-1", "nan"):
-        proc = subprocess.run([sys.executable, "-m", "kward", "rpc"], input=b"", capture_output=True, timeout=30,
+        proc = subprocess.run(kward_command(), input=b"", capture_output=True, timeout=30,
                               cwd=str(isolated_home), env=kward_env(isolated_home, KWARD_RETRY_DELAYS=value))
         assert proc.returncode == 2 and proc.stderr.decode().startswith("kward rpc: KWARD_RETRY_DELAYS must be ")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from kward import __version__
-from lib.rpc_client import RpcClient, kward_env
+from lib.rpc_client import RpcClient, kward_command, kward_env
 
 REPO = Path(__file__).resolve().parents[1]
 IGNORE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".venv", "*.pyz")
@@ -141,7 +141,7 @@ def test_installed_kward_rpc_handshake_and_scripted_turn(venv, tmp_path):
     workspace = tmp_path / "project"
     workspace.mkdir()
     (workspace / "README.md").write_text("# Widget\n\nA tiny widget library.\n")
-    with RpcClient(tmp_path / "home", cwd=elsewhere, env=env, argv=[str(venv / "bin" / "kward"), "rpc"]) as k:
+    with RpcClient(tmp_path / "home", cwd=elsewhere, env=env, argv=kward_command(venv / "bin" / "kward")) as k:
         info = k.request("initialize")
         assert info["serverName"] == "kward" and info["serverVersion"] == __version__
         session = k.request("sessions/create", {"workspaceRoot": str(workspace)})

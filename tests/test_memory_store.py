@@ -279,6 +279,7 @@ for i in range(int(sys.argv[3])):
 """
 
 
+@pytest.mark.slow
 def test_processes_writing_at_once_lose_nothing(tmp_path):
     directory = tmp_path / "memory"
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -325,4 +326,5 @@ def test_the_prompt_block_and_the_explanation():
         "- Soft memories are contextual hints, not guaranteed facts.\n</kward_memory>")
     assert retrieval.memory_block(retrieval.Retrieval(["global"], [], [])) is None
     assert retrieval.explain(result.reasons) == "Memory retrieval reasons:\n- core_001 (core, score 1.0): scope match"
-    assert result.state()["coreIds"] == ["core_001"] and "text" not in json.dumps(result.state())
+    record = retrieval.state_record(result.state())
+    assert record["coreIds"] == ["core_001"] and "text" not in json.dumps(record)

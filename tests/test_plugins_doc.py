@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
 from lib.rpc_models import create_session, finished, payload, run_turn, start_kward
@@ -20,6 +22,7 @@ def example_plugin() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.slow
 def test_the_documented_example_plugin_works_as_described(isolated_home):
     plugins = isolated_home / ".kward" / "plugins"
     plugins.mkdir(parents=True)

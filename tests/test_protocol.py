@@ -115,6 +115,7 @@ def test_the_quick_test_only_skips_values_that_pass():
     assert jsonshape.format_path(path) == "k[0].k[0]..."
 
 
+@pytest.mark.slow
 def test_seeded_params_fuzz_never_lets_a_deep_or_invalid_value_through():
     """3000 random params (depths up to 120, odd strings and keys): parse accepts exactly
     those within the bounds, answers the rest -32602, and what it accepts is safe for the

@@ -320,6 +320,7 @@ def test_cancel_during_retry_wait(fake):
     assert time.monotonic() - t0 < 2 and len(sink.retries) == 1
 
 
+@pytest.mark.slow
 def test_idle_timeout(fake):
     provider = make_provider(fake, idle_timeout=0.3)
     fake.script("responses", fc.hang(["Hel"]))
@@ -417,6 +418,7 @@ def test_deltas_without_item_ids_are_not_delivered_twice(fake, provider):
 
 
 @pytest.mark.parametrize("limit", ["time", "bytes"])
+@pytest.mark.slow
 def test_draining_after_the_final_event_is_bounded(fake, provider, monkeypatch, limit):
     """A server that keeps trickling bytes after response.completed cannot hold the turn."""
     from kward.providers import streaming

@@ -187,6 +187,7 @@ def _capture(provider, sink, token):
         return exc, time.monotonic()
 
 
+@pytest.mark.slow
 def test_idle_timeout(fake):
     provider = make_provider(fake, idle_timeout=0.3)
     fake.script("chat", fo.hang(["Hel"]))

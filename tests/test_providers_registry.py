@@ -98,6 +98,7 @@ def start(home, root, **env):
     return RpcClient(home, env={**kward_env(home, **env), "PYTHONPATH": str(root)})
 
 
+@pytest.mark.slow
 def test_a_new_provider_is_one_entry_and_one_module(isolated_home, kward_with_echo):
     with start(isolated_home, kward_with_echo, KWARD_PROVIDER="echo") as c:
         caps = c.request("initialize")["capabilities"]
@@ -120,6 +121,7 @@ def test_a_new_provider_is_one_entry_and_one_module(isolated_home, kward_with_ec
         assert c.close() == 0 and c.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_new_provider_is_chosen_by_its_credential(isolated_home, kward_with_echo):
     with start(isolated_home, kward_with_echo, ECHO_KEY="k-123", ECHO_MODEL="echo-9") as c:
         session = create_session(c, isolated_home)

@@ -284,6 +284,7 @@ def test_capped_parts_and_the_bundled_base_prompt():
     assert len(cut.split("\n")[0].encode()) <= text.MAX_PROMPT_FILE and cut.endswith(text.truncation_note())
 
 
+@pytest.mark.slow
 def test_a_blocking_plugin_load_is_bounded(tmp_path):
     write_plugin(tmp_path, "hello", HELLO)
     write_plugin(tmp_path, "stuck", "import threading\nthreading.Event().wait()\n")

@@ -37,6 +37,7 @@ def bearer(fake):
     return [r.headers["authorization"] for r in fake.requests("chat")]
 
 
+@pytest.mark.slow
 def test_an_api_key_login_is_used_by_the_next_turn(isolated_home, oauth, router):
     with start(isolated_home, oauth, KWARD_OPENROUTER_BASE_URL=router.base_url) as c:
         session = create_session(c, isolated_home)
@@ -59,6 +60,7 @@ def test_an_api_key_login_is_used_by_the_next_turn(isolated_home, oauth, router)
     assert stat.S_IMODE(config.stat().st_mode) == 0o600 and stat.S_IMODE(config.parent.stat().st_mode) == 0o700
 
 
+@pytest.mark.slow
 def test_logout_removes_stored_credentials_and_keeps_the_environment_ones(isolated_home, oauth, router):
     env = auth_env(isolated_home, oauth, KWARD_OPENROUTER_BASE_URL=router.base_url, OPENROUTER_API_KEY=ENV_KEY,
                    OPENAI_ACCESS_TOKEN="env-access-token-0123456789", KWARD_PROVIDER="openrouter")
@@ -113,6 +115,7 @@ def test_bad_api_key_logins_store_nothing(isolated_home, oauth):
     assert not (isolated_home / ".kward" / "config.json").exists()
 
 
+@pytest.mark.slow
 def test_flags_sources_and_the_authorization_url_survive_redaction(isolated_home, oauth):
     with start(isolated_home, oauth, OPENROUTER_API_KEY=ENV_KEY) as c:
         status = c.request("auth/status")
@@ -132,6 +135,7 @@ def keyring_kward(home, oauth, file, backend="lib.keyring_backend.MemoryKeyring"
     return start(home, oauth, env=keyring_env(auth_env(home, oauth, **extra), file, backend))
 
 
+@pytest.mark.slow
 def test_the_keyring_keeps_the_credentials_and_the_providers_use_them(isolated_home, oauth, router, tmp_path):
     from lib import fake_codex as fc
     from lib.fake_codex import FakeCodex
@@ -166,6 +170,7 @@ def test_the_keyring_keeps_the_credentials_and_the_providers_use_them(isolated_h
     assert read_keyring(ring) == {}
 
 
+@pytest.mark.slow
 def test_tool_output_never_shows_a_keyring_credential(isolated_home, oauth, tmp_path):
     ring = tmp_path / "keyring.json"
     with keyring_kward(isolated_home, oauth, ring) as c:
@@ -199,6 +204,7 @@ def test_a_locked_keyring_falls_back_to_the_files_and_says_so(isolated_home, oau
 
 
 @pytest.mark.parametrize("backend", ["keyring.backends.fail.Keyring", "keyring.backends.null.Keyring"])
+@pytest.mark.slow
 def test_without_a_usable_keyring_the_files_are_used(isolated_home, oauth, tmp_path, backend):
     with keyring_kward(isolated_home, oauth, tmp_path / "unused.json", backend=backend) as c:
         status = c.request("auth/status")

@@ -37,6 +37,7 @@ def kward(isolated_home, oauth, codex):
         assert client.protocol_errors == [] and client.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_full_login_through_the_callback_server_then_a_codex_turn_with_the_new_token(kward, oauth, codex,
                                                                                       isolated_home):
     before = kward.request("auth/status")
@@ -77,6 +78,7 @@ def test_a_full_login_through_the_callback_server_then_a_codex_turn_with_the_new
 
 
 @pytest.mark.parametrize("form", ["code", "url", "query", "code#state"])
+@pytest.mark.slow
 def test_a_login_completes_with_a_submitted_code_or_pasted_url(kward, oauth, form):
     started = kward.request("auth/startOpenAILogin", {})
     callback = authorize(started["authorizationUrl"])  # the browser stops at the redirect
@@ -92,6 +94,7 @@ def test_a_login_completes_with_a_submitted_code_or_pasted_url(kward, oauth, for
     assert (again.code, again.reason) == (-32602, "login_finished")
 
 
+@pytest.mark.slow
 def test_a_state_mismatch_is_refused_and_the_login_stays_pending(kward, oauth):
     started = kward.request("auth/startOpenAILogin", {"timeoutSeconds": 30})
     oauth.authorize_outcome = "wrong_state"
@@ -116,6 +119,7 @@ def test_a_denied_consent_fails_the_login(kward, oauth):
     assert refused(port_of(started["redirectUri"]))
 
 
+@pytest.mark.slow
 def test_a_login_times_out(kward):
     started = kward.request("auth/loginWithOAuth", {"providerId": "openai", "timeoutSeconds": 0.3})
     done = finished(kward, started["loginId"])
@@ -124,6 +128,7 @@ def test_a_login_times_out(kward):
     assert refused(port_of(started["redirectUri"]))
 
 
+@pytest.mark.slow
 def test_a_busy_port_moves_the_callback_to_a_free_one(isolated_home, oauth):
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
@@ -187,6 +192,7 @@ def test_a_new_login_cancels_the_pending_one_and_shutdown_cancels_the_last(isola
         assert refused(port_of(second["redirectUri"])) and c.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_provider_selection_follows_logins_and_logouts_live(kward, isolated_home):
     session = create_session(kward, isolated_home)
 

@@ -6,6 +6,8 @@ session files are searched for every code, token and key it was given."""
 
 import json
 
+import pytest
+
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.auth_helpers import authorize
@@ -18,6 +20,7 @@ from lib.rpc_models import create_session, failed_error, finished as turn_finish
 KEY = "sk-or-v1-planted0123456789abcdef"
 
 
+@pytest.mark.slow
 def test_no_code_token_or_key_in_any_output(isolated_home):
     config_dir = isolated_home / ".kward"
     with FakeOAuth(expires_in=30) as oauth, FakeCodex() as codex, FakeOpenRouter() as router:

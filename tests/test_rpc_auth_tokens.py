@@ -32,6 +32,7 @@ def bearer(request):
     return request.headers["authorization"].removeprefix("Bearer ")
 
 
+@pytest.mark.slow
 def test_a_login_that_expires_within_a_minute_is_refreshed_before_the_request(isolated_home, codex):
     with FakeOAuth(expires_in=30) as oauth, kward_for(isolated_home, oauth, codex) as c:
         login(c)
@@ -47,6 +48,7 @@ def test_a_login_that_expires_within_a_minute_is_refreshed_before_the_request(is
         assert c.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_401_refreshes_once_and_the_request_is_sent_again(isolated_home, codex):
     with FakeOAuth() as oauth, kward_for(isolated_home, oauth, codex) as c:
         login(c)
@@ -66,6 +68,7 @@ def test_a_401_refreshes_once_and_the_request_is_sent_again(isolated_home, codex
         assert len(codex.requests("responses")) == 4
 
 
+@pytest.mark.slow
 def test_a_failed_refresh_after_a_401_fails_the_turn_naming_kward_login(isolated_home, codex):
     with FakeOAuth() as oauth, kward_for(isolated_home, oauth, codex) as c:
         login(c)
@@ -80,6 +83,7 @@ def test_a_failed_refresh_after_a_401_fails_the_turn_naming_kward_login(isolated
         assert c.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_failed_refresh_before_expiry_fails_the_turn_before_any_request(isolated_home, codex):
     with FakeOAuth(expires_in=30) as oauth, kward_for(isolated_home, oauth, codex) as c:
         login(c)
@@ -89,6 +93,7 @@ def test_a_failed_refresh_before_expiry_fails_the_turn_before_any_request(isolat
         assert codex.requests("responses") == []
 
 
+@pytest.mark.slow
 def test_an_environment_token_wins_over_the_stored_login_and_is_never_refreshed(isolated_home, codex):
     token = fc.make_jwt("acct_env")
     with FakeOAuth() as oauth:

@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from lib.rpc_client import RpcClient, kward_env
+from lib.rpc_client import RpcClient, kward_command, kward_env
 from lib.rpc_models import failed_error, run_turn
 
 from kward.errors import FilesystemError, as_kward_error
@@ -41,7 +41,7 @@ WRAPPER = textwrap.dedent("""
 def limited(home, *, fsize=0, honour_modes=False, **env):
     return RpcClient(home, env=kward_env(home, **env),
                      argv=[sys.executable, "-c", WRAPPER, str(fsize), "1" if honour_modes else "0",
-                           sys.executable, "-m", "kward", "rpc"])
+                           *kward_command()])
 
 
 def modes_apply(tmp_path) -> bool:
@@ -90,6 +90,7 @@ def test_a_config_directory_that_is_a_file(isolated_home):
     assert blocker.read_text() == "x"
 
 
+@pytest.mark.slow
 def test_a_write_cut_short_names_the_file_and_writes_nothing(isolated_home):
     """A file-size limit makes `write` fail part way (EFBIG), as a full disk would."""
     cfg = isolated_home / ".kward" / "config.json"
@@ -105,6 +106,7 @@ def test_a_write_cut_short_names_the_file_and_writes_nothing(isolated_home):
     assert [p.name for p in cfg.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
+@pytest.mark.slow
 def test_unwritable_sessions_and_config_directories(isolated_home, tmp_path):
     if not modes_apply(tmp_path):
         pytest.skip("cannot make file modes apply to this user (root without CAP_SETPCAP)")
@@ -131,6 +133,7 @@ def test_unwritable_sessions_and_config_directories(isolated_home, tmp_path):
     assert list(sessions.iterdir()) == [] and json.loads((cfg_dir / "config.json").read_text()) == {"model": "m"}
 
 
+@pytest.mark.slow
 def test_a_turn_that_meets_a_filesystem_failure_says_so(isolated_home):
     ws = isolated_home / "ws"
     ws.mkdir()

@@ -3,6 +3,8 @@ that is too deep or not valid Unicode is a clear `invalid_config`, never a crash
 
 import json
 
+import pytest
+
 from lib.rpc_client import RpcClient, frame
 
 
@@ -41,6 +43,7 @@ def test_config_update_refuses_deep_values_and_lone_surrogates_and_writes_nothin
         assert c.null_id_errors == [] and c.close() == 0 and c.stderr == ""
 
 
+@pytest.mark.slow
 def test_an_odd_config_on_disk_is_reported_and_never_crashes(isolated_home):
     cfg = isolated_home / ".kward" / "config.json"
     cfg.parent.mkdir()

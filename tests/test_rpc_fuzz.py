@@ -145,6 +145,7 @@ def _check_answers(c: RpcClient, served: dict[str, str], skipped: dict[str, str]
     return problems
 
 
+@pytest.mark.slow
 def test_seeded_frame_fuzz_never_breaks_the_stream(isolated_home):
     """Mutated frames (bad, missing and oversized lengths, junk headers, cut bodies, bodies
     that are not JSON or not UTF-8, batches, deep nesting, lone surrogates, NaN, huge
@@ -178,6 +179,7 @@ def test_seeded_frame_fuzz_never_breaks_the_stream(isolated_home):
     assert c.protocol_errors == [] and c.stderr == "", f"seed {SEED}: {c.protocol_errors} {c.stderr[-2000:]!r}"
 
 
+@pytest.mark.slow
 def test_seeded_params_fuzz_of_every_method(isolated_home):
     """Requests to every method of the table with params missing, null, of the wrong type,
     huge, deep, with NUL bytes, paths outside the workspace or through `../` and a symlink,

@@ -79,6 +79,7 @@ def test_notifications_redacted_and_opt_out(isolated_home, extra_methods):
     assert s.join(5)
 
 
+@pytest.mark.slow
 def test_stop_within_two_seconds_with_stuck_work(isolated_home, extra_methods):
     s = InProcessServer(isolated_home, methods=extra_methods)
     s.send("test/stuck")

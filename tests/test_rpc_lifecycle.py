@@ -42,6 +42,7 @@ def sleeper(isolated_home):
 
 
 @pytest.mark.parametrize("how", ["sigterm", "eof", "shutdown"])
+@pytest.mark.slow
 def test_stop_with_a_running_shell_command(sleeper, how):
     c, pid, turn, session = sleeper
     t0 = time.monotonic()

@@ -123,6 +123,7 @@ def test_bad_params_are_refused_and_change_nothing(kward, isolated_home, method,
     assert not (memory_dir(isolated_home) / "soft.jsonl").exists() and not (memory_dir(isolated_home) / "core.json").exists()
 
 
+@pytest.mark.slow
 def test_an_invalid_core_file_is_reported_and_not_overwritten(kward, isolated_home):
     memory_dir(isolated_home).mkdir(parents=True)
     (memory_dir(isolated_home) / "core.json").write_text("{broken")
@@ -136,6 +137,7 @@ def test_an_invalid_core_file_is_reported_and_not_overwritten(kward, isolated_ho
     check_turn_events(evs, "completed")
 
 
+@pytest.mark.slow
 def test_why_and_summarize_and_the_session_record(kward, isolated_home):
     k = kward([[text("noted")], [text("again")]])
     k.request("memory/enable")
@@ -169,6 +171,7 @@ def test_why_and_summarize_and_the_session_record(kward, isolated_home):
     assert soft_records(isolated_home)[0]["hits"] == 1  # written when the process stopped
 
 
+@pytest.mark.slow
 def test_the_memory_block_reaches_the_system_prompt_of_normal_turns_only(isolated_home):
     with FakeOpenRouter() as fake, \
             start_kward(isolated_home, KWARD_OPENROUTER_BASE_URL=fake.base_url, OPENROUTER_API_KEY=KEY) as c:
@@ -215,6 +218,7 @@ def test_auto_summary_learns_after_a_completed_turn_quietly(kward, isolated_home
     assert [m["status"] for m in soft_records(isolated_home)] == ["forgotten", "active"]  # not learned again
 
 
+@pytest.mark.slow
 def test_a_one_shot_prompt_gets_no_memory(cli, isolated_home):
     with FakeOpenRouter() as fake:
         env = {"KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url, "OPENROUTER_API_KEY": KEY}
@@ -228,6 +232,7 @@ def test_a_one_shot_prompt_gets_no_memory(cli, isolated_home):
     assert events(isolated_home) == ["enable", "add"]  # no retrieval at all
 
 
+@pytest.mark.slow
 def test_concurrent_adds_from_several_processes_lose_nothing(isolated_home):
     ws = isolated_home / "ws"
     ws.mkdir()

@@ -60,6 +60,7 @@ def check_entries(models):
 
 # --- Codex ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_codex_models_from_the_endpoint(on_codex, codex):
     result = on_codex.request("models/list")
     assert set(result) == {"models", "source"} and result["source"] == "api"
@@ -83,6 +84,7 @@ def test_codex_models_from_the_endpoint(on_codex, codex):
     assert len(codex.requests("models")) == 2
 
 
+@pytest.mark.slow
 def test_codex_models_fall_back_to_the_builtin_table(on_codex, codex):
     codex.script("models", fc.http_error(500, {"detail": "down"}))
     result = on_codex.request("models/list")
@@ -99,6 +101,7 @@ def test_codex_models_fall_back_to_the_builtin_table(on_codex, codex):
     assert [m["id"] for m in result["models"]] == ["gpt-5.5", "gpt-5.1-codex-mini"] and result["source"] == "api"
 
 
+@pytest.mark.slow
 def test_codex_models_when_the_endpoint_is_down_or_nobody_is_logged_in(isolated_home):
     with start_kward(isolated_home, KWARD_CODEX_BASE_URL=DEAD + "/backend-api/codex",
                      OPENAI_ACCESS_TOKEN=TOKEN) as client:  # connection refused
@@ -118,6 +121,7 @@ def test_scripted_models_are_built_in(isolated_home):
         assert [(m["provider"], m["current"]) for m in result["models"]] == [("Scripted", True)]
 
 
+@pytest.mark.slow
 def test_codex_current_and_set(on_codex, codex, isolated_home):
     current = on_codex.request("models/current")
     assert current == {"provider": "Codex", "id": "gpt-5.5", "name": "GPT-5.5", "reasoning": True,
@@ -150,6 +154,7 @@ def test_models_set_with_a_provider_hint_switches_provider(on_codex, codex, rout
     assert config(isolated_home)["openrouter_model"] == "anthropic/claude-sonnet-4.5"
 
 
+@pytest.mark.slow
 def test_models_set_rejects_bad_params(on_codex):
     for params, param in [({}, "model"), ({"model": ""}, "model"), ({"model": "bad model id"}, "model"),
                           ({"model": "x", "provider": "Nope"}, "provider")]:
@@ -159,6 +164,7 @@ def test_models_set_rejects_bad_params(on_codex):
 
 # --- OpenRouter -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_openrouter_models_for_the_key(on_openrouter, router):
     result = on_openrouter.request("models/list")
     assert set(result) == {"models", "source"} and result["source"] == "api"
@@ -175,6 +181,7 @@ def test_openrouter_models_for_the_key(on_openrouter, router):
     assert len(router.requests("models_user")) == 1
 
 
+@pytest.mark.slow
 def test_openrouter_models_fall_back_to_the_catalog(on_openrouter, router):
     failures = [fo.http_error(404, "No eligible endpoints found"), fo.http_error(500, "x"),
                 fo.json_response(200, {"data": []})]
@@ -190,6 +197,7 @@ def test_openrouter_models_fall_back_to_the_catalog(on_openrouter, router):
         assert "authorization" not in router.requests("models")[n].headers
 
 
+@pytest.mark.slow
 def test_openrouter_models_fall_back_to_defaults(on_openrouter, router):
     router.script("models_user", fo.http_error(500, "down"))
     router.script("models", fo.http_error(503, "down"))
@@ -202,6 +210,7 @@ def test_openrouter_models_fall_back_to_defaults(on_openrouter, router):
     assert [m["id"] for m in models if m["current"]] == ["openai/gpt-5.5"]
 
 
+@pytest.mark.slow
 def test_openrouter_catalog_is_the_full_public_catalog(on_codex, router):
     # Works while Codex is the active provider and no OpenRouter key exists.
     result = on_codex.request("openrouter/catalog")
@@ -217,6 +226,7 @@ def test_openrouter_catalog_is_the_full_public_catalog(on_codex, router):
     assert len(router.requests("models")) == 1
 
 
+@pytest.mark.slow
 def test_openrouter_catalog_falls_back_to_the_builtin_defaults(on_codex, router, isolated_home):
     router.script("models", fo.http_error(503, "down"))
     result = on_codex.request("openrouter/catalog")
@@ -229,6 +239,7 @@ def test_openrouter_catalog_falls_back_to_the_builtin_defaults(on_codex, router,
         assert [m["id"] for m in result["models"]] == OPENROUTER_DEFAULT_IDS
 
 
+@pytest.mark.slow
 def test_openrouter_current_set_and_turn(on_openrouter, router, isolated_home):
     assert on_openrouter.request("models/current")["id"] == "openai/gpt-5.5"
     result = on_openrouter.request("models/set", {"model": "anthropic/claude-sonnet-4.5"})
@@ -241,6 +252,7 @@ def test_openrouter_current_set_and_turn(on_openrouter, router, isolated_home):
     assert router.requests("chat")[0].json["model"] == "anthropic/claude-sonnet-4.5"
 
 
+@pytest.mark.slow
 def test_openrouter_current_describes_a_model_without_reasoning(on_openrouter, router):
     router.user_models = list(fo.CATALOG)  # the key may use llama, which cannot reason
     on_openrouter.request("models/set", {"model": "meta-llama/llama-3.1-8b-instruct"})

@@ -106,6 +106,7 @@ def run_levels(client, home, expected, config_key, via, next_body, sent_level, t
 # --- Codex ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("via", ["reasoning/set", "runtime/updateSetting"])
+@pytest.mark.slow
 def test_every_level_on_a_codex_model(on_codex, fakes, isolated_home, via):
     codex, _ = fakes
     codex.script("responses", *[fc.text(["ok"]) for _ in LEVELS])
@@ -113,6 +114,7 @@ def test_every_level_on_a_codex_model(on_codex, fakes, isolated_home, via):
                lambda: codex.requests("responses")[-1].json, sent_codex_level)
 
 
+@pytest.mark.slow
 def test_every_level_on_a_codex_model_without_low(on_codex, fakes, isolated_home):
     codex, _ = fakes
     assert on_codex.request("models/set", {"model": "gpt-5.1-codex-mini"})["reasoningEfforts"] == ["medium", "high"]
@@ -121,6 +123,7 @@ def test_every_level_on_a_codex_model_without_low(on_codex, fakes, isolated_home
                lambda: codex.requests("responses")[-1].json, sent_codex_level)
 
 
+@pytest.mark.slow
 def test_a_model_nobody_lists_gets_the_requested_level(on_codex, fakes, isolated_home):
     codex, _ = fakes
     entry = on_codex.request("models/set", {"model": "gpt-9-preview"})
@@ -130,6 +133,7 @@ def test_a_model_nobody_lists_gets_the_requested_level(on_codex, fakes, isolated
                lambda: codex.requests("responses")[-1].json, sent_codex_level)
 
 
+@pytest.mark.slow
 def test_models_set_keeps_the_requested_level_and_maps_it(on_codex, fakes, isolated_home):
     codex, _ = fakes
     assert "effectiveReasoningEffort" not in on_codex.request("reasoning/set", {"effort": "xhigh"})
@@ -146,6 +150,7 @@ def test_models_set_keeps_the_requested_level_and_maps_it(on_codex, fakes, isola
     assert codex.requests("responses")[-1].json["reasoning"]["effort"] == "xhigh"
 
 
+@pytest.mark.slow
 def test_a_fresh_process_maps_a_stored_level_without_fetching_a_known_model(isolated_home, fakes):
     codex, _ = fakes
     (isolated_home / ".kward").mkdir()
@@ -157,6 +162,7 @@ def test_a_fresh_process_maps_a_stored_level_without_fetching_a_known_model(isol
         assert codex.requests("models") == []  # the built-in table knows gpt-5.5
 
 
+@pytest.mark.slow
 def test_unknown_levels_are_refused_and_change_nothing(on_codex, isolated_home):
     on_codex.request("reasoning/set", {"effort": "high"})
     for bad in ["extreme", "", "max!", "minimal low"]:
@@ -174,6 +180,7 @@ def test_unknown_levels_are_refused_and_change_nothing(on_codex, isolated_home):
 # --- OpenRouter -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("via", ["reasoning/set", "runtime/updateSetting"])
+@pytest.mark.slow
 def test_every_level_on_an_openrouter_model(on_openrouter, fakes, isolated_home, via):
     _, router = fakes
     router.script("chat", *[fo.text(["ok"]) for _ in LEVELS])
@@ -181,6 +188,7 @@ def test_every_level_on_an_openrouter_model(on_openrouter, fakes, isolated_home,
                lambda: router.requests("chat")[-1].json, sent_chat_level)
 
 
+@pytest.mark.slow
 def test_every_level_on_a_model_without_reasoning(on_openrouter, fakes, isolated_home):
     _, router = fakes
     router.user_models = list(fo.CATALOG)  # the key may use llama
@@ -191,6 +199,7 @@ def test_every_level_on_a_model_without_reasoning(on_openrouter, fakes, isolated
                lambda: router.requests("chat")[-1].json, sent_chat_level)
 
 
+@pytest.mark.slow
 def test_a_model_only_the_catalog_lists(on_openrouter, fakes, isolated_home):
     _, router = fakes
     on_openrouter.request("models/set", {"model": LLAMA})  # not in /models/user: known from /models
@@ -202,6 +211,7 @@ def test_a_model_only_the_catalog_lists(on_openrouter, fakes, isolated_home):
     assert "reasoning" not in router.requests("chat")[0].json
 
 
+@pytest.mark.slow
 def test_a_fresh_process_looks_an_unknown_model_up_before_the_request(isolated_home, fakes):
     _, router = fakes
     router.user_models = list(fo.CATALOG)
@@ -224,6 +234,7 @@ def test_a_fresh_process_looks_an_unknown_model_up_before_the_request(isolated_h
 # --- Scripted -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("via", ["reasoning/set", "runtime/updateSetting"])
+@pytest.mark.slow
 def test_every_level_on_the_scripted_provider(isolated_home, fakes, via):
     script = isolated_home / "script.json"
     script.write_text(json.dumps({"steps": [[{"type": "text", "text": "ok"}]], "loop": True}))
@@ -234,6 +245,7 @@ def test_every_level_on_the_scripted_provider(isolated_home, fakes, via):
         assert finished(run_turn(client, client.session["id"]))["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_config_json_takes_every_level(on_codex, fakes, isolated_home):
     codex, _ = fakes
     for key in ["openai_reasoning_effort", "openrouter_reasoning_effort", "reasoning_effort", "thinking_level"]:

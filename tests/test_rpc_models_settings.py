@@ -43,6 +43,7 @@ def state(client):
     return client.request("runtime/state", {"sessionId": client.session["id"]})
 
 
+@pytest.mark.slow
 def test_default_model_keeps_the_slashes_after_the_provider(kward, fakes, isolated_home):
     codex, router = fakes
     result = update(kward, "defaultModel", "OpenRouter/openai/gpt-5.5")
@@ -74,6 +75,7 @@ def test_default_model_rejects_malformed_values(kward, isolated_home):
     assert not (isolated_home / ".kward" / "config.json").exists()
 
 
+@pytest.mark.slow
 def test_default_thinking_level(kward, fakes, isolated_home):
     codex, _ = fakes
     result = update(kward, "defaultThinkingLevel", "high")
@@ -107,6 +109,7 @@ def test_unknown_setting_and_bad_session(kward):
     assert error.code == -32602 and "value" in str(error)
 
 
+@pytest.mark.slow
 def test_kward_provider_in_the_environment_is_mentioned(isolated_home, fakes):
     codex, _ = fakes
     with start_kward(isolated_home, KWARD_CODEX_BASE_URL=codex.base_url, OPENAI_ACCESS_TOKEN=TOKEN,
@@ -117,6 +120,7 @@ def test_kward_provider_in_the_environment_is_mentioned(isolated_home, fakes):
         assert state(c)["defaultProvider"] == "Codex"  # the environment still wins
 
 
+@pytest.mark.slow
 def test_reload_rereads_config_and_refetches_models(kward, fakes, isolated_home):
     codex, _ = fakes
     kward.request("models/list")
@@ -139,6 +143,7 @@ def test_reload_rereads_config_and_refetches_models(kward, fakes, isolated_home)
     assert error.code == -32602 and error.reason == "session_not_found"
 
 
+@pytest.mark.slow
 def test_switching_model_keeps_the_requested_level_and_sends_one_the_model_offers(kward, fakes, isolated_home):
     codex, _ = fakes
     codex.script("models", fc.http_error(500, {"error": "down"}))  # the built-in table answers
@@ -156,6 +161,7 @@ def test_switching_model_keeps_the_requested_level_and_sends_one_the_model_offer
     assert config(isolated_home)["openai_reasoning_effort"] == "low"
 
 
+@pytest.mark.slow
 def test_a_hand_edit_of_config_json_applies_at_once_and_a_bad_key_gives_way(kward, fakes, isolated_home):
     codex, _ = fakes
     (isolated_home / ".kward").mkdir(exist_ok=True)
@@ -173,6 +179,7 @@ def test_a_hand_edit_of_config_json_applies_at_once_and_a_bad_key_gives_way(kwar
     assert (body["model"], body["reasoning"]["effort"]) == ("gpt-5.2", "low")
 
 
+@pytest.mark.slow
 def test_bad_model_keys_are_warned_about_at_start(isolated_home, fakes):
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "config.json").write_text(json.dumps({"openai_model": 5, "thinking_level": "loud"}))

@@ -88,6 +88,7 @@ def start_background(kward, kill_leftovers, extra_steps=()):
     return k, s, pids
 
 
+@pytest.mark.slow
 def test_background_processes_run_on_while_kward_runs(kward, kill_leftovers):
     k, s, pids = start_background(kward, kill_leftovers, [shell("echo second"), [text("still there")]])
     kpid = k.client.proc.pid
@@ -99,6 +100,7 @@ def test_background_processes_run_on_while_kward_runs(kward, kill_leftovers):
     assert all(pid_alive(pid) for pid in pids.values())  # a later command ends nothing
 
 
+@pytest.mark.slow
 def test_an_exited_orphan_is_reaped_after_the_next_command(kward, kill_leftovers):
     k, s, pids = start_background(kward, kill_leftovers, [shell("true"), [text("reaped")]])
     kpid = k.client.proc.pid
@@ -111,6 +113,7 @@ def test_an_exited_orphan_is_reaped_after_the_next_command(kward, kill_leftovers
 
 
 @pytest.mark.parametrize("how", ["eof", "sigterm", "shutdown"])
+@pytest.mark.slow
 def test_every_background_process_ends_when_kward_exits(kward, kill_leftovers, how):
     k, s, pids = start_background(kward, kill_leftovers)
     assert all(pid_alive(pid) for pid in pids.values())
@@ -150,6 +153,7 @@ def test_cancel_ends_every_process_the_command_started(kward, kill_leftovers):
     assert k.client.proc.poll() is None  # while kward runs on
 
 
+@pytest.mark.slow
 def test_timeout_ends_every_process_the_command_started(kward, kill_leftovers):
     k = kward([shell(SPAWN_ALL + "; echo $$ > sh.pid; sleep 100", timeout=1), [text("timed out")]])
     s = k.session()

@@ -38,6 +38,7 @@ def user(text):
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
+@pytest.mark.slow
 def test_text_streams_in_order_with_exact_request(kward, fake, isolated_home):
     (isolated_home / "ws" / "AGENTS.md").write_text("Always answer in haiku.\n")
     fake.script("responses", fc.text(["Hel", "lo", " wor", "ld"]))
@@ -79,6 +80,7 @@ def test_text_streams_in_order_with_exact_request(kward, fake, isolated_home):
         user("More")]
 
 
+@pytest.mark.slow
 def test_reasoning_deltas_and_replay(kward, fake):
     fake.script("responses", fc.reasoning_then_text(["Need to ", "think."], ["Done"], encrypted="gAAAA-enc-1"),
                 fc.text(["ok"]))
@@ -98,6 +100,7 @@ def test_reasoning_deltas_and_replay(kward, fake):
         user("Next")]
 
 
+@pytest.mark.slow
 def test_tool_call_round_trip(kward, fake):
     fake.script("responses", fc.function_call("read_file", '{"path":"a.txt"}', "call_read_1"),
                 fc.text(["The file says hello."]))
@@ -120,6 +123,7 @@ def test_tool_call_round_trip(kward, fake):
     assert second.headers["session_id"] == first.headers["session_id"]
 
 
+@pytest.mark.slow
 def test_reasoning_before_a_tool_call_is_replayed_with_it(kward, fake):
     fake.script("responses",
                 fc.stream([fc.created(), *fc.reasoning_events(["Look at ", "the file."], encrypted="gAAAA-enc-2"),
@@ -137,6 +141,7 @@ def test_reasoning_before_a_tool_call_is_replayed_with_it(kward, fake):
     ]
 
 
+@pytest.mark.slow
 def test_reasoning_effort_reaches_the_body(kward, fake):
     efforts = ["low", "medium", "high", "xhigh", "off"]
     for n, effort in enumerate(efforts):
@@ -151,6 +156,7 @@ def test_reasoning_effort_reaches_the_body(kward, fake):
             assert body["include"] == ["reasoning.encrypted_content"]
 
 
+@pytest.mark.slow
 def test_429_then_success_honours_retry_after(kward, fake):
     fake.script("responses", fc.rate_limited(retry_after="0.05"), fc.text(["ok"]))
     events = run_turn(kward, kward.session["id"])
@@ -165,6 +171,7 @@ def test_429_then_success_honours_retry_after(kward, fake):
     assert second.json == first.json
 
 
+@pytest.mark.slow
 def test_429_every_time_fails_rate_limited(kward, fake):
     fake.script("responses", *[fc.rate_limited(retry_after=None) for _ in range(3)])
     events = run_turn(kward, kward.session["id"])
@@ -175,6 +182,7 @@ def test_429_every_time_fails_rate_limited(kward, fake):
     assert len(fake.requests("responses")) == 3
 
 
+@pytest.mark.slow
 def test_server_error_is_retried_with_the_configured_delay(kward, fake):
     fake.script("responses", fc.http_error(503, {"error": {"code": "server_is_overloaded", "message": "Busy."}}),
                 fc.text(["ok"]))
@@ -185,6 +193,7 @@ def test_server_error_is_retried_with_the_configured_delay(kward, fake):
     assert "503" in retry["error"] and "Busy." in retry["error"]
 
 
+@pytest.mark.slow
 def test_rejected_token_says_log_in_again(kward, fake):
     fake.script("responses", fc.http_error(401, {"detail": "Token expired"}))
     error = failed_error(run_turn(kward, kward.session["id"]))
@@ -193,6 +202,7 @@ def test_rejected_token_says_log_in_again(kward, fake):
     assert len(fake.requests("responses")) == 1
 
 
+@pytest.mark.slow
 def test_incomplete_response_fails_the_turn(kward, fake):
     fake.script("responses", fc.stream([fc.created(), *fc.partial_text_events(["Long"]),
                                         {"type": "response.incomplete",
@@ -216,6 +226,7 @@ def test_usage_limit_is_not_retried(kward, fake):
 
 
 @pytest.mark.parametrize("scenario", ["failed", "error_event"])
+@pytest.mark.slow
 def test_mid_stream_error_after_output_fails_the_turn(kward, fake, scenario):
     if scenario == "failed":
         fake.script("responses", fc.failed_mid_stream("server_error", "The upstream crashed.", ["Partial"]))
@@ -230,6 +241,7 @@ def test_mid_stream_error_after_output_fails_the_turn(kward, fake, scenario):
     assert "The upstream crashed." in error["message"] and "try again" in error["message"].lower()
 
 
+@pytest.mark.slow
 def test_error_event_before_output_is_retried(kward, fake):
     fake.script("responses", fc.error_event("server_error", "Transient."), fc.text(["ok"]))
     events = run_turn(kward, kward.session["id"])
@@ -237,6 +249,7 @@ def test_error_event_before_output_is_retried(kward, fake):
     assert payload(events, "modelRetry")["attempt"] == 2 and deltas(events) == ["ok"]
 
 
+@pytest.mark.slow
 def test_context_overflow_is_reported_not_retried(kward, fake):
     fake.script("responses", fc.failed_mid_stream("context_length_exceeded",
                                                   "Your input exceeds the context window of this model.", []))
@@ -246,6 +259,7 @@ def test_context_overflow_is_reported_not_retried(kward, fake):
 
 
 @pytest.mark.parametrize("factory", [fc.truncated, fc.dropped], ids=["ended", "dropped"])
+@pytest.mark.slow
 def test_stream_cut_short_fails_with_a_clear_error(kward, fake, factory):
     fake.script("responses", factory(["Cut"]))
     events = run_turn(kward, kward.session["id"])
@@ -265,6 +279,7 @@ def test_stream_cut_before_output_is_retried(kward, fake):
 
 
 @pytest.mark.parametrize("scenario", ["hang", "hang_before_headers"])
+@pytest.mark.slow
 def test_hanging_stream_is_cancelled_quickly(kward, fake, scenario):
     if scenario == "hang":
         fake.script("responses", fc.hang(["Hel"]), fc.text(["after"]))
@@ -289,6 +304,7 @@ def test_hanging_stream_is_cancelled_quickly(kward, fake, scenario):
     assert finished(run_turn(kward, kward.session["id"], "again"))["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_cancel_during_retry_backoff(kward, fake):
     fake.script("responses", fc.rate_limited(retry_after="30"), fc.text(["never"]))
     turn = start_turn(kward, kward.session["id"], "x")
@@ -300,6 +316,7 @@ def test_cancel_during_retry_backoff(kward, fake):
     assert len(fake.requests("responses")) == 1
 
 
+@pytest.mark.slow
 def test_crlf_and_tiny_chunks(kward, fake):
     pieces = ["Hé", "llo ✓ ", "\u2028 naïve ", "日本"]
     fake.script("responses", fc.text(pieces, crlf=True, split=(1, 2, 3)),
@@ -311,6 +328,7 @@ def test_crlf_and_tiny_chunks(kward, fake):
     assert deltas(events, "reasoningDelta") == ["Thinking ", "✓"] and deltas(events) == ["ok"]
 
 
+@pytest.mark.slow
 def test_usage_accumulates_without_cost(kward, fake):
     fake.script("responses", fc.text(["a"]), fc.function_call("read_file", '{"path":"a.txt"}'), fc.text(["b"]))
     run_turn(kward, kward.session["id"])
@@ -323,6 +341,7 @@ def test_usage_accumulates_without_cost(kward, fake):
     assert (stats["assistantMessages"], stats["toolCalls"], stats["toolResults"]) == (3, 1, 1)
 
 
+@pytest.mark.slow
 def test_a_stalled_stream_times_out_with_a_clear_error(isolated_home, fake):
     with start_kward(isolated_home, KWARD_CODEX_BASE_URL=fake.base_url, OPENAI_ACCESS_TOKEN=TOKEN,
                      KWARD_STREAM_IDLE_TIMEOUT="0.3") as client:
@@ -335,6 +354,7 @@ def test_a_stalled_stream_times_out_with_a_clear_error(isolated_home, fake):
         assert "no data received for 0.3 s" in error["message"] and error["reason"] == "provider_error"
 
 
+@pytest.mark.slow
 def test_a_bad_idle_timeout_in_config_is_reported_not_fatal(isolated_home, fake):
     """(KWARD_STREAM_IDLE_TIMEOUT=soon stops `kward rpc` at start: tests/test_env_settings.py.)"""
     (isolated_home / ".kward").mkdir()

@@ -33,6 +33,7 @@ def system(home):
     return {"role": "system", "content": build_instructions(home / ".kward", str(home / "ws"))}
 
 
+@pytest.mark.slow
 def test_text_streams_in_order_with_exact_request(kward, fake, isolated_home):
     (isolated_home / "ws" / "AGENTS.md").write_text("Be terse.\n")
     fake.script("chat", fo.text(["Hel", "lo", "!"]))
@@ -66,6 +67,7 @@ def test_text_streams_in_order_with_exact_request(kward, fake, isolated_home):
                                            {"role": "user", "content": "More"}]
 
 
+@pytest.mark.slow
 def test_reasoning_deltas_and_details_replay(kward, fake):
     fake.script("chat", fo.reasoning_then_text(["Thinking ", "hard."], ["Done"]), fo.text(["ok"]))
     events = run_turn(kward, kward.session["id"], "Think")
@@ -81,6 +83,7 @@ def test_reasoning_deltas_and_details_replay(kward, fake):
         {"role": "user", "content": "Next"}]
 
 
+@pytest.mark.slow
 def test_tool_call_round_trip(kward, fake, isolated_home):
     fake.script("chat", fo.tool_call("read_file", '{"path":"a.txt"}', "call_or_1", parts=4),
                 fo.text(["It says hello."]))
@@ -104,6 +107,7 @@ def test_tool_call_round_trip(kward, fake, isolated_home):
     ]
 
 
+@pytest.mark.slow
 def test_parallel_tool_calls_joined_by_index(kward, fake):
     fake.script("chat", fo.tool_call("read_file", '{"path":"a.txt"}', "call_a", parts=3,
                                      second=("list_directory", '{"path":"."}', "call_b")),
@@ -123,6 +127,7 @@ def test_parallel_tool_calls_joined_by_index(kward, fake):
     assert "a.txt" in messages[4]["content"]
 
 
+@pytest.mark.slow
 def test_reasoning_effort_reaches_the_body(kward, fake):
     efforts = ["minimal", "low", "medium", "high", "xhigh", "off"]
     for n, effort in enumerate(efforts):
@@ -136,6 +141,7 @@ def test_reasoning_effort_reaches_the_body(kward, fake):
             assert body["reasoning"] == {"effort": effort}
 
 
+@pytest.mark.slow
 def test_429_then_success_honours_retry_after(kward, fake):
     fake.script("chat", fo.rate_limited(retry_after="0.05"), fo.text(["ok"]))
     events = run_turn(kward, kward.session["id"])
@@ -149,6 +155,7 @@ def test_429_then_success_honours_retry_after(kward, fake):
     assert deltas(events) == ["ok"]
 
 
+@pytest.mark.slow
 def test_retry_after_beyond_the_cap_is_reported_not_waited_for(kward, fake):
     fake.script("chat", fo.rate_limited(retry_after="120"), fo.text(["must not be used"]))
     events = run_turn(kward, kward.session["id"])
@@ -157,6 +164,7 @@ def test_retry_after_beyond_the_cap_is_reported_not_waited_for(kward, fake):
     assert "modelRetry" not in types(events) and len(fake.requests("chat")) == 1
 
 
+@pytest.mark.slow
 def test_insufficient_credits_is_not_retried(kward, fake):
     fake.script("chat", fo.insufficient_credits(), fo.text(["must not be used"]))
     events = run_turn(kward, kward.session["id"])
@@ -167,6 +175,7 @@ def test_insufficient_credits_is_not_retried(kward, fake):
     assert "switch to another provider or model" in error["message"]
 
 
+@pytest.mark.slow
 def test_bad_key_says_check_the_key(kward, fake):
     fake.script("chat", fo.http_error(401, "User not found."))
     error = failed_error(run_turn(kward, kward.session["id"]))
@@ -176,6 +185,7 @@ def test_bad_key_says_check_the_key(kward, fake):
 
 
 @pytest.mark.parametrize("done", [False, True], ids=["no_done", "with_done"])
+@pytest.mark.slow
 def test_mid_stream_error_fails_the_turn(kward, fake, done):
     fake.script("chat", fo.mid_stream_error(["Partial"], message="Provider disconnected", done=done))
     events = run_turn(kward, kward.session["id"])
@@ -187,6 +197,7 @@ def test_mid_stream_error_fails_the_turn(kward, fake, done):
 
 
 @pytest.mark.parametrize("factory", [fo.truncated, fo.dropped], ids=["ended", "dropped"])
+@pytest.mark.slow
 def test_stream_cut_short_fails_with_a_clear_error(kward, fake, factory):
     fake.script("chat", factory(["Cut"]))
     events = run_turn(kward, kward.session["id"])
@@ -197,6 +208,7 @@ def test_stream_cut_short_fails_with_a_clear_error(kward, fake, factory):
 
 
 @pytest.mark.parametrize("ping", [False, True], ids=["silent", "processing_comments"])
+@pytest.mark.slow
 def test_hanging_stream_is_cancelled_quickly(kward, fake, ping):
     fake.script("chat", fo.hang(["Hel"], ping=ping).with_(ping_every=0.05), fo.text(["after"]))
     turn = start_turn(kward, kward.session["id"], "hang")
@@ -212,6 +224,7 @@ def test_hanging_stream_is_cancelled_quickly(kward, fake, ping):
     assert finished(run_turn(kward, kward.session["id"], "again"))["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_crlf_and_tiny_chunks(kward, fake):
     pieces = ["Hé", "llo ✓ ", "\u2028 naïve ", "日本"]
     fake.script("chat", fo.text(pieces, crlf=True, split=(1, 2, 3)),
@@ -222,6 +235,7 @@ def test_crlf_and_tiny_chunks(kward, fake):
     assert payload(events, "toolCall")["args"] == {"path": "a.txt"} and deltas(events) == ["ok"]
 
 
+@pytest.mark.slow
 def test_usage_and_cost_accumulate(kward, fake):
     fake.script("chat", fo.text(["a"]), fo.tool_call("read_file", '{"path":"a.txt"}'), fo.text(["b"]))
     run_turn(kward, kward.session["id"])
@@ -233,6 +247,7 @@ def test_usage_and_cost_accumulate(kward, fake):
     assert stats["cost"] == pytest.approx(3 * 0.00095)
 
 
+@pytest.mark.slow
 def test_no_cost_when_usage_reports_none(kward, fake):
     usage = {k: v for k, v in fo.USAGE.items() if k not in ("cost", "cost_details")}
     fake.script("chat", fo.text(["a"], usage=usage))
@@ -247,6 +262,7 @@ def compat(home, fake, **env):
     return start_kward(home, KWARD_PROVIDER="openai-compatible", KWARD_OPENAI_COMPAT_BASE_URL=fake.base_url, **env)
 
 
+@pytest.mark.slow
 def test_openai_compatible_turn_without_key(isolated_home, fake):
     fake.script("chat", fo.reasoning_then_text(["Hmm"], ["Hi"]), fo.tool_call("read_file", '{"path":"a.txt"}', "c1"),
                 fo.text(["done"]))
@@ -273,6 +289,7 @@ def test_openai_compatible_turn_without_key(isolated_home, fake):
         {"role": "tool", "tool_call_id": "c1", "content": FILE_TEXT}]
 
 
+@pytest.mark.slow
 def test_openai_compatible_key_model_and_models_list(isolated_home, fake):
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "config.json").write_text(

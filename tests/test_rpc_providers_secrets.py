@@ -4,6 +4,8 @@ at DEBUG level and when the servers echo the secrets back in failing answers."""
 
 import json
 
+import pytest
+
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
@@ -17,6 +19,7 @@ KEY = "sk-or-v1-SECRETSECRET0123456789abcdef"
 SECRETS = [TOKEN, TOKEN.split(".")[1], ACCOUNT, KEY, KEY[len("sk-or-v1-"):]]
 
 
+@pytest.mark.slow
 def test_no_secret_in_frames_stderr_or_logs(isolated_home):
     # Each server echoes what it received (and a bit more): the credentials it was sent.
     echo = f"Incorrect credentials: Bearer {TOKEN} token={TOKEN} account {ACCOUNT}"

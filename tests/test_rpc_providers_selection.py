@@ -40,6 +40,7 @@ def write_auth(home, tokens):
     (home / ".kward" / "auth.json").write_text(json.dumps({"tokens": tokens}))
 
 
+@pytest.mark.slow
 def test_openai_token_wins_over_openrouter_key(isolated_home, fakes):
     with launch(isolated_home, fakes, OPENAI_ACCESS_TOKEN=TOKEN, OPENROUTER_API_KEY=KEY) as c:
         state, events = state_and_turn(c, isolated_home)
@@ -51,6 +52,7 @@ def test_openai_token_wins_over_openrouter_key(isolated_home, fakes):
     assert codex.requests("responses")[0].headers["chatgpt-account-id"] == "acct_from_jwt"
 
 
+@pytest.mark.slow
 def test_openrouter_key_alone_selects_openrouter(isolated_home, fakes):
     with launch(isolated_home, fakes, OPENROUTER_API_KEY=KEY) as c:
         state, events = state_and_turn(c, isolated_home)
@@ -61,6 +63,7 @@ def test_openrouter_key_alone_selects_openrouter(isolated_home, fakes):
     assert codex.requests() == [] and router.requests("chat")[0].headers["authorization"] == f"Bearer {KEY}"
 
 
+@pytest.mark.slow
 def test_no_credentials_selects_codex_and_fails_at_request_time(isolated_home, fakes):
     with launch(isolated_home, fakes) as c:
         caps = c.request("initialize")["capabilities"]
@@ -76,6 +79,7 @@ def test_no_credentials_selects_codex_and_fails_at_request_time(isolated_home, f
     assert "gpt-5.5" in [m["id"] for m in models]  # the built-in table
 
 
+@pytest.mark.slow
 def test_stored_login_selects_codex_with_its_account_id(isolated_home, fakes):
     write_auth(isolated_home, {"access_token": TOKEN, "account_id": "acct_stored"})
     with launch(isolated_home, fakes, OPENROUTER_API_KEY=KEY) as c:
@@ -85,6 +89,7 @@ def test_stored_login_selects_codex_with_its_account_id(isolated_home, fakes):
     assert headers["authorization"] == f"Bearer {TOKEN}" and headers["chatgpt-account-id"] == "acct_stored"
 
 
+@pytest.mark.slow
 def test_stored_login_without_account_id_uses_the_jwt_claim(isolated_home, fakes):
     write_auth(isolated_home, {"access_token": TOKEN})
     with launch(isolated_home, fakes) as c:
@@ -93,6 +98,7 @@ def test_stored_login_without_account_id_uses_the_jwt_claim(isolated_home, fakes
     assert fakes[0].requests("responses")[0].headers["chatgpt-account-id"] == "acct_from_jwt"
 
 
+@pytest.mark.slow
 def test_kward_provider_overrides_the_token(isolated_home, fakes):
     with launch(isolated_home, fakes, OPENAI_ACCESS_TOKEN=TOKEN, OPENROUTER_API_KEY=KEY,
                 KWARD_PROVIDER="OpenRouter") as c:

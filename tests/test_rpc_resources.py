@@ -176,6 +176,7 @@ def test_a_raising_plugin_is_contained(kward, cfg):
     assert "ValueError: boom now" in (k.home / ".kward" / "logs" / "kward.log").read_text()
 
 
+@pytest.mark.slow
 def test_a_blocking_plugin_times_out_while_every_other_request_is_answered(kward, cfg, isolated_home):
     out = isolated_home / "blocked.jsonl"
     write_plugin(cfg, "hello", HELLO)
@@ -238,6 +239,7 @@ def test_reload_reads_prompts_skills_plugins_and_agents_again(kward, cfg):
     assert k.error("commands/run", {"sessionId": session["id"], "name": "hi"}).reason == "command_not_found"
 
 
+@pytest.mark.slow
 def test_slash_input_while_a_turn_runs_steers_a_template_and_queues_a_plugin_command(kward, cfg):
     write_prompt(cfg, "plan", "Plan: $ARGUMENTS")
     write_plugin(cfg, "hello", HELLO)

@@ -3,11 +3,12 @@ but valid frames on stdout."""
 
 import json
 import signal
-import subprocess
 import sys
 import time
 
-from lib.rpc_client import RpcClient, frame, kward_env
+import pytest
+
+from lib.rpc_client import RpcClient, frame, kward_env, spawn_kward
 
 
 def test_deeply_nested_json_is_a_parse_error(isolated_home):
@@ -71,6 +72,7 @@ main.run([], methods=table)
         assert c.close() == 0 and c.stderr == "" and c.protocol_errors == []
 
 
+@pytest.mark.slow
 def test_a_client_that_stops_reading_cannot_block_cancel_or_exit(isolated_home):
     """The outbox fills while nobody reads; turns/cancel and turns/events are still taken
     by the dispatcher at once, and SIGTERM still ends the process within about 2 s."""
@@ -79,8 +81,7 @@ def test_a_client_that_stops_reading_cannot_block_cancel_or_exit(isolated_home):
     script = isolated_home / "s.json"
     script.write_text(json.dumps({"steps": [[{"type": "text", "text": "y" * 200, "repeat": 400_000}]]}))
     env = kward_env(isolated_home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
-    proc = subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=ws, env=env)
+    proc = spawn_kward(isolated_home, cwd=ws, env=env)
 
     def send(i, method, params):
         proc.stdin.write(frame({"jsonrpc": "2.0", "id": i, "method": method, "params": params}))

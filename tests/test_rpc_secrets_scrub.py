@@ -13,6 +13,8 @@ import html
 import json
 from pathlib import Path
 
+import pytest
+
 from lib import fake_openrouter as fo
 from lib.fake_codex import make_jwt
 from lib.fake_openrouter import FakeOpenRouter
@@ -34,6 +36,7 @@ def _call(args: dict, call_id: str, name: str = "run_shell_command"):
     return fo.tool_call(name, json.dumps(args), call_id=call_id)
 
 
+@pytest.mark.slow
 def test_kwards_credentials_never_reach_the_conversation(isolated_home):
     kdir = isolated_home / ".kward"
     kdir.mkdir()
@@ -98,6 +101,7 @@ def test_kwards_credentials_never_reach_the_conversation(isolated_home):
 TEXT = "pip install sk-learn-extra-stuff\nAuthorization: Bearer abc.def\npassword=hunter2"
 
 
+@pytest.mark.slow
 def test_content_that_looks_like_a_secret_comes_back_exactly(kward):
     k = kward([
         [tool("read_file", {"path": "notes.txt"}, id="read"), tool("read_file", {"path": "out.txt"}, id="read_out")],

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from lib.rpc_client import RpcClient, frame, kward_env
+from lib.rpc_client import RpcClient, frame, kward_command, kward_env
 
 
 @pytest.fixture
@@ -126,6 +126,7 @@ def test_workspace_methods(client, isolated_home):
             assert err.code == -32602 and err.reason == reason and bad in err.error["message"]
 
 
+@pytest.mark.slow
 def test_config_methods_and_invalid_config(isolated_home):
     cfg = isolated_home / ".kward" / "config.json"
     with RpcClient(isolated_home) as c:
@@ -177,7 +178,7 @@ def test_eof_mid_body_exits_zero(client):
 
 def test_pipelined_requests_all_answered_before_exit(isolated_home):
     msgs = b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(500))
-    p = subprocess.run([sys.executable, "-m", "kward", "rpc"], input=msgs, capture_output=True,
+    p = subprocess.run(kward_command(), input=msgs, capture_output=True,
                        env=kward_env(isolated_home), cwd=isolated_home, timeout=30)
     assert p.returncode == 0 and p.stderr == b""
     assert p.stdout.count(b"Content-Length: ") == 500
@@ -209,6 +210,7 @@ main.run([], methods=table)
     assert "hello from print" in log
 
 
+@pytest.mark.slow
 def test_log_level_raised_sends_diagnostics_to_stderr(isolated_home):
     env = kward_env(isolated_home, KWARD_LOG_LEVEL="DEBUG")
     with RpcClient(isolated_home, env=env) as c:
@@ -227,7 +229,7 @@ def test_quiet_session_leaves_no_log_file(client, isolated_home):
 
 
 def test_bad_env_setting_is_a_clear_startup_error(isolated_home):
-    p = subprocess.run([sys.executable, "-m", "kward", "rpc"], input=b"", capture_output=True,
+    p = subprocess.run(kward_command(), input=b"", capture_output=True,
                        env=kward_env(isolated_home, KWARD_RPC_WORKERS="zero"), timeout=30)
     assert p.returncode == 2 and b"KWARD_RPC_WORKERS" in p.stderr and p.stdout == b""
 

@@ -63,6 +63,7 @@ def test_create(start, workspace, isolated_home):
         assert err.code == -32602 and param in err.error["message"] and err.error["data"]["param"] == param
 
 
+@pytest.mark.slow
 def test_resume_in_a_fresh_process(start, workspace):
     a = start()
     s = a.create()
@@ -128,6 +129,7 @@ def test_unknown_session_ids(start):
 
 
 @pytest.mark.parametrize("params", [None, {}, {"sessionId": None}, {"sessionId": 42}])
+@pytest.mark.slow
 def test_missing_or_mistyped_session_id_names_the_param(start, params):
     k = start()
     for method in NEEDS_SESSION_ID + ["turns/start"]:
@@ -136,6 +138,7 @@ def test_missing_or_mistyped_session_id_names_the_param(start, params):
         assert err.reason == "invalid_params" and err.error["data"]["param"] == "sessionId"
 
 
+@pytest.mark.slow
 def test_list(start, workspace, tmp_path):
     k = start()
     made = [k.create(name=f"chat {i}") for i in range(22)]
@@ -172,6 +175,7 @@ def test_list(start, workspace, tmp_path):
     assert err.code == -32602 and err.reason == "workspace_not_found"
 
 
+@pytest.mark.slow
 def test_list_tree(start):
     k = start()
     root = k.create(name="root")
@@ -196,6 +200,7 @@ def test_list_tree(start):
         (other["path"], 0, False), (grandchild["path"], 0, True)]
 
 
+@pytest.mark.slow
 def test_rename(start, workspace):
     k = start()
     s = k.create()
@@ -218,6 +223,7 @@ def test_rename(start, workspace):
     assert fresh.resume(s["path"])["name"] == "final ✓"
 
 
+@pytest.mark.slow
 def test_transcript(start, workspace):
     k = start()
     s = k.create(name="t")
@@ -247,6 +253,7 @@ def test_transcript(start, workspace):
     assert k.transcript(e["id"])["messages"] == []
 
 
+@pytest.mark.slow
 def test_a_damaged_file_resumes_and_the_damage_goes_to_the_log(start, workspace, isolated_home):
     head = {"type": "session", "version": 1, "id": "22222222-3333-4444-8555-666666666666",
             "timestamp": "2025-05-05T05:05:05.5Z", "cwd": str(workspace)}

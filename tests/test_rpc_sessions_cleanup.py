@@ -10,6 +10,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from lib.rpc_sessions import start, strict_records, workspace  # noqa: F401  (fixtures)
 
 
@@ -30,6 +32,7 @@ def with_content(k, name: str | None = None) -> dict:
     return s
 
 
+@pytest.mark.slow
 def test_moving_to_another_session_removes_the_idle_empty_unnamed_ones(start):
     k = start()
     source = with_content(k, "source")
@@ -61,6 +64,7 @@ def test_moving_to_another_session_removes_the_idle_empty_unnamed_ones(start):
     assert gone(last_unnamed)
 
 
+@pytest.mark.slow
 def test_close_removes_only_unused_sessions(start):
     k = start()
     named, content = k.create(name="named"), with_content(k)
@@ -72,6 +76,7 @@ def test_close_removes_only_unused_sessions(start):
     assert [r["type"] for r in strict_records(content["path"])].count("message") == 4
 
 
+@pytest.mark.slow
 def test_shutdown_removes_unused_sessions(start):
     for end in ("eof", "shutdown", "sigterm"):
         k = start()
@@ -90,6 +95,7 @@ def test_shutdown_removes_unused_sessions(start):
         assert k.stderr == "", end
 
 
+@pytest.mark.slow
 def test_never_removes_a_session_another_process_has_open(start):
     a, b = start(), start()
     shared = a.create()
@@ -108,6 +114,7 @@ def test_never_removes_a_session_another_process_has_open(start):
     assert gone(shared)
 
 
+@pytest.mark.slow
 def test_another_process_closing_it_keeps_our_session_usable(start):
     a, b = start(), start()
     shared = a.create()
@@ -120,6 +127,7 @@ def test_another_process_closing_it_keeps_our_session_usable(start):
     assert os.path.exists(shared["path"])
 
 
+@pytest.mark.slow
 def test_listing_never_deletes(start, isolated_home, workspace):
     a, b = start(), start()
     mine, theirs = a.create(), b.create()

@@ -11,6 +11,8 @@ renames land in the middle of every turn.
 
 from __future__ import annotations
 
+import pytest
+
 from lib.rpc_client import frame
 from lib.rpc_sessions import (  # noqa: F401  (fixtures)
     messages_of, names_of, start, strict_records, workspace,
@@ -52,6 +54,7 @@ def open_the_gate(writer, questions: list[dict]) -> None:
         assert writer.response(request_id)["result"] == {"ok": True}
 
 
+@pytest.mark.slow
 def test_sixteen_sessions_written_concurrently(start, workspace):
     (workspace / "big.txt").write_text(BIG)
     writers = [start(STEPS, loop=False) for _ in range(2)]
@@ -84,7 +87,7 @@ def test_sixteen_sessions_written_concurrently(start, workspace):
     for writer, questions in zip(writers, gate2):
         open_the_gate(writer, questions)
     for writer, turn in turns:
-        assert writer.finish(turn["id"], timeout=60) == "completed"
+        assert writer.outcome(turn["id"], timeout=60) == "completed"
 
     for writer, s, rid in sessions:
         records = strict_records(s["path"])  # every line whole JSON, newline-terminated

@@ -53,6 +53,7 @@ def response_of(client, request_id) -> dict | None:
         return client._responses.get(json.dumps(request_id))
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing_acknowledged(start, workspace, isolated_home):
     (workspace / "big.txt").write_text(BIG)
     rng = random.Random(20240611)

@@ -18,6 +18,7 @@ def user_texts(path: str) -> list[str]:
     return [m["content"] for m in messages_of(strict_records(path)) if m["role"] == "user"]
 
 
+@pytest.mark.slow
 def test_clone(start, workspace):
     k = start()
     source = k.create(name="source")
@@ -44,6 +45,7 @@ def test_clone(start, workspace):
     assert (r["parentId"], r["parentPath"], r["name"]) == (source["persistentId"], source["path"], "source")
 
 
+@pytest.mark.slow
 def test_fork_messages_and_fork(start, workspace):
     k = start()
     source = k.create(name="forked")
@@ -121,6 +123,7 @@ def test_export_formats_and_default_paths(exported):
     assert [i["path"] for i in k.listing()] == [s["path"]]
 
 
+@pytest.mark.slow
 def test_export_explicit_paths(exported, workspace):
     k, s = exported
     (workspace / "out").mkdir()
@@ -158,6 +161,7 @@ def test_export_refused_paths(exported, workspace, tmp_path):
     assert err.code == -32602 and err.error["data"]["param"] == "path"
 
 
+@pytest.mark.slow
 def test_delete(start):
     k = start()
     s = k.create(name="doomed")
@@ -178,7 +182,7 @@ def test_delete_and_close_cancel_a_running_turn(start):
         turn = k.start_turn(s["id"], "wait for me")
         k.wait_event(turn["id"], "assistantDelta")
         result = k.request(method, {"sessionId": s["id"]})
-        assert k.finish(turn["id"]) == "canceled"
+        assert k.outcome(turn["id"]) == "canceled"
         assert result == ({"closed": True} if method == "sessions/close" else {"deleted": True, "path": s["path"]})
         assert os.path.exists(s["path"]) == (method == "sessions/close")
         err = k.error("turns/start", {"sessionId": s["id"], "input": "again"})
@@ -191,6 +195,7 @@ def test_delete_and_close_cancel_a_running_turn(start):
         [("user", None), ("assistant", True)]
 
 
+@pytest.mark.slow
 def test_close(start):
     k = start()
     s = k.create(name="kept")

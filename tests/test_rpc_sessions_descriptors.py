@@ -44,6 +44,7 @@ def texts(transcript: dict) -> list[str]:
     return [part["text"] for m in transcript["messages"] for part in m["content"] if part.get("type") == "text"]
 
 
+@pytest.mark.slow
 def test_200_open_sessions_under_a_64_descriptor_limit(start, workspace):
     a = start(TEXT_ONLY, nofile=LIMIT)
     created = [a.create(name=f"s{i}") for i in range(200)]
@@ -77,6 +78,7 @@ def test_200_open_sessions_under_a_64_descriptor_limit(start, workspace):
     assert a.request("initialize")["serverName"] == "kward"
 
 
+@pytest.mark.slow
 def test_running_out_of_descriptors_is_answered_and_recovered(start, workspace, tmp_path):
     """Sessions resumed from many directories each keep that directory's presence
     descriptor: enough of them exhaust 64 descriptors. The resume that finds none free

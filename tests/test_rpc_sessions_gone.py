@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from lib.rpc_sessions import (  # noqa: F401  (fixtures)
     TEXT_ONLY, messages_of, start, strict_records, workspace,
 )
@@ -58,6 +60,7 @@ def assert_turn_failed_gone(k, turn_id: str, path: str) -> None:
     assert kinds.count("turnFinished") == 1 and "error" in kinds
 
 
+@pytest.mark.slow
 def test_delete_from_another_process_is_refused_while_one_has_it_open_unless_forced(start):
     a = start(TEXT_ONLY)
     s = a.create(name="open in A")
@@ -93,6 +96,7 @@ def test_delete_from_another_process_is_refused_while_one_has_it_open_unless_for
     assert sidecars(s["path"]) == [] and a.listing() == []
 
 
+@pytest.mark.slow
 def test_a_forced_delete_from_another_process_fails_the_running_turn(start):
     a = start(WAIT_FOR_STEER)
     s = a.create(name="running in A")

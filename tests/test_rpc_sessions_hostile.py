@@ -62,8 +62,11 @@ def texts(transcript: dict) -> list[str]:
 
 @linux_only
 def test_a_file_without_newlines_is_refused_after_a_bounded_read(start, tmp_path):
-    k = start(TEXT_ONLY)
+    k = start(TEXT_ONLY, KWARD_NO_WARMUP="1")  # no background import may be charged to the reads measured
     k.request("initialize")
+    (tmp_path / "warm").mkdir()
+    warm = sparse(tmp_path / "warm" / "warm.jsonl", line(header(cwd=str(tmp_path))), 0)
+    k.resume(str(warm))  # the session modules are imported now, not charged to the bounded read below
     before = peak_rss(k)
     blob = sparse(tmp_path / "blob.jsonl", b"", 100 * MB)
     err = k.error("sessions/resume", {"path": str(blob)})
@@ -74,8 +77,9 @@ def test_a_file_without_newlines_is_refused_after_a_bounded_read(start, tmp_path
 
 
 @linux_only
+@pytest.mark.slow
 def test_a_huge_line_after_the_header_is_skipped_in_bounded_memory(start, tmp_path):
-    k = start(TEXT_ONLY)
+    k = start(TEXT_ONLY, KWARD_NO_WARMUP="1")  # no background import may be charged to the reads measured
     k.request("initialize")
     before = peak_rss(k)
     path = sparse(tmp_path / "huge.jsonl", line(header(cwd=str(tmp_path))), 200 * MB,
@@ -87,6 +91,7 @@ def test_a_huge_line_after_the_header_is_skipped_in_bounded_memory(start, tmp_pa
     assert texts(k.transcript(s["id"])) == ["after the blob", "more", "Done."]
 
 
+@pytest.mark.slow
 def test_a_session_ending_inside_a_huge_line_still_takes_turns(start, tmp_path):
     """The over-long line is still unterminated at the end: it is skipped, our first append
     terminates it, and a reload (here: another process) reads our records after it."""
@@ -101,6 +106,7 @@ def test_a_session_ending_inside_a_huge_line_still_takes_turns(start, tmp_path):
     assert texts(a.transcript(s["id"])) == ["before", "after", "Done."]
 
 
+@pytest.mark.slow
 def test_runs_of_blank_lines_are_scanned_at_c_speed(start, tmp_path):
     """50 MB of newlines: the old reader took a Python step per line (~36 s for this file
     by the issue's figures); the response must come within the 20 s wait."""
@@ -150,6 +156,7 @@ def plant(directory: Path, name: str, pid: int, age: float) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_stale_creating_files_are_removed_and_never_listed(start, workspace, isolated_home, tmp_path):
     from kward.sessions.paths import workspace_session_dir
 
@@ -186,6 +193,7 @@ PLANT = [
 ]
 
 
+@pytest.mark.slow
 def test_a_crafted_header_never_decides_where_tools_write(start, workspace, tmp_path):
     victim = (tmp_path / "victim").resolve()
     victim.mkdir()
@@ -204,6 +212,7 @@ def test_a_crafted_header_never_decides_where_tools_write(start, workspace, tmp_
     assert (victim / "planted.txt").exists()
 
 
+@pytest.mark.slow
 def test_tauren_resumes_its_sessions_in_their_workspace(start, workspace, tmp_path):
     """Tauren's short-lived processes start anywhere and resume files from kward's session
     directory, passing workspaceRoot; a resume without it uses the header's cwd, since

@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 from lib.rpc_sessions import (  # noqa: F401  (fixtures)
     TEXT_ONLY, messages_of, names_of, session_files, start, strict_records, workspace,
@@ -22,6 +24,7 @@ WAIT_FOR_STEER = [
 ]
 
 
+@pytest.mark.slow
 def test_turn_on_a_session_another_process_is_running_is_session_busy(start):
     a, b = start(WAIT_FOR_STEER), start(TEXT_ONLY)
     s = a.create(name="shared")
@@ -39,7 +42,7 @@ def test_turn_on_a_session_another_process_is_running_is_session_busy(start):
     assert b.request("sessions/rename", {"sessionId": r["id"], "name": "renamed during A's turn"})["name"]
     # A's turn is undisturbed: steer it to its end
     assert a.start_turn(s["id"], "go on", "steer")["id"] == turn["id"]
-    assert a.finish(turn["id"]) == "completed"
+    assert a.outcome(turn["id"]) == "completed"
     assert a.wait_event(turn["id"], "answer")["payload"]["content"] == "A is done"
     b.run_turn(r["id"], "from B")  # at once: the lock was released before turnFinished went out
     texts = [m["content"] for m in messages_of(strict_records(s["path"]))]
@@ -52,6 +55,7 @@ def test_turn_on_a_session_another_process_is_running_is_session_busy(start):
     assert len(messages_of(strict_records(s["path"]))) == 8
 
 
+@pytest.mark.slow
 def test_turn_finished_means_the_session_is_free_for_another_process(start):
     """Another process may start a turn the moment it sees turnFinished (the lock is
     released before turnFinished is sent)."""
@@ -63,10 +67,11 @@ def test_turn_finished_means_the_session_is_free_for_another_process(start):
             # right after the other process's turnFinished
             msg = client.response(client.send("turns/start", {"sessionId": sid, "input": f"turn {i}"}))
             assert "error" not in msg, (i, msg)  # session_busy here: the lock outlived turnFinished
-            assert client.finish(msg["result"]["id"]) == "completed"
+            assert client.outcome(msg["result"]["id"]) == "completed"
     assert len(messages_of(strict_records(s["path"]))) == 80
 
 
+@pytest.mark.slow
 def test_short_lived_process_resumes_renames_and_closes_a_session_a_long_lived_one_has_open(start, isolated_home):
     a = start()
     s = a.create()
@@ -114,6 +119,7 @@ def test_short_lived_process_resumes_renames_and_closes_a_session_a_long_lived_o
     assert os.path.exists(s["path"]) and not os.path.exists(empty_named["path"])
 
 
+@pytest.mark.slow
 def test_a_turn_run_elsewhere_shows_up_in_the_long_lived_view(start):
     a, b = start(), start()
     s = a.create(name="shared")
@@ -192,6 +198,7 @@ def test_the_turn_lock_is_free_when_turn_finished_is_published(tmp_path):
         second.shutdown_all()
 
 
+@pytest.mark.slow
 def test_a_turn_started_while_the_lane_releases_its_lock_is_queued(tmp_path):
     """A turn started while the lane is releasing the lock (fsync, close) waits for the
     release and runs, instead of failing session_busy on this process's own lock."""

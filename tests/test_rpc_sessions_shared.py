@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from lib.rpc_sessions import (  # noqa: F401  (fixtures)
     TEXT_ONLY, messages_of, start, strict_records, workspace,
 )
@@ -42,6 +44,7 @@ def unknown(k, session_id: str, method: str = "turns/start", **params) -> bool:
     return err.error["message"] == f"Unknown session: {session_id}" and err.reason == "session_not_found"
 
 
+@pytest.mark.slow
 def test_resume_of_an_open_file_answers_a_new_id_on_the_same_session(start, workspace):
     k = start(TEXT_ONLY)
     s = k.create(name="shared")
@@ -80,7 +83,7 @@ def test_turns_through_two_ids_run_one_at_a_time_in_start_order(start):
         assert state["isStreaming"] is True and state["pendingMessageCount"] == 3, sid
     assert k.start_turn(b["id"], "go on", "steer")["id"] == t1["id"]  # steering reaches the running turn
     for turn in (t1, t2, t3, t4):
-        assert k.finish(turn["id"]) == "completed"
+        assert k.outcome(turn["id"]) == "completed"
     # each turn's events carry the id it was started through, and the turns did not overlap
     with k._cond:
         arrival = [(n["params"]["turnId"], n["params"]["type"]) for n in k.notifications
@@ -94,6 +97,7 @@ def test_turns_through_two_ids_run_one_at_a_time_in_start_order(start):
     assert k.request("runtime/state", {"sessionId": b["id"]})["isStreaming"] is False
 
 
+@pytest.mark.slow
 def test_closing_one_id_cancels_only_its_turns_and_leaves_the_other_working(start):
     k = start(FIRST_WAITS, loop=False)
     a = k.create(name="two ids")
@@ -102,13 +106,13 @@ def test_closing_one_id_cancels_only_its_turns_and_leaves_the_other_working(star
     k.wait_event(running["id"], "assistantDelta")
     queued = k.start_turn(a["id"], "a waits", "followUp")
     assert k.request("sessions/close", {"sessionId": a["id"]}) == {"closed": True}
-    assert k.finish(queued["id"]) == "canceled"  # a's queued turn goes with its id
+    assert k.outcome(queued["id"]) == "canceled"  # a's queued turn goes with its id
     assert "turnStarted" not in [kind for t, kind in turn_events(k, a["id"]) if t == queued["id"]]
     assert unknown(k, a["id"]) and unknown(k, a["id"], "runtime/state")
     # b's running turn was not touched: steer it to its end, then b goes on
     assert k.request("runtime/state", {"sessionId": b["id"]})["isStreaming"] is True
     k.start_turn(b["id"], "go on", "steer")
-    assert k.finish(running["id"]) == "completed"
+    assert k.outcome(running["id"]) == "completed"
     k.run_turn(b["id"], "b again")
     assert k.request("sessions/rename", {"sessionId": b["id"], "name": "still b"})["name"] == "still b"
     assert [m["content"] for m in messages_of(strict_records(a["path"]))] == [
@@ -124,6 +128,7 @@ def test_closing_one_id_cancels_only_its_turns_and_leaves_the_other_working(star
     assert k.resume(a["path"])["persistentId"] == a["persistentId"]
 
 
+@pytest.mark.slow
 def test_delete_through_one_id_deletes_the_file_and_closes_every_id(start):
     k = start(FIRST_WAITS, loop=False)
     a = k.create(name="doomed")
@@ -131,7 +136,7 @@ def test_delete_through_one_id_deletes_the_file_and_closes_every_id(start):
     running = k.start_turn(b["id"], "b runs")
     k.wait_event(running["id"], "assistantDelta")
     assert k.request("sessions/delete", {"sessionId": a["id"]}) == {"deleted": True, "path": a["path"]}
-    assert k.finish(running["id"]) == "canceled"
+    assert k.outcome(running["id"]) == "canceled"
     for suffix in ("", ".lock", ".open"):
         assert not os.path.exists(a["path"] + suffix), suffix
     for sid in (a["id"], b["id"], c["id"]):
@@ -142,6 +147,7 @@ def test_delete_through_one_id_deletes_the_file_and_closes_every_id(start):
     assert [i["path"] for i in k.listing()] == [nxt["path"]]
 
 
+@pytest.mark.slow
 def test_cleanup_counts_a_file_open_under_several_ids_as_one_session(start):
     k = start(TEXT_ONLY)
     empty = k.create()
@@ -162,6 +168,7 @@ def test_cleanup_counts_a_file_open_under_several_ids_as_one_session(start):
         assert k.transcript(sid)["session"]["path"] == kept["path"]
 
 
+@pytest.mark.slow
 def test_pipelined_opening_requests_each_answer_a_complete_payload(start):
     """Pipelined creates clean each other's unused files up at once; every answer is still
     the complete payload of a session that existed (createdAt <= modifiedAt). Pipelined

@@ -60,6 +60,7 @@ def system_of(request) -> str:
     return first["content"]
 
 
+@pytest.mark.slow
 def test_the_parts_come_in_order(client, fake, isolated_home):
     ws = isolated_home / "ws"
     (ws / "AGENTS.md").write_text("Project rule.\n")
@@ -74,6 +75,7 @@ def test_the_parts_come_in_order(client, fake, isolated_home):
     assert [w["message"] for w in warnings] == ["Plugin extras prompt context failed: RuntimeError: context bug"]
 
 
+@pytest.mark.slow
 def test_agents_files_are_capped_and_read_again_after_edits(client, fake, isolated_home):
     ws, cfg = isolated_home / "ws", isolated_home / ".kward"
     (ws / "AGENTS.md").write_text("P" * (MAX_PROMPT_FILE + 10) + "TAIL")
@@ -125,6 +127,7 @@ def test_the_memory_block_goes_after_the_user_instructions(tmp_path):
     resources.shutdown()
 
 
+@pytest.mark.slow
 def test_read_skill_in_a_turn_reads_inside_the_skill_folder_only(kward, isolated_home):
     cfg = isolated_home / ".kward"
     write_skill(cfg, "pdf", "Use pdftotext.", description="PDFs")
@@ -165,6 +168,7 @@ OBSERVED = {"reasoningDelta": "reasoning_delta", "assistantDelta": "assistant_de
             "answer": "answer"}
 
 
+@pytest.mark.slow
 def test_plugin_observers_see_the_turn_events_and_cannot_hold_it_up(kward, isolated_home):
     out = isolated_home / "observed.jsonl"
     write_plugin(isolated_home / ".kward", "watch", OBSERVER, out=out)

@@ -24,6 +24,7 @@ def records(home):
     return [json.loads(line) for path in sorted(logs.glob("*.jsonl")) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_off_by_default_nothing_is_written_and_stats_say_why(kward, isolated_home):
     k = kward([[tool("list_directory", {"path": "."})], [text("done")]])
     caps = k.request("initialize")["capabilities"]["logging"]
@@ -73,6 +74,7 @@ def test_a_turn_writes_its_records_with_the_trace_ids(kward, isolated_home):
     assert k.error("logging/tokenCsv", {"bucket": "fortnight"}).error["data"]["param"] == "bucket"
 
 
+@pytest.mark.slow
 def test_config_switches_categories_and_only_literal_true_counts(kward, isolated_home):
     (isolated_home / ".kward").mkdir()
     config = isolated_home / ".kward" / "config.json"
@@ -88,6 +90,7 @@ def test_config_switches_categories_and_only_literal_true_counts(kward, isolated
     assert len(records(isolated_home)) == 1
 
 
+@pytest.mark.slow
 def test_retries_and_failures_against_a_provider(isolated_home):
     with FakeOpenRouter() as fake, start_kward(isolated_home, KWARD_OPENROUTER_BASE_URL=fake.base_url,
                                                OPENROUTER_API_KEY=KEY, **ALL) as c:
@@ -111,6 +114,7 @@ def test_retries_and_failures_against_a_provider(isolated_home):
     assert KEY not in json.dumps(found)
 
 
+@pytest.mark.slow
 def test_kward_stats_tokens(cli, isolated_home):
     cli.script([[text("ok")]], loop=True)
     off = cli.run("stats", "tokens")

@@ -245,7 +245,7 @@ def test_invalid_questions_are_refused_before_any_notification(kward):
     check_turn_events(events, "completed")
     (result,) = payloads(events, "toolResult")
     assert result["content"] == "Error: question 1 requires 2 to 4 options."
-    assert k.notifications("ui/question") == []
+    assert k.notified("ui/question") == []
 
 
 def test_canceling_a_turn_waiting_for_an_answer_releases_the_question(kward):

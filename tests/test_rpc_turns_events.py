@@ -5,6 +5,8 @@ that fail (a provider error, an invalid script, a script that runs out of steps)
 import json
 import re
 
+import pytest
+
 from lib.turns_helpers import (check_turn_events, kward, reasoning, text, tool,  # noqa: F401
                                wait_for_steer)
 
@@ -140,6 +142,7 @@ def test_an_invalid_json_script_fails_the_turn_naming_the_file(kward):
     assert finished["error"]["reason"] == "invalid_config" and finished["error"]["code"] == "ScriptError"
 
 
+@pytest.mark.slow
 def test_an_unknown_script_event_and_a_script_out_of_steps_fail_the_turn(kward):
     bad = kward([[{"type": "dance"}]])
     s = bad.session()
@@ -155,6 +158,7 @@ def test_an_unknown_script_event_and_a_script_out_of_steps_fail_the_turn(kward):
     assert "no step 2" in message and "loop" in message
 
 
+@pytest.mark.slow
 def test_a_script_field_of_the_wrong_type_fails_the_turn_naming_it(kward):
     cases = [
         ({"type": "text", "text": "x", "repeat": "many"}, '(text) "repeat" must be a positive integer'),

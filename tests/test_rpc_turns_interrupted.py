@@ -57,6 +57,7 @@ INTERRUPTED = {"role": "assistant", "interrupted": True,
                "content": [{"type": "thinking", "thinking": "Let me think."}, {"type": "text", "text": "Partial answer"}]}
 
 
+@pytest.mark.slow
 def test_a_cancel_mid_stream_keeps_the_partial_answer_for_transcript_resume_export_and_the_next_request(
         kward, isolated_home):
     k = kward([PARTIAL])
@@ -97,6 +98,7 @@ def test_a_cancel_mid_stream_keeps_the_partial_answer_for_transcript_resume_expo
         assert b.protocol_errors == [] and b.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_next_openrouter_request_carries_the_partial_answer(kward, isolated_home):
     k = kward([PARTIAL])
     s = k.session()
@@ -151,6 +153,7 @@ def test_a_cancel_before_anything_streamed_persists_nothing(kward):
     assert [m["role"] for m in k.request("sessions/transcript", {"sessionId": s["id"]})["messages"]] == ["user"]
 
 
+@pytest.mark.slow
 def test_reasoning_only_partial_is_kept_and_the_next_request_stays_valid(kward, isolated_home):
     k = kward([[reasoning("Only thinking so far"), delay(60)]])
     s = k.session()
@@ -202,6 +205,7 @@ def test_codex_stream_cancelled_mid_stream_keeps_its_text(codex):
                                                                  user_item("again")]
 
 
+@pytest.mark.slow
 def test_codex_failure_after_output_keeps_the_partial_with_its_error(codex):
     sid = codex.session["id"]
     codex.fake.script("responses", fc.failed_mid_stream("server_error", "The upstream crashed.", ["Partial"]),

@@ -7,12 +7,12 @@ import inspect
 import json
 import os
 import random
-import subprocess
-import sys
 import threading
 import time
 
-from lib.rpc_client import frame, kward_env
+import pytest
+
+from lib.rpc_client import frame, kward_env, spawn_kward
 from lib.turns_helpers import (check_turn_events, delay, kward, proc_status_kb, reasoning, text,  # noqa: F401
                                tool, wait_until, write_script)
 
@@ -24,6 +24,7 @@ QUESTION = {"question": "Go?", "header": "Go",
             "options": [{"label": "Yes", "description": "go"}, {"label": "No", "description": "stop"}]}
 
 
+@pytest.mark.slow
 def test_many_concurrent_turns_each_finish_exactly_once_with_gap_free_sequences(kward):
     """16 sessions x 4 turns. Every first turn waits on a ui/question, so the later turns
     are queued for sure; some running and some queued turns are canceled at known points,
@@ -37,9 +38,9 @@ def test_many_concurrent_turns_each_finish_exactly_once_with_gap_free_sequences(
     sessions = [k.session(name=f"load {i}")["id"] for i in range(SESSIONS)]  # named: kept when others open
     order: dict[str, list[str]] = {sid: [k.start(sid, "turn 0")["id"]] for sid in sessions}
     questions = {}
-    k.client.wait(lambda: len({q["sessionId"] for q in k.notifications("ui/question")}) == SESSIONS, 10,
+    k.client.wait(lambda: len({q["sessionId"] for q in k.notified("ui/question")}) == SESSIONS, 10,
                   "a question from every session")
-    for q in k.notifications("ui/question"):
+    for q in k.notified("ui/question"):
         questions[q["sessionId"]] = q["questionRequestId"]
     for n in range(1, TURNS_PER_SESSION):
         for sid in sessions:
@@ -199,6 +200,7 @@ def delta_frame_bytes(delta):
     return len(frame(json.dumps(sample, separators=(",", ":")).encode()))
 
 
+@pytest.mark.slow
 def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolated_home):
     """While the client does not read, the outbox fills to its byte limit and the turn waits
     (memory stays bounded); past the high-water mark new turns are refused as overloaded;
@@ -221,8 +223,7 @@ def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolat
         [text("done")],
     ])
     env = kward_env(isolated_home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
-    proc = subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=str(ws), env=env)
+    proc = spawn_kward(isolated_home, cwd=ws, env=env)
     reader = HeldReader(proc.stdout)
     next_id = iter(range(1, 1000))
 

@@ -4,6 +4,8 @@ valid image stored in the user message) and the input size limit."""
 
 import base64
 
+import pytest
+
 from lib.rpc_client import RpcClient
 from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
@@ -112,6 +114,7 @@ def test_each_attachment_violation_is_refused(kward):
     assert k.events() == []
 
 
+@pytest.mark.slow
 def test_oversized_images_are_refused_and_limit_sized_ones_accepted(kward):
     k = kward([[text("big")]])
     sid = k.session()["id"]
@@ -156,6 +159,7 @@ def test_input_over_the_configured_maximum_is_refused(kward):
     check_turn_events(events, "completed")
 
 
+@pytest.mark.slow
 def test_a_session_another_process_is_running_answers_session_busy(kward):
     k = kward([[tool("ask_user_question", {"questions": [{
         "question": "Wait?", "header": "Wait", "options": [{"label": "A", "description": "a"},

@@ -3,6 +3,8 @@
 
 import json
 
+import pytest
+
 from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
 QUESTION = {"question": "Go on?", "header": "Go",
@@ -47,6 +49,7 @@ def test_capabilities_report_native_steering_for_the_scripted_provider(kward):
                                                "multiSelect": False, "preview": False}
 
 
+@pytest.mark.slow
 def test_runtime_state_of_a_fresh_and_of_a_busy_session(kward):
     k = kward([[tool("ask_user_question", {"questions": [QUESTION]})], [text("bye")]], model="fake-model-2")
     s = k.session()

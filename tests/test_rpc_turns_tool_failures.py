@@ -50,6 +50,7 @@ def resumed_transcript(home, path):
     return messages
 
 
+@pytest.mark.slow
 def test_vanished_paths_and_os_errors_are_error_results_and_the_turn_completes(kward, isolated_home):
     k = kward([
         [tool("run_shell_command", {"command": "rm -r gone && ln -s missing-target dangling"}, id="rm")],
@@ -99,6 +100,7 @@ BOOT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_path_vanishing_while_its_result_is_recorded_neither_fails_the_turn_nor_doubles_history(isolated_home):
     ws = isolated_home / "ws"
     ws.mkdir()

@@ -6,6 +6,8 @@ failure paths (a tool error, path escapes, an unknown tool, invalid JSON argumen
 import json
 import os
 
+import pytest
+
 from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
 
@@ -49,6 +51,7 @@ def test_tool_call_and_result_payloads_carry_every_normalized_field(kward):
     assert audit["result"] == result["result"] and audit["isError"] is False
 
 
+@pytest.mark.slow
 def test_list_directory_and_search_files(kward):
     files = {"README.md": "# Demo\n", "src/app.py": "def main():\n    return 42  # TODO tidy\n",
              "src/util.py": "# TODO: more\n", "docs/guide.txt": "TODO in docs\n", ".git/config": "TODO in git\n"}
@@ -118,6 +121,7 @@ def test_edit_file_payload_uses_old_and_new_text_and_changes_the_file(kward):
     assert json.loads(edit["rawToolCall"]["function"]["arguments"])["edits"] == edits
 
 
+@pytest.mark.slow
 def test_run_shell_command_in_the_workspace(kward):
     k, s, events = run_tools(kward, [
         tool("run_shell_command", {"command": "pwd; echo out; echo err >&2; exit 3", "timeout_seconds": 5}, id="sh"),
@@ -139,6 +143,7 @@ def test_run_shell_command_in_the_workspace(kward):
     assert r["slow"]["content"] == "Error: command timed out after 1 seconds"
 
 
+@pytest.mark.slow
 def test_tool_failures_are_results_and_the_turn_goes_on(kward):
     k, s, events = run_tools(kward, [
         tool("edit_file", {"path": "f.txt", "edits": [{"old_text": "a", "new_text": "b"}]}, id="unread_edit"),
@@ -173,6 +178,7 @@ def test_tool_failures_are_results_and_the_turn_goes_on(kward):
     assert audits["unknown"]["isError"] is True and audits["read"]["isError"] is False
 
 
+@pytest.mark.slow
 def test_paths_outside_the_workspace_are_refused(kward, isolated_home):
     outside = isolated_home / "outside"
     outside.mkdir()

@@ -34,6 +34,7 @@ def test_committed_session_files_load_as_they_did(tmp_path):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "variants"])
+@pytest.mark.slow
 def test_turns_write_the_records_and_events_they_did(tmp_path, name):
     generated = generate(tmp_path, (name,))[name]
     committed = (DATA / f"{name}.jsonl").read_text(encoding="utf-8")

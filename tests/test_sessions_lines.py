@@ -33,6 +33,7 @@ def scan(data: bytes, **kw) -> tuple[LineScanner, list[tuple[bytes, int]]]:
     return scanner, list(scanner)
 
 
+@pytest.mark.slow
 def test_the_scanner_agrees_with_a_plain_split_whatever_the_chunking():
     rng = random.Random(9)
     pieces = [b"\n", b"\n" * 300, b"  ", b"\t", b"\r\n", b" \r\n ", b"{}", b"abc", b"x" * 70, b"{\"a\": 1}"]

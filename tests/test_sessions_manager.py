@@ -363,6 +363,7 @@ def test_cleanup_spares_busy_sessions_and_defers_close_until_idle(env):
     assert not os.path.exists(other.path)
 
 
+@pytest.mark.slow
 def test_cleanup_spares_sessions_another_process_has_open_or_locked(env):
     manager, _ = env
     for how in ("open", "turn"):

@@ -153,6 +153,7 @@ APPENDER = """
 """
 
 
+@pytest.mark.slow
 def test_16_threads_and_4_processes_append_without_interleaving(tmp_path):
     f = new_file(tmp_path)
     per_thread, per_proc = 150, 150
@@ -216,6 +217,7 @@ CRASHER = """
 """
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path):
     rng = random.Random(1234)
     f = new_file(tmp_path)

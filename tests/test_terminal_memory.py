@@ -79,6 +79,7 @@ def test_stats_with_a_range_shows_telemetry_and_without_one_the_session(term):
     assert k.wait() == 0
 
 
+@pytest.mark.slow
 def test_kward_memory_on_the_command_line(cli):
     assert cli.run("memory", "enable").stdout == b"Memory enabled.\n"
     assert cli.run("memory", "add", "we", "use", "uv").stdout == b"Added soft memory soft_001.\n"

@@ -157,12 +157,14 @@ def test_cancel_kills_a_catastrophic_regex_and_the_process_keeps_running(ctx, tr
     assert not worker.is_alive() and outcome["result"] == "canceled"
 
 
+@pytest.mark.slow
 def test_a_catastrophic_regex_times_out_with_an_error(ctx, trap, monkeypatch):
     monkeypatch.setattr(search, "SEARCH_TIMEOUT_SECONDS", 0.5)
     r = find(ctx, pattern=CATASTROPHIC)
     assert r.is_error and r.content.startswith("Error: search timed out after 0.5 seconds")
 
 
+@pytest.mark.slow
 def test_a_timeout_keeps_the_matches_found_before_it(ctx, ws, monkeypatch):
     (ws / "a_first.txt").write_text("aaa\n")
     (ws / "b_trap.txt").write_text("a" * 30 + "!\n")

@@ -119,6 +119,7 @@ def _gone(pids):
     return [pid for pid in pids if pid_alive(pid)] == []
 
 
+@pytest.mark.slow
 def test_timeout_ends_processes_that_left_the_group(ctx):
     ws = ctx.workspace_root
     r = sh(ctx, ESCAPEES + "sleep 100", timeout_seconds=1)
@@ -162,6 +163,7 @@ def test_reaping_waits_for_unregistered_children_of_other_sessions():
     assert orphan.wait(5) == 0  # its status went to the reaper, as documented
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_group_with_grandchildren(ctx):
     ws = ctx.workspace_root
     r = sh(ctx, "trap '' TERM; echo $$ > sh.pid; sleep 100 & echo $! > bg.pid; sleep 100", timeout_seconds=1)

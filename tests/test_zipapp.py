@@ -22,7 +22,7 @@ import pytest
 
 from kward import __version__
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_client import RpcClient, kward_env
+from lib.rpc_client import RpcClient, kward_command, kward_env
 from lib.turns_helpers import text, tool, write_script
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def test_rpc_handshake_and_a_scripted_turn(pyz, env, isolated_home):
     (ws / "notes.txt").write_text("hello\n")
     script = write_script(isolated_home / "scripts", [[tool("read_file", path="notes.txt")], [text("It says hello.")]])
     env = {**env, "KWARD_PROVIDER": "scripted", "KWARD_SCRIPT": str(script)}
-    with RpcClient(isolated_home, cwd=ws, env=env, argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
+    with RpcClient(isolated_home, cwd=ws, env=env, argv=kward_command(pyz)) as c:
         init = c.request("initialize", {"clientInfo": {"name": "zipapp-test", "version": "1"}})
         assert (init["serverName"], init["serverVersion"]) == ("kward", __version__)
         session = c.request("sessions/create", {"workspaceRoot": str(ws)})

@@ -36,12 +36,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
+from kward.client import Client  # noqa: E402
+from kward.rpc.framing import FrameReader, encode_frame  # noqa: E402
+
 Row = dict
 
 
 def frame(obj) -> bytes:
-    body = json.dumps(obj).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return encode_frame(json.dumps(obj).encode())
 
 
 def env_for(home: Path) -> dict:
@@ -52,17 +54,9 @@ def env_for(home: Path) -> dict:
 
 
 def read_frame(stream) -> dict | None:
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        if line in (b"\r\n", b"\n"):
-            break
-        name, _, value = line.partition(b":")
-        if name.lower() == b"content-length":
-            length = int(value)
-    return json.loads(stream.read(length))
+    """The next message on `stream` (kward's own frame reader), None at its end."""
+    body = FrameReader(stream, 1 << 31).read()
+    return None if body is None else json.loads(body)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -85,22 +79,22 @@ while True:
 '''
 
 
+def round_trips(client: Client, n: int) -> list[float]:
+    """`n` sequential `workspace/info` requests through kward.client; each one's seconds."""
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        client.request("workspace/info")
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 class Peer:
-    """A child process speaking frames; `run_pipelined` and `round_trips` drive it."""
+    """A child process written to as fast as the pipe takes it: kward.client waits for each
+    answer, so pipelined throughput is driven with kward's own framing here."""
 
     def __init__(self, cmd: list[str], env: dict, cwd: Path):
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
-
-    def round_trips(self, n: int) -> list[float]:
-        out = []
-        req = frame({"jsonrpc": "2.0", "id": 1, "method": "workspace/info"})
-        for _ in range(n):
-            t0 = time.perf_counter()
-            self.p.stdin.write(req)
-            self.p.stdin.flush()
-            read_frame(self.p.stdout)
-            out.append(time.perf_counter() - t0)
-        return out
 
     def pipelined(self, n: int) -> float:
         data = b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(n))
@@ -133,13 +127,14 @@ def bench_rpc(quick: bool) -> list[Row]:
     rows: list[Row] = []
     for label, cmd in (("baseline: minimal 1-thread framing echo", [sys.executable, "-c", ECHO_BASELINE]),
                        ("kward rpc", [sys.executable, "-m", "kward", "rpc"])):
+        with Client.spawn(cmd, env=env, cwd=home) as client:
+            round_trips(client, 50)  # warm up
+            rt = round_trips(client, n_rt)
         peer = Peer(cmd, env, home)
-        peer.round_trips(50)  # warm up
-        rt = peer.round_trips(n_rt)
         rates = [peer.pipelined(n_pipe) for _ in range(reps)]
         peer.close()
         rows += [
-            {"name": f"{label}: sequential round trip p50 ({n_rt} x workspace/info)",
+            {"name": f"{label}: sequential round trip p50 ({n_rt} x workspace/info, kward.client)",
              "value": percentile(rt, 50) * 1000, "unit": "ms", "target": "-"},
             {"name": f"{label}: sequential round trip p99", "value": percentile(rt, 99) * 1000, "unit": "ms",
              "target": "-"},
@@ -151,11 +146,20 @@ def bench_rpc(quick: bool) -> list[Row]:
 
 
 def bench_inprocess(quick: bool) -> list[Row]:
-    """The same pipelined load against an RpcServer in this process (no process start, no
-    child interpreter): isolates the server's own cost per request."""
+    """Round trips through `Client.in_process` (the same client and server core, no child
+    process), and the same pipelined load against an RpcServer in this process (no process
+    start, no child interpreter): isolates the server's own cost per request."""
     from kward.rpc.compose import build_server, resolve
 
     home = Path(tempfile.mkdtemp(prefix="kward-bench-"))
+    n_rt = 300 if quick else 1000
+    with Client.in_process(env=env_for(home), cwd=home) as client:
+        round_trips(client, 50)  # warm up
+        rt = round_trips(client, n_rt)
+    rows = [{"name": f"Client.in_process: sequential round trip p50 ({n_rt} x workspace/info)",
+             "value": percentile(rt, 50) * 1000, "unit": "ms", "target": "-"},
+            {"name": "Client.in_process: sequential round trip p99", "value": percentile(rt, 99) * 1000,
+             "unit": "ms", "target": "-"}]
     setup = resolve({"HOME": str(home)}, home)
     n = 10_000
     rates = []
@@ -177,8 +181,8 @@ def bench_inprocess(quick: bool) -> list[Row]:
         os.close(in_w)
         t.join(10)
         reader.close()
-    return [{"name": f"in-process RpcServer: pipelined {n} requests (median)", "value": statistics.median(rates),
-             "unit": "req/s", "target": "-"}]
+    return rows + [{"name": f"in-process RpcServer: pipelined {n} requests (median)",
+                    "value": statistics.median(rates), "unit": "req/s", "target": "-"}]
 
 
 SECTIONS = {"rpc": bench_rpc}

@@ -163,53 +163,35 @@ def bench_first_frame_via_rpc(turns: int) -> float:
     the moment the fake server received the model request (it answers at once: headers,
     then the first delta) to the `assistantDelta` frame read from kward's stdout. Both
     instants are time.monotonic() of this process. p50 in ms."""
-    import subprocess
     import tempfile
 
+    from kward.client import Client
     from lib.rpc_client import kward_env
 
     with fc.FakeCodex() as fake, tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         env = kward_env(home, KWARD_PROVIDER="codex", KWARD_CODEX_BASE_URL=fake.base_url,
                         OPENAI_ACCESS_TOKEN=fc.make_jwt("acct_bench"), KWARD_RETRY_DELAYS="0")
-        proc = subprocess.Popen([sys.executable, "-m", "kward", "rpc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                env=env, cwd=tmp)
-        next_id = [0]
+        arrivals: list[float] = []
 
-        def send(method: str, params: dict[str, Any]) -> None:
-            next_id[0] += 1
-            body = json.dumps({"jsonrpc": "2.0", "id": next_id[0], "method": method, "params": params}).encode()
-            proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            proc.stdin.flush()
+        def first_delta(msg: dict[str, Any]) -> bool:  # runs on the client's reader thread: stamp it there
+            if msg.get("params", {}).get("type") == "assistantDelta":
+                arrivals.append(time.monotonic())
+            return False
 
-        def read() -> dict[str, Any]:
-            n = int(proc.stdout.readline().split(b":")[1])
-            proc.stdout.readline()
-            return json.loads(proc.stdout.read(n))
-
-        def until(pred) -> dict[str, Any]:
-            while True:
-                msg = read()
-                if pred(msg):
-                    return msg
-
-        send("initialize", {})
-        until(lambda m: m.get("id") == 1)
-        send("sessions/create", {"name": "bench"})
-        sid = until(lambda m: m.get("id") == 2)["result"]["id"]
-        samples = []
-        for i in range(turns + 5):
-            fake.script("responses", fc.text(("Hel", "lo")))
-            send("turns/start", {"sessionId": sid, "input": f"turn {i}"})
-            until(lambda m: m.get("params", {}).get("type") == "assistantDelta")
-            arrived = time.monotonic()
-            received = fake.requests("responses")[-1].t
-            until(lambda m: m.get("params", {}).get("type") == "turnFinished")
-            if i >= 5:  # the first turns warm up imports and the connection pool
-                samples.append(arrived - received)
-        proc.stdin.close()
-        proc.wait(10)
-        proc.stdout.close()
+        with Client.spawn(None, env=env, cwd=tmp) as client:
+            client.subscribe(first_delta)
+            client.request("initialize", {})
+            sid = client.request("sessions/create", {"name": "bench"})["id"]
+            samples = []
+            for i in range(turns + 5):
+                fake.script("responses", fc.text(("Hel", "lo")))
+                del arrivals[:]
+                for event in client.turn(sid, f"turn {i}", timeout=60):
+                    pass
+                received = fake.requests("responses")[-1].t
+                if i >= 5:  # the first turns warm up imports and the connection pool
+                    samples.append(arrivals[0] - received)
         return _p50(samples)
 
 

@@ -39,6 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kward.client import Client  # noqa: E402
 from kward.model import AssistantMessage  # noqa: E402
 from kward.sessions.listing import list_sessions  # noqa: E402
 from kward.sessions.opening import create_session  # noqa: E402
@@ -173,18 +174,15 @@ def _list_via_rpc(tmp: Path, directory: Path, runs: int) -> float:
     env = dict(os.environ, HOME=str(home), KWARD_CONFIG_PATH=str(home / ".kward" / "config.json"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
-    def frame(i: int, method: str, params: dict) -> bytes:
-        body = json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode()
-        return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-    request = frame(1, "initialize", {}) + frame(2, "sessions/list", {"workspaceRoot": str(workspace)})
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "kward", "rpc"], input=request, capture_output=True, env=env,
-                             cwd=workspace, timeout=60, check=True).stdout
+        client = Client.spawn(None, env=env, cwd=workspace)
+        client.request("initialize", {})
+        listing = client.request("sessions/list", {"workspaceRoot": str(workspace)}, timeout=60)
+        assert client.close() == 0
         times.append((time.perf_counter() - t0) * 1000)
-        assert out.count(b"Content-Length") == 2 and b'"sessions":[{' in out, out[:300]
+        assert listing["sessions"], listing
     return statistics.median(times)
 
 

@@ -26,8 +26,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from kward.client import Client  # noqa: E402
+from kward.rpc.framing import FrameReader, encode_frame  # noqa: E402
 from lib.rpc_client import RpcClient, kward_env  # noqa: E402
 
 Row = dict
@@ -57,6 +60,7 @@ def _finished(c: RpcClient, turn_id: str, timeout: float = 120) -> dict:
 BASELINE_WRITER = r'''
 import json, os, sys
 n = int(sys.argv[1])
+sys.stdin.buffer.read(1)  # the client is subscribed: go
 out = os.fdopen(1, "wb", buffering=1 << 16)
 for i in range(n):
     body = json.dumps({"jsonrpc": "2.0", "method": "turn/event", "params": {"sequence": i + 1, "timestamp": "2026-01-01T00:00:00.000Z",
@@ -66,40 +70,6 @@ out.flush()
 '''
 
 
-class LeanPeer:
-    """A minimal single-threaded client: readline/read framing, so that the reader is not
-    the bottleneck of the streaming figure."""
-
-    def __init__(self, argv: list[str], env: dict, cwd: Path):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
-        self.next_id = 0
-
-    def send(self, method: str, params: dict | None = None) -> int:
-        self.next_id += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}).encode()
-        self.p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.p.stdin.flush()
-        return self.next_id
-
-    def read(self) -> dict:
-        out = self.p.stdout
-        n = int(out.readline().split(b":")[1])
-        out.readline()
-        return json.loads(out.read(n))
-
-    def call(self, method: str, params: dict | None = None) -> dict:
-        rid = self.send(method, params)
-        while True:
-            msg = self.read()
-            if msg.get("id") == rid:
-                return msg["result"]
-
-    def close(self) -> None:
-        self.p.stdin.close()
-        self.p.wait(30)
-        self.p.stdout.close()
-
-
 def bench_streaming(home: Path, n: int) -> list[Row]:
     script = home / "stream.json"
     script.write_text(json.dumps({"loop": True, "steps": [[{"type": "text", "text": "x", "repeat": n}]]}))
@@ -107,30 +77,23 @@ def bench_streaming(home: Path, n: int) -> list[Row]:
     env = kward_env(home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
     rates, base = [], []
     for _ in range(3):
-        peer = LeanPeer([sys.executable, "-m", "kward", "rpc"], env, home / "ws")
-        peer.call("initialize")
-        sid = peer.call("sessions/create")["id"]
-        t0 = time.perf_counter()
-        peer.send("turns/start", {"sessionId": sid, "input": "go"})
-        seqs, deltas = [], 0
-        while True:
-            msg = peer.read()
-            if msg.get("method") != "turn/event":
-                continue
-            event = msg["params"]
-            seqs.append(event["sequence"])
-            deltas += event["type"] == "assistantDelta"
-            if event["type"] == "turnFinished":
-                break
-        rates.append(len(seqs) / (time.perf_counter() - t0))
+        with Client.spawn(None, env=env, cwd=home / "ws") as client:
+            client.request("initialize")
+            sid = client.request("sessions/create")["id"]
+            t0 = time.perf_counter()
+            seqs, deltas = [], 0
+            for event in client.turn(sid, "go", timeout=120):
+                seqs.append(event["sequence"])
+                deltas += event["type"] == "assistantDelta"
+            rates.append(len(seqs) / (time.perf_counter() - t0))
         assert seqs == list(range(1, len(seqs) + 1)) and deltas == n, (len(seqs), deltas)
-        peer.close()
-        peer = LeanPeer([sys.executable, "-c", BASELINE_WRITER, str(n)], env, home)
-        t0 = time.perf_counter()
-        for _ in range(n):
-            peer.read()
-        base.append(n / (time.perf_counter() - t0))
-        peer.close()
+        with Client.spawn([sys.executable, "-c", BASELINE_WRITER, str(n)], env=env, cwd=home) as client:
+            events = client.subscribe()
+            client.notify("go")
+            t0 = time.perf_counter()
+            for _ in range(n):
+                events.get(60)
+            base.append(n / (time.perf_counter() - t0))
     return [
         {"name": f"baseline: {n:,} ready-made notification frames read by the same client",
          "value": statistics.median(base), "unit": "events/s", "target": "-"},
@@ -187,26 +150,38 @@ def bench_cancel(home: Path, rounds: int) -> list[Row]:
     return rows
 
 
-class ThreadedPeer(LeanPeer):
-    """LeanPeer with a reader thread that decodes only responses (notifications are counted
-    by prefix), so that request latency is measured while events stream at full speed."""
+class ThreadedPeer:
+    """A lean client (kward's framing, a reader thread that decodes only responses and
+    counts notifications by prefix), so that request latency is measured while events
+    stream at full speed: kward.client would decode every event on the way."""
 
     def __init__(self, argv: list[str], env: dict, cwd: Path):
-        super().__init__(argv, env, cwd)
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
+        self.next_id = 0
         self.cond = threading.Condition()
         self.responses: dict[int, dict] = {}
         self.finished: set[str] = set()
         self.notifications = 0
         threading.Thread(target=self._loop, daemon=True).start()
 
+    def send(self, method: str, params: dict | None = None) -> int:
+        self.next_id += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}).encode()
+        self.p.stdin.write(encode_frame(body))
+        self.p.stdin.flush()
+        return self.next_id
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.wait(30)
+        self.p.stdout.close()
+
     def _loop(self) -> None:
-        out = self.p.stdout
+        frames = FrameReader(self.p.stdout, 1 << 31)
         while True:
-            line = out.readline()
-            if not line:
+            body = frames.read()
+            if body is None:
                 return
-            out.readline()
-            body = out.read(int(line.split(b":")[1]))
             if body.startswith(b'{"jsonrpc":"2.0","id"'):
                 arrived = time.perf_counter()  # stamped here: the waiting thread may wake later
                 msg = json.loads(body)

@@ -7,8 +7,8 @@
 
 With the default `--provider scripted` no account and no network are needed: the demo
 "model" lists the workspace, reads its README and summarizes it with the real tools. The
-code below is also a minimal reference for UI authors: framing, requests, notifications.
-Standard library only.
+code below is also a minimal reference for UI authors, on `kward.client` (docs/client.md):
+requests, a turn's events, a server that dies.
 """
 
 from __future__ import annotations
@@ -18,65 +18,16 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
+
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, CHECKOUT)  # kward.client from this checkout, whichever kward it starts
+
+from kward.client import Client, ClientClosed, RpcError  # noqa: E402
 
 DIM, BOLD, CYAN, RESET = "\033[2m", "\033[1m", "\033[36m", "\033[0m"
-
-
-class Client:
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
-        self.next_id = 0
-        self.responses: dict[int, dict] = {}
-        self.cond = threading.Condition()
-        self.on_notification = lambda msg: None
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    with self.cond:
-                        self.cond.notify_all()
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            msg = json.loads(out.read(length))
-            if "id" in msg and "method" not in msg:
-                with self.cond:
-                    self.responses[msg["id"]] = msg
-                    self.cond.notify_all()
-            else:
-                self.on_notification(msg)
-
-    def check_alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise SystemExit(f"demo: kward rpc exited with status {self.proc.returncode} before the turn finished")
-
-    def request(self, method: str, params: dict | None = None) -> dict:
-        self.next_id += 1
-        rid = self.next_id
-        body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.proc.stdin.flush()
-        with self.cond:
-            while rid not in self.responses:
-                self.check_alive()
-                self.cond.wait(1)
-            msg = self.responses.pop(rid)
-        if "error" in msg:
-            raise SystemExit(f"{method} failed: {msg['error']['message']}")
-        return msg["result"]
 
 
 class Printer:
@@ -137,8 +88,7 @@ def kward_command(given: str | None) -> tuple[list[str], dict[str, str]]:
     found = shutil.which("kward", path=os.pathsep.join([scripts, env.get("PATH", "")]))
     if found:
         return [found, "rpc"], env
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [checkout, env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [CHECKOUT, env.get("PYTHONPATH")]))
     return [sys.executable, "-m", "kward", "rpc"], env
 
 
@@ -152,31 +102,30 @@ def main() -> int:
     argv, env = kward_command(args.kward)
     env["KWARD_PROVIDER"] = args.provider
     # started outside the workspace, so that `python3 -m kward` cannot pick up a checkout's sources
-    client = Client(argv, env, tempfile.gettempdir())
-    done = threading.Event()
-    status = {}
+    client = Client.spawn(argv, env=env, cwd=tempfile.gettempdir())
     printer = Printer(sys.stdout.isatty() and "NO_COLOR" not in os.environ)
-
-    def on_notification(msg: dict) -> None:
-        if msg.get("method") == "turn/event":
-            event = msg["params"]
+    status = {}
+    method = "initialize"
+    try:
+        info = client.request(method, {"clientInfo": {"name": "kward-demo", "version": "1"}}, timeout=None)
+        print(f"{info['serverName']} {info['serverVersion']}, protocol {info['protocolVersion']} ({' '.join(argv)})")
+        method = "sessions/create"
+        session = client.request(method, {"workspaceRoot": os.path.abspath(args.workspace)}, timeout=None)
+        print(f"session {session['id']} in {session['workspaceRoot']}")
+        print(f"session file {session['path']}")
+        print(f"> {args.input}")
+        method = "turns/start"
+        for event in client.turn(session["id"], args.input):
             printer.show(event)
             if event["type"] == "turnFinished":
                 status.update(event["payload"])
-                done.set()
-
-    client.on_notification = on_notification
-    info = client.request("initialize", {"clientInfo": {"name": "kward-demo", "version": "1"}})
-    print(f"{info['serverName']} {info['serverVersion']}, protocol {info['protocolVersion']} ({' '.join(argv)})")
-    session = client.request("sessions/create", {"workspaceRoot": os.path.abspath(args.workspace)})
-    print(f"session {session['id']} in {session['workspaceRoot']}")
-    print(f"session file {session['path']}")
-    print(f"> {args.input}")
-    client.request("turns/start", {"sessionId": session["id"], "input": args.input})
-    while not done.wait(0.5):
-        client.check_alive()
-    client.request("shutdown")
-    client.proc.wait(10)
+        client.request("shutdown")
+    except RpcError as exc:
+        client.close()
+        raise SystemExit(f"{method} failed: {exc.message}")
+    except ClientClosed:
+        raise SystemExit(f"demo: kward rpc exited with status {client.close()} before the turn finished")
+    client.close()
     return 0 if status.get("status") == "completed" else 1
 
 

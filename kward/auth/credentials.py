@@ -1,9 +1,11 @@
 """Which credentials kward has, where they come from, and the changes a user makes to them.
 
-`Credentials` answers `auth/status` and `auth/providers` as plain data (booleans, sources
-and names, never a secret), stores an API key (`login_with_api_key`), removes stored
-credentials (`logout`; environment ones stay and keep being reported), and reads and saves
-the OpenAI login for the login flow and `TokenSource`.
+`Credentials` reports which credentials exist (`status` -> `CredentialStatus`, `providers`
+-> `ProviderCards`: sources, names and the store, never a secret), stores an API key
+(`login_with_api_key` -> `ApiKeySaved`), removes stored credentials (`logout` ->
+`LoggedOut`; environment ones stay and keep being reported), and reads and saves the
+OpenAI login for the login flow and `TokenSource`. The RPC face shapes these values into
+the `auth/*` results (`kward.rpc.wire_auth`).
 
 Sources: the environment (`OPENAI_ACCESS_TOKEN`, `OPENROUTER_API_KEY`; read per call,
 reported as ``environment``, never written anywhere) wins over what is stored (``stored``).
@@ -32,7 +34,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from kward.auth.oauth import OAuthSettings, resolve_oauth_settings
 from kward.auth.stores import OPENAI_OAUTH, OPENROUTER_API_KEY, CredentialStore, StoreChoice, select_store
@@ -49,6 +51,55 @@ PROVIDER_IDS = (OPENAI, OPENROUTER)
 NAMES = {OPENAI: "OpenAI", OPENROUTER: "OpenRouter"}
 MIN_API_KEY_CHARS = 8
 MAX_API_KEY_CHARS = 1024
+ENVIRONMENT = "environment"
+STORED = "stored"
+
+
+class CredentialStatus(NamedTuple):
+    """Where each credential comes from (``environment``, ``stored`` or None: there is
+    none) and the store in use: its name (``keyring`` or ``file``), what it holds where,
+    and why it was chosen (or why it fell back)."""
+
+    openai_oauth: str | None  # the stored OpenAI login: STORED or None
+    openai_access_token: str | None  # OPENAI_ACCESS_TOKEN: ENVIRONMENT or None
+    openrouter_api_key: str | None  # ENVIRONMENT wins over STORED
+    store: str
+    store_detail: str
+    store_reason: str
+
+
+class ProviderCard(NamedTuple):
+    """One provider as a UI shows it: `source` as in CredentialStatus, `stored` whether a
+    stored credential exists (it can be logged out)."""
+
+    id: str
+    name: str
+    auth_type: str  # ``oauth`` or ``api_key``
+    source: str | None
+    stored: bool
+    uses_callback_server: bool
+    store: str
+
+
+class ProviderCards(NamedTuple):
+    cards: tuple[ProviderCard, ...]
+    store: str
+
+
+class ApiKeySaved(NamedTuple):
+    provider_id: str
+    store: str
+    message: str  # words for people
+
+
+class LoggedOut(NamedTuple):
+    """`removed`: a stored credential was deleted; `in_environment`: the provider's
+    environment variable is set and stays in use."""
+
+    provider_id: str
+    removed: bool
+    in_environment: bool
+    message: str
 
 
 def check_api_key(value: Any) -> str:
@@ -195,9 +246,9 @@ class Credentials:
         """(key, source) with source ``environment`` or ``stored``, or None."""
         env = self.env.get("OPENROUTER_API_KEY", "")
         if isinstance(env, str) and env.strip():
-            return env.strip(), "environment"
+            return env.strip(), ENVIRONMENT
         stored = self.stored_openrouter_key()
-        return (stored, "stored") if stored else None
+        return (stored, STORED) if stored else None
 
     def stored_openrouter_key(self) -> str | None:
         stored = self.store.get(OPENROUTER_API_KEY)
@@ -211,7 +262,7 @@ class Credentials:
     def _where(self) -> str:
         return "in the OS keyring" if self.store.name == "keyring" else "in a 0600 file"
 
-    def login_with_api_key(self, provider_id: Any, api_key: Any) -> dict[str, Any]:
+    def login_with_api_key(self, provider_id: Any, api_key: Any) -> ApiKeySaved:
         """Store an API key (`auth/loginWithApiKey`). InvalidParams for a provider without
         API-key login or a malformed key; nothing is stored then."""
         provider = check_provider_id(provider_id, (OPENROUTER,))
@@ -222,9 +273,9 @@ class Credentials:
         if self.env.get("OPENROUTER_API_KEY", "").strip():
             message += " OPENROUTER_API_KEY is set in the environment and takes precedence while it is."
         self.changed(provider)
-        return {"providerId": provider, "ok": True, "credentialStore": self.store.name, "message": message}
+        return ApiKeySaved(provider, self.store.name, message)
 
-    def logout(self, provider_id: Any) -> dict[str, Any]:
+    def logout(self, provider_id: Any) -> LoggedOut:
         """Remove stored credentials only (`auth/logoutProvider`); environment ones stay."""
         provider = check_provider_id(provider_id, PROVIDER_IDS)
         if provider == OPENAI:
@@ -241,8 +292,7 @@ class Credentials:
             message += f" {variable} is still set in the environment and stays in use."
         if removed:
             self.changed(provider)
-        return {"providerId": provider, "removed": removed, "configured": still,
-                "source": "environment" if still else None, "message": message}
+        return LoggedOut(provider, removed, still, message)
 
     def _facts(self) -> dict[str, bool]:
         """Which credentials exist, by provider and source (one read of each)."""
@@ -253,40 +303,30 @@ class Credentials:
 
     @staticmethod
     def _source(env: bool, stored: bool) -> str | None:
-        return "environment" if env else "stored" if stored else None
+        return ENVIRONMENT if env else STORED if stored else None
 
-    def status(self) -> dict[str, Any]:
-        """`auth/status`: booleans, sources and the store; never a secret."""
+    def status(self) -> CredentialStatus:
+        """Sources and the store (`auth/status`); never a secret."""
         f = self._facts()
         choice = self.choice
         degraded = getattr(choice.store, "degraded", None)  # a keyring that failed while in use
         reason = f"the OS keyring failed ({degraded}); using 0600 files for the rest of this process" \
             if degraded else choice.reason
-        return {
-            "openaiOAuth": f["openai_stored"],
-            "openaiOAuthSource": "stored" if f["openai_stored"] else None,
-            "openaiAccessToken": f["openai_env"],
-            "openaiAccessTokenSource": "environment" if f["openai_env"] else None,
-            "openrouterApiKey": f["openrouter_env"] or f["openrouter_stored"],
-            "openrouterApiKeySource": self._source(f["openrouter_env"], f["openrouter_stored"]),
-            "credentialStore": choice.name,
-            "credentialStoreDetail": choice.store.describe(),
-            "credentialStoreReason": reason,
-        }
+        return CredentialStatus(self._source(False, f["openai_stored"]), self._source(f["openai_env"], False),
+                                self._source(f["openrouter_env"], f["openrouter_stored"]), choice.name,
+                                choice.store.describe(), reason)
 
-    def providers(self) -> dict[str, Any]:
-        """`auth/providers`: the provider cards a UI shows (docs/protocol.md)."""
+    def providers(self) -> ProviderCards:
+        """The provider cards a UI shows (`auth/providers`, docs/protocol.md)."""
         f = self._facts()
         store = self.store.name
 
-        def card(provider: str, auth_type: str, callback: bool) -> dict[str, Any]:
+        def card(provider: str, auth_type: str, callback: bool) -> ProviderCard:
             env, stored = f[provider + "_env"], f[provider + "_stored"]
-            return {"id": provider, "name": NAMES[provider], "authType": auth_type, "configured": env or stored,
-                    "source": self._source(env, stored), "storedCredentialType": auth_type if stored else None,
-                    "canLogout": stored, "usesCallbackServer": callback, "credentialStore": store}
+            return ProviderCard(provider, NAMES[provider], auth_type, self._source(env, stored), stored, callback,
+                                store)
 
-        return {"providers": [card(OPENAI, "oauth", True), card(OPENROUTER, "api_key", False)],
-                "credentialStore": store}
+        return ProviderCards((card(OPENAI, "oauth", True), card(OPENROUTER, "api_key", False)), store)
 
     def secret_values(self) -> list[str]:
         """Every stored secret value (for the scrub of tool output and logs)."""

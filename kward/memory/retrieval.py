@@ -9,6 +9,10 @@ Per turn (scopes: `global` and the session's workspace):
   are the lower-case runs of `[a-z0-9_-]` of 3 or more characters. A soft memory that
   shares nothing with the input is not relevant to it and is left out.
 
+A session keeps what a turn was given as its `memory_state.lastRetrieval` record, ids and
+reasons only (`state_record` writes it, `read_state` reads it back, also the original
+kward's form with whole records); in memory that is a `RetrievalState`.
+
 Pure functions over the store's data; the caller holds the store's lock while `select`
 reads the soft log.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kward.memory import records
 from kward.memory.softlog import SoftLog
@@ -28,6 +32,47 @@ TAG_SCORE = 0.25
 NO_RETRIEVAL = "No memory retrieval has run yet."
 
 
+class RetrievalState(NamedTuple):
+    """A turn's retrieval as a session keeps it: ids and reasons, never memory text, so
+    forgetting a memory leaves no copy of it in session files. `enabled` False: memory
+    was off for the turn (the other fields are empty). Read from a file, `timestamp`,
+    `scopes` and the reasons are whatever it held (the reasons: objects only)."""
+
+    enabled: bool
+    timestamp: Any = None
+    scopes: Any = ()
+    core_ids: tuple[str, ...] = ()
+    soft_ids: tuple[str, ...] = ()
+    reasons: tuple[dict[str, Any], ...] = ()
+
+
+def state_record(state: RetrievalState) -> dict[str, Any]:
+    """The `lastRetrieval` field of a session's `memory_state` record."""
+    if not state.enabled:
+        return {"enabled": False}
+    return {"enabled": True, "timestamp": state.timestamp, "scopes": list(state.scopes),
+            "coreIds": list(state.core_ids), "softIds": list(state.soft_ids),
+            "reasons": [dict(r) for r in state.reasons]}
+
+
+def _ids(record: dict[str, Any], key: str, legacy: str) -> tuple[str, ...]:
+    ids = record.get(key)
+    if not isinstance(ids, list):  # the original kward kept whole records
+        ids = [m.get("id") for m in record.get(legacy) or [] if isinstance(m, dict)]
+    return tuple(i for i in ids if isinstance(i, str))
+
+
+def read_state(record: Any) -> RetrievalState | None:
+    """A `lastRetrieval` as a session file holds it; None when it is not an object."""
+    if not isinstance(record, dict):
+        return None
+    if record.get("enabled") is not True:
+        return RetrievalState(False)
+    return RetrievalState(True, record.get("timestamp"), record.get("scopes") or [],
+                          _ids(record, "coreIds", "core"), _ids(record, "softIds", "soft"),
+                          tuple(r for r in record.get("reasons") or [] if isinstance(r, dict)))
+
+
 @dataclass
 class Retrieval:
     scopes: list[str]
@@ -36,12 +81,10 @@ class Retrieval:
     reasons: list[dict[str, Any]] = field(default_factory=list)
     timestamp: str = ""
 
-    def state(self) -> dict[str, Any]:
-        """What a session keeps of it (`memory_state.lastRetrieval`): ids and reasons, never
-        memory text, so forgetting a memory leaves no copy of it in session files."""
-        return {"enabled": True, "timestamp": self.timestamp, "scopes": list(self.scopes),
-                "coreIds": [m["id"] for m in self.core], "softIds": [m["id"] for m in self.soft],
-                "reasons": [dict(r) for r in self.reasons]}
+    def state(self) -> RetrievalState:
+        """What a session keeps of it (see `RetrievalState`)."""
+        return RetrievalState(True, self.timestamp, list(self.scopes), tuple(m["id"] for m in self.core),
+                              tuple(m["id"] for m in self.soft), tuple(dict(r) for r in self.reasons))
 
 
 def _reason(record: dict[str, Any], layer: str, score: float, why: list[str]) -> dict[str, Any]:

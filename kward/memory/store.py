@@ -66,10 +66,6 @@ class MemoryStore:
         self._pending: dict[str, tuple[int, str]] = {}  # soft id -> (hits not yet on disk, last seen)
         self._flushed = time.monotonic()
 
-    @property
-    def paths(self) -> dict[str, str]:
-        return {"core": str(self.core_path), "soft": str(self.soft_path), "events": str(self.events_path)}
-
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with self._lock:

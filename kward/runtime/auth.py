@@ -3,9 +3,9 @@
 What a face needs: the credential status and provider cards, API-key login, logout,
 OpenAI OAuth logins (start, submit a code or callback URL, status) and, for the provider
 selection, `provider_credentials` (`kward.auth.provider_credentials.AuthCredentials`).
-It knows nothing of JSON-RPC: logins are reported as `kward.auth.login.LoginState`s (the
-face shapes them), and a finished one as a `LoginFinished` notice through the runtime's
-`notify`.
+It knows nothing of JSON-RPC: credentials are reported as the typed values of
+`kward.auth.credentials` and logins as `kward.auth.login.LoginState`s (the face shapes
+them), a finished login as a `LoginFinished` notice through the runtime's `notify`.
 
 Live refresh: after every login or logout (of this process) the engine's cached provider
 selection and the cached model listings are dropped, so the next request selects the
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kward.runtime.notices import LoginFinished
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.auth.credentials import ApiKeySaved, CredentialStatus, LoggedOut, ProviderCards
     from kward.auth.login import LoginState
     from kward.runtime.core import Runtime
 
@@ -56,16 +57,16 @@ class RuntimeAuth:
 
     # --- credentials ------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> "CredentialStatus":
         return self.service.credentials.status()
 
-    def providers(self) -> dict[str, Any]:
+    def providers(self) -> "ProviderCards":
         return self.service.credentials.providers()
 
-    def login_with_api_key(self, provider_id: str, api_key: str) -> dict[str, Any]:
+    def login_with_api_key(self, provider_id: str, api_key: str) -> "ApiKeySaved":
         return self.service.credentials.login_with_api_key(provider_id, api_key)
 
-    def logout(self, provider_id: str) -> dict[str, Any]:
+    def logout(self, provider_id: str) -> "LoggedOut":
         return self.service.credentials.logout(provider_id)
 
     # --- OAuth logins -----------------------------------------------------------------

@@ -13,6 +13,10 @@ soft memories from the user's messages when both switches are on; quietly: nothi
 reported to the client or printed, failures go to the log only. A session opened with
 memory off (`exclude`, e.g. the one a one-shot prompt runs in) gets none of this.
 
+Results are typed (`MemoryStatus`, `MemoryListing`, `MemoryInspection`, `MemoryWhy`; the
+memories in them are the store's records, dicts as the files hold them): the RPC face
+shapes them (`kward.rpc.wire_memory`).
+
 Thread contract: any thread; the store locks itself, `_latest` is one reference written
 and read whole.
 """
@@ -21,10 +25,12 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kward.errors import InvalidParams
 from kward.memory import infer, records, retrieval
+from kward.memory.retrieval import RetrievalState
 from kward.memory.store import MemoryStore
 from kward.model import UserMessage
 from kward.sessions.messages import content_text
@@ -37,13 +43,47 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 MAX_TAG_ITEMS = 100
+Memory = dict[str, Any]  # a record as the store's files hold it (kward.memory)
 
 
-def _ids(state: dict[str, Any], key: str, legacy: str) -> list[str]:
-    ids = state.get(key)
-    if not isinstance(ids, list):  # the original kward kept whole records
-        ids = [m.get("id") for m in state.get(legacy) or [] if isinstance(m, dict)]
-    return [i for i in ids if isinstance(i, str)]
+class MemoryStatus(NamedTuple):
+    """The switches (as read now) and the store's files."""
+
+    enabled: bool
+    auto_summary: bool
+    core_path: Path
+    soft_path: Path
+    events_path: Path
+
+
+class MemoryListing(NamedTuple):
+    """Every core and (active, or all) soft memory, and the hierarchy of one workspace."""
+
+    core: list[Memory]
+    soft: list[Memory]
+    global_core: list[Memory]
+    workspace_core: list[Memory]
+    workspace_soft: list[Memory]
+    global_soft: list[Memory]
+
+
+class MemoryInspection(NamedTuple):
+    status: MemoryStatus
+    core: list[Memory]
+    soft: list[Memory]  # the inactive ones too
+
+
+class MemoryWhy(NamedTuple):
+    """What `why` explains: `state` the retrieval (None: none has run, or memory was off
+    for it), `core` and `soft` its memories still in the store; `message` and
+    `explanation` are words for people."""
+
+    enabled: bool
+    message: str
+    explanation: str
+    state: RetrievalState | None
+    core: list[Memory]
+    soft: list[Memory]
 
 
 class MemoryRuntime:
@@ -51,7 +91,7 @@ class MemoryRuntime:
         self._runtime = runtime
         self.store = MemoryStore(runtime.paths.memory_dir)
         self._live = LiveSettings(runtime.config, runtime.env)
-        self._latest: dict[str, Any] | None = None  # the last retrieval of this process
+        self._latest: RetrievalState | None = None  # the last retrieval of this process
         self._off: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
     # --- switches -----------------------------------------------------------------------
@@ -59,9 +99,10 @@ class MemoryRuntime:
     def settings(self) -> MemorySettings:
         return self._live.current().memory
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> MemoryStatus:
         s = self.settings()
-        return {"enabled": s.enabled, "autoSummary": s.auto_summary, "paths": self.store.paths}
+        store = self.store
+        return MemoryStatus(s.enabled, s.auto_summary, store.core_path, store.soft_path, store.events_path)
 
     def set_enabled(self, enabled: bool) -> None:
         self._write("enabled", enabled)
@@ -98,15 +139,14 @@ class MemoryRuntime:
                                 "characters", data={"param": "tags"})
         return records.clean_tags(tags)
 
-    def list(self, workspace_root: str | None = None, include_inactive: bool = False) -> dict[str, Any]:
+    def list(self, workspace_root: str | None = None, include_inactive: bool = False) -> MemoryListing:
         """Every memory (`core`, `soft`), and the hierarchy of one workspace."""
         workspace = self._workspace(workspace_root)
         core, soft = self.store.core(), self.store.soft(include_inactive)
-        return {"core": core, "soft": soft,
-                "global_core": [m for m in core if m.get("scope") == "global"],
-                "workspace_core": [m for m in core if m.get("scope") == workspace],
-                "workspace_soft": [m for m in soft if m.get("scope") == workspace],
-                "global_soft": [m for m in soft if m.get("scope") == "global"]}
+        return MemoryListing(core, soft, [m for m in core if m.get("scope") == "global"],
+                             [m for m in core if m.get("scope") == workspace],
+                             [m for m in soft if m.get("scope") == workspace],
+                             [m for m in soft if m.get("scope") == "global"])
 
     def add(self, text: str, scope: str | None = None, tags: list[str] | None = None,
             workspace_root: str | None = None) -> dict[str, Any] | None:
@@ -126,34 +166,29 @@ class MemoryRuntime:
     def relax(self, memory_id: str, workspace_root: str | None = None) -> dict[str, Any]:
         return self.store.relax(memory_id, self._workspace(workspace_root))
 
-    def inspect(self) -> dict[str, Any]:
-        return {**self.status(), "core": self.store.core(), "soft": self.store.soft(include_inactive=True)}
+    def inspect(self) -> MemoryInspection:
+        return MemoryInspection(self.status(), self.store.core(), self.store.soft(include_inactive=True))
 
     # --- why and summarize --------------------------------------------------------------
 
-    def why(self, session_id: str | None = None) -> dict[str, Any]:
+    def why(self, session_id: str | None = None) -> MemoryWhy:
         """The session's last retrieval (kept in its file: it survives a resume and is seen
         by other processes), else this process's last one, else a no-retrieval message."""
         state = None
         if session_id is not None:
             memory_state = self._runtime.session(session_id).memory_state
-            candidate = memory_state.get("lastRetrieval") if isinstance(memory_state, dict) else None
-            state = candidate if isinstance(candidate, dict) else None
+            state = retrieval.read_state(memory_state.get("lastRetrieval") if isinstance(memory_state, dict) else None)
         return self._explain(state if state is not None else self._latest)
 
-    def _explain(self, state: dict[str, Any] | None) -> dict[str, Any]:
-        if state is None or state.get("enabled") is not True:
+    def _explain(self, state: RetrievalState | None) -> MemoryWhy:
+        if state is None or not state.enabled:
             enabled = self.settings().enabled if state is None else False
             message = retrieval.NO_RETRIEVAL if state is None else "Memory was disabled: nothing was retrieved."
-            return {"enabled": enabled, "core": [], "soft": [], "reasons": [], "memories": [], "message": message,
-                    "explanation": message}
-        core = [m for m in (self.store.find(i) for i in _ids(state, "coreIds", "core")) if m is not None]
-        soft = [m for m in (self.store.find(i) for i in _ids(state, "softIds", "soft")) if m is not None]
-        reasons = [r for r in state.get("reasons") or [] if isinstance(r, dict)]
-        return {"enabled": True, "timestamp": state.get("timestamp"), "scopes": state.get("scopes") or [],
-                "core": core, "soft": soft, "reasons": reasons, "memories": core + soft,
-                "message": f"The last turn was given {len(core)} core and {len(soft)} soft memories.",
-                "explanation": retrieval.explain(reasons)}
+            return MemoryWhy(enabled, message, message, None, [], [])
+        core = [m for m in (self.store.find(i) for i in state.core_ids) if m is not None]
+        soft = [m for m in (self.store.find(i) for i in state.soft_ids) if m is not None]
+        return MemoryWhy(True, f"The last turn was given {len(core)} core and {len(soft)} soft memories.",
+                         retrieval.explain(list(state.reasons)), state, core, soft)
 
     def summarize(self, session_id: str) -> list[dict[str, Any]]:
         """Infer soft memories from the user's messages of the session (see kward.memory.infer)."""
@@ -191,14 +226,14 @@ class MemoryRuntime:
             return None
         try:
             if not self.settings().enabled:
-                self._latest = {"enabled": False}
+                self._latest = RetrievalState(False)
                 return None
             result = self.store.retrieve(query, ["global", records.workspace_scope(session.workspace_root)])
             state = result.state()
             self._latest = state
             previous = session.memory_state if isinstance(session.memory_state, dict) else {}
             session.append_record("memory_state", sessionMemories=list(previous.get("sessionMemories") or []),
-                                  lastRetrieval=state)
+                                  lastRetrieval=retrieval.state_record(state))
             return retrieval.memory_block(result)
         except Exception as exc:  # memory must never stop a turn
             log.warning("memory retrieval failed: %s", getattr(exc, "message", None) or repr(exc))

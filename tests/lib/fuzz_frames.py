@@ -15,6 +15,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from kward.rpc.framing import encode_frame
+
 
 def key(id_text: str) -> str:
     """The response key of an id written as JSON text."""
@@ -32,8 +34,7 @@ def dumps(value: Any, rng: random.Random) -> str:
     return json.dumps(value)
 
 
-def framed(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+framed = encode_frame  # a well-formed frame around a body; the malformed ones are built below
 
 
 @dataclass

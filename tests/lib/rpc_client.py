@@ -1,8 +1,16 @@
-"""A test client that drives the real `kward rpc` subprocess over pipes.
+"""The test client of the kward protocol and the one launcher of `kward rpc` for tests.
 
-A background thread parses every frame on the child's stdout (failing loudly on any byte
-that is not a frame) and routes responses by id and notifications into a list that tests
-wait on with conditions and timeouts, never sleeps.
+`RpcClient` is `kward.client.Client` (same frame reader, writer, threads and close) over a
+`kward rpc` child started by `kward_command` (the checkout, an installed console script or
+a zipapp), made strict and observable for tests: every byte the server writes must be a
+well-formed frame (`Content-Length: N\\r\\n\\r\\n` and N bytes of JSON-object body, nothing
+else), anything else lands in `protocol_errors`; every body, response (by id, counted) and
+notification is recorded, and tests wait on them with conditions and timeouts, never
+sleeps. `send`/`write` let tests choose ids and write raw bytes; `frame` is the one encoder
+of well-formed frames (tests that write malformed frames on purpose build those by hand).
+
+Threads: the client's reader thread records under `_cond` and wakes waiters; tests read the
+recorded lists from their own thread (take `_cond` or copy with `list(...)`).
 """
 
 from __future__ import annotations
@@ -15,26 +23,63 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
+
+from kward import client as kward_client
+from kward.rpc.framing import FrameFault, encode_frame
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def frame(obj: Any) -> bytes:
-    body = obj if isinstance(obj, bytes) else json.dumps(obj).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    """One well-formed frame: of `obj` as JSON (ASCII, so lone surrogates survive), or of a
+    body given as bytes."""
+    return encode_frame(obj if isinstance(obj, bytes) else json.dumps(obj).encode("utf-8"))
+
+
+def kward_command(target: str | os.PathLike | None = None, *args: str) -> list[str]:
+    """The argv that starts `kward rpc` (then `args`): None runs the checkout with this
+    interpreter (`kward_env` puts the checkout on PYTHONPATH); a path ending in `.pyz` is a
+    zipapp run by this interpreter without site-packages (`-S`); any other path is an
+    installed `kward` console script."""
+    if target is None:
+        return [sys.executable, "-m", "kward", "rpc", *args]
+    if str(target).endswith(".pyz"):
+        return [sys.executable, "-S", str(target), "rpc", *args]
+    return [str(target), "rpc", *args]
+
+
+def spawn_kward(home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+                argv: list[str] | None = None) -> "subprocess.Popen[bytes]":
+    """The one launcher: `argv` (default `kward_command()`) with pipes on stdin, stdout and
+    stderr, run in `cwd` (default `home`) with `env` (default `kward_env(home)`). Tests that
+    must not read its output as it comes (back-pressure) use the process as it is; the
+    others talk to it through RpcClient."""
+    return subprocess.Popen(argv or kward_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=str(cwd or home), env=env or kward_env(home))
+
+
+def limited_command(nofile: int, argv: list[str] | None = None) -> list[str]:
+    """`argv` (default: the checkout's `kward rpc`) started with a soft and hard
+    RLIMIT_NOFILE of `nofile` (like ``ulimit -n``), set in the child before it execs."""
+    code = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (%d, %d)); "
+            "os.execvp(sys.argv[1], sys.argv[1:])" % (nofile, nofile))
+    return [sys.executable, "-c", code, *(argv or kward_command())]
 
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-class RpcError(Exception):
+class RpcError(kward_client.RpcError):
+    """kward.client's RpcError plus `error`, the whole error object; str() is its message."""
+
     def __init__(self, error: dict):
-        super().__init__(error.get("message"))
+        super().__init__(error)
         self.error = error
-        self.code = error.get("code")
-        self.reason = (error.get("data") or {}).get("reason")
+
+    def __str__(self) -> str:
+        return str(self.error.get("message"))
 
 
 def kward_env(home: Path, **extra: str) -> dict[str, str]:
@@ -51,91 +96,119 @@ def kward_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-class FrameClient:
-    """Speaks frames over a pair of binary streams (`to_server`, `from_server`)."""
+class _Tee:
+    """The server's output stream, keeping a copy of the bytes read since the last `take`
+    (what one frame was made of)."""
 
-    def __init__(self, to_server, from_server):
-        self._to_server = to_server
-        self._from_server = from_server
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+        self.raw = bytearray()
+
+    def readline(self, limit: int = -1) -> bytes:
+        data = self._stream.readline(limit)
+        self.raw += data
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._stream.read(n)
+        self.raw += data
+        return data
+
+    def take(self) -> bytes:
+        data, self.raw = bytes(self.raw), bytearray()
+        return data
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class FrameClient(kward_client.Client):
+    """A kward.client.Client over a pair of binary streams, strict and recording (see the
+    module docstring)."""
+
+    def __init__(self, to_server: BinaryIO, from_server: BinaryIO, *, wait_server: Callable[[float], int | None],
+                 stop_server: Callable[[], None]):
         self._cond = threading.Condition()
         self._responses: dict[Any, dict] = {}
         self.response_counts: collections.Counter[str] = collections.Counter()  # by json.dumps(id)
-        self.notifications: list[dict] = []
+        self.notifications: list[dict] = []  # (shadows Client.notifications(): use subscribe())
         self.bodies: list[bytes] = []  # every frame body received, as sent
         self.null_id_errors: list[dict] = []
         self.protocol_errors: list[str] = []
         self.stdout_closed = False
-        self._next_id = 0
         self._stderr_chunks: list[bytes] = []
-        self._reader = threading.Thread(target=self._read_loop, daemon=True)
-        self._reader.start()
-
-    # --- io ---------------------------------------------------------------------------
+        self._tee = _Tee(from_server)
+        super().__init__(to_server, self._tee, wait_server=wait_server, stop_server=stop_server)  # type: ignore[arg-type]
 
     @property
     def stderr(self) -> str:
         return b"".join(self._stderr_chunks).decode("utf-8", "replace")
 
-    def _read_loop(self) -> None:
-        out = self._from_server
+    # --- the reader thread's hooks -----------------------------------------------------
+
+    def _decode(self, body: bytes | FrameFault) -> dict[str, Any] | None:
+        raw = self._tee.take()
+        if isinstance(body, FrameFault):
+            self._protocol_error(f"not a frame on stdout ({body.reason}): {raw[:200]!r}")
+            return None
+        if raw != encode_frame(body):
+            self._protocol_error(f"bad frame header: {raw[:200]!r}")
+        self.bodies.append(body)
         try:
-            while True:
-                header = b""
-                while not header.endswith(b"\r\n\r\n"):
-                    b = out.read(1)
-                    if not b:
-                        if header:
-                            self.protocol_errors.append(f"EOF inside a header: {header!r}")
-                        return
-                    header += b
-                    if len(header) > 200:
-                        self.protocol_errors.append(f"not a frame on stdout: {header!r}")
-                        return
-                lines = header.decode("ascii").strip().split("\r\n")
-                if len(lines) != 1 or not lines[0].startswith("Content-Length: "):
-                    self.protocol_errors.append(f"bad frame header: {header!r}")
-                    return
-                n = int(lines[0].split(": ", 1)[1])
-                body = out.read(n)
-                if len(body) != n:
-                    self.protocol_errors.append("EOF inside a body")
-                    return
-                self.bodies.append(body)
-                try:
-                    msg = json.loads(body.decode("utf-8"), parse_constant=_not_json)
-                except ValueError:
-                    self.protocol_errors.append(f"a frame body that is not UTF-8 JSON: {body[:200]!r}")
-                    return
-                if not isinstance(msg, dict):
-                    self.protocol_errors.append(f"a frame body that is not an object: {body[:200]!r}")
-                    return
-                with self._cond:
-                    if "id" in msg and ("result" in msg or "error" in msg):
-                        if msg["id"] is None:
-                            self.null_id_errors.append(msg)
-                        else:
-                            self._responses[json.dumps(msg["id"])] = msg
-                            self.response_counts[json.dumps(msg["id"])] += 1
-                    elif "method" in msg and "id" not in msg:
-                        self.notifications.append(msg)
-                    else:
-                        self.protocol_errors.append(f"unexpected message: {msg!r}")
-                    self._cond.notify_all()
-        finally:
-            with self._cond:
-                self.stdout_closed = True
-                self._cond.notify_all()
+            msg = json.loads(body.decode("utf-8"), parse_constant=_not_json)
+        except ValueError:
+            self._protocol_error(f"a frame body that is not UTF-8 JSON: {body[:200]!r}")
+            return None
+        if not isinstance(msg, dict):
+            self._protocol_error(f"a frame body that is not an object: {body[:200]!r}")
+            return None
+        return msg
+
+    def _route(self, msg: dict[str, Any]) -> None:
+        with self._cond:
+            if "id" in msg and ("result" in msg or "error" in msg):
+                if msg["id"] is None:
+                    self.null_id_errors.append(msg)
+                else:
+                    self._responses[json.dumps(msg["id"])] = msg
+                    self.response_counts[json.dumps(msg["id"])] += 1
+            elif "method" in msg and "id" not in msg:
+                self.notifications.append(msg)
+            else:
+                self.protocol_errors.append(f"unexpected message: {msg!r}")
+            self._cond.notify_all()
+        if "method" in msg or type(msg.get("id")) is int:  # kward.client's own ids are ints
+            super()._route(msg)
+
+    def _ended(self) -> None:
+        leftover = self._tee.take()
+        if leftover:
+            self._protocol_error(f"EOF inside a frame: {leftover[:200]!r}")
+        with self._cond:
+            self.stdout_closed = True
+            self._cond.notify_all()
+        super()._ended()
+
+    def _protocol_error(self, text: str) -> None:
+        with self._cond:
+            self.protocol_errors.append(text)
+            self._cond.notify_all()
+
+    # --- writing -----------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        self._to_server.write(data)
-        self._to_server.flush()
+        """Write raw bytes to the server (serialized with the client's own writes)."""
+        with self._write_lock:
+            self._to_server.write(data)
+            self._to_server.flush()
 
     def send(self, method: str, params: Any = None, *, id: Any = "auto", **extra: Any) -> Any:
         """Send a request (or a notification with id=None); returns the id used."""
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if id == "auto":
-            self._next_id += 1
-            id = self._next_id
+            with self._lock:
+                self._next_id += 1
+                id = self._next_id
         if id is not None:
             msg["id"] = id
         if params is not None:
@@ -144,7 +217,7 @@ class FrameClient:
         self.write(frame(msg))
         return id
 
-    # --- waiting ----------------------------------------------------------------------
+    # --- waiting -----------------------------------------------------------------------
 
     def wait(self, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition",
              poll: float | None = None) -> Any:
@@ -165,8 +238,9 @@ class FrameClient:
         key = json.dumps(id)
         return self.wait(lambda: self._responses.pop(key, None), timeout, f"response {id!r}")
 
-    def request(self, method: str, params: Any = None, timeout: float = 10.0, **extra: Any) -> Any:
-        """Send a request and return its result; raises RpcError on an error response."""
+    def request(self, method: str, params: Any = None, timeout: float = 10.0, **extra: Any) -> Any:  # type: ignore[override]
+        """Send a request and return its result; raises RpcError on an error response.
+        Extra keywords are top-level members of the request (`trace=...`, `id=...`)."""
         msg = self.response(self.send(method, params, **extra), timeout)
         if "error" in msg:
             raise RpcError(msg["error"])
@@ -189,19 +263,18 @@ class FrameClient:
         return self.wait(find, timeout, "notification")
 
 
-
 class RpcClient(FrameClient):
-    """One `kward rpc` child. Use as a context manager; `close()` ends it (EOF) and reaps it."""
+    """One `kward rpc` child (`argv`, default `kward_command(None, *args)`), run in `cwd`
+    (default `home`) with `env` (default `kward_env(home)`), its stderr collected. Use as a
+    context manager; `close()` ends it (EOF) and reaps it."""
 
     def __init__(self, home: Path, cwd: Path | None = None, env: dict[str, str] | None = None,
                  args: list[str] | None = None, argv: list[str] | None = None):
         self.home = home
-        self.proc = subprocess.Popen(
-            argv or [sys.executable, "-m", "kward", "rpc", *(args or [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=str(cwd or home), env=env or kward_env(home),
-        )
-        super().__init__(self.proc.stdin, self.proc.stdout)
+        self.proc = spawn_kward(home, cwd=cwd, env=env, argv=argv or kward_command(None, *(args or [])))
+        super().__init__(self.proc.stdin, self.proc.stdout, wait_server=self._wait_proc,  # type: ignore[arg-type]
+                         stop_server=self._kill_proc)
+        self.process = self.proc
         self._err_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._err_reader.start()
 
@@ -209,11 +282,22 @@ class RpcClient(FrameClient):
         for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):
             self._stderr_chunks.append(chunk)
 
+    def _wait_proc(self, timeout: float) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _kill_proc(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
     # --- lifecycle --------------------------------------------------------------------
 
     def close_stdin(self) -> None:
         try:
-            self.proc.stdin.close()
+            with self._write_lock:
+                self.proc.stdin.close()
         except OSError:
             pass
 
@@ -223,14 +307,20 @@ class RpcClient(FrameClient):
         self._err_reader.join(timeout)
         return code
 
-    def close(self) -> int:
+    def close(self, timeout: float = 10.0) -> int:  # type: ignore[override]
+        """EOF, then wait for the exit (subprocess.TimeoutExpired after `timeout`: the child
+        is killed); returns the exit status."""
         self.close_stdin()
         try:
-            return self.wait_exit()
+            return self.wait_exit(timeout)
         finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
+            self.release()
+
+    def release(self) -> None:
+        """Kill the child if it still runs, join the client's threads, close the pipes."""
+        kward_client.Client.close(self, 0 if self.proc.poll() is None else 10.0)
+        self._err_reader.join(10)
+        self.proc.stderr.close()
 
     def __enter__(self) -> "RpcClient":
         return self
@@ -238,5 +328,4 @@ class RpcClient(FrameClient):
     def __exit__(self, *exc: Any) -> None:
         if self.proc.poll() is None:
             self.close()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            stream.close()
+        self.release()

@@ -9,13 +9,13 @@ timeout, never on a sleep.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, Iterable
 
 import pytest
 
-from lib.rpc_client import RpcClient, frame, kward_env
+from lib.scripted_kward import Children, Kward
+from lib.turns_helpers import write_script
 
 NOTES = "hello from the notes\n"
 #: One turn: reasoning, text and a read_file call, then the answer (two model calls).
@@ -26,87 +26,6 @@ TOOL_TURN = [
     [{"type": "text", "text": "The notes say hello."}],
 ]
 TEXT_ONLY = [[{"type": "text", "text": "Done."}]]
-
-
-def write_script(path: Path, steps: list[Any], *, loop: bool = True) -> Path:
-    path.write_text(json.dumps({"model": "scripted-test", "loop": loop, "steps": steps}), encoding="utf-8")
-    return path
-
-
-def limited_argv(nofile: int) -> list[str]:
-    """``kward rpc`` started with a soft and hard RLIMIT_NOFILE of `nofile` (like
-    ``ulimit -n``), set in the child before it execs the interpreter."""
-    code = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (%d, %d)); "
-            "os.execv(sys.executable, [sys.executable, '-m', 'kward', 'rpc'])" % (nofile, nofile))
-    return [sys.executable, "-c", code]
-
-
-class Kward(RpcClient):
-    """One `kward rpc` child (Scripted provider) launched in `workspace`; `nofile` limits
-    its descriptors."""
-
-    def __init__(self, home: Path, workspace: Path, script: Path | None = None, *, nofile: int | None = None,
-                 **env: str):
-        extra = {"KWARD_PROVIDER": "scripted", **env}
-        if script is not None:
-            extra["KWARD_SCRIPT"] = str(script)
-        super().__init__(home, cwd=workspace, env=kward_env(home, **extra),
-                         argv=limited_argv(nofile) if nofile else None)
-
-    # --- sessions ---------------------------------------------------------------------
-
-    def create(self, **params: Any) -> dict:
-        return self.request("sessions/create", params)
-
-    def resume(self, path: str, **params: Any) -> dict:
-        return self.request("sessions/resume", {"path": path, **params})
-
-    def listing(self, **params: Any) -> list[dict]:
-        return self.request("sessions/list", params)["sessions"]
-
-    def transcript(self, session_id: str) -> dict:
-        return self.request("sessions/transcript", {"sessionId": session_id})
-
-    def send_many(self, calls: list[tuple[str, dict]]) -> list[int]:
-        """Send several requests in one write (they reach the server together); their ids."""
-        ids, frames = [], []
-        for method, params in calls:
-            self._next_id += 1
-            ids.append(self._next_id)
-            frames.append(frame({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}))
-        self.write(b"".join(frames))
-        return ids
-
-    # --- turns ------------------------------------------------------------------------
-
-    def start_turn(self, session_id: str, text: str, behavior: str | None = None) -> dict:
-        params: dict[str, Any] = {"sessionId": session_id, "input": text}
-        if behavior is not None:
-            params["streamingBehavior"] = behavior
-        return self.request("turns/start", params)
-
-    def events(self, turn_id: str) -> list[dict]:
-        """The turn/event params received so far for one turn, in arrival order."""
-        with self._cond:
-            return [n["params"] for n in self.notifications
-                    if n["method"] == "turn/event" and n["params"].get("turnId") == turn_id]
-
-    def wait_event(self, turn_id: str, kind: str, timeout: float = 20.0) -> dict:
-        return self.wait_notification(
-            lambda n: n["method"] == "turn/event" and n["params"].get("turnId") == turn_id
-            and n["params"].get("type") == kind, timeout)["params"]
-
-    def finish(self, turn_id: str, timeout: float = 20.0) -> str:
-        """Wait for the turn's turnFinished; return its status."""
-        return self.wait_event(turn_id, "turnFinished", timeout)["payload"]["status"]
-
-    def run_turn(self, session_id: str, text: str, timeout: float = 20.0) -> list[dict]:
-        """Start a turn, wait until it finished `completed`; return its events."""
-        turn = self.start_turn(session_id, text)
-        status = self.finish(turn["id"], timeout)
-        events = self.events(turn["id"])
-        assert status == "completed", events[-3:]
-        return events
 
 
 # --- files -------------------------------------------------------------------------------
@@ -172,24 +91,12 @@ def start(isolated_home, workspace, tmp_path):
 
     At teardown every process still running is ended with EOF and must exit 0 with an
     empty stderr and nothing but frames on stdout (a killed one is only reaped)."""
-    started: list[Kward] = []
+    children = Children(isolated_home)
 
     def launch(steps: list[Any] = TOOL_TURN, *, loop: bool = True, cwd: Path | None = None,
                nofile: int | None = None, **env: str) -> Kward:
-        script = write_script(tmp_path / f"script{len(started)}.json", steps, loop=loop)
-        client = Kward(isolated_home, cwd or workspace, script, nofile=nofile, **env)
-        started.append(client)
-        return client
+        script = write_script(tmp_path / "scripts", steps, model="scripted-test", loop=loop)
+        return children.start(cwd or workspace, script, env, nofile=nofile, check_exit=True, lenient_if_killed=True)
 
     yield launch
-    problems = []
-    for client in started:
-        if client.proc.poll() is None:
-            code = client.close()
-            if code != 0:
-                problems.append(f"exit code {code}")
-        if client.proc.returncode >= 0 and (client.stderr or client.protocol_errors):  # < 0: killed on purpose
-            problems.append(f"stderr={client.stderr!r} protocol={client.protocol_errors!r}")
-        for stream in (client.proc.stdout, client.proc.stderr):
-            stream.close()
-    assert not problems, problems
+    children.end_all()

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from kward.tools import ToolContext, ToolResult, default_registry
+from lib.waiting import wait_until  # noqa: F401 (re-exported for the tools tests)
 
 
 def make_ctx(root: Path, **kw: Any) -> ToolContext:
@@ -51,19 +50,6 @@ def live_group_members(pgid: int) -> list[int]:
         if fields and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
             members.append(int(entry))
     return members
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Wait for a condition the kernel settles asynchronously (a killed process leaving
-    the process table); True when it held before `timeout`."""
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        pause.wait(0.01)
 
 
 @pytest.fixture

@@ -1,10 +1,9 @@
 """Helpers for the turn tests over the real `kward rpc` subprocess with the Scripted provider.
 
 `kward` (a pytest fixture) starts `kward rpc` children playing a script written to a temp
-file and a fresh workspace; `Kward` wraps one child with the calls the turn tests make
-(create a session, start a turn, wait for one of its events, read the session file).
-Waiting is always on notifications (or, for the file system and /proc, on a polled
-condition) with a timeout, never a bare sleep.
+file and a fresh workspace, as `Kward`s (tests/lib/scripted_kward.py: the harness client
+with the calls the turn tests make). Waiting is always on notifications (or, for the file
+system and /proc, on a polled condition: `wait_until`) with a timeout, never a bare sleep.
 
 Script steps are plain dicts as docs/scripted.md documents them; `text`, `reasoning`,
 `tool`, `delay`, ... build the common ones.
@@ -13,14 +12,14 @@ Script steps are plain dicts as docs/scripted.md documents them; `text`, `reason
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from lib.rpc_client import RpcClient, RpcError, kward_env
+from lib.scripted_kward import Children, Kward  # noqa: F401 (re-exported for the turn tests)
 from lib.tools_helpers import pid_alive  # noqa: F401 (re-exported for the turn tests)
+from lib.waiting import wait_until  # noqa: F401 (re-exported for the turn tests)
 
 TERMINAL = ("completed", "failed", "canceled")
 EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "reasoningDelta", "assistantDelta", "assistantMessage",
@@ -59,20 +58,7 @@ def write_script(directory: Path, steps: list, **extra: Any) -> Path:
     return path
 
 
-# --- waiting -----------------------------------------------------------------------------
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition",
-               interval: float = 0.01) -> Any:
-    """Poll a condition outside the protocol (a file, /proc) until it holds or `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(interval)
-
+# --- /proc -------------------------------------------------------------------------------
 
 def proc_status_kb(pid: int, field: str) -> int:
     with open(f"/proc/{pid}/status") as f:
@@ -128,85 +114,6 @@ def check_turn_events(events: list[dict], status: str | None = None) -> dict:
     return finished
 
 
-# --- the child ---------------------------------------------------------------------------
-
-class Kward:
-    """One `kward rpc` child with the Scripted provider, its workspace and its script."""
-
-    def __init__(self, home: Path, ws: Path, env: dict[str, str]):
-        self.home = home
-        self.ws = ws
-        self.env = env
-        self.client = RpcClient(home, cwd=ws, env=env)
-
-    # requests
-    def request(self, method: str, params: Any = None, timeout: float = 10.0) -> Any:
-        return self.client.request(method, params, timeout)
-
-    def error(self, method: str, params: Any = None) -> RpcError:
-        return self.client.error(method, params)
-
-    def session(self, **params: Any) -> dict:
-        return self.request("sessions/create", {"workspaceRoot": str(self.ws), **params})
-
-    def start(self, session_id: str, input: str = "go", **params: Any) -> dict:
-        return self.request("turns/start", {"sessionId": session_id, "input": input, **params})
-
-    def run(self, session_id: str, input: str = "go", timeout: float = 10.0, **params: Any) -> tuple[dict, list[dict]]:
-        """Start a turn and wait for its turnFinished; returns (turns/start result, events)."""
-        turn = self.start(session_id, input, **params)
-        return turn, self.finish(turn["id"], timeout)
-
-    # events
-    def notifications(self, method: str) -> list[dict]:
-        return [n["params"] for n in list(self.client.notifications) if n["method"] == method]
-
-    def events(self, turn_id: str | None = None) -> list[dict]:
-        return [p for p in self.notifications("turn/event") if turn_id is None or p["turnId"] == turn_id]
-
-    def wait_for(self, predicate: Callable[[dict], bool], timeout: float = 10.0, what: str = "notification") -> dict:
-        """The first notification (whole message) matching `predicate`; scans each one once."""
-        notes = self.client.notifications
-        pos = 0
-
-        def find():
-            nonlocal pos
-            while pos < len(notes):
-                n = notes[pos]
-                pos += 1
-                if predicate(n):
-                    return n
-            return None
-
-        return self.client.wait(find, timeout, what)
-
-    def wait_event(self, turn_id: str, type_: str, timeout: float = 10.0) -> dict:
-        return self.wait_for(lambda n: n["method"] == "turn/event" and n["params"]["turnId"] == turn_id
-                             and n["params"]["type"] == type_, timeout, f"{type_} of turn {turn_id}")["params"]
-
-    def finish(self, turn_id: str, timeout: float = 10.0) -> list[dict]:
-        """Wait for the turn's turnFinished; returns all its events (arrival order)."""
-        self.wait_event(turn_id, "turnFinished", timeout)
-        return self.events(turn_id)
-
-    def question(self, timeout: float = 10.0) -> dict:
-        return self.wait_for(lambda n: n["method"] == "ui/question", timeout, "ui/question")["params"]
-
-    # the session file
-    def records(self, session: dict) -> list[dict]:
-        path = session.get("path") or session.get("sessionFile")
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-
-    def messages(self, session: dict) -> list[dict]:
-        return [r["message"] for r in self.records(session) if r.get("type") == "message"]
-
-    def close(self) -> int:
-        with self.client:
-            code = self.client.close()
-        return code
-
-
 @pytest.fixture
 def kward(isolated_home: Path):
     """`kward(steps, *, raw=None, env=None, files=None, demo=False, **script_fields) -> Kward`.
@@ -216,7 +123,7 @@ def kward(isolated_home: Path):
     built-in demo, when `demo`). Every child is closed after the
     test and must not have written to stderr.
     """
-    started: list[Kward] = []
+    children = Children(isolated_home)
     count = 0
 
     def start(steps: list | None = None, *, raw: str | None = None, env: dict[str, str] | None = None,
@@ -235,15 +142,7 @@ def kward(isolated_home: Path):
             script.write_text(raw, encoding="utf-8")
         else:
             script = write_script(scripts, steps if steps is not None else [[text("ok")]], **script_fields)
-        full_env = kward_env(isolated_home, KWARD_PROVIDER="scripted", **(env or {}))
-        if not demo:
-            full_env["KWARD_SCRIPT"] = str(script)
-        k = Kward(isolated_home, ws, full_env)
-        started.append(k)
-        return k
+        return children.start(ws, None if demo else script, env)
 
     yield start
-    for k in started:
-        k.close()
-        assert k.client.protocol_errors == []
-        assert k.client.stderr == "", k.client.stderr
+    children.end_all()

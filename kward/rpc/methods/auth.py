@@ -5,27 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from kward.auth.login import MAX_TIMEOUT  # seconds a login may wait for its callback
-from kward.rpc import wire
+from kward.rpc import wire, wire_auth
 from kward.rpc.registry import Call
 
 MAX_CODE_CHARS = 65536  # a pasted callback URL, bounded before it is parsed
 
 
 def status(call: Call) -> dict[str, Any]:
-    return call.runtime.auth.status()
+    return wire_auth.credential_status(call.runtime.auth.status())
 
 
 def providers(call: Call) -> dict[str, Any]:
-    return call.runtime.auth.providers()
+    return wire_auth.provider_cards(call.runtime.auth.providers())
 
 
 def login_with_api_key(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.auth.login_with_api_key(p.str("providerId", required=True), p.str("apiKey", required=True))
+    return wire_auth.api_key_saved(call.runtime.auth.login_with_api_key(p.str("providerId", required=True),
+                                                                        p.str("apiKey", required=True)))
 
 
 def logout_provider(call: Call) -> dict[str, Any]:
-    return call.runtime.auth.logout(call.params.str("providerId", required=True))
+    return wire_auth.logged_out(call.runtime.auth.logout(call.params.str("providerId", required=True)))
 
 
 def start_openai_login(call: Call) -> dict[str, Any]:

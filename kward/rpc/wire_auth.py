@@ -1,0 +1,47 @@
+"""The `auth/*` results of the credential values (`kward.auth.credentials`); the login
+object of the OAuth methods is `kward.rpc.wire.login`. Keys as docs/protocol.md and
+the original kward's. Pure functions, any thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kward.auth.credentials import ApiKeySaved, CredentialStatus, LoggedOut, ProviderCard, ProviderCards
+
+
+def credential_status(s: CredentialStatus) -> dict[str, Any]:
+    """`auth/status`: for each credential whether it is there and its source; the store."""
+    return {
+        "openaiOAuth": s.openai_oauth is not None,
+        "openaiOAuthSource": s.openai_oauth,
+        "openaiAccessToken": s.openai_access_token is not None,
+        "openaiAccessTokenSource": s.openai_access_token,
+        "openrouterApiKey": s.openrouter_api_key is not None,
+        "openrouterApiKeySource": s.openrouter_api_key,
+        "credentialStore": s.store,
+        "credentialStoreDetail": s.store_detail,
+        "credentialStoreReason": s.store_reason,
+    }
+
+
+def provider_card(c: ProviderCard) -> dict[str, Any]:
+    return {"id": c.id, "name": c.name, "authType": c.auth_type, "configured": c.source is not None,
+            "source": c.source, "storedCredentialType": c.auth_type if c.stored else None, "canLogout": c.stored,
+            "usesCallbackServer": c.uses_callback_server, "credentialStore": c.store}
+
+
+def provider_cards(p: ProviderCards) -> dict[str, Any]:
+    """`auth/providers`: ``{providers: [card...], credentialStore}``."""
+    return {"providers": [provider_card(c) for c in p.cards], "credentialStore": p.store}
+
+
+def api_key_saved(r: ApiKeySaved) -> dict[str, Any]:
+    """`auth/loginWithApiKey`: ``{providerId, ok: true, credentialStore, message}``."""
+    return {"providerId": r.provider_id, "ok": True, "credentialStore": r.store, "message": r.message}
+
+
+def logged_out(r: LoggedOut) -> dict[str, Any]:
+    """`auth/logoutProvider`: ``{providerId, removed, configured, source, message}``
+    (`configured` and `source`: what stays in use, only ever the environment)."""
+    return {"providerId": r.provider_id, "removed": r.removed, "configured": r.in_environment,
+            "source": "environment" if r.in_environment else None, "message": r.message}
