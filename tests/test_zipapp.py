@@ -219,7 +219,7 @@ def test_an_unwritable_cache_runs_from_the_archive_silently(pyz, env, isolated_h
         cache.chmod(0o500)
     try:
         assert loaded_from(pyz, env)[1] == "archive"
-        with RpcClient(isolated_home, cwd=pyz.parent, env=env, argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
+        with RpcClient(isolated_home, cwd=pyz.parent, env=env, argv=kward_command(pyz)) as c:
             assert c.request("initialize")["serverName"] == "kward"  # only frames on stdout
             assert c.close() == 0 and c.stderr == ""
     finally:
