@@ -11,7 +11,6 @@ Errors are plain OSErrors; the boundaries convert them (`errors.as_kward_error`)
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
@@ -21,7 +20,7 @@ from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
-    from typing import Iterable, Iterator
+    from typing import Iterable
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -65,16 +64,24 @@ def fsync_dir(path: Path) -> None:
 ATOMIC_TEMP = re.compile(r"^\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp$")
 
 
-@contextlib.contextmanager
-def naming(path: Path | str) -> Iterator[None]:
-    """Give an OSError raised in the block without a file name (a `write` that finds the
-    disk full, an fsync) `path` as its name, so the error says which file failed."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.filename is not None or exc.errno is None:
-            raise
-        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+class naming:
+    """`with naming(path):` gives an OSError raised in the block without a file name (a
+    `write` that finds the disk full, an fsync) `path` as its name, so the error says which
+    file failed. (A class, not a contextlib generator: `kward rpc` imports this module
+    before it answers `initialize`, and contextlib is not needed there.)"""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: Path | str):
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+        return False
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
@@ -90,24 +97,41 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
     fsync_dir(path.parent)
 
 
-@contextlib.contextmanager
-def file_lock(lock_path: Path, *, shared: bool = False) -> Iterator[None]:
-    """Hold an exclusive (or shared) flock on `lock_path` for the duration of the block."""
-    import fcntl
+class file_lock:
+    """`with file_lock(lock_path, shared=False):` holds an exclusive (or shared) flock on
+    `lock_path` for the duration of the block. One use at a time (not reentrant)."""
 
-    ensure_private_dir(lock_path.parent)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        yield
-    finally:
+    __slots__ = ("lock_path", "shared", "_fd")
+
+    def __init__(self, lock_path: Path, *, shared: bool = False):
+        self.lock_path = lock_path
+        self.shared = shared
+        self._fd = -1
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        ensure_private_dir(self.lock_path.parent)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        fd, self._fd = self._fd, -1
         os.close(fd)  # closing the descriptor releases the lock
+        return False
 
 
 def pid_alive(pid: int) -> bool:

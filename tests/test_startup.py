@@ -27,7 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 # What `initialize` may not need (requests and keyring: DESIGN.md; the rest: issue 12).
 NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "typing", "dataclasses", "inspect", "logging",
                          "traceback", "pathlib", "urllib.parse", "ipaddress", "subprocess", "ctypes", "kward.agent",
-                         "kward.sessions", "kward.providers.http", "kward.tools"}
+                         "kward.sessions", "kward.providers.http", "kward.tools",
+                         "signal", "contextlib"}  # (kward uses the C module _signal there; fsutil, no contextlib)
 
 # Runs the real entry point (`kward rpc`, as the console script does) over pipes on fds 0
 # and 1; a thread plays the client and prints the modules loaded when the response to
@@ -112,6 +113,25 @@ def test_a_record_is_what_typing_namedtuple_would_build():
     assert Point.__module__ == __name__ and Point.__qualname__ == "Point"
     assert list(Point.__annotations__) == ["x", "y", "tags"]
     assert pickle.loads(pickle.dumps(Point(7, 8))) == Point(7, 8)
+    assert Point._make([1, 2, ()]) == t._make([1, 2, ()]) and p._asdict() == t._asdict() == {"x": 1, "y": 2, "tags": ()}
+    assert Point.__match_args__ == TypedPoint.__match_args__ and Point(1, 2) == (1, 2, ()) and hash(p) == hash(t)
+    assert Point.x.__doc__ == TypedPoint.x.__doc__ == "Alias for field number 0"
+    assert Point.__new__.__doc__ == "Create new instance of Point(x, y, tags)"
+    assert Point.__new__.__defaults__ == TypedPoint.__new__.__defaults__ == (2, ())
+    match Point(4, 5):
+        case Point(a, b):
+            assert (a, b) == (4, 5)
+
+    def error(make, cls):
+        try:
+            make(cls)
+        except (TypeError, ValueError) as exc:
+            return type(exc), str(exc).replace(cls.__name__, "P")
+        return None
+
+    for make in (lambda cls: cls(1, z=2), lambda cls: cls(1, 2, (), 4), lambda cls: cls(y=1),
+                 lambda cls: cls._make([1]), lambda cls: cls(1)._replace(z=1)):
+        assert error(make, Point) == error(make, TypedPoint) is not None
     with pytest.raises(AttributeError):
         p.x = 5
     with pytest.raises(TypeError):

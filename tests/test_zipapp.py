@@ -1,6 +1,9 @@
 """The single-file zipapp: tools/build_zipapp.py builds kward.pyz into a temp dir; a copy
 in a directory that knows nothing of the checkout runs `--version`, an RPC handshake, a
-scripted turn (over RPC and one-shot) and imports everything from the archive alone.
+scripted turn (over RPC and one-shot) and imports everything from the archive alone. Its
+first start extracts it into `~/.kward/cache/pyz/<build id>/` and later starts run from
+there (tools/zipapp_main.py): a damaged tree is extracted again, an unwritable cache or
+`KWARD_PYZ_EXTRACT=0` runs from the archive.
 
 The archive is run with `python3 -S` (no site-packages: neither this checkout's editable
 install nor the machine's requests or keyring can help it), except for one plain run."""
@@ -100,16 +103,18 @@ def test_everything_is_imported_from_the_archive_and_certifi_leaves_no_temp_file
     found = json.loads(subprocess.run([sys.executable, "-S", "-c", code, str(pyz)], capture_output=True, text=True,
                                       check=True, env=env, timeout=60).stdout)
     assert all(path.startswith(str(pyz) + os.sep) for path in found.values()), found
-    with FakeOpenRouter() as fake:  # the doctor imports requests (and keyring) from the archive
+    with FakeOpenRouter() as fake:  # the doctor imports requests (and keyring) from the archive itself
         doctor = subprocess.run([sys.executable, "-S", str(pyz), "doctor"], capture_output=True, text=True,
                                 cwd=pyz.parent, timeout=60,
-                                env={**env, "KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url})
+                                env={**env, "KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url,
+                                     "KWARD_PYZ_EXTRACT": "0"})
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "keyring.backends.fail.Keyring" in doctor.stdout and "answers (HTTP" in doctor.stdout
     [pem] = (isolated_home / ".kward" / "cache").glob("certifi-*/cacert.pem")
     with zipfile.ZipFile(pyz) as z:
         assert pem.read_bytes() == z.read("certifi/cacert.pem")
     assert os.listdir(env["TMPDIR"]) == []  # no extracted copy left behind
+    assert not (isolated_home / ".kward" / "cache" / "pyz").exists()  # KWARD_PYZ_EXTRACT=0: no tree
 
 
 def test_the_file_store_takes_over_where_the_keyring_cannot_load_and_auth_status_says_so(pyz, env, isolated_home):
@@ -127,3 +132,101 @@ def test_the_file_store_takes_over_where_the_keyring_cannot_load_and_auth_status
     assert "inside the zipapp only pure-Python keyring backends load" in lines["keyring"]
     config = isolated_home / ".kward" / "config.json"
     assert json.loads(config.read_text())["openrouter_api_key"] == key and config.stat().st_mode & 0o777 == 0o600
+    assert tree(isolated_home).is_dir()  # that ran from the extracted tree; from the archive it says the same
+    archive = subprocess.run([sys.executable, "-S", str(pyz), "auth", "status"], capture_output=True, text=True,
+                             cwd=pyz.parent, env={**env, "KWARD_PYZ_EXTRACT": "0"}, timeout=60)
+    assert (archive.returncode, archive.stdout, archive.stderr) == (0, status.stdout, "")
+
+
+# --- the extracted cache --------------------------------------------------------------
+
+def tree(home: Path) -> Path:
+    [found] = (home / ".kward" / "cache" / "pyz").iterdir()
+    return found
+
+
+def loaded_from(pyz: Path, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `kward --version` with `python3 -v`; (the process, where kward.cli came from:
+    "archive", "source" in the tree, "bytecode" in the tree)."""
+    proc = subprocess.run([sys.executable, "-S", "-v", str(pyz), *args, "--version"], capture_output=True, text=True,
+                          cwd=pyz.parent, env=env, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, f"kward {__version__}\n"), proc.stderr
+    lines = proc.stderr.splitlines()
+    if any(line.startswith("import 'kward.cli' # <zipimporter") for line in lines):
+        return proc, "archive"
+    [line] = [line for line in lines if line.startswith("# ") and line.endswith(os.sep + os.path.join("kward", "cli.py"))]
+    return proc, "bytecode" if " matches " in line else "source"
+
+
+def test_the_first_start_extracts_the_archive_and_later_starts_run_from_the_bytecode_there(pyz, env, isolated_home):
+    env = {**env, "PYTHONDONTWRITEBYTECODE": "1"}  # the tree is compiled at extraction all the same
+    _, first = loaded_from(pyz, env)
+    where = tree(isolated_home)
+    assert (where / ".kward-pyz").read_text() == where.name
+    for directory in (where, where.parent, where.parent.parent, isolated_home / ".kward"):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+    with zipfile.ZipFile(pyz) as z:
+        assert (where / "kward" / "cli.py").read_bytes() == z.read("kward/cli.py")
+        assert (where / "__main__.py").read_bytes() == z.read("__main__.py")
+    marker = (where / ".kward-pyz").stat()
+    proc, second = loaded_from(pyz, env)
+    assert (first, second) == ("bytecode", "bytecode") and str(where) in proc.stderr
+    copy = isolated_home / "other" / "renamed.pyz"  # a copy of the same build shares the tree
+    copy.parent.mkdir()
+    shutil.copy(pyz, copy)
+    assert loaded_from(copy, env)[1] == "bytecode" and tree(isolated_home) == where
+    assert (where / ".kward-pyz").stat().st_ino == marker.st_ino  # never extracted again
+    assert [p.name for p in where.parent.iterdir()] == [where.name]  # no temp dir left
+
+
+def test_concurrent_first_starts_share_one_tree(pyz, env, isolated_home):
+    procs = [subprocess.Popen([sys.executable, "-S", str(pyz), "--version"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=pyz.parent, env=env) for _ in range(3)]
+    results = [(p.wait(120), p.stdout.read(), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert results == [(0, f"kward {__version__}\n", "")] * 3
+    assert (tree(isolated_home) / ".kward-pyz").is_file()  # and no temp dir is left (tree() finds one entry)
+    assert loaded_from(pyz, env)[1] == "bytecode"
+
+
+def test_a_damaged_tree_is_extracted_again(pyz, env, isolated_home):
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    (where / ".kward-pyz").write_text("")  # a marker cut short: the tree is not trusted
+    (where / "kward" / "rules.py").unlink()
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    assert (where / ".kward-pyz").read_text() == where.name and (where / "kward" / "rules.py").is_file()
+    (where / "kward" / "cli.py").write_text("def (")  # a file cut short behind a good marker
+    proc, found = loaded_from(pyz, env)
+    assert found == "archive" and not (where / ".kward-pyz").exists()  # this start gave the tree up
+    assert loaded_from(pyz, env)[1] == "bytecode"  # and the next extracted it again
+    with zipfile.ZipFile(pyz) as z:
+        assert (where / "kward" / "cli.py").read_bytes() == z.read("kward/cli.py")
+    assert tree(isolated_home) == where
+
+
+@pytest.mark.parametrize("how", ["a file in the way", "a read-only directory"])
+def test_an_unwritable_cache_runs_from_the_archive_silently(pyz, env, isolated_home, how):
+    cache = isolated_home / ".kward" / "cache"
+    cache.mkdir(parents=True)
+    if how == "a file in the way":
+        (cache / "pyz").write_text("not a directory")
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only directories")
+        cache.chmod(0o500)
+    try:
+        assert loaded_from(pyz, env)[1] == "archive"
+        with RpcClient(isolated_home, cwd=pyz.parent, env=env, argv=kward_command(pyz)) as c:
+            assert c.request("initialize")["serverName"] == "kward"  # only frames on stdout
+            assert c.close() == 0 and c.stderr == ""
+    finally:
+        cache.chmod(0o700)
+    assert sorted(p.name for p in cache.iterdir()) == ["pyz"]
+
+
+def test_kward_pyz_extract_0_runs_from_the_archive(pyz, env, isolated_home):
+    assert loaded_from(pyz, {**env, "KWARD_PYZ_EXTRACT": "0"})[1] == "archive"
+    assert not (isolated_home / ".kward" / "cache" / "pyz").exists()

@@ -14,7 +14,10 @@ Steps (docs: README "One file: kward.pyz"):
    modules), `bin/`, `share/` and `__pycache__/`. Then refuse (exit 1) if any compiled
    file is left.
 3. Keep every other `*.dist-info`: keyring finds its backends through entry points.
-4. Add the root `__main__.py` (tools/zipapp_main.py: exit status, certifi's cacert.pem).
+4. Add the root `__main__.py` (tools/zipapp_main.py: exit status, the extracted cache)
+   with the build id written into it: a hash of every file staged, which names the
+   archive's tree in the cache (`<config dir>/cache/pyz/<build id>/`), and beside it
+   `_kward_zipapp.py` (tools/zipapp_cache.py: extracting that tree, certifi's cacert.pem).
 5. `--compile`: legacy `.pyc` beside each `.py` (zipimport reads only those), faster
    imports; bytecode of one Python version is ignored by later ones (they read the
    source) but one built on a newer Python failed on an older one, so it is off by default.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import hashlib
 import os
 import shutil
 import subprocess
@@ -96,6 +100,27 @@ def compiled_files(stage: Path) -> list[str]:
                   if p.is_file() and (p.suffix in COMPILED or ".so." in p.name or p.name.startswith("_cffi_backend")))
 
 
+def build_id(stage: Path) -> str:
+    """A hash of every staged file's path and bytes: equal archives share one cache tree."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        digest.update(f"{path.relative_to(stage).as_posix()}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()[:20]
+
+
+def add_main(stage: Path) -> None:
+    """tools/zipapp_cache.py as `_kward_zipapp.py`, then tools/zipapp_main.py as
+    `__main__.py` with the build id (of everything else) written in."""
+    shutil.copy2(REPO / "tools" / "zipapp_cache.py", stage / "_kward_zipapp.py")
+    code = (REPO / "tools" / "zipapp_main.py").read_text()
+    placeholder = 'BUILD_ID = ""'
+    if code.count(placeholder) != 1:
+        raise SystemExit("build_zipapp: tools/zipapp_main.py has no single BUILD_ID placeholder")
+    (stage / "__main__.py").write_text(code.replace(placeholder, f'BUILD_ID = "{build_id(stage)}"'))
+
+
 def build(output: Path, compile_bytecode: bool = False) -> Path:
     with tempfile.TemporaryDirectory(prefix="kward-zipapp-") as tmp:
         tmp_path = Path(tmp)
@@ -110,9 +135,12 @@ def build(output: Path, compile_bytecode: bool = False) -> Path:
         if not any(stage.glob("keyring-*.dist-info")):
             raise SystemExit("build_zipapp: refusing to build: keyring's metadata is missing (its backends "
                              "are found through entry points)")
-        shutil.copy2(REPO / "tools" / "zipapp_main.py", stage / "__main__.py")
         if compile_bytecode:
             compileall.compile_dir(str(stage), quiet=1, legacy=True)
+        add_main(stage)
+        if compile_bytecode:
+            for name in ("__main__.py", "_kward_zipapp.py"):
+                compileall.compile_file(str(stage / name), quiet=1, legacy=True)
         output.parent.mkdir(parents=True, exist_ok=True)
         partial = output.with_name(output.name + ".partial")
         zipapp.create_archive(stage, partial, interpreter=INTERPRETER, compressed=True)

@@ -1,72 +1,77 @@
 """kward as one file: `python3 kward.pyz ...` runs the `kward` command.
 
-tools/build_zipapp.py copies this file to the root of the archive as `__main__.py`.
-It calls `sys.exit(main())` itself (`zipapp -m` would drop the exit status), and keeps
-certifi from leaking a temp file per process: inside a zip, `certifi.where()` extracts
-cacert.pem to a new temp file at `import requests`, removed only at a clean exit, so a
-SIGKILLed process leaves it behind. Just before `requests` is first imported, a one-shot
-import hook copies cacert.pem once to `<config dir>/cache/certifi-<version>/cacert.pem`
-(rewritten when its bytes differ) and points `certifi.where` at it; when that cannot be
-done (an unwritable home) certifi's own way is left in place. Nothing is imported for it
-before then, so `kward rpc` starts as fast as from a normal install.
+tools/build_zipapp.py copies this file to the root of the archive as `__main__.py`, with
+the build's id (a hash of the archive's contents) written into `BUILD_ID`, and
+tools/zipapp_cache.py beside it as `_kward_zipapp.py` (what only a first start, or a start
+from the archive, needs: this file is compiled on every start, so it stays small). It
+calls `sys.exit(main())` itself (`zipapp -m` would drop the exit status).
+
+Running from the cache: zipimport compiles every module it imports on every start (the
+archive holds sources only, so it runs on any OS with Python 3.10+). So the first start
+extracts the archive once into `<config dir>/cache/pyz/<build id>/`, byte-compiled there
+as pip does when it installs, and every start runs from that tree. A start checks the
+marker `.kward-pyz` (one open: it holds the build id) and the stamp `.kward-pyz-<cache
+tag>` of its interpreter's bytecode (one stat); anything else is `_kward_zipapp`'s (the
+atomic extraction, a damaged tree, certifi). Where the cache cannot be written, or with
+`KWARD_PYZ_EXTRACT=0`, kward runs from the archive as before, silently.
 """
 
 import os
 import sys
 
+BUILD_ID = ""  # written by tools/build_zipapp.py; empty: never extract
+MARKER = ".kward-pyz"  # at the root of an extracted tree (kward.auth.stores.in_zipapp looks for it)
+ENV_EXTRACT = "KWARD_PYZ_EXTRACT"
 
-def _config_dir() -> str:
+
+def config_dir() -> str:
     custom = os.environ.get("KWARD_CONFIG_PATH")
     if custom:
         return os.path.dirname(os.path.abspath(os.path.expanduser(custom)))
     return os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".kward")
 
 
-def _pin_certifi() -> None:
+def _tree(archive: str) -> "str | None":
+    """This build's extracted tree (extracted now if need be), or None: run from the archive."""
+    if not BUILD_ID or os.environ.get(ENV_EXTRACT, "").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    tree = os.path.join(config_dir(), "cache", "pyz", BUILD_ID)
+    if not os.path.isabs(tree):
+        return None
     try:
-        import certifi
-        import certifi.core
-        from importlib.resources import files
+        with open(os.path.join(tree, MARKER), "rb") as f:
+            complete = f.read() == BUILD_ID.encode()
+    except OSError:
+        complete = False
+    if complete and os.path.exists(os.path.join(tree, f"{MARKER}-{sys.implementation.cache_tag}")):
+        return tree
+    import _kward_zipapp
 
-        data = files("certifi").joinpath("cacert.pem").read_bytes()
-        directory = os.path.join(_config_dir(), "cache", f"certifi-{certifi.__version__}")
-        target = os.path.join(directory, "cacert.pem")
+    return _kward_zipapp.prepare(archive, tree, BUILD_ID, MARKER, complete)
+
+
+def _load_main():
+    archive = getattr(sys.modules[__name__], "__loader__", None)
+    archive = getattr(archive, "archive", None)  # zipimport's: the archive's path
+    tree = _tree(archive) if archive and sys.path and sys.path[0] == archive else None
+    if tree:
+        sys.path[0] = tree
         try:
-            with open(target, "rb") as f:
-                current = f.read()
-        except OSError:
-            current = None
-        if current != data:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-            temp = f"{target}.{os.getpid()}.tmp"
-            with open(temp, "wb") as f:
-                f.write(data)
-            os.replace(temp, target)
-    except Exception:  # certifi's own temp-file way still verifies HTTPS
-        return
+            from kward.cli import main
 
-    def where() -> str:
-        return target
+            return main
+        except Exception:  # a damaged tree: this start runs from the archive
+            import _kward_zipapp
 
-    certifi.where = certifi.core.where = where
+            _kward_zipapp.give_up(tree, archive, MARKER)
+    if archive:
+        import _kward_zipapp
 
+        _kward_zipapp.watch_certifi(config_dir())
+    from kward.cli import main
 
-class _BeforeRequests:
-    """A meta-path entry that only watches for the first `import requests` (it stays in
-    `sys.meta_path`: removing it while the import system iterates that list would make it
-    skip the next finder)."""
-
-    done = False
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "requests" and not self.done:
-            self.done = True
-            _pin_certifi()
-        return None  # the normal finders load it
+    return main
 
 
 if __name__ == "__main__":
-    sys.meta_path.insert(0, _BeforeRequests())
-    from kward.cli import main
-
-    sys.exit(main())
+    sys.exit(_load_main()())

@@ -272,10 +272,15 @@ class StoreChoice:
 
 def in_zipapp() -> bool:
     """Whether kward runs from a zipapp (kward.pyz), which carries only the pure-Python
-    keyring backends: the Secret Service one needs a compiled library it leaves out."""
+    keyring backends: the Secret Service one needs a compiled library it leaves out. Either
+    from the archive itself or from the tree it extracted into its cache, whose root holds
+    the marker `.kward-pyz` (tools/zipapp_main.py)."""
     import kward
 
-    return type(getattr(kward, "__loader__", None)).__name__ == "zipimporter"
+    if type(getattr(kward, "__loader__", None)).__name__ == "zipimporter":
+        return True
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kward.__file__)))
+    return os.path.isfile(os.path.join(root, ".kward-pyz"))
 
 
 def select_store(paths: Paths, config: ConfigStore, *, backend: Any = None) -> StoreChoice:
