@@ -9,7 +9,10 @@ Pure functions over the OS: any thread, no state.
 
 from __future__ import annotations
 
-import _signal as signal  # the C module: signal.py's enum wrappers cost ~0.6 ms at start-up
+try:  # the C module: signal.py's enum wrappers cost ~0.6 ms at start-up
+    import _signal as signal
+except ImportError:  # pragma: no cover - an interpreter without CPython's _signal
+    import signal  # type: ignore[no-redef]
 import os
 import time
 
