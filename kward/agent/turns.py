@@ -178,10 +178,13 @@ class TurnManager:
                 self._release(lane, stack)
 
     def compacting(self, session: Any) -> bool:
-        """Whether exclusive work (a compaction) holds the session's lane."""
+        """Whether exclusive work (a manual compaction) holds the session's lane, or the
+        turn running on it compacts (an automatic compaction, `Turn.compacting`)."""
         with self._lock:
             lane = self._lanes.get(session.shared)
-            return lane is not None and lane.held is not None
+            if lane is None:
+                return False
+            return lane.held is not None or (lane.running is not None and lane.running.compacting)
 
     def cancel(self, turn_id: str) -> Turn:
         turn = self.get(turn_id)

@@ -54,7 +54,7 @@ class SessionState:
     reserve_tokens: int  # config `compaction.reserve_tokens`
     model: ModelState | None  # None when no provider could be chosen ...
     provider_error: KwardError | None = None  # ... and this says why
-    compacting: bool = False  # a manual compaction holds the session now
+    compacting: bool = False  # a compaction runs on the session now (manual, or automatic in a turn)
     auto_compaction: bool = False  # config `compaction.enabled`
 
 
