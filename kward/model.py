@@ -41,72 +41,24 @@ and `name` only, and still do, so that no old session shows differently.
 Content is a `str` or a tuple of parts: `TextPart`, `ImagePart`, `ThinkingPart`,
 `ToolCall` (inside content only from other writers) and `OtherPart` (anything else).
 
-All classes are slotted value classes (`value`: what ``dataclass(slots=True)`` gives,
-defined in a fraction of the time, since every process that touches a session imports
-this module: a UI's short-lived list refresh among them). They are not frozen (a frozen
-class costs five times as much to build, and turn events are built thousands of times a
-second), but their instances are values shared between the live conversation, clones,
-forks and events: nothing changes one after it was built (the one exception: `Usage`
-while a provider fills it in, before its message exists). Pure data, any thread.
+All classes are slotted value classes (`kward.values.value`: what
+``dataclass(slots=True)`` gives, defined in a fraction of the time). They are not frozen
+(a frozen class costs five times as much to build, and turn events are built thousands
+of times a second), but their instances are values shared between the live
+conversation, clones, forks and events: nothing changes one after it was built (the one
+exception: `Usage` while a provider fills it in, before its message exists). Pure data,
+any thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Sequence, Union
+
+from kward.values import EMPTY, value
 
 #: The image types attachments may have (and a transcript shows).
 IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-
-
-def _eq(self: Any, other: Any) -> Any:
-    if other.__class__ is not self.__class__:
-        return NotImplemented
-    return all(getattr(self, n) == getattr(other, n) for n in self._compared)
-
-
-def _repr(self: Any) -> str:
-    return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._compared)})"
-
-
-def value(cls: type) -> type:
-    """`cls` remade as a slotted value class from its annotated fields, in order, with their
-    defaults: ``__init__`` (positional or keyword), ``__eq__`` over every field but
-    `record` (same class only; unhashable, as a mutable dataclass), ``__repr__`` (without
-    `record`). Class attributes and methods stay as they are."""
-    names = list(cls.__dict__.get("__annotations__", {}))
-    defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
-    namespace = {k: v for k, v in cls.__dict__.items() if k not in names and k not in ("__dict__", "__weakref__")}
-    params = ", ".join(f"{n}=_{n}" if n in defaults else n for n in names)
-    scope = {f"_{n}": v for n, v in defaults.items()}
-    exec(f"def __init__(self, {params}):\n" + "".join(f"    self.{n} = {n}\n" for n in names), scope)
-    namespace.update(__slots__=tuple(names), __init__=scope["__init__"], __eq__=_eq, __repr__=_repr, __hash__=None,
-                     __match_args__=tuple(names), _compared=tuple(n for n in names if n != "record"))
-    return type(cls.__name__, cls.__bases__, namespace)
-
-
-class _Empty(Mapping):
-    """The empty, immutable (hashable) mapping: the default `extras`."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: Any) -> Any:
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __hash__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return "EMPTY"
-
-
-EMPTY: Mapping[str, Any] = _Empty()
 
 
 # --- content parts -----------------------------------------------------------------------

@@ -6,6 +6,7 @@ failures that leave the session as it was."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -13,7 +14,7 @@ from kward.compaction.prompt import SYSTEM_PROMPT
 from lib import fake_codex as fc
 from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
 from lib.fake_codex import FakeCodex, make_jwt
-from lib.rpc_models import create_session, failed_error, finished, run_turn, start_kward
+from lib.rpc_models import create_session, failed_error, finished, run_turn, start_kward, start_turn, wait_turn
 
 TOKEN = make_jwt("acct_compaction")
 BIG = "A" * 2999 + "\n"
@@ -173,6 +174,32 @@ def test_automatic_compaction_before_a_turn(start, fake, isolated_home):
     fake.script("responses", fc.text(["three"]))
     completed(client, sid, "third")
     assert len(session_events(client)) == 2 and len(fake.requests("responses")) == 4
+
+
+def test_runtime_state_is_compacting_during_an_automatic_compaction(start, fake, isolated_home):
+    client = start(context_window=13_000, reserve_tokens=1_000, keep_recent_tokens=5)
+    sid = create_session(client, isolated_home)["id"]
+    fake.script("responses", fc.text(["one"], usage={"input_tokens": 4000, "output_tokens": 10, "total_tokens": 5000}))
+    completed(client, sid, "first")
+    assert client.request("runtime/state", {"sessionId": sid})["isCompacting"] is False
+    arrived, release = threading.Event(), threading.Event()
+
+    def summary(record):  # the summary request: held until the test has read runtime/state
+        arrived.set()
+        release.wait(30)
+        return fc.text(["## Goal\n- auto"])
+
+    fake.script("responses", summary, fc.text(["two"]))
+    try:
+        turn = start_turn(client, sid, "second")
+        assert arrived.wait(30)
+        during = client.request("runtime/state", {"sessionId": sid})
+    finally:
+        release.set()
+    assert during["isCompacting"] is True and during["isStreaming"] is True
+    assert finished(wait_turn(client, turn["id"], timeout=30))["status"] == "completed"
+    assert [e["type"] for e in session_events(client, sid)] == ["compactionStart", "compactionEnd"]
+    assert client.request("runtime/state", {"sessionId": sid})["isCompacting"] is False
 
 
 def test_context_overflow_compacts_once_then_retries(start, fake, isolated_home):

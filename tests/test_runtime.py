@@ -15,7 +15,7 @@ import pytest
 from kward.config import ConfigStore, resolve_paths, resolve_settings
 from kward.errors import SessionNotFound
 from kward.model import TurnEvent
-from kward.rpc import wire
+from kward.rpc import wire, wire_sessions
 from kward.runtime import Runtime
 from kward.runtime.notices import QuestionAsked
 from lib.turns_helpers import check_turn_events, text, tool, write_script
@@ -103,8 +103,8 @@ def test_a_scripted_turn_through_the_facade(make_runtime):
     assert (state.streaming, state.pending, state.message_count) == (False, 0, 2)
     assert state.ids.id == session.id and state.ids.name == "Say hello" and state.workspace_root == str(ws)
     assert state.model is not None and state.model.provider == "Scripted" and state.provider_error is None
-    stats = rt.stats(session.id)
-    assert stats.counts["totalMessages"] == 2 and stats.counts["userMessages"] == 1
+    stats = wire_sessions.session_stats(rt.stats(session.id))
+    assert stats["totalMessages"] == 2 and stats["userMessages"] == 1
 
     path = session.path
     assert rt.close_session(session.id) == {"closed": True}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kward.errors import InvalidParams, PathNotAllowed, SessionBusy, SessionFileGone, SessionNotFound
-from kward.rpc import wire
+from kward.rpc import wire, wire_sessions
 from kward.sessions.opening import load_session
 from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 from lib.sessions_helpers import (
@@ -303,7 +303,7 @@ def test_fork_messages_and_fork(env):
                                                                {"type": "text", "text": "part"}]),
               assistant("b"), user("x" * 300)):
         s.append_message(typed(m))
-    entries = manager.fork_messages(s.id)
+    entries = wire_sessions.fork_messages(manager.fork_messages(s.id))["messages"]
     assert entries == [{"entryId": "message:0", "text": "first question"},
                        {"entryId": "message:2", "text": "second part"},
                        {"entryId": "message:4", "text": "x" * 120}]

@@ -1,51 +1,76 @@
 """Conversation statistics for runtime/stats: message counts, cumulative token usage and
-an estimate of the context the next request will use. Pure functions of the messages
-(`kward.model`)."""
+an estimate of the context the next request will use, as typed values (their wire shapes:
+`kward.rpc.wire_sessions`). Pure functions of the messages (`kward.model`), any thread."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
-from kward.model import AssistantMessage, Message, ToolResultMessage, UserMessage
+from kward.model import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 from kward.sessions.codec import stored_chars
 
-TOKEN_FIELDS = (("input", "input_tokens"), ("output", "output_tokens"), ("cacheRead", "cache_read_tokens"),
-                ("cacheWrite", "cache_write_tokens"), ("reasoning", "reasoning_tokens"), ("total", "total_tokens"))
+
+class MessageCounts(NamedTuple):
+    """The non-system messages of a conversation by kind; `tool_calls` counts the calls of
+    the assistant messages (`tool_calls`, kward's own)."""
+
+    user: int = 0
+    assistant: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+    total: int = 0
 
 
-def message_counts(messages: list[Message]) -> dict[str, int]:
-    counts = {"userMessages": 0, "assistantMessages": 0, "toolCalls": 0, "toolResults": 0, "totalMessages": 0}
+class ContextUsage(NamedTuple):
+    """The estimated size of the next request against the model's context window."""
+
+    tokens: int
+    context_window: int
+    estimated: bool = True  # always: chars / 4 over what the last reported usage does not cover
+
+    @property
+    def percent(self) -> float:
+        return round(100.0 * self.tokens / self.context_window, 1)
+
+
+def message_counts(messages: list[Message]) -> MessageCounts:
+    user = assistant = tool_calls = tool_results = total = 0
     for m in messages:
         kind = type(m)
         if m.role == "system":
             continue
-        counts["totalMessages"] += 1
+        total += 1
         if kind is UserMessage:
-            counts["userMessages"] += 1
+            user += 1
         elif kind is AssistantMessage:
-            counts["assistantMessages"] += 1
-            counts["toolCalls"] += len(m.tool_calls)
+            assistant += 1
+            tool_calls += len(m.tool_calls)
         elif kind is ToolResultMessage:
-            counts["toolResults"] += 1
-    return counts
+            tool_results += 1
+    return MessageCounts(user, assistant, tool_calls, tool_results, total)
 
 
-def token_totals(messages: list[Message]) -> tuple[dict[str, int], float | None]:
-    """Cumulative provider usage over assistant messages, and total cost (None if never reported)."""
-    totals = {wire: 0 for wire, _ in TOKEN_FIELDS}
+def token_totals(messages: list[Message]) -> Usage:
+    """Cumulative provider usage over the assistant messages; `cost` their total cost (None
+    if never reported)."""
+    input_ = output = cache_read = cache_write = reasoning = total = 0
     cost = None
     for m in messages:
         usage = m.usage if type(m) is AssistantMessage else None
         if usage is None:
             continue
-        for wire, key in TOKEN_FIELDS:
-            totals[wire] += getattr(usage, key)
+        input_ += usage.input_tokens
+        output += usage.output_tokens
+        cache_read += usage.cache_read_tokens
+        cache_write += usage.cache_write_tokens
+        reasoning += usage.reasoning_tokens
+        total += usage.total_tokens
         if usage.cost is not None:
             cost = (cost or 0.0) + usage.cost
-    return totals, cost
+    return Usage(input_, output, cache_read, cache_write, reasoning, total, cost)
 
 
-def context_usage(messages: list[Message], instructions: str, window: int | None) -> dict[str, Any] | None:
+def context_usage(messages: list[Message], instructions: str, window: int | None) -> ContextUsage | None:
     """Estimated tokens of the next request (chars/4, anchored on the latest reported usage)."""
     live = [m for m in messages if m.role != "system"]
     if not window or not live:
@@ -57,5 +82,4 @@ def context_usage(messages: list[Message], instructions: str, window: int | None
             tokens, start = usage.total_tokens, i + 1
             break
     tokens += sum(stored_chars(m) for m in live[start:]) // 4
-    return {"tokens": tokens, "contextWindow": window, "percent": round(100.0 * tokens / window, 1),
-            "estimated": True}
+    return ContextUsage(tokens, window)

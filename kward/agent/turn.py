@@ -40,6 +40,7 @@ class Turn:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     session: Any = field(default=None, repr=False)  # what it was started through (see kward.agent.turns)
     publish: Callable[[TurnEvent], None] | None = field(default=None, repr=False)  # its event sink
+    compacting: bool = False  # an automatic compaction runs in it now (set by its worker, read by any thread)
     announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
     plan: Any = None  # how its slash input runs, when resolved at start (kward.resources.catalog.Plan)
 

@@ -1,15 +1,9 @@
 """Turn scheduling: FIFO per session, sessions in parallel, cancellation, event logs.
 
-Each session has a lane: a queue of turns drained by one job on the worker pool, so a
-session runs one turn at a time in arrival order while different sessions run in
-parallel. A session file open under several RPC ids (`session.shared`, see
-kward.sessions.handle) has one lane: turns started through any of its ids queue FIFO
-together, and each turn's events carry the RPC id it was started with. While a lane has
-queued or running turns it holds the session's cross-process turn lock (taken when the
-first turn is queued, so a session that another process is running answers
-`session_busy` at once; released when the queue drains). A turn started while the drain
-job is still releasing that lock waits for the release (an fsync and a close) instead of
-failing on its own process's lock.
+Each session file has a lane (`kward.agent.lanes.Lane`): its turns run one at a time in
+arrival order, through whichever RPC id they were started, while different sessions run
+in parallel; while turns are queued or running the lane holds the session's
+cross-process turn lock (`session_busy` at once when another process runs the session).
 
 Events: every turn has an `EventLog` (kward.agent.eventlog); `emit` assigns the next
 sequence number and publishes the typed `kward.model.TurnEvent` under the log's lock, so
@@ -29,7 +23,7 @@ Thread contract: `start`, `cancel`, `get` and the queries are called from the
 dispatcher (any thread is fine); turns run on pool workers. `_lock` guards the turn table
 and the lanes; it is never held while a turn runs or a lane releases its lock
 (`_released`, a condition on `_lock`, signals the end of a release and every announced
-turnFinished). A lane is dropped once it is idle and released.
+turnFinished).
 
 Exclusive work (`exclusive`: a compaction requested through `sessions/compact`) holds a
 lane without a turn: it is refused (`turn_in_progress`) while a turn runs or is queued on
@@ -48,11 +42,11 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
 from kward.agent.eventlog import EventLog
+from kward.agent.lanes import Lane
 from kward.agent.turn import TERMINAL, Turn, turn_error
 from kward.errors import Canceled, InvalidParams, KwardError, TurnInProgress
 from kward.model import Finished, ImagePart, Status, TurnEvent
@@ -65,17 +59,6 @@ log = logging.getLogger(__name__)
 
 BEHAVIORS = ("newTurn", "followUp", "steer")
 KEEP_FINISHED_TURNS = 256
-
-
-@dataclass
-class _Lane:
-    shared: Any  # the session's `shared` object: one lane per session file
-    queue: deque[Turn] = field(default_factory=deque)
-    running: Turn | None = None
-    draining: bool = False
-    turn_lock: contextlib.ExitStack | None = None
-    releasing: bool = False  # the drain job is releasing `turn_lock` (fsync, unlock)
-    held: Any = None  # the cancel token of exclusive work holding the lane (`exclusive`), or None
 
 
 class TurnManager:
@@ -93,7 +76,7 @@ class TurnManager:
         self._lock = threading.RLock()  # re-entered by _announce when a cancel finishes a queued turn
         self._released = threading.Condition(self._lock)  # a lane released its turn lock, or a turn was announced
         self._turns: OrderedDict[str, Turn] = OrderedDict()
-        self._lanes: dict[Any, _Lane] = {}  # by session.shared
+        self._lanes: dict[Any, Lane] = {}  # by session.shared
         self._closed = False
 
     # --- requests ---------------------------------------------------------------------
@@ -109,11 +92,8 @@ class TurnManager:
             raise InvalidParams(f"Unsupported streamingBehavior: {behavior}", data={"param": "streamingBehavior"})
         steer_ok = self._steering_supported()
         with self._lock:
-            lane = self._lane(session)
-            busy = bool(lane.queue or lane.running is not None or lane.releasing)
-            while lane.releasing:  # the previous turn's lock is being let go (quick): taking a
-                self._released.wait()  # second flock on the file now would fail as session_busy
-                lane = self._lane(session)  # a released idle lane is dropped: take the new one
+            busy = self._lane(session).busy()
+            lane = self._settled_lane(session)
             if self._closed:
                 raise InvalidParams("The server is shutting down", reason="shutting_down")
             running = lane.running if lane.running is not None and lane.running.status == "running" else None
@@ -127,16 +107,11 @@ class TurnManager:
                     return running
                 # no running turn takes input now (it is finishing, or the next one has not
                 # started yet): the input becomes a follow-up turn instead
-            if lane.turn_lock is None:
-                stack = contextlib.ExitStack()
-                stack.enter_context(lane.shared.turn_lock())  # SessionBusy when another process runs it
-                lane.turn_lock = stack
+            lane.take_lock()  # SessionBusy when another process runs it
             turn = self._enqueue(lane, session, text, attachments, headers or {}, publish)
             turn.plan = plan
             if not lane.draining and lane.held is None:  # held: drained when the exclusive work ends
-                lane.draining = True
-                if not self._submit(lambda: self._drain(lane)):
-                    lane.draining = False
+                self._schedule(lane)
         return turn
 
     @contextlib.contextmanager
@@ -145,10 +120,7 @@ class TurnManager:
         `cancel` (a CancelToken) is cancelled by `shutdown`. Raises TurnInProgress,
         SessionBusy, or InvalidParams `shutting_down`."""
         with self._lock:
-            lane = self._lane(session)
-            while lane.releasing:  # a finished turn lets go of the lock (quick)
-                self._released.wait()
-                lane = self._lane(session)
+            lane = self._settled_lane(session)
             try:
                 if self._closed:
                     raise InvalidParams("The server is shutting down", reason="shutting_down")
@@ -168,20 +140,21 @@ class TurnManager:
                 lane.held = None
                 stack = None
                 if lane.queue and not lane.draining:  # turns started meanwhile: run them now
-                    lane.draining = True
-                    if not self._submit(lambda: self._drain(lane)):
-                        lane.draining = False
-                        stack = self._end_lane(lane)
+                    if not self._schedule(lane):
+                        stack = lane.end()
                 elif not lane.queue:
-                    stack = self._end_lane(lane)
+                    stack = lane.end()
             if stack is not None:
                 self._release(lane, stack)
 
     def compacting(self, session: Any) -> bool:
-        """Whether exclusive work (a compaction) holds the session's lane."""
+        """Whether exclusive work (a manual compaction) holds the session's lane, or the
+        turn running on it compacts (an automatic compaction, `Turn.compacting`)."""
         with self._lock:
             lane = self._lanes.get(session.shared)
-            return lane is not None and lane.held is not None
+            if lane is None:
+                return False
+            return lane.held is not None or (lane.running is not None and lane.running.compacting)
 
     def cancel(self, turn_id: str) -> Turn:
         turn = self.get(turn_id)
@@ -246,14 +219,31 @@ class TurnManager:
 
     # --- running ----------------------------------------------------------------------
 
-    def _lane(self, session: Any) -> _Lane:
+    def _lane(self, session: Any) -> Lane:
         """The lane of the session's file, created when missing. Caller holds `_lock`."""
         lane = self._lanes.get(session.shared)
         if lane is None:
-            lane = self._lanes[session.shared] = _Lane(session.shared)
+            lane = self._lanes[session.shared] = Lane(session.shared)
         return lane
 
-    def _enqueue(self, lane: _Lane, session: Any, text: str, attachments: list[ImagePart],
+    def _settled_lane(self, session: Any) -> Lane:
+        """The session's lane once it is not letting go of its turn lock (quick: taking a
+        second flock on the file meanwhile would fail as session_busy). Caller holds `_lock`."""
+        lane = self._lane(session)
+        while lane.releasing:
+            self._released.wait()
+            lane = self._lane(session)  # a released idle lane is dropped: take the new one
+        return lane
+
+    def _schedule(self, lane: Lane) -> bool:
+        """Submit the lane's drain job; False when the pool refused it. Caller holds `_lock`."""
+        lane.draining = True
+        if not self._submit(lambda: self._drain(lane)):
+            lane.draining = False
+            return False
+        return True
+
+    def _enqueue(self, lane: Lane, session: Any, text: str, attachments: list[ImagePart],
                  headers: dict[str, str] | None = None,
                  publish: Callable[[TurnEvent], None] | None = None) -> Turn:
         """Create a queued turn of `session` on `lane` and emit turnQueued. Caller holds `_lock`."""
@@ -274,7 +264,7 @@ class TurnManager:
             for old_id in [t for t, old in self._turns.items() if old.status in TERMINAL][: len(self._turns) - KEEP_FINISHED_TURNS]:
                 del self._turns[old_id]
 
-    def _drain(self, lane: _Lane) -> None:
+    def _drain(self, lane: Lane) -> None:
         """The lane's job on the pool: run its turns one by one in queue order.
 
         After each turn the session file is fsynced and, when nothing else is queued, the
@@ -285,7 +275,7 @@ class TurnManager:
             with self._lock:
                 turn = lane.queue.popleft() if lane.queue else None
                 lane.running = turn
-                stack = self._end_lane(lane) if turn is None else None
+                stack = lane.end() if turn is None else None
             if turn is None:  # only turns canceled before they ran were queued
                 self._release(lane, stack)
                 return
@@ -298,39 +288,24 @@ class TurnManager:
                 for item in leftovers:  # steered input the turn never used: keep it as a follow-up
                     self._enqueue(lane, turn.session, item.text, item.attachments, turn.headers, turn.publish)
                 done = not lane.queue
-                stack = self._end_lane(lane) if done else None
+                stack = lane.end() if done else None
             if done:
-                self._close_lock(lane, stack)
+                lane.close_lock(stack)
             if settled:
                 self._announce(turn)
             if done:
                 self._release(lane, None)
                 return
 
-    def _end_lane(self, lane: _Lane) -> contextlib.ExitStack | None:
-        """The queue is empty: stop draining and hand back the turn lock to release.
-        Caller holds `_lock`; it must call `_release` (which ends `releasing`)."""
-        lane.draining = False
-        lane.releasing = True
-        stack, lane.turn_lock = lane.turn_lock, None
-        return stack
-
-    def _close_lock(self, lane: _Lane, stack: contextlib.ExitStack | None) -> None:
-        if stack is None:
-            return
+    def _release(self, lane: Lane, stack: contextlib.ExitStack | None) -> None:
+        """Close the turn lock `lane.end` handed back (without `_lock`), end `releasing`
+        and drop the lane when it is idle."""
         try:
-            stack.close()  # fsync, release the cross-process lock
-        except Exception:
-            log.exception("releasing the turn lock of %r failed", lane.shared)
-
-    def _release(self, lane: _Lane, stack: contextlib.ExitStack | None) -> None:
-        try:
-            self._close_lock(lane, stack)
+            lane.close_lock(stack)
         finally:
             with self._lock:
                 lane.releasing = False
-                if self._lanes.get(lane.shared) is lane and not (lane.queue or lane.running or lane.draining
-                                                                  or lane.held is not None):
+                if self._lanes.get(lane.shared) is lane and lane.idle():
                     del self._lanes[lane.shared]  # idle: a later start makes a new one
                 self._released.notify_all()
 

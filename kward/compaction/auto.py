@@ -12,7 +12,9 @@
   again, False when the turn fails with the overflow error.
 
 Both honour the `compaction` settings (`enabled`; the window: `context_window`, else the
-model's). A cancellation during a compaction propagates (the turn is canceled).
+model's). A cancellation during a compaction propagates (the turn is canceled). `busy`
+(optional) is called with True when a compaction starts and with False when it ended,
+however it ended (`runtime/state` `isCompacting` reads it).
 
 Thread contract: one guard per turn, used on the turn's worker thread only.
 """
@@ -20,7 +22,7 @@ Thread contract: one guard per turn, used on the turn's worker thread only.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from kward.compaction.estimate import context_tokens, over_threshold
 from kward.compaction.prompt import Profile
@@ -33,12 +35,13 @@ log = logging.getLogger(__name__)
 
 class AutoCompaction:
     def __init__(self, settings: CompactionSettings, window: int | None, summarize: Summarize, profile: Profile,
-                 emit: Emit):
+                 emit: Emit, busy: Callable[[bool], None] | None = None):
         self.settings = settings
         self.window = settings.context_window or window
         self._summarize = summarize
         self._profile = profile
         self._emit = emit
+        self._busy = busy
         self._overflow_used = False
 
     def needed(self, session: Any, instructions: str) -> bool:
@@ -59,6 +62,8 @@ class AutoCompaction:
         return self._compact(session, instructions, "overflow")
 
     def _compact(self, session: Any, instructions: str, reason: str) -> bool:
+        if self._busy is not None:
+            self._busy(True)
         try:
             run(session, self._summarize, self.settings, self._profile, self._emit, reason=reason,
                 instructions=instructions, will_retry=reason == "overflow", window=self.window)
@@ -70,3 +75,6 @@ class AutoCompaction:
         except KwardError as exc:
             log.warning("automatic compaction (%s) failed: %s", reason, exc.message)
             return False
+        finally:
+            if self._busy is not None:
+                self._busy(False)

@@ -16,7 +16,8 @@ method handlers and the connection shape them here, and only here:
 - a login (`login`, for `auth/*` and `auth/loginFinished`), the `logging/stats` result
   (`stats`) and the `logging/tokenCsv` one (`token_csv`), ranges with ISO times (`time_range`);
   (the credential results of `auth/*` are shaped in `kward.rpc.wire_auth`, the `memory/*`
-  ones in `kward.rpc.wire_memory`);
+  ones in `kward.rpc.wire_memory`, `runtime/state`, `runtime/stats` and
+  `sessions/forkMessages` in `kward.rpc.wire_sessions`);
 - the normalized transcript of `sessions/transcript` (Tauren's `tauren-transcript-v1`,
   `transcript`): system messages dropped; user -> ``{role:"user", content:[parts]}``;
   assistant -> ``{role:"assistant", content:[thinking..., text/image parts...,

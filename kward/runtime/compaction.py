@@ -83,12 +83,16 @@ class RuntimeCompaction:
             return None
 
     def guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> AutoCompaction:
-        """The automatic compaction of one turn, with the turn's provider and model."""
+        """The automatic compaction of one turn, with the turn's provider and model; the turn's
+        `compacting` is true while it runs (read by `TurnManager.compacting`)."""
         engine = self._rt.engine
         settings = self.settings()
         window = self._window(settings, engine.selection(), turn.cancel) if settings.enabled else None
         summarize = model_summarizer(provider, model, turn.cancel, reasoning_effort=effort,
                                      headers=dict(getattr(turn, "headers", None) or {}),
                                      session_key=session.persistent_id)
+        def busy(on: bool) -> None:
+            turn.compacting = on
+
         return AutoCompaction(settings, window, summarize, detect_profile(session.workspace_root),
-                              self._emitter(session, None))
+                              self._emitter(session, None), busy)

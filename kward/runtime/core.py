@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.handle import SessionHandle
     from kward.sessions.listing import SessionSummary
+    from kward.sessions.manager import ForkEntry
+    from kward.sessions.transcript import Transcript
     from kward.workspace import WorkspaceInfo
 
     EventSink = Callable[[Any], None]  # receives kward.model.TurnEvent
@@ -182,7 +184,7 @@ class Runtime(RuntimeServices):
     def clone_session(self, session_id: str) -> "SessionHandle":
         return self.sessions.clone(session_id)
 
-    def fork_messages(self, session_id: str) -> list[dict[str, str]]:
+    def fork_messages(self, session_id: str) -> "list[ForkEntry]":
         return self.sessions.fork_messages(session_id)
 
     def fork_session(self, session_id: str, entry_id: str) -> "tuple[SessionHandle, str]":
@@ -192,7 +194,7 @@ class Runtime(RuntimeServices):
     def export_session(self, session_id: str, path: str | None = None, format: str | None = None) -> dict[str, str]:
         return self.sessions.export(session_id, path, format)
 
-    def transcript(self, session_id: str) -> dict[str, Any]:
+    def transcript(self, session_id: str) -> "Transcript":
         return self.sessions.transcript(session_id)
 
     def close_session(self, session_id: str) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from kward.errors import KwardError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.stats import ContextUsage, MessageCounts
+    from kward.model import Usage
     from kward.providers.model_service import ModelChoice
     from kward.runtime.core import Runtime
 
@@ -52,17 +54,16 @@ class SessionState:
     reserve_tokens: int  # config `compaction.reserve_tokens`
     model: ModelState | None  # None when no provider could be chosen ...
     provider_error: KwardError | None = None  # ... and this says why
-    compacting: bool = False  # a manual compaction holds the session now
+    compacting: bool = False  # a compaction runs on the session now (manual, or automatic in a turn)
     auto_compaction: bool = False  # config `compaction.enabled`
 
 
 @dataclass(frozen=True)
 class SessionStats:
     ids: SessionIds
-    counts: dict[str, int]  # kward.agent.stats.message_counts
-    tokens: dict[str, int]
-    cost: float | None
-    context_usage: dict[str, Any] | None
+    counts: "MessageCounts"
+    tokens: "Usage"  # the sum of the assistant messages' usage (`cost`: None when never reported)
+    context_usage: "ContextUsage | None"  # None when the model's context window is unknown
     auto_compaction: bool = False  # config `compaction.enabled`
 
 
@@ -79,7 +80,7 @@ def session_state(rt: "Runtime", session: Any) -> SessionState:
     common = dict(ids=session_ids(session),
                   streaming=turns is not None and turns.running_turn(session) is not None,
                   pending=turns.pending_count(session) if turns is not None else 0,
-                  message_count=message_counts(session.entry_messages())["totalMessages"],
+                  message_count=message_counts(session.entry_messages()).total,
                   workspace_root=session.workspace_root,
                   reserve_tokens=compaction.get("reserve_tokens", DEFAULT_RESERVE_TOKENS),
                   compacting=turns is not None and turns.compacting(session),
@@ -100,11 +101,10 @@ def session_stats(rt: "Runtime", session: Any) -> SessionStats:
     from kward.agent.stats import context_usage, message_counts, token_totals
 
     messages = session.entry_messages()
-    totals, cost = token_totals(messages)
     try:
         window = rt.models.current(rt.engine.selection()).entry.context_window
     except KwardError:
         window = None
     usage = context_usage(messages, rt.resources.estimate(session), window)
-    return SessionStats(ids=session_ids(session), counts=message_counts(messages), tokens=totals, cost=cost,
+    return SessionStats(ids=session_ids(session), counts=message_counts(messages), tokens=token_totals(messages),
                         context_usage=usage, auto_compaction=rt.compaction.auto_enabled())

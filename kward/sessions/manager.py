@@ -1,7 +1,8 @@
 """The process-wide registry of open RPC sessions and every ``sessions/*`` operation.
 
 Knows nothing of JSON-RPC: methods take Python values, raise the classes of
-``kward.errors`` and return SessionHandle objects or the plain dicts the protocol shows.
+``kward.errors`` and return SessionHandle objects, typed values (`ForkEntry`,
+`SessionSummary`, `Transcript`) or the plain dicts the protocol shows.
 
 One file, one OpenSession: this process opens a session file once and gives every RPC id
 on it a `SessionHandle` over that OpenSession (one writer, one live state; the turn
@@ -32,7 +33,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
@@ -50,6 +51,15 @@ from kward.sessions.store import CREATING
 from kward.sessions.transcript import Transcript, tool_details_from_file, wanted_tool_call_ids
 
 log = logging.getLogger(__name__)
+
+
+class ForkEntry(NamedTuple):
+    """A user message a session can be forked before: its `entry_id` (``message:<n>``, the
+    id form of `kward.sessions.messages.entry_id`, as a compaction's `first_kept_entry_id`)
+    and its text, compacted for a menu."""
+
+    entry_id: str
+    text: str
 
 
 class SessionManager:
@@ -222,11 +232,11 @@ class SessionManager:
         messages, read_paths = source.snapshot()
         return self._opened(self._derive(source.shared, messages, read_paths))
 
-    def fork_messages(self, session_id: str) -> list[dict[str, str]]:
-        """``[{entryId: "message:<n>", text}]`` for the user messages of the live branch."""
+    def fork_messages(self, session_id: str) -> list[ForkEntry]:
+        """The user messages of the live branch, oldest first."""
         session = self.get(session_id)
         session.refresh()
-        return [{"entryId": entry_id(i), "text": compact(full_text(m))}
+        return [ForkEntry(entry_id(i), compact(full_text(m)))
                 for i, m in enumerate(session.entry_messages()) if type(m) is UserMessage]
 
     def fork(self, session_id: str, entry: Any) -> tuple[SessionHandle, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.rpc import wire
+from kward.rpc import wire, wire_sessions
 from kward.rpc.registry import Call
 
 
@@ -37,7 +37,7 @@ def clone(call: Call) -> dict[str, Any]:
 
 
 def fork_messages(call: Call) -> dict[str, Any]:
-    return {"messages": call.runtime.fork_messages(call.params.str("sessionId", required=True))}
+    return wire_sessions.fork_messages(call.runtime.fork_messages(call.params.str("sessionId", required=True)))
 
 
 def fork(call: Call) -> dict[str, Any]:
