@@ -41,7 +41,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from kward.fsutil import pid_alive
+from kward.fsutil import pid_alive, read_fd  # noqa: F401 (read_fd: here for the tools)
 
 MAX_HOPS = 40
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -212,19 +212,6 @@ def _open_same(name: str, flags: int, dir_fd: int, st: os.stat_result) -> tuple[
         os.close(fd)
         return None
     return fd, now
-
-
-def read_fd(fd: int, limit: int) -> bytes:
-    """Up to `limit` bytes from the current position of `fd` (fewer only at its end)."""
-    chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def replace_file(dir_fd: int, name: str, data: bytes, mode: int, tmp_name: str) -> None:

@@ -16,6 +16,7 @@ except ImportError:  # pragma: no cover - an interpreter without CPython's _sign
 import os
 import time
 
+from kward.fsutil import read_fd
 from kward.records import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,8 +45,6 @@ def read_proc(path: str, limit: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
-    from kward.confined import read_fd  # not at import: kward.confined is not needed to start
-
     try:
         return read_fd(fd, limit)
     except OSError:

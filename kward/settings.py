@@ -106,10 +106,17 @@ class LoggingSettings(Record):
     """The opt-in telemetry records (not the diagnostic log: `Settings.log_level`)."""
 
     enabled: bool = False
-    tokens: bool = False
+    tokens: bool = False  # the categories (kward.telemetry.CATEGORIES): the fields after `enabled`
     performance: bool = False
     tools: bool = False
     errors: bool = False
+
+    @property
+    def enabled_categories(self) -> tuple[str, ...]:
+        """The categories switched on (none unless `enabled`)."""
+        if self.enabled is not True:
+            return ()
+        return tuple(c for c in self._fields[1:] if getattr(self, c) is True)
 
 
 class ToolsSettings(Record):

@@ -28,7 +28,11 @@ REPO = Path(__file__).resolve().parents[1]
 NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "typing", "dataclasses", "inspect", "logging",
                          "traceback", "pathlib", "urllib.parse", "ipaddress", "subprocess", "ctypes", "kward.agent",
                          "kward.sessions", "kward.providers.http", "kward.tools",
-                         "signal", "contextlib"}  # (kward uses the C module _signal there; fsutil, no contextlib)
+                         "signal", "contextlib",  # (kward uses the C module _signal there; fsutil, no contextlib)
+                         "importlib", "queue", "heapq",  # (__import__ for the handlers; _queue.SimpleQueue)
+                         "kward.telemetry", "kward.confined"}
+# What the way out of `kward rpc` (procs.end_descendants) may not need.
+NOT_AT_EXIT = {"kward.confined", "dataclasses", "inspect", "typing", "subprocess", "ctypes"}
 
 # Runs the real entry point (`kward rpc`, as the console script does) over pipes on fds 0
 # and 1; a thread plays the client and prints the modules loaded when the response to
@@ -53,7 +57,8 @@ def client():
 _thread.start_new_thread(client, ())
 sys.argv = ["kward", "rpc"]
 from kward.cli import main
-main()
+main(["rpc"])  # (with an argv, main returns instead of ending the process)
+os.write(2, json.dumps({"exit": sorted(sys.modules)}).encode() + b"\n")
 '''
 
 
@@ -62,13 +67,15 @@ def test_initialize_is_answered_without_typing_logging_pathlib_dataclasses_or_re
     # -S: no site-packages, whose .pth hooks (an editable install's finder) import typing and pathlib
     proc = subprocess.run([sys.executable, "-S", "-c", SNAPSHOT], capture_output=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    found = json.loads(proc.stderr.decode().splitlines()[-1])
+    found = json.loads(proc.stderr.decode().splitlines()[-2])
     assert found["response"]["result"]["serverName"] == "kward"
     modules = set(found["modules"])
     assert {"kward.rpc.server", "kward.rpc.methods.lifecycle", "kward.settings"} <= modules
     loaded = {m for m in modules if m in NOT_BEFORE_INITIALIZE or m.split(".")[0] in NOT_BEFORE_INITIALIZE
               or any(m.startswith(p + ".") for p in NOT_BEFORE_INITIALIZE)}
     assert loaded == set()
+    at_exit = set(json.loads(proc.stderr.decode().splitlines()[-1])["exit"])
+    assert {"kward.procs", "kward.proctable"} <= at_exit and at_exit & NOT_AT_EXIT == set()
 
 
 # --- Record ---------------------------------------------------------------------------

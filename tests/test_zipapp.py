@@ -61,6 +61,12 @@ def test_the_archive_holds_pure_python_and_every_dist_info(pyz):
     dist_infos = {n.split("/")[0].split("-")[0].lower() for n in names if ".dist-info/" in n}
     assert {"kward", "requests", "keyring", "urllib3", "certifi", "idna", "charset_normalizer"} <= dist_infos
     assert "keyring-" in "".join(n for n in names if n.endswith("entry_points.txt"))
+    # pip's records and what only the (compiled) Secret Service backend would use are left out
+    assert not [n for n in names if n.rpartition("/")[2] in ("RECORD", "INSTALLER", "REQUESTED", "WHEEL")]
+    assert not [n for n in names if n.startswith(("secretstorage", "jeepney"))]
+    with zipfile.ZipFile(pyz) as z:  # read on every start: stored, so that no start imports zlib
+        assert z.getinfo("__main__.py").compress_type == zipfile.ZIP_STORED
+        assert z.getinfo("kward/cli.py").compress_type == zipfile.ZIP_DEFLATED
     assert not [n for n in names if "__pycache__" in n]
 
 

@@ -11,9 +11,12 @@ Steps (docs: README "One file: kward.pyz"):
    metadata; keyring's Secret Service backend needs cryptography, so it is not offered
    from the archive and the file store takes over), `_cffi_backend*`, every `*.so`,
    `*.pyd`, `*.dylib` and `*.dll` (charset_normalizer falls back to its pure-Python
-   modules), `bin/`, `share/` and `__pycache__/`. Then refuse (exit 1) if any compiled
-   file is left.
-3. Keep every other `*.dist-info`: keyring finds its backends through entry points.
+   modules), `bin/`, `share/` and `__pycache__/`; and secretstorage and jeepney, which
+   only that backend uses. Then refuse (exit 1) if any compiled file is left.
+3. Keep every other `*.dist-info` (keyring finds its backends through entry points), less
+   pip's installation records (`RECORD`, `INSTALLER`, `REQUESTED`, `WHEEL`,
+   `direct_url.json`): every entry of the archive costs each start from the archive a
+   little (zipimport reads the whole directory).
 4. Add the root `__main__.py` (tools/zipapp_main.py: exit status, the extracted cache)
    with the build id written into it: a hash of every file staged, which names the
    archive's tree in the cache (`<config dir>/cache/pyz/<build id>/`), and beside it
@@ -21,7 +24,9 @@ Steps (docs: README "One file: kward.pyz"):
 5. `--compile`: legacy `.pyc` beside each `.py` (zipimport reads only those), faster
    imports; bytecode of one Python version is ignored by later ones (they read the
    source) but one built on a newer Python failed on an older one, so it is off by default.
-6. `zipapp.create_archive(..., interpreter="/usr/bin/env python3", compressed=True)`.
+6. The archive, as `zipapp.create_archive(..., interpreter="/usr/bin/env python3",
+   compressed=True)` writes it, but with `__main__.py` stored uncompressed: a start from
+   the extracted cache then never imports zlib.
 """
 
 from __future__ import annotations
@@ -31,15 +36,18 @@ import compileall
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
-import zipapp
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = ("kward", "man", "setup.cfg", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in")
 PLATFORM_PACKAGES = ("cryptography", "cffi", "pycparser")
+NEED_PLATFORM = ("secretstorage", "jeepney")  # keyring's Secret Service backend, useless without cryptography
+INSTALL_RECORDS = ("RECORD", "INSTALLER", "REQUESTED", "WHEEL", "direct_url.json")
 PLATFORM_DIRS = ("bin", "share")
 COMPILED = (".so", ".pyd", ".dylib", ".dll")
 INTERPRETER = "/usr/bin/env python3"
@@ -78,14 +86,17 @@ def _distribution(dist_info: Path) -> str:
 def prune(stage: Path) -> list[str]:
     """Remove the compiled and platform-bound parts; returns what was removed."""
     removed = []
-    for name in PLATFORM_PACKAGES + PLATFORM_DIRS:
+    for name in PLATFORM_PACKAGES + NEED_PLATFORM + PLATFORM_DIRS:
         if (stage / name).is_dir():
             shutil.rmtree(stage / name)
             removed.append(name + "/")
     for dist_info in stage.glob("*.dist-info"):
-        if _distribution(dist_info) in PLATFORM_PACKAGES:
+        if _distribution(dist_info) in PLATFORM_PACKAGES + NEED_PLATFORM:
             shutil.rmtree(dist_info)
             removed.append(dist_info.name + "/")
+            continue
+        for name in INSTALL_RECORDS:
+            (dist_info / name).unlink(missing_ok=True)
     for path in sorted(stage.rglob("*"), reverse=True):
         if path.is_dir() and path.name == "__pycache__":
             shutil.rmtree(path)
@@ -121,6 +132,19 @@ def add_main(stage: Path) -> None:
     (stage / "__main__.py").write_text(code.replace(placeholder, f'BUILD_ID = "{build_id(stage)}"'))
 
 
+def write_archive(stage: Path, target: Path) -> None:
+    """What `zipapp.create_archive(stage, target, interpreter=INTERPRETER, compressed=True)`
+    writes (the shebang line, then every file and directory of `stage` deflated, in sorted
+    order, executable), except `__main__.py`, stored: the only entry every start reads."""
+    with open(target, "wb") as f:
+        f.write(b"#!" + INTERPRETER.encode() + b"\n")
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for child in sorted(stage.rglob("*")):
+                arcname = child.relative_to(stage).as_posix()
+                z.write(child, arcname, compress_type=zipfile.ZIP_STORED if arcname == "__main__.py" else None)
+    target.chmod(target.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
+
+
 def build(output: Path, compile_bytecode: bool = False) -> Path:
     with tempfile.TemporaryDirectory(prefix="kward-zipapp-") as tmp:
         tmp_path = Path(tmp)
@@ -143,7 +167,7 @@ def build(output: Path, compile_bytecode: bool = False) -> Path:
                 compileall.compile_file(str(stage / name), quiet=1, legacy=True)
         output.parent.mkdir(parents=True, exist_ok=True)
         partial = output.with_name(output.name + ".partial")
-        zipapp.create_archive(stage, partial, interpreter=INTERPRETER, compressed=True)
+        write_archive(stage, partial)
         os.replace(partial, output)
     log(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
     return output

@@ -15,7 +15,6 @@ Rows are NamedTuples (immutable; cheaper to define at start than dataclasses). A
 
 from __future__ import annotations
 
-import importlib
 from types import MappingProxyType
 
 from kward.records import TYPE_CHECKING, Record
@@ -143,4 +142,6 @@ def find(name: Any) -> ProviderSpec | None:
 def load(name: str) -> Any:
     """The object a "module:attribute" string names (imports the module)."""
     module, _, attribute = name.partition(":")
+    import importlib  # (not at start-up: importlib imports warnings)
+
     return getattr(importlib.import_module(module), attribute)

@@ -20,7 +20,7 @@ import sys
 
 from kward import diagnostics, procs
 from kward.errors import ConfigError
-from kward.fsutil import ATOMIC_TEMP, remove_stale_files
+from kward.fsutil import remove_stale_temps
 from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +58,7 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
 
         sys.stderr.write(f"kward rpc: {redact_text(exc.message)}\n")
         return 2
-    remove_stale_files(setup.paths.config_dir_text, ATOMIC_TEMP)  # config.json copies a SIGKILL left
+    remove_stale_temps(setup.paths.config_dir_text)  # config.json copies a SIGKILL left
     diagnostics.configure(setup.paths.logs_dir_text, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
     stdin, stdout = _claim_stdio()
     server = compose.build_server(stdin, stdout, setup, methods=methods)

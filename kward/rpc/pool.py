@@ -9,7 +9,10 @@ call can never keep the process alive past shutdown.
 
 from __future__ import annotations
 
-import queue
+try:  # the C module: queue.py (with heapq) is not needed for SimpleQueue and Empty
+    from _queue import SimpleQueue
+except ImportError:  # pragma: no cover - an interpreter without CPython's _queue
+    from queue import SimpleQueue  # type: ignore[assignment]
 import threading
 import time
 
@@ -28,7 +31,7 @@ class WorkerPool:
     def __init__(self, max_workers: int, name: str = "kward-worker"):
         self._max = max_workers
         self._name = name
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: SimpleQueue = SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []

@@ -19,8 +19,6 @@ redaction=...)`. The capabilities of `initialize` are derived from the table ser
 
 from __future__ import annotations
 
-import importlib
-
 from kward.records import TYPE_CHECKING, Record
 from kward.rpc.params import Params
 from kward.rpc.redaction import CONTENT, EVENTS, FULL
@@ -168,7 +166,9 @@ class MethodTable:
                 fn = target
             else:
                 module, _, func = target.partition(":")
-                fn = getattr(importlib.import_module(f"kward.rpc.methods.{module}"), func)
+                # __import__ with a fromlist returns the submodule itself (importlib is not imported
+                # to answer `initialize`: it imports warnings)
+                fn = getattr(__import__(f"kward.rpc.methods.{module}", fromlist=[func]), func)
             self._handlers[name] = fn
         return fn
 

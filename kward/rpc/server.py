@@ -23,7 +23,10 @@ until the next such quiet moment.
 
 from __future__ import annotations
 
-import queue
+try:  # the C module: queue.py (with heapq) is not needed for SimpleQueue and Empty
+    from _queue import Empty
+except ImportError:  # pragma: no cover - an interpreter without CPython's _queue
+    from queue import Empty  # type: ignore[assignment]
 import threading
 import time
 
@@ -87,7 +90,7 @@ class RpcServer:
             warm = self.warm_up if answered and self.warm_up is not None and self.warm_up.waiting else None
             try:
                 item = inbox.get(timeout=IDLE_SECONDS if warm is not None else SIGNAL_POLL)
-            except queue.Empty:
+            except Empty:
                 if warm is not None and self._inflight == 0:  # (a benign unlocked read)
                     warm.start()  # or resume
                 continue  # gives a pending signal handler its chance to run
@@ -203,7 +206,7 @@ class RpcServer:
         while True:
             try:
                 item = self.transport.inbox.get(block=False)
-            except queue.Empty:
+            except Empty:
                 return
             if not isinstance(item, bytes):
                 continue

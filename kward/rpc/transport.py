@@ -12,7 +12,10 @@ joined only when it already reached end of input.
 
 from __future__ import annotations
 
-import queue
+try:  # the C module: queue.py (with heapq) is not needed for SimpleQueue and Empty
+    from _queue import SimpleQueue
+except ImportError:  # pragma: no cover - an interpreter without CPython's _queue
+    from queue import SimpleQueue  # type: ignore[assignment]
 import threading
 from collections import deque
 
@@ -39,7 +42,7 @@ class Inbox:
     thread, so Python runs the handler only when the main thread next runs bytecode."""
 
     def __init__(self, limit: int = 1024):
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._q: SimpleQueue = SimpleQueue()
         self._slots = threading.Semaphore(limit)
 
     def put_frame(self, item: object) -> None:
@@ -50,7 +53,7 @@ class Inbox:
         self._q.put((False, item))
 
     def get(self, block: bool = True, timeout: float | None = None) -> object:
-        """Next item; raises queue.Empty when nothing arrives (non-blocking or timeout)."""
+        """Next item; raises Empty (queue.Empty) when nothing arrives (non-blocking or timeout)."""
         counted, item = self._q.get(block, timeout)
         if counted:
             self._slots.release()

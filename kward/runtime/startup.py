@@ -42,24 +42,26 @@ def announce(settings: Settings, config: ConfigStore, env: Mapping[str, str], pa
     credentials the provider choice sees (None: the files and the environment, so that
     start-up never opens the keyring)."""
     warnings = [("invalid_config", w) for w in settings.warnings]
-    steering = False
-    try:
-        from kward.providers.registry import STEERING
-        from kward.providers.select import FileCredentials, choose
-
-        if credentials is None:
-            credentials = FileCredentials(env, paths.auth_file_text)
-        key, _ = choose(config.load(), env, credentials)
-        steering = STEERING[key]
-    except KwardError as exc:  # an invalid config.json, an unknown provider name
-        warnings.append((exc.reason, exc.message))
-    try:  # from the settings alone: building the telemetry service is not start-up work
+    steering, categories = False, ()
+    try:  # the settings of config.json now, resolved once for the provider and the telemetry
         from kward.settings import resolve_settings
-        from kward.telemetry import enabled_categories
 
-        categories = enabled_categories(resolve_settings(config.load(), env).logging)
-    except KwardError:  # reported above
-        categories = ()
+        current = resolve_settings(config.load(), env)
+    except KwardError as exc:  # an invalid config.json
+        warnings.append((exc.reason, exc.message))
+        current = None
+    if current is not None:
+        try:
+            from kward.providers.registry import STEERING
+            from kward.providers.select import FileCredentials, choose_spec
+
+            if credentials is None:
+                credentials = FileCredentials(env, paths.auth_file_text)
+            spec, _ = choose_spec(current, credentials)
+            steering = STEERING[spec.key]
+        except KwardError as exc:  # an unknown provider name
+            warnings.append((exc.reason, exc.message))
+        categories = current.logging.enabled_categories  # (building the telemetry service is not start-up work)
     return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=paths.logs_dir_text,
                        max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
                        logging_categories=categories)

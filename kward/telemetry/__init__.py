@@ -22,21 +22,21 @@ error records carry the error's (redacted) text.
 
 Modules: `log` (the writer), `recorder` (a turn's records: the provider and tool
 wrappers), `ranges` (the range grammar), `stats` (`logging/stats`), `tokens` (the token
-CSV). This module is imported at start-up: it holds only the category names.
+CSV). This module holds only the category names (the fields of
+`kward.settings.LoggingSettings`, whose `enabled_categories` `initialize` reports).
 """
 
 from __future__ import annotations
 
 from kward.records import TYPE_CHECKING
+from kward.settings import LoggingSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-CATEGORIES = ("tokens", "performance", "tools", "errors")
+CATEGORIES = LoggingSettings._fields[1:]  # ("tokens", "performance", "tools", "errors")
 
 
 def enabled_categories(logging_settings: Any) -> tuple[str, ...]:
     """The categories a `kward.settings.LoggingSettings` switches on."""
-    if logging_settings.enabled is not True:
-        return ()
-    return tuple(c for c in CATEGORIES if getattr(logging_settings, c) is True)
+    return logging_settings.enabled_categories

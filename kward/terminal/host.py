@@ -50,7 +50,7 @@ class Host:
     def __enter__(self) -> "Host":
         from kward import diagnostics, procs
         from kward.config import ConfigStore, resolve_paths, resolve_settings
-        from kward.fsutil import ATOMIC_TEMP, remove_stale_files
+        from kward.fsutil import remove_stale_temps
         from kward.secrets import KnownSecrets
 
         check_environment(self.env)
@@ -61,7 +61,7 @@ class Host:
         except KwardError:
             values = {}
         settings = resolve_settings(values, self.env)
-        remove_stale_files(paths.config_dir, ATOMIC_TEMP)
+        remove_stale_temps(paths.config_dir)
         diagnostics.configure(paths.logs_dir, settings.log_level, rpc_mode=False,
                               secrets=KnownSecrets(self.env, config, paths.auth_file))
         procs.own_descendants()
