@@ -26,8 +26,9 @@ Messages, one class per role (`Message` is their union):
 
 Every message has `extras` (record keys it does not interpret: a v2 file's `id`,
 `from_hook`, provider fields; written back as they were) and `record`, the record it was
-decoded from (None for a message built in this process): the codec writes a loaded
-message back as that record, so a clone or fork copies old records byte for byte.
+decoded from (None for a message built in this process, and for a record of the plain
+shapes the codec would write again as it was): the codec writes a loaded message back as
+that record, so a clone or fork copies old records byte for byte.
 `record` takes no part in equality.
 
 Other writers' names for kward's fields: `other_calls` (a ``toolCalls`` list, read when

@@ -18,9 +18,10 @@ arguments}`` calls; ``reasoningSummary``, ``error_message``, ``firstKeptEntryId`
 ``tokensBefore``; content parts ``input_text``/``output_text``, bare strings, images with
 ``mime_type``/``media_type``, ``path``, ``image_url`` or ``url``, ``thinking``/``reasoning``
 parts and ``toolCall`` parts; ``system`` and ``developer`` messages and unknown roles.
-Keys it does not interpret stay in `extras`, and a decoded message keeps its record:
-`encode` gives that record back, so re-appending a loaded message (a clone, a fork)
-writes what was read, byte for byte.
+Keys it does not interpret stay in `extras`, and a decoded message keeps its record
+(unless `encode` would write exactly that record anyway: see `decode`): `encode` gives
+that record back, so re-appending a loaded message (a clone, a fork) writes what was
+read, byte for byte.
 
 Also here: the ``tool_execution_end`` fields (`tool_execution_fields`), usage objects
 (`usage_record`, `usage_from`) and tool results (`tool_result_record`), shapes the wire
@@ -66,6 +67,10 @@ _KNOWN_TOOL = frozenset({"role", "tool_call_id", "toolCallId", "name", "toolName
 _KNOWN_SUMMARY = frozenset({"role", "summary", "content", "first_kept_entry_id", "firstKeptEntryId",
                             "tokens_before", "tokensBefore", "from_hook", "details"})
 _KNOWN_OTHER = frozenset({"role", "content"})
+#: The keys, in order, of the tool records `decode` builds a message of without keeping
+#: them (see `decode`), and the classes of such messages.
+_PLAIN_TOOL = ("role", "tool_call_id", "name", "content")
+_PLAIN_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
 #: One shared string per role instead of one per loaded message.
 _ROLES = {r: r for r in ("system", "developer", "user", "assistant", "tool", "toolResult", "compactionSummary")}
 
@@ -226,7 +231,28 @@ def _calls(calls: Any) -> tuple[ToolCall, ...]:
 
 def decode(raw: dict[str, Any]) -> Message:
     """The typed message of a record's `message` object (the module docstring lists the
-    shapes read). Never raises for odd shapes: an unknown role is an OtherMessage."""
+    shapes read). Never raises for odd shapes: an unknown role is an OtherMessage.
+
+    Hot path of every resume. A record of the commonest shapes, exactly what `encode`
+    writes for its message (``{role:"user"|"assistant", content:str}``, ``{role:"tool",
+    tool_call_id:str, name:str, content:str}``, keys in that order), is built directly and
+    not kept as `record`: `encode` gives an equal record back (the same keys in the same
+    order, the same strings), so a clone still writes it byte for byte."""
+    size = len(raw)
+    if size == 2:
+        for first in raw:  # the first key (cheaper than tuple(raw))
+            break
+        content = raw.get("content")
+        if first == "role" and content.__class__ is str:
+            role = raw["role"]
+            if role == "user":
+                return UserMessage(content)
+            if role == "assistant":
+                return AssistantMessage(content)
+    elif size == 4 and tuple(raw) == _PLAIN_TOOL and raw["role"] == "tool":
+        call_id, name, content = raw["tool_call_id"], raw["name"], raw["content"]
+        if call_id.__class__ is str and name.__class__ is str and content.__class__ is str:
+            return ToolResultMessage(call_id, name, content)
     role = raw.get("role")
     shared = _ROLES.get(role) if isinstance(role, str) else None
     if shared is not None and shared is not role:
@@ -343,6 +369,10 @@ def stored_chars(message: Message) -> int:
     """Characters the message takes in its record: its content (a string's length, else
     its JSON's), its `tool_calls` JSON and its summary (the context estimate of
     runtime/stats, chars / 4)."""
+    content = getattr(message, "content", None)
+    if message.record is None and content.__class__ is str and type(message) in _PLAIN_TYPES \
+            and not message.extras and not getattr(message, "tool_calls", ()):
+        return len(content)  # what encode would write: the string, no calls, no summary
     raw = encode(message)
     content = raw.get("content")
     size = len(content) if isinstance(content, str) else len(json.dumps(content or ""))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.model import AssistantMessage, CompactionSummary, Message, ToolResultMessage, content_text, is_error_text
+from kward.model import (AssistantMessage, CompactionSummary, Message, ToolResultMessage, UserMessage, content_text,
+                         is_error_text)
 from kward.readstate import READ_TOOLS, realpath_below
 from kward.sessions.codec import decode
 from kward.sessions.messages import compacted, message_ident, role_of
@@ -82,7 +83,9 @@ class Replay:
         """Append to the live list (hot path of every resume: keep it lean)."""
         self.conversation.append(message)
         kind = type(message)
-        if kind is AssistantMessage:
+        if kind is UserMessage:
+            self.content_messages += 1
+        elif kind is AssistantMessage:
             self.content_messages += 1
             if message.tool_calls or message.other_calls:
                 self._note_read_calls(message)
