@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from kward.cancel import CancelToken  # noqa: E402
 from kward.errors import Canceled  # noqa: E402
 from kward.model import UserMessage  # noqa: E402
-from kward.providers.base import ModelRequest  # noqa: E402
+from kward.providers.base import ModelRequest, QuietSink  # noqa: E402
 from kward.providers.codex import CodexProvider  # noqa: E402
 from kward.providers.codex_wire import CodexAssembler  # noqa: E402
 from kward.providers.http import HttpClient  # noqa: E402
@@ -44,15 +44,7 @@ from lib import fake_codex as fc  # noqa: E402
 from lib import fake_openrouter as fo  # noqa: E402
 
 
-class _NullSink:
-    def text_delta(self, delta: str) -> None:
-        pass
-
-    def reasoning_delta(self, delta: str) -> None:
-        pass
-
-    def retry(self, info: Any) -> None:
-        pass
+_NullSink = QuietSink
 
 
 class _FirstDeltaSink(_NullSink):

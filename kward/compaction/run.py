@@ -34,7 +34,7 @@ from kward.compaction.prompt import SPLIT_SEPARATOR, SYSTEM_PROMPT, Profile, spl
 from kward.compaction.serialize import serialize
 from kward.errors import AlreadyCompacted, EmptySummary, InternalError, KwardError, NothingToCompact
 from kward.model import AssistantMessage, CompactionSummary, Message, UserMessage
-from kward.providers.base import ModelRequest, Provider
+from kward.providers.base import ModelRequest, Provider, QuietSink
 from kward.providers.scripted import SUMMARIZED_ASSISTANTS
 from kward.sessions.codec import encode
 from kward.sessions.messages import compacted, message_ident, role_of
@@ -194,19 +194,6 @@ def run(session: Any, summarize: Summarize, settings: CompactionSettings, profil
     return result
 
 
-class _Quiet:
-    """The stream sink of a summarizer call: nothing streams to the client."""
-
-    def text_delta(self, delta: str) -> None:
-        pass
-
-    def reasoning_delta(self, delta: str) -> None:
-        pass
-
-    def retry(self, info: Any) -> None:
-        pass
-
-
 def model_summarizer(provider: Provider, model: str, cancel: CancelToken, *, reasoning_effort: str | None = None,
                      headers: dict[str, str] | None = None, session_key: str | None = None) -> Summarize:
     """A `Summarize` over a provider: the active model, no tools."""
@@ -215,6 +202,6 @@ def model_summarizer(provider: Provider, model: str, cancel: CancelToken, *, rea
         request = ModelRequest(instructions=system, messages=[UserMessage(user)], tools=[], model=model,
                                reasoning_effort=reasoning_effort, headers=dict(headers or {}),
                                session_id=session_key, purpose="compaction", max_output_tokens=max_tokens)
-        return provider.complete(request, _Quiet(), cancel).text
+        return provider.complete(request, QuietSink(), cancel).text
 
     return summarize

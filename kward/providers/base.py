@@ -64,6 +64,20 @@ class StreamSink(Protocol):
     def retry(self, info: RetryInfo) -> None: ...
 
 
+class QuietSink:
+    """A StreamSink that drops everything (a call whose progress nobody watches, such as
+    a compaction's summarizer)."""
+
+    def text_delta(self, delta: str) -> None:
+        pass
+
+    def reasoning_delta(self, delta: str) -> None:
+        pass
+
+    def retry(self, info: RetryInfo) -> None:
+        pass
+
+
 #: The stable error reason (kward.errors.REASONS) of each ProviderError kind; a kind not
 #: listed is "provider_error". An HTTP 401 is "not_logged_in" (set by `retry.classify`).
 KIND_REASONS: dict[str, str] = {"usage_limit": "usage_limit", "context_overflow": "context_overflow",
