@@ -5,30 +5,9 @@ import json
 import os
 import stat
 
-import pytest
-
 from lib.cli_helpers import cli  # noqa: F401 - fixture
-from lib.pty_term import PtyKward
+from lib.pty_term import PROMPT, term  # noqa: F401 - fixture
 from lib.turns_helpers import delay, reasoning, text, tool
-
-PROMPT = "kward> "
-
-
-@pytest.fixture
-def term(cli):
-    """`term(steps, *args, **env) -> PtyKward` at its first prompt; closed after the test."""
-    started = []
-
-    def start(steps, *args, **env):
-        cli.script(steps)
-        k = PtyKward(list(args), {**cli.env, "TERM": "xterm", "NO_COLOR": "1", **env}, str(cli.ws))
-        started.append(k)
-        k.expect(PROMPT)
-        return k
-
-    yield start
-    for k in started:
-        k.close()
 
 
 def test_a_turn_streams_with_reasoning_tool_lines_and_a_status_line(term, cli):

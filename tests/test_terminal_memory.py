@@ -5,30 +5,12 @@ import json
 import pytest
 
 from lib.cli_helpers import cli  # noqa: F401 - fixture
-from lib.pty_term import PtyKward
+from lib.pty_term import PROMPT, term  # noqa: F401 - fixture
 from lib.turns_helpers import text
-
-PROMPT = "kward> "
-
-
-@pytest.fixture
-def term(cli):
-    started = []
-
-    def start(steps, **env):
-        cli.script(steps, loop=True)
-        k = PtyKward([], {**cli.env, "TERM": "xterm", "NO_COLOR": "1", **env}, str(cli.ws))
-        started.append(k)
-        k.expect(PROMPT)
-        return k
-
-    yield start
-    for k in started:
-        k.close()
 
 
 def test_memory_commands_in_an_interactive_session(term, cli):
-    k = term([[text("sure")]])
+    k = term([[text("sure")]], loop=True)
     k.line("/memory")
     assert "Memory: disabled; auto-summary: disabled" in k.expect(PROMPT)
     k.line("/memory enable")
@@ -64,7 +46,7 @@ def test_memory_commands_in_an_interactive_session(term, cli):
 
 
 def test_stats_with_a_range_shows_telemetry_and_without_one_the_session(term):
-    k = term([[text("hello")]], KWARD_LOGGING="1", KWARD_LOGGING_TOKENS="1", KWARD_LOGGING_PERFORMANCE="1")
+    k = term([[text("hello")]], loop=True, KWARD_LOGGING="1", KWARD_LOGGING_TOKENS="1", KWARD_LOGGING_PERFORMANCE="1")
     k.line("hi")
     k.expect(PROMPT)
     k.line("/stats")

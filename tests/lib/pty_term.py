@@ -23,6 +23,8 @@ import termios
 import time
 from typing import Pattern
 
+import pytest
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|[\x01\x02\r]")
 LAUNCH = ("import fcntl, os, sys, termios\n"
           "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
@@ -107,3 +109,25 @@ class PtyKward:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+PROMPT = "kward> "
+
+
+@pytest.fixture
+def term(cli):
+    """`term(steps, *args, loop=False, **env) -> PtyKward`: `kward ARGS` on a pseudo-terminal
+    (TERM=xterm, NO_COLOR) playing `steps` (looped with `loop`), at its first prompt;
+    closed after the test. Needs the `cli` fixture of lib.cli_helpers."""
+    started = []
+
+    def start(steps, *args, loop=False, **env):
+        cli.script(steps, loop=loop)
+        k = PtyKward(list(args), {**cli.env, "TERM": "xterm", "NO_COLOR": "1", **env}, str(cli.ws))
+        started.append(k)
+        k.expect(PROMPT)
+        return k
+
+    yield start
+    for k in started:
+        k.close()
