@@ -58,9 +58,6 @@ from typing import Any, Callable, Sequence, Union
 
 from kward.values import EMPTY, value
 
-#: The image types attachments may have (and a transcript shows).
-IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-
 
 # --- content parts -----------------------------------------------------------------------
 

@@ -87,19 +87,32 @@ def test_steering_table_matches_the_provider_classes():
     assert {s.key: providers.load(s.cls) for s in providers.PROVIDERS} == classes  # every spec names its class
 
 
-def test_capability_constants_match_the_code_they_describe():
-    from kward import model
-    from kward.agent import attachments, eventlog
-
-    assert capabilities.IMAGE_MIME_TYPES == list(model.IMAGE_MIME_TYPES)
-    assert capabilities.MAX_IMAGE_BYTES == attachments.MAX_BYTES
-    assert capabilities.EVENT_REPLAY_LIMIT == eventlog.EVENT_LIMIT
+def test_capabilities_report_the_limits_the_code_enforces(tmp_path):
+    from kward.agent.attachments import normalize_attachments
+    from kward.agent.eventlog import EventLog
+    from kward.errors import InvalidParams
     from kward.telemetry import CATEGORIES
-    from kward.telemetry.log import MAX_BYTES
+    from kward.telemetry.log import TelemetryLog
     from kward.telemetry.ranges import BUCKETS, UNITS
 
-    logging = capabilities.build(registry.METHODS)["logging"]
-    assert logging["rotation"]["maxBytes"] == MAX_BYTES and logging["categories"] == list(CATEGORIES)
+    caps = capabilities.build(registry.METHODS)
+    image = caps["attachments"]["input"]
+    assert image["mimeTypes"] == ["image/png", "image/jpeg", "image/gif", "image/webp"]
+    for mime in image["mimeTypes"]:  # each claimed type is accepted, at the claimed size ...
+        normalize_attachments([{"type": "image", "mimeType": mime, "data": "AAAA", "sizeBytes": image["maxBytes"]}])
+    with pytest.raises(InvalidParams):  # ... and a byte more is refused
+        normalize_attachments([{"type": "image", "mimeType": "image/png", "data": "AAAA",
+                                "sizeBytes": image["maxBytes"] + 1}])
+    with pytest.raises(InvalidParams):
+        normalize_attachments([{"type": "image", "mimeType": "image/bmp", "data": "AAAA"}])
+    limit = caps["turns"]["eventReplay"]["limit"]
+    log = EventLog("t", "s", publish=lambda e: None, make_room=lambda: None)
+    for _ in range(limit + 5):
+        log.emit("assistantDelta", {}, wait=False)
+    assert [e.sequence for e in log.after(0)] == list(range(6, limit + 6))  # the last `limit` are kept
+    logging = caps["logging"]
+    assert logging["rotation"]["maxBytes"] == TelemetryLog(tmp_path).max_bytes == 10 * 1024 * 1024
+    assert logging["categories"] == list(CATEGORIES)
     assert logging["stats"]["units"] == [u + "s" for u in UNITS] and logging["usageCsv"]["buckets"] == list(BUCKETS)
 
 

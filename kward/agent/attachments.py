@@ -1,7 +1,7 @@
 """Validation of image attachments on `turns/start` (the spec's contract).
 
 Only `{type: "image", data: <raw base64, no data: prefix>, mimeType, name?, sizeBytes?}`;
-MIME types png/jpeg/gif/webp (`kward.model.IMAGE_MIME_TYPES`); at most 10 MiB per image,
+MIME types png/jpeg/gif/webp (`kward.limits.IMAGE_MIME_TYPES`); at most 10 MiB per image,
 declared or decoded. Each violation raises InvalidParams naming the attachment and the
 problem; what passes becomes an `ImagePart` (`name` its `alt`). Pure.
 """
@@ -13,9 +13,10 @@ from base64 import b64decode
 from typing import Any
 
 from kward.errors import InvalidParams
-from kward.model import IMAGE_MIME_TYPES as MIME_TYPES
+from kward.limits import IMAGE_MIME_TYPES as MIME_TYPES
+from kward.limits import MAX_IMAGE_BYTES as MAX_BYTES
 from kward.model import ImagePart
-MAX_BYTES = 10 * 1024 * 1024
+
 MAX_ATTACHMENTS = 32
 
 

@@ -12,10 +12,9 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
+from kward.limits import EVENT_REPLAY_LIMIT as EVENT_LIMIT
 from kward.model import TurnEvent
 from kward.timefmt import now_iso
-
-EVENT_LIMIT = 1000
 
 #: Every `turn/event` type a turn emits (kward.agent.turns and kward.agent.loop), roughly in
 #: the order a turn shows them. docs/protocol.md documents each one; tests/test_docs.py

@@ -10,6 +10,7 @@ passed in by the caller.
 from __future__ import annotations
 
 
+from kward.limits import EVENT_REPLAY_LIMIT, IMAGE_MIME_TYPES, LOG_ROTATION_BYTES, MAX_IMAGE_BYTES
 from kward.records import TYPE_CHECKING, Record
 from kward.settings import RpcSettings
 
@@ -31,13 +32,6 @@ COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
 LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
-# kept equal to kward.model.IMAGE_MIME_TYPES, kward.agent.attachments.MAX_BYTES, kward.agent.eventlog.EVENT_LIMIT and
-# kward.telemetry.log.MAX_BYTES
-# (not imported: building the handshake must not load the agent; a test checks they agree)
-IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
-MAX_IMAGE_BYTES = 10 * 1024 * 1024
-EVENT_REPLAY_LIMIT = 1000
-LOG_ROTATION_BYTES = 10 * 1024 * 1024
 # the tools whose results carry `changedFiles` (normalized names; a test runs each)
 CHANGED_FILES_TOOLS = ("edit", "write")
 
@@ -126,7 +120,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
             "sessionUpdates": False,
         },
         "attachments": {"input": {"supported": turns_ok, "method": "turns/start", "encoding": "base64",
-                                  "mimeTypes": IMAGE_MIME_TYPES, "maxBytes": MAX_IMAGE_BYTES}},
+                                  "mimeTypes": list(IMAGE_MIME_TYPES), "maxBytes": MAX_IMAGE_BYTES}},
         "models": {"supported": bool(present(MODEL_METHODS)), "methods": present(MODEL_METHODS),
                    "fields": ["provider", "id", "name", "reasoning", "reasoningEffort", "contextWindow"],
                    "scopedModels": False},

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kward.limits import IMAGE_MIME_TYPES
 from kward.model import (
-    IMAGE_MIME_TYPES,
     AssistantMessage,
     CompactionSummary,
     Content,

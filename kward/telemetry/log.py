@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kward.fsutil import FILE_MODE, ensure_private_dir
+from kward.limits import LOG_ROTATION_BYTES as MAX_BYTES
 from kward.redact import redact
 from kward.timefmt import iso_from_epoch
 
 log = logging.getLogger(__name__)
-
-MAX_BYTES = 10 * 1024 * 1024
 
 
 class TelemetryLog:

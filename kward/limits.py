@@ -1,0 +1,14 @@
+"""The limits and tables that the core and the `initialize` capabilities share, in one place.
+
+No imports: `kward.rpc.capabilities` reads this while it answers `initialize`, so it must
+not load the model, the agent or telemetry to get them. Constants only.
+"""
+
+#: The image types an attachment may have (and a transcript shows).
+IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+#: At most this many bytes per image attachment, declared or decoded.
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+#: How many recent events of a turn are kept for `turns/events` replay.
+EVENT_REPLAY_LIMIT = 1000
+#: A telemetry log file rotates once it holds this many bytes.
+LOG_ROTATION_BYTES = 10 * 1024 * 1024
