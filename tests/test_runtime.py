@@ -107,7 +107,7 @@ def test_a_scripted_turn_through_the_facade(make_runtime):
     assert stats["totalMessages"] == 2 and stats["userMessages"] == 1
 
     path = session.path
-    assert rt.close_session(session.id) == {"closed": True}
+    assert rt.close_session(session.id) is None
     with pytest.raises(SessionNotFound):
         rt.session(session.id)
     messages = [r["message"] for r in records(path) if r.get("type") == "message"]
@@ -131,7 +131,7 @@ def test_close_cancels_the_running_turn_and_waits_for_its_end(make_runtime):
     assert isinstance(asked, QuestionAsked) and asked.session_id == session.id
     assert asked.questions[0]["question"] == "Which one?"
     assert rt.state(session.id).streaming is True
-    assert rt.close_session(session.id) == {"closed": True}
+    assert rt.close_session(session.id) is None
     # close returned after the turn ended: its turnFinished is already out
     assert sink.events[-1]["type"] == "turnFinished" and sink.events[-1]["payload"]["status"] == "canceled"
     check_turn_events(sink.events, "canceled")
@@ -150,5 +150,5 @@ def test_an_answered_question_resumes_the_turn_and_delete_removes_the_file(make_
     result = next(e for e in events if e["type"] == "toolResult")["payload"]
     assert "B" in json.dumps(result)
     path = session.path
-    assert rt.delete_session(session.id) == {"deleted": True, "path": path}
+    assert rt.delete_session(session.id) == path
     assert not Path(path).exists()

@@ -125,7 +125,7 @@ def test_an_idle_session_without_a_descriptor_is_still_open_to_other_processes(t
         other.delete(theirs.id)
     assert os.path.exists(idle.path)
     mine.close(idle.id)
-    assert other.delete(theirs.id)["deleted"] is True
+    assert other.delete(theirs.id) == idle.path
     assert len(mine.presence) == 1  # one presence descriptor for the whole directory
     for s in sessions[1:]:
         mine.close(s.id)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kward.errors import InvalidParams, PathNotAllowed
-from kward.sessions.export import render_html, render_markdown
+from kward.sessions.export import Exported, render_html, render_markdown
 from lib.sessions_helpers import assistant, new_manager, tool, user
 from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
@@ -85,9 +85,9 @@ def test_default_paths_and_formats(env):
     manager, _, s = env
     s.append_message(typed(user("<b>hi</b>")))
     base = s.path[:-len(".jsonl")]
-    assert manager.export(s.id) == {"path": base + ".md", "format": "markdown"}
-    assert manager.export(s.id, format="md") == {"path": base + ".md", "format": "markdown"}
-    assert manager.export(s.id, format=" HTML ") == {"path": base + ".html", "format": "html"}
+    assert manager.export(s.id) == Exported(base + ".md", "markdown")
+    assert manager.export(s.id, format="md") == Exported(base + ".md", "markdown")
+    assert manager.export(s.id, format=" HTML ") == Exported(base + ".html", "html")
     assert "&lt;b&gt;hi&lt;/b&gt;" in Path(base + ".html").read_text()
     assert Path(base + ".md").read_text().startswith("# Kward Session\n\n## User\n\n<b>hi</b>")
     assert stat.S_IMODE(os.stat(base + ".md").st_mode) == 0o600
@@ -99,10 +99,10 @@ def test_explicit_paths_inside_workspace_or_session_dir(env):
     manager, ws, s = env
     (ws / "out").mkdir()
     result = manager.export(s.id, path="out/t.md")
-    assert result["path"] == str((ws / "out" / "t.md").resolve()) and os.path.exists(result["path"])
+    assert result.path == str((ws / "out" / "t.md").resolve()) and os.path.exists(result.path)
     manager.export(s.id, path="out/t.md")  # overwriting a regular file is fine
     inside_sessions = str(Path(s.path).parent / "copy.html")
-    assert manager.export(s.id, path=inside_sessions, format="html")["path"] == inside_sessions
+    assert manager.export(s.id, path=inside_sessions, format="html").path == inside_sessions
 
 
 def test_paths_outside_are_refused(env, tmp_path):
@@ -143,7 +143,7 @@ def test_session_files_and_their_sidecars_are_never_export_targets(env, tmp_path
     assert not (session_dir / "new.jsonl").exists() and not (session_dir / "notes.txt").exists()
     # plain files that merely look similar stay fine targets
     (ws / "data.jsonl").write_text('{"type": "message"}\n')
-    assert manager.export(s.id, path="data.jsonl")["path"] == str((ws / "data.jsonl").resolve())
+    assert manager.export(s.id, path="data.jsonl").path == str((ws / "data.jsonl").resolve())
     assert manager.export(s.id, path=str(session_dir / "Notes.HTML"), format="html")
 
 
@@ -159,7 +159,7 @@ def test_overwrite_policy(env, tmp_path):
     manager, ws, s = env
     (ws / "old.md").write_text("old")
     os.chmod(ws / "old.md", 0o644)
-    assert manager.export(s.id, path="old.md")["path"] == str(ws / "old.md")
+    assert manager.export(s.id, path="old.md").path == str(ws / "old.md")
     assert (ws / "old.md").read_text().startswith("# Kward Session")
     assert stat.S_IMODE(os.stat(ws / "old.md").st_mode) == 0o600
     (ws / "adir").mkdir()
@@ -176,7 +176,7 @@ def test_a_symlinked_directory_above_the_parent_still_resolves(env):
     (ws / "real" / "sub").mkdir(parents=True)
     os.symlink("real", ws / "alias")
     result = manager.export(s.id, path="alias/sub/x.md")  # the parent itself is no symlink
-    assert result["path"] == str(ws / "real" / "sub" / "x.md") and (ws / "real" / "sub" / "x.md").exists()
+    assert result.path == str(ws / "real" / "sub" / "x.md") and (ws / "real" / "sub" / "x.md").exists()
 
 
 def test_os_limits_are_invalid_params(env):

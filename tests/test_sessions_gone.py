@@ -136,15 +136,15 @@ def test_delete_is_refused_while_another_process_has_the_session_open(tmp_path):
         with o.turn_lock():  # the other one running a turn: in use as well
             with pytest.raises(SessionInUse):
                 mine.delete(s.id)
-        assert mine.delete(s.id, force=True) == {"deleted": True, "path": s.path}
+        assert mine.delete(s.id, force=True) == s.path
         assert not os.path.exists(s.path) and not os.path.exists(s.path + ".open")
         with pytest.raises(SessionFileGone):
             o.append_message(typed(user("lost")))
-        assert other.delete(o.id) == {"deleted": True, "path": s.path}  # already gone: just closes
+        assert other.delete(o.id) == s.path  # already gone: just closes
         # alone (several ids of one process count as one), no force is needed
         t = mine.create(name="alone")
         mine.resume(t.path)
-        assert mine.delete(t.id)["deleted"] and not os.path.exists(t.path)
+        assert mine.delete(t.id) == t.path and not os.path.exists(t.path)
     finally:
         mine.shutdown_all()
         other.shutdown_all()

@@ -325,7 +325,7 @@ def test_delete_removes_file_and_sidecars(env):
     with s.turn_lock():
         pass
     result = manager.delete(s.id)
-    assert result == {"deleted": True, "path": s.path}
+    assert result == s.path
     assert not [n for n in os.listdir(Path(s.path).parent) if n.startswith(Path(s.path).name)]
     with pytest.raises(SessionNotFound):
         manager.get(s.id)
@@ -338,7 +338,7 @@ def test_close_deletes_only_unused_sessions(env):
     used = manager.create()
     used.append_message(typed(user("hi")))
     last = manager.create()
-    assert manager.close(last.id) == {"closed": True}
+    assert manager.close(last.id) is None
     assert not os.path.exists(last.path)
     manager.close(named.id)
     manager.close(used.id)

@@ -1,6 +1,7 @@
-"""The `runtime/state`, `runtime/stats` and `sessions/forkMessages` results of the
-runtime's session values (`kward.runtime.state`, `kward.agent.stats`,
-`kward.sessions.manager.ForkEntry`). Keys as docs/protocol.md and the original kward's.
+"""The `runtime/state`, `runtime/stats`, `sessions/forkMessages`, `sessions/export`,
+`sessions/delete` and `sessions/close` results of the runtime's session values
+(`kward.runtime.state`, `kward.agent.stats`, `kward.sessions.manager.ForkEntry`,
+`kward.sessions.export.Exported`). Keys as docs/protocol.md and the original kward's.
 Pure functions, any thread."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from kward.agent.stats import ContextUsage, MessageCounts
 from kward.model import Usage
 from kward.rpc import wire
 from kward.runtime.state import SessionIds, SessionState, SessionStats
+from kward.sessions.export import Exported
 from kward.sessions.manager import ForkEntry
 
 
@@ -89,3 +91,18 @@ def fork_entry(e: ForkEntry) -> dict[str, str]:
 def fork_messages(entries: list[ForkEntry]) -> dict[str, Any]:
     """`sessions/forkMessages`: ``{messages: [{entryId, text}]}``."""
     return {"messages": [fork_entry(e) for e in entries]}
+
+
+def exported(e: Exported) -> dict[str, str]:
+    """`sessions/export`: ``{path, format}``."""
+    return {"path": e.path, "format": e.format}
+
+
+def deleted(path: str) -> dict[str, Any]:
+    """`sessions/delete`: ``{deleted: true, path}``."""
+    return {"deleted": True, "path": path}
+
+
+def closed() -> dict[str, Any]:
+    """`sessions/close`: ``{closed: true}``."""
+    return {"closed": True}

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turns import Turn
     from kward.compaction.run import CompactionResult
     from kward.runtime.state import SessionState, SessionStats
+    from kward.sessions.export import Exported
     from kward.sessions.handle import SessionHandle
     from kward.sessions.listing import SessionSummary
     from kward.sessions.manager import ForkEntry
@@ -191,20 +192,20 @@ class Runtime(RuntimeServices):
         """A new session holding the messages before that user message, and its text."""
         return self.sessions.fork(session_id, entry_id)
 
-    def export_session(self, session_id: str, path: str | None = None, format: str | None = None) -> dict[str, str]:
+    def export_session(self, session_id: str, path: str | None = None, format: str | None = None) -> "Exported":
         return self.sessions.export(session_id, path, format)
 
     def transcript(self, session_id: str) -> "Transcript":
         return self.sessions.transcript(session_id)
 
-    def close_session(self, session_id: str) -> dict[str, Any]:
+    def close_session(self, session_id: str) -> None:
         """Cancel the turns started through this id, wait for them to end (up to
         STOP_WAIT s), then close the id (the file, when no other id is left on it)."""
         self._stop_turns([self.sessions.get(session_id)])
-        return self.sessions.close(session_id)
+        self.sessions.close(session_id)
 
-    def delete_session(self, session_id: str, *, force: bool = False) -> dict[str, Any]:
-        """Delete the session's file: refused (before any turn is stopped) when another
+    def delete_session(self, session_id: str, *, force: bool = False) -> str:
+        """Delete the session's file (its path is returned): refused (before any turn is stopped) when another
         process has it open, unless `force`; else every id on the file has its turns
         canceled and waited for, and is closed."""
         sessions = self.sessions

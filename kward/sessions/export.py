@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from kward.errors import InvalidParams
 from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, Message, OtherPart, Part, TextPart,
@@ -30,6 +30,14 @@ from kward.sessions.messages import compact
 FORMATS = {"markdown": ".md", "html": ".html"}
 TITLES = {"compactionSummary": "Compaction summary"}
 CALL_ARGS_CHARS = 200  # a tool call's arguments are shown compacted, cut to this many characters
+
+
+class Exported(NamedTuple):
+    """Where an export was written (`path`, as shown to the user) and its `format`
+    (``markdown`` or ``html``)."""
+
+    path: str
+    format: str
 
 
 def export_format(value: Any) -> str:
@@ -136,10 +144,10 @@ def _markdown_part(part: Part) -> str | None:
 
 
 def export_conversation(messages: Iterable[Message], *, fmt: Any, path: Any, session_path: str,
-                        workspace_root: str) -> dict[str, str]:
-    """Write the export and return ``{path, format}``."""
+                        workspace_root: str) -> Exported:
+    """Write the export; where it went and its format."""
     fmt = export_format(fmt)
     target = resolve_target(path, FORMATS[fmt], FORMATS.values(), session_path=session_path,
                             workspace_root=workspace_root)
     write_export(target, render(messages, fmt).encode("utf-8"))
-    return {"path": target.shown, "format": fmt}
+    return Exported(target.shown, fmt)

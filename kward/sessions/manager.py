@@ -1,8 +1,8 @@
 """The process-wide registry of open RPC sessions and every ``sessions/*`` operation.
 
 Knows nothing of JSON-RPC: methods take Python values, raise the classes of
-``kward.errors`` and return SessionHandle objects, typed values (`ForkEntry`,
-`SessionSummary`, `Transcript`) or the plain dicts the protocol shows.
+``kward.errors`` and return SessionHandle objects or typed values (`ForkEntry`,
+`SessionSummary`, `Transcript`, `Exported`); the RPC face shapes them for the wire.
 
 One file, one OpenSession: this process opens a session file once and gives every RPC id
 on it a `SessionHandle` over that OpenSession (one writer, one live state; the turn
@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
 from kward.workspace import resolve_root
-from kward.sessions.export import export_conversation
+from kward.sessions.export import Exported, export_conversation
 from kward.sessions.handle import SessionHandle
 from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_sessions
 from kward.model import Message, UserMessage
@@ -286,8 +286,8 @@ class SessionManager:
         messages = session.entry_messages()
         return Transcript(info, messages, tool_details_from_file(session.path, wanted_tool_call_ids(messages)))
 
-    def export(self, session_id: str, path: Any = None, format: Any = None) -> dict[str, str]:
-        """Write Markdown/HTML of the live conversation; ``{path, format}``."""
+    def export(self, session_id: str, path: Any = None, format: Any = None) -> Exported:
+        """Write Markdown/HTML of the live conversation; where it went and its format."""
         session = self.get(session_id)
         session.refresh()
         return export_conversation(session.entry_messages(), fmt=format, path=path,
@@ -302,8 +302,8 @@ class SessionManager:
         except SessionNotFound:  # the file was finalized by a concurrent delete or close
             raise SessionNotFound(session_id) from None
 
-    def delete(self, session_id: str, *, force: bool = False) -> dict[str, Any]:
-        """Delete the file and its sidecars and close every id on it: ``{deleted, path}``.
+    def delete(self, session_id: str, *, force: bool = False) -> str:
+        """Delete the file and its sidecars and close every id on it; the file's path.
 
         Without `force`, SessionInUse when another process has it open; SessionFileGone
         when another file was put at its path. Both change nothing. A file already
@@ -314,11 +314,11 @@ class SessionManager:
         except SessionNotFound:  # finalized by a concurrent delete or close
             raise SessionNotFound(session_id) from None
         self._drop(shared)
-        return {"deleted": True, "path": path}
+        return path
 
-    def close(self, session_id: str) -> dict[str, Any]:
+    def close(self, session_id: str) -> None:
         """Close this RPC id; the file closes (deleted when unused) when no other id is
-        left on it: ``{closed: true}``."""
+        left on it."""
         handle = self.get(session_id)
         shared = handle.shared
         with self._lock:
@@ -331,7 +331,6 @@ class SessionManager:
                 del self._by_path[shared.path]
         if last:
             shared.close(delete_if_unused=True)
-        return {"closed": True}
 
     def cleanup_unused(self, keep: OpenSession | None = None) -> list[str]:
         """Close and delete this process's idle, empty, unnamed sessions other than `keep`

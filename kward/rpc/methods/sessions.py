@@ -48,16 +48,19 @@ def fork(call: Call) -> dict[str, Any]:
 
 def export(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.export_session(p.str("sessionId", required=True), p.str("path"), p.str("format"))
+    return wire_sessions.exported(call.runtime.export_session(p.str("sessionId", required=True), p.str("path"),
+                                                              p.str("format")))
 
 
 def delete(call: Call) -> dict[str, Any]:
     p = call.params
-    return call.runtime.delete_session(p.str("sessionId", required=True), force=p.bool("force", False))
+    return wire_sessions.deleted(call.runtime.delete_session(p.str("sessionId", required=True),
+                                                             force=p.bool("force", False)))
 
 
 def close(call: Call) -> dict[str, Any]:
-    return call.runtime.close_session(call.params.str("sessionId", required=True))
+    call.runtime.close_session(call.params.str("sessionId", required=True))
+    return wire_sessions.closed()
 
 
 def transcript(call: Call) -> dict[str, Any]:
