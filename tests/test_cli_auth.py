@@ -11,7 +11,7 @@ import pytest
 
 from kward import cli as cli_module
 from lib.auth_helpers import authorize, open_in_browser
-from lib.cli_helpers import KWARD, Streamed, cli  # noqa: F401 - fixture
+from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_oauth import FakeOAuth
 from lib.keyring_backend import keyring_env, read_keyring
 
@@ -35,9 +35,7 @@ def status_lines(proc) -> dict[str, str]:
 
 
 def start_login(cli, *args):
-    proc = subprocess.Popen([*KWARD, "login", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=str(cli.ws), env=cli.env)
-    run = Streamed(proc)
+    run = cli.start("login", *args, stdin=subprocess.PIPE)
     run.wait_for(b"here and press Enter.\n")
     url = next(line.strip() for line in run.out.decode().splitlines() if "/oauth/authorize?" in line)
     return run, url

@@ -1,16 +1,16 @@
 """Helpers for the tests of the `kward` command line run as a real subprocess.
 
 `Cli` (the `cli` fixture) holds a workspace and an environment (isolated HOME and config,
-the Scripted provider playing a script written to a temp file) and runs
-`python -m kward ...` in it: `run` to completion, `start` as a Popen whose stdout is read
-as it streams (for Ctrl-C). `session_files` lists what the session directory holds.
+the Scripted provider playing a script written to a temp file) and runs `kward ...` in it
+through the one launcher (`lib.rpc_client.spawn_kward`, the checkout's `kward_argv()`):
+`run` to completion, `start` as a Popen whose stdout is read as it streams (for Ctrl-C).
+`session_files` lists what the session directory holds.
 """
 
 from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,10 +18,8 @@ from typing import Any
 
 import pytest
 
-from lib.rpc_client import kward_env
+from lib.rpc_client import kward_argv, kward_env, spawn_kward
 from lib.turns_helpers import write_script
-
-KWARD = [sys.executable, "-m", "kward"]
 
 
 class Streamed:
@@ -82,16 +80,30 @@ class Cli:
         self.env["KWARD_SCRIPT"] = str(path)
         return path
 
+    def _spawn(self, args: tuple[str, ...], env: dict[str, str] | None, cwd: Path | None,
+               stdin: Any) -> "subprocess.Popen[bytes]":
+        return spawn_kward(self.home, cwd=cwd or self.ws, env={**self.env, **(env or {})},
+                           argv=[*kward_argv(), *args], stdin=stdin)
+
     def run(self, *args: str, input: bytes | str | None = b"", env: dict[str, str] | None = None,
             cwd: Path | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+        """Run to completion (killed, and TimeoutExpired raised, after `timeout` s, as
+        `subprocess.run` does); stdout and stderr captured."""
         data = input.encode() if isinstance(input, str) else input
-        return subprocess.run([*KWARD, *args], input=data, capture_output=True, timeout=timeout,
-                              cwd=str(cwd or self.ws), env={**self.env, **(env or {})})
+        proc = self._spawn(args, env, cwd, subprocess.PIPE if data is not None else None)
+        with proc:
+            try:
+                out, err = proc.communicate(data, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
-    def start(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Streamed:
-        proc = subprocess.Popen([*KWARD, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=str(cwd or self.ws), env={**self.env, **(env or {})})
-        return Streamed(proc)
+    def start(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+              stdin: Any = subprocess.DEVNULL) -> Streamed:
+        """Start; stdin is /dev/null unless `stdin` says otherwise (a pipe: `proc.stdin`)."""
+        return Streamed(self._spawn(args, env, cwd, stdin))
 
     def session_files(self) -> list[Path]:
         """Every file a session left (its JSONL, its lock), not the directory's presence file."""

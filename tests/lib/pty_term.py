@@ -1,4 +1,5 @@
-"""Drive `python -m kward` on a pseudo-terminal (stdlib `pty`), as a user at a terminal.
+"""Drive `kward` (the one launcher's `lib.rpc_client.kward_argv()`) on a pseudo-terminal
+(stdlib `pty`), as a user at a terminal.
 
 The child gets the pty's slave side as stdin, stdout, stderr and controlling terminal
 (a small launcher makes it the session leader and calls TIOCSCTTY before exec'ing
@@ -25,10 +26,12 @@ from typing import Pattern
 
 import pytest
 
+from lib.rpc_client import kward_argv
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|[\x01\x02\r]")
 LAUNCH = ("import fcntl, os, sys, termios\n"
           "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
-          "os.execv(sys.executable, [sys.executable, '-m', 'kward', *sys.argv[1:]])\n")
+          "os.execvp(sys.argv[1], sys.argv[1:])\n")  # (the kward argv follows)
 
 
 def plain(text: str) -> str:
@@ -39,7 +42,7 @@ class PtyKward:
     def __init__(self, args: list[str], env: dict[str, str], cwd: str, rows: int = 50, cols: int = 250):
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCH, *args], stdin=slave, stdout=slave, stderr=slave,
+        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCH, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
                                      env=env, cwd=cwd, start_new_session=True, close_fds=True)
         os.close(slave)
         self.master = master

@@ -1,4 +1,4 @@
-"""The test client of the kward protocol and the one launcher of `kward rpc` for tests.
+"""The test client of the kward protocol and the one launcher of `kward` for tests.
 
 `RpcClient` is `kward.client.Client` (same frame reader, writer, threads and close) over a
 `kward rpc` child started by `kward_command` (the checkout, an installed console script or
@@ -37,25 +37,31 @@ def frame(obj: Any) -> bytes:
     return encode_frame(obj if isinstance(obj, bytes) else json.dumps(obj).encode("utf-8"))
 
 
-def kward_command(target: str | os.PathLike | None = None, *args: str) -> list[str]:
-    """The argv that starts `kward rpc` (then `args`): None runs the checkout with this
-    interpreter (`kward_env` puts the checkout on PYTHONPATH); a path ending in `.pyz` is a
-    zipapp run by this interpreter without site-packages (`-S`); any other path is an
+def kward_argv(target: str | os.PathLike | None = None) -> list[str]:
+    """The argv of the `kward` command, before its subcommand: None runs the checkout with
+    this interpreter (`kward_env` puts the checkout on PYTHONPATH); a path ending in `.pyz`
+    is a zipapp run by this interpreter without site-packages (`-S`); any other path is an
     installed `kward` console script."""
     if target is None:
-        return [sys.executable, "-m", "kward", "rpc", *args]
+        return [sys.executable, "-m", "kward"]
     if str(target).endswith(".pyz"):
-        return [sys.executable, "-S", str(target), "rpc", *args]
-    return [str(target), "rpc", *args]
+        return [sys.executable, "-S", str(target)]
+    return [str(target)]
+
+
+def kward_command(target: str | os.PathLike | None = None, *args: str) -> list[str]:
+    """The argv that starts `kward rpc` (then `args`) from `target` (see `kward_argv`)."""
+    return [*kward_argv(target), "rpc", *args]
 
 
 def spawn_kward(home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None,
-                argv: list[str] | None = None) -> "subprocess.Popen[bytes]":
-    """The one launcher: `argv` (default `kward_command()`) with pipes on stdin, stdout and
-    stderr, run in `cwd` (default `home`) with `env` (default `kward_env(home)`). Tests that
-    must not read its output as it comes (back-pressure) use the process as it is; the
-    others talk to it through RpcClient."""
-    return subprocess.Popen(argv or kward_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                argv: list[str] | None = None, stdin: Any = subprocess.PIPE) -> "subprocess.Popen[bytes]":
+    """The one launcher: `argv` (default `kward_command()`; the terminal CLI's tests pass
+    `kward_argv()` and their arguments) with pipes on stdout and stderr and `stdin` (a pipe
+    by default), run in `cwd` (default `home`) with `env` (default `kward_env(home)`). Tests
+    that must not read its output as it comes (back-pressure) use the process as it is; the
+    others talk to it through RpcClient (or, for the CLI, `lib.cli_helpers`)."""
+    return subprocess.Popen(argv or kward_command(), stdin=stdin, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=str(cwd or home), env=env or kward_env(home))
 
 
