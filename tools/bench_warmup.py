@@ -2,7 +2,8 @@
 warm-up (kward/rpc/warmup.py; off with KWARD_NO_WARMUP=1).
 
 `bench(quick)` returns rows for `tools/bench.py` (section `warmup`). Every process is the
-installed `kward rpc` of bench_startup's virtual environment, with a fresh HOME.
+installed `kward rpc` of bench_startup's virtual environment, with a fresh HOME, driven
+by `kward.client` (one request at a time; `initialize` alone, as before the library).
 
 - First turn vs warm turn: initialize, then the client is idle for `IDLE` seconds (a user
   typing; the warm-up runs meanwhile), then `sessions/create` and three turns of one text
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,84 +28,48 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # kward.client from this checkout, whichever kward it starts
 
-from bench import frame, read_frame  # noqa: E402
 from bench_startup import user_env, venv  # noqa: E402
+from kward.client import Client  # noqa: E402
 
 IDLE = 0.5  # seconds between the initialize response and the first session request
 MEET_DELAY = 0.06  # seconds: into the warm-up (which starts after 0.05 s of quiet)
 LATER_DELAY = 0.1  # seconds: the warm-up has imported the session store by then
 
 
-class Proc:
-    """One `kward rpc` child and a minimal client of it (one request at a time)."""
-
-    def __init__(self, cmd: list[str], env: dict, cwd: Path):
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
-        self.next_id = 0
-
-    def send(self, method: str, params: dict | None = None) -> int:
-        self.next_id += 1
-        self.p.stdin.write(frame({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}))
-        self.p.stdin.flush()
-        return self.next_id
-
-    def until(self, predicate) -> dict:
-        while True:
-            msg = read_frame(self.p.stdout)
-            assert msg is not None, "kward rpc ended"
-            if predicate(msg):
-                return msg
-
-    def request(self, method: str, params: dict | None = None) -> dict:
-        rid = self.send(method, params)
-        msg = self.until(lambda m: m.get("id") == rid)
-        assert "result" in msg, msg
-        return msg["result"]
-
-    def timed(self, method: str, params: dict | None = None) -> float:
-        t0 = time.perf_counter()
-        self.request(method, params)
-        return time.perf_counter() - t0
-
-    def turn(self, session: str) -> float:
-        t0 = time.perf_counter()
-        self.send("turns/start", {"sessionId": session, "input": "hello"})
-        done = self.until(lambda m: m.get("method") == "turn/event" and m["params"]["type"] == "turnFinished")
-        assert done["params"]["payload"]["status"] == "completed", done
-        return time.perf_counter() - t0
-
-    def close(self) -> None:
-        self.p.stdin.close()
-        self.p.wait(10)
-        self.p.stdout.close()
+def _turn(client: Client, session: str) -> float:
+    """Seconds from `turns/start` written to its `turnFinished` read."""
+    t0 = time.perf_counter()
+    *_, done = client.turn(session, "hello", timeout=60)
+    assert done["payload"]["status"] == "completed", done
+    return time.perf_counter() - t0
 
 
 def _turns(kward: str, env: dict, work: Path, before_turn=None) -> tuple[float, float, float]:
     """(first sessions/create, first turn, third turn) seconds of one fresh process."""
-    proc = Proc([kward, "rpc"], env, work)
-    proc.request("initialize")
-    time.sleep(IDLE)  # the client is idle (a user typing): what the warm-up waits for
-    t0 = time.perf_counter()
-    session = proc.request("sessions/create", {"workspaceRoot": str(work)})["id"]
-    create = time.perf_counter() - t0
-    times = []
-    for _ in range(3):
-        if before_turn is not None:
-            before_turn()
-        times.append(proc.turn(session))
-    proc.close()
+    with Client.spawn([kward, "rpc"], env=env, cwd=work) as client:
+        client.request("initialize", {})
+        time.sleep(IDLE)  # the client is idle (a user typing): what the warm-up waits for
+        t0 = time.perf_counter()
+        session = client.request("sessions/create", {"workspaceRoot": str(work)})["id"]
+        create = time.perf_counter() - t0
+        times = []
+        for _ in range(3):
+            if before_turn is not None:
+                before_turn()
+            times.append(_turn(client, session))
     return create, times[0], times[2]
 
 
 def _list_after(kward: str, env: dict, work: Path, delay: float) -> float:
-    proc = Proc([kward, "rpc"], env, work)
-    proc.request("initialize")
-    if delay:
-        time.sleep(delay)  # the moment the request is sent, not a synchronisation
-    elapsed = proc.timed("sessions/list", {"limit": 20})
-    proc.close()
-    return elapsed
+    with Client.spawn([kward, "rpc"], env=env, cwd=work) as client:
+        client.request("initialize", {})
+        if delay:
+            time.sleep(delay)  # the moment the request is sent, not a synchronisation
+        t0 = time.perf_counter()
+        client.request("sessions/list", {"limit": 20})
+        return time.perf_counter() - t0
 
 
 def _median_ms(values) -> float:
