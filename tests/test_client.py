@@ -5,7 +5,6 @@ docs/client.md example run as written."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""Compaction benchmark (issue 14): compacting a 20 MB session.
+"""Compaction benchmark (`sessions/compact`, docs/protocol.md): compacting a 20 MB session.
 
 Run from a checkout: ``python3 tools/bench_compaction.py [--quick]``. `bench(quick)` returns
 rows for ``tools/bench.py``.

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
-from kward import rules
-
 DEFAULT_ISSUER = "https://auth.openai.com"
 DEFAULT_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
 DEFAULT_PORT = 1455

@@ -7,8 +7,8 @@ refresh_token, id_token, account_id}, account_id, saved_at, expires_at}`` (`save
 ISO-8601 UTC time, `expires_at` unix seconds; both forms are read for either). Its repr
 never shows a token.
 
-`exchange_code` (form-encoded, as 2.4) and `refresh_tokens` (JSON, as the original and
-Codex) POST to ``{issuer}/oauth/token`` with `requests`, imported on first use. The account
+`exchange_code` (form-encoded, the OAuth 2.0 authorization-code grant of RFC 6749) and
+`refresh_tokens` (JSON, as the original kward and the Codex CLI send it) POST to ``{issuer}/oauth/token`` with `requests`, imported on first use. The account
 id comes from the JWT claims of the id token, else the access token; the expiry from
 `expires_in`, else the access token's `exp`. Failures raise `TokenEndpointError`, whose
 message holds the server's error code and words (redacted), never a token or code.

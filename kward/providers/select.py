@@ -21,7 +21,6 @@ file; any thread.
 from __future__ import annotations
 
 import json
-import os
 
 from kward.providers import registry
 from kward.providers.registry import ProviderSpec

@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-SUBCOMMANDS = ("status", "enable", "disable", "auto-summary", "core", "add", "list", "forget", "promote", "relax",
-               "inspect", "why", "summarize")
 USAGE = ("enable|disable|auto-summary enable|disable|core <text>|add <text>|list [--all]|forget <id>|"
          "promote <id>|relax <id>|inspect|why|summarize|status")
 
