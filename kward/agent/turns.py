@@ -28,7 +28,11 @@ turnFinished).
 Exclusive work (`exclusive`: a compaction requested through `sessions/compact`) holds a
 lane without a turn: it is refused (`turn_in_progress`) while a turn runs or is queued on
 the file here, takes the cross-process turn lock like a turn (`session_busy` when another
-process holds it), and turns started meanwhile queue behind it and run when it ends.
+process holds it), and turns started meanwhile queue behind it and run when it ends. A lane
+whose queued turns were all canceled before its drain job ran still holds the lock until
+that job lets go of it: exclusive work then shares the lock, the drain job (should it run
+meanwhile) leaves the queue to the exclusive work, and whichever of the two ends last
+releases the lock, once.
 
 What a session must offer (`kward.sessions.SessionHandle` does): `id` (the RPC id),
 `shared` (the object behind every id on one file: the lane key, with `turn_lock()`) and
@@ -127,22 +131,23 @@ class TurnManager:
                 if lane.queue or lane.running is not None or lane.held is not None:
                     raise TurnInProgress("A turn is running or queued on this session; compact after it finished",
                                          data={"sessionId": session.id})
-                stack = contextlib.ExitStack()
-                stack.enter_context(lane.shared.turn_lock())  # SessionBusy when another process runs it
+                lane.take_lock()  # SessionBusy when another process runs it; kept when a drain job holds it
             except BaseException:
                 self._release(lane, None)  # drops the lane when it is idle
                 raise
-            lane.turn_lock, lane.held = stack, cancel
+            lane.held = cancel
         try:
             yield
         finally:
             with self._lock:
                 lane.held = None
                 stack = None
-                if lane.queue and not lane.draining:  # turns started meanwhile: run them now
+                if lane.draining:  # a drain job is still to run: it runs the queue and lets go of the lock
+                    pass
+                elif lane.queue:  # turns started meanwhile: run them now
                     if not self._schedule(lane):
                         stack = lane.end()
-                elif not lane.queue:
+                else:
                     stack = lane.end()
             if stack is not None:
                 self._release(lane, stack)
@@ -273,6 +278,9 @@ class TurnManager:
         file complete and the session free, for this process and for others."""
         while True:
             with self._lock:
+                if lane.held is not None:  # exclusive work took the lane first: it schedules the queue
+                    lane.draining = False
+                    return
                 turn = lane.queue.popleft() if lane.queue else None
                 lane.running = turn
                 stack = lane.end() if turn is None else None
