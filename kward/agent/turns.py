@@ -28,11 +28,8 @@ turnFinished).
 Exclusive work (`exclusive`: a compaction requested through `sessions/compact`) holds a
 lane without a turn: it is refused (`turn_in_progress`) while a turn runs or is queued on
 the file here, takes the cross-process turn lock like a turn (`session_busy` when another
-process holds it), and turns started meanwhile queue behind it and run when it ends. A lane
-whose queued turns were all canceled before its drain job ran still holds the lock until
-that job lets go of it: exclusive work then shares the lock, the drain job (should it run
-meanwhile) leaves the queue to the exclusive work, and whichever of the two ends last
-releases the lock, once.
+process holds it), and turns started meanwhile queue behind it and run when it ends. It
+shares the lock of a lane whose drain job has yet to run (its turns canceled while queued).
 
 What a session must offer (`kward.sessions.SessionHandle` does): `id` (the RPC id),
 `shared` (the object behind every id on one file: the lane key, with `turn_lock()`) and
@@ -142,13 +139,9 @@ class TurnManager:
             with self._lock:
                 lane.held = None
                 stack = None
-                if lane.draining:  # a drain job is still to run: it runs the queue and lets go of the lock
-                    pass
-                elif lane.queue:  # turns started meanwhile: run them now
-                    if not self._schedule(lane):
+                if not lane.draining:  # (else a drain job is still to run: it runs the queue, lets go of the lock)
+                    if not (lane.queue and self._schedule(lane)):  # turns started meanwhile run now
                         stack = lane.end()
-                else:
-                    stack = lane.end()
             if stack is not None:
                 self._release(lane, stack)
 
