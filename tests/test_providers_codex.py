@@ -9,7 +9,7 @@ import pytest
 from kward.cancel import CancelToken
 from kward.errors import Canceled
 from kward.providers.base import ModelRequest, ProviderError
-from kward.providers.codex import CodexProvider, env_credentials
+from kward.providers.codex import CodexProvider
 from kward.providers.retry import RetryPolicy
 from kward.providers.settings import ProviderSettings
 from lib import fake_codex as fc
@@ -136,9 +136,8 @@ def test_reasoning_off_and_account_from_credentials(fake):
     assert rec.headers["chatgpt-account-id"] == "acct_explicit"
 
 
-def test_env_credentials_use_the_jwt_account(fake, monkeypatch):
-    monkeypatch.setenv("OPENAI_ACCESS_TOKEN", make_jwt("acct_from_env"))
-    provider = make_provider(fake, env_credentials())
+def test_credentials_without_an_account_use_the_jwt_account(fake):
+    provider = make_provider(fake, lambda: (make_jwt("acct_from_env"), None))  # as OPENAI_ACCESS_TOKEN gives it
     fake.script("responses", fc.text(["x"]))
     run(provider)
     assert fake.requests()[0].headers["chatgpt-account-id"] == "acct_from_env"

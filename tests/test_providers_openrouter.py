@@ -9,7 +9,7 @@ from kward.cancel import CancelToken
 from kward.errors import Canceled
 from kward.providers.base import ModelRequest, ProviderError
 from kward.providers.openai_compat import OpenAICompatibleProvider
-from kward.providers.openrouter import OpenRouterProvider, env_api_key
+from kward.providers.openrouter import OpenRouterProvider
 from kward.providers.retry import RetryPolicy
 from kward.providers.settings import ProviderSettings
 from lib import fake_openrouter as fo
@@ -196,9 +196,8 @@ def test_idle_timeout(fake):
     assert info.value.kind == "timeout" and "0.3 s" in info.value.message
 
 
-def test_no_key(fake, monkeypatch):
-    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
-    provider = OpenRouterProvider(ProviderSettings(base_url=fake.base_url), env_api_key())
+def test_no_key(fake):
+    provider = OpenRouterProvider(ProviderSettings(base_url=fake.base_url), lambda: None)
     with pytest.raises(ProviderError) as info:
         run(provider)
     assert info.value.reason == "not_logged_in" and "OPENROUTER_API_KEY" in info.value.message

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import uuid
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from kward.errors import KwardError
 from kward.model import UserMessage
@@ -42,16 +41,6 @@ NOT_LOGGED_IN = ("Not logged in to Codex: no OpenAI login found. Run `kward logi
                  "or set OPENAI_ACCESS_TOKEN, or use OpenRouter instead: `kward login openrouter` or set "
                  "OPENROUTER_API_KEY.")
 _SESSION_NS = uuid.UUID("6f1c3f4e-8a56-4c1e-9d0e-6b2f0c6f8a11")
-
-
-def env_credentials(env: Mapping[str, str] = os.environ) -> CodexCredentials:
-    """Credentials from OPENAI_ACCESS_TOKEN (account id from its JWT claims), read per call."""
-
-    def credentials() -> tuple[str, str | None] | None:
-        token = env.get("OPENAI_ACCESS_TOKEN", "").strip()
-        return (token, None) if token else None
-
-    return credentials
 
 
 def not_logged_in_error(message: str = NOT_LOGGED_IN) -> ProviderError:

@@ -12,8 +12,7 @@ turn's worker thread (see `streaming.StreamingProvider`); no per-request state i
 from __future__ import annotations
 
 import json
-import os
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
 from kward.providers.chat_wire import ChatAssembler, build_messages, build_tools, error_detail, history_has_tool_calls
@@ -24,11 +23,6 @@ from kward.providers.settings import ProviderSettings
 from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider
 
 ApiKey = Callable[[], "str | None"]
-
-
-def env_api_key(env: Mapping[str, str] = os.environ, name: str = "OPENROUTER_API_KEY") -> ApiKey:
-    """A key callable reading environment variable `name` on every call."""
-    return lambda: (env.get(name) or "").strip() or None
 
 
 class OpenRouterProvider(StreamingProvider):
