@@ -6,7 +6,7 @@ import os
 import pytest
 
 from kward.errors import PathNotAllowed
-from kward.tools.paths import resolve_existing, resolve_for_write
+from kward.tools.paths import open_existing, resolve_for_write
 from lib.tools_helpers import call, ctx, ws  # noqa: F401 (fixtures)
 
 
@@ -79,10 +79,11 @@ def test_write_under_a_file_is_refused(ctx, ws):
 
 def test_resolvers_directly(ws, outside):
     (ws / "a").mkdir()
-    assert resolve_existing(ws, "a") == str(ws / "a")
+    with open_existing(ws, "a") as node:
+        assert node.path == str(ws / "a")
     assert resolve_for_write(ws, "a/b/c.txt") == str(ws / "a" / "b" / "c.txt")
     with pytest.raises(PathNotAllowed) as info:
-        resolve_existing(ws, "../outside")
+        open_existing(ws, "../outside")
     assert info.value.reason == "path_not_allowed"
     assert info.value.message == "path outside workspace: ../outside"
 

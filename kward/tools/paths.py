@@ -90,13 +90,6 @@ def open_existing(root: Path, path: str) -> Node:
                  file_in_the_way="no such file or directory")
 
 
-def resolve_existing(root: Path, path: str) -> str:
-    """The realpath of an existing file or directory inside the workspace (see
-    `open_existing` for what is raised)."""
-    with open_existing(root, path) as node:
-        return node.path
-
-
 def resolve_for_write(root: Path, path: str) -> str:
     """Where a write to `path` lands: the resolved path of an existing entry, or, for a
     new file, the resolved path of its nearest existing ancestor (a directory inside the
