@@ -159,10 +159,12 @@ def test_automatic_compaction_before_a_turn(start, fake, isolated_home):
     fake.script("responses", fc.text(["one"], usage={"input_tokens": 4000, "output_tokens": 10, "total_tokens": 5000}))
     completed(client, sid, "first")
     assert session_events(client) == []  # nothing older than the kept part yet
+    (isolated_home / "ws" / "pyproject.toml").write_text("[project]\n")  # the workspace's language
     fake.script("responses", fc.text(["## Goal\n- auto"]), fc.text(["two"]))
     completed(client, sid, "second")
     summary_request, turn_request = fake.requests("responses")[1:3]
     assert summary_request.json["tools"] == [] and "[User]: first\n\n[Assistant]: one" in prompt_text(summary_request)
+    assert "## Python Project Context" in prompt_text(summary_request)
     path = client.request("runtime/state", {"sessionId": sid})["sessionFile"]
     [summary] = [r["message"] for r in compaction_records(path)]
     assert turn_request.json["input"] == [assistant(summary["summary"]), user("second")]

@@ -464,3 +464,28 @@ def test_steer_before_the_first_turn_started_queues_a_follow_up_and_steer_when_i
         assert exc.message == "Unsupported streamingBehavior: steer"
     else:
         raise AssertionError("steer on an idle session was accepted")
+
+
+def test_finished_turns_beyond_the_limit_are_forgotten_oldest_first():
+    from kward.agent.turns import KEEP_FINISHED_TURNS
+
+    jobs = []
+    manager = TurnManager(submit=lambda job: jobs.append(job) or True, publish=lambda event: None,
+                          make_room=lambda: None, execute=lambda turn, session: turn.input,
+                          steering_supported=lambda: True)
+    session = _FakeSession()
+    queued = manager.start(session, "queued first", [])  # not finished while the others run
+    drain = jobs.pop()
+    ids = []
+    for i in range(KEEP_FINISHED_TURNS + 2):
+        other = _FakeSession()
+        ids.append(manager.start(other, str(i), []).id)
+        jobs.pop()()
+    # the queued turn is kept; the two oldest finished ones went, the next ones stay
+    assert manager.get(queued.id).status == "queued"
+    for gone in ids[:3]:
+        with pytest.raises(InvalidParams):
+            manager.get(gone)
+    assert [manager.get(t).status for t in ids[3:]] == ["completed"] * (KEEP_FINISHED_TURNS - 1)
+    drain()
+    assert manager.get(queued.id).status == "completed"

@@ -148,7 +148,7 @@ class AgentEngine:
         setup = TurnSetup(provider=provider, tools=recorder.tools(self.current_tools()),
                           tool_ctx=ctx, instructions=instructions, refresh_instructions=refresh,
                           model=selection.model, reasoning_effort=effort,
-                          context=hooks.context_guard(turn, session, provider, selection.model, effort),
+                          context=hooks.context_guard(turn, session, provider, selection, effort),
                           cancel=turn.cancel,
                           emit=hooks.observe(turn.emit, session, turn), steering=turn.steering,
                           headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True)

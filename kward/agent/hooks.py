@@ -60,9 +60,9 @@ class TurnHooks:
         """The turn's Recorder (anything with `provider`, `tools` and `turn`)."""
         return NO_RECORDER
 
-    def context_guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> Any:
+    def context_guard(self, turn: Any, session: Any, provider: Any, selection: Any, effort: str | None) -> Any:
         """The turn's `kward.agent.loop.ContextGuard` (automatic compaction with this
-        provider and model), or None for none."""
+        provider and the turn's `kward.providers.select.Selection`), or None for none."""
         return None
 
     def after_turn(self, turn: Any, session: Any) -> None:

@@ -40,6 +40,7 @@ session the turn was started through.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import threading
 import uuid
@@ -257,9 +258,12 @@ class TurnManager:
         return turn
 
     def _remember(self, turn: Turn) -> None:
+        """Keep `turn`; forget the oldest finished turns beyond KEEP_FINISHED_TURNS."""
         self._turns[turn.id] = turn
-        if len(self._turns) > KEEP_FINISHED_TURNS:
-            for old_id in [t for t, old in self._turns.items() if old.status in TERMINAL][: len(self._turns) - KEEP_FINISHED_TURNS]:
+        excess = len(self._turns) - KEEP_FINISHED_TURNS
+        if excess > 0:  # in start order: the oldest finished ones come first, stop after them
+            finished = (t for t, old in self._turns.items() if old.status in TERMINAL)
+            for old_id in list(itertools.islice(finished, excess)):
                 del self._turns[old_id]
 
     def _drain(self, lane: Lane) -> None:

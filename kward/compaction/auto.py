@@ -34,8 +34,12 @@ log = logging.getLogger(__name__)
 
 
 class AutoCompaction:
-    def __init__(self, settings: CompactionSettings, window: int | None, summarize: Summarize, profile: Profile,
-                 emit: Emit, busy: Callable[[bool], None] | None = None):
+    """`profile` is the workspace's language profile, or a callable that finds it: called
+    once, when a compaction first starts (most turns never compact, so it is not looked
+    for up front)."""
+
+    def __init__(self, settings: CompactionSettings, window: int | None, summarize: Summarize,
+                 profile: Profile | Callable[[], Profile], emit: Emit, busy: Callable[[bool], None] | None = None):
         self.settings = settings
         self.window = settings.context_window or window
         self._summarize = summarize
@@ -65,6 +69,8 @@ class AutoCompaction:
         if self._busy is not None:
             self._busy(True)
         try:
+            if not isinstance(self._profile, Profile):
+                self._profile = self._profile()
             run(session, self._summarize, self.settings, self._profile, self._emit, reason=reason,
                 instructions=instructions, will_retry=reason == "overflow", window=self.window)
             return True

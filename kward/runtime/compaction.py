@@ -82,17 +82,19 @@ class RuntimeCompaction:
         except KwardError:
             return None
 
-    def guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> AutoCompaction:
-        """The automatic compaction of one turn, with the turn's provider and model; the turn's
-        `compacting` is true while it runs (read by `TurnManager.compacting`)."""
-        engine = self._rt.engine
+    def guard(self, turn: Any, session: Any, provider: Any, selection: Any, effort: str | None) -> AutoCompaction:
+        """The automatic compaction of one turn, with the turn's provider and its selection
+        (`kward.providers.select.Selection`: the model and the window); the turn's
+        `compacting` is true while it runs (read by `TurnManager.compacting`). The
+        workspace's language profile is looked for only when a compaction starts."""
         settings = self.settings()
-        window = self._window(settings, engine.selection(), turn.cancel) if settings.enabled else None
-        summarize = model_summarizer(provider, model, turn.cancel, reasoning_effort=effort,
+        window = self._window(settings, selection, turn.cancel) if settings.enabled else None
+        summarize = model_summarizer(provider, selection.model, turn.cancel, reasoning_effort=effort,
                                      headers=dict(getattr(turn, "headers", None) or {}),
                                      session_key=session.persistent_id)
         def busy(on: bool) -> None:
             turn.compacting = on
 
-        return AutoCompaction(settings, window, summarize, detect_profile(session.workspace_root),
+        root = session.workspace_root
+        return AutoCompaction(settings, window, summarize, lambda: detect_profile(root),
                               self._emitter(session, None), busy)

@@ -34,8 +34,8 @@ class RuntimeTurnHooks(TurnHooks):
     def recorder(self, turn: Any) -> Any:
         return self._runtime.telemetry.recorder(getattr(turn, "headers", None)) or NO_RECORDER
 
-    def context_guard(self, turn: Any, session: Any, provider: Any, model: str, effort: str | None) -> Any:
-        return self._runtime.compaction.guard(turn, session, provider, model, effort)
+    def context_guard(self, turn: Any, session: Any, provider: Any, selection: Any, effort: str | None) -> Any:
+        return self._runtime.compaction.guard(turn, session, provider, selection, effort)
 
     def after_turn(self, turn: Any, session: Any) -> None:
         self._runtime.memory.after_turn(session)
