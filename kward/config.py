@@ -12,12 +12,11 @@ serializes read-modify-write across processes.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from functools import lru_cache
 
-from kward import jsonshape, rules
+from kward import jsoncodec, jsonshape, rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
 # The settings read from config.json live in kward.settings; these names stay importable
@@ -184,7 +183,7 @@ class ConfigStore:
         """The current config (a fresh copy). Missing file = {}; invalid = ConfigError;
         unreadable = FilesystemError (permission denied, a part of the path is a file, ...)."""
         with self._lock:
-            return json.loads(json.dumps(self._load_locked()))
+            return jsoncodec.loads(jsoncodec.dumps(self._load_locked()))
 
     def _load_locked(self) -> dict[str, Any]:
         path = self.paths.config_file_text  # (text: pathlib is not needed to read it)
@@ -201,9 +200,9 @@ class ConfigStore:
         except OSError as exc:  # permission denied, a part of the path that is a file, ...
             raise FilesystemError.from_os_error(exc) from None
         try:
-            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}
+            data = jsoncodec.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            detail = f" ({exc.msg} at line {exc.lineno} column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+            detail = f" ({exc.msg} at line {exc.lineno} column {exc.colno})" if jsoncodec.is_decode_error(exc) else ""
             raise ConfigError(f"Invalid Kward config JSON: {path}{detail}", data={"path": str(path)}) from None
         if not isinstance(data, dict):
             raise ConfigError(f"Invalid Kward config JSON: {path} (the top level must be an object)",
@@ -231,7 +230,9 @@ class ConfigStore:
                     current.pop(key, None)
                 else:
                     current[key] = value
+            import json  # (indented: json's own encoder)
+
             data = (json.dumps(current, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
             atomic_write_bytes(path, data)
             self._cache_key = None
-            return json.loads(json.dumps(current))
+            return jsoncodec.loads(jsoncodec.dumps(current))

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import time
 
 from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    import re
     from pathlib import Path
     from typing import Any, Iterable
 
@@ -67,6 +67,8 @@ _ATOMIC_TEMP = r"^\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp$"
 
 def __getattr__(name: str) -> Any:
     if name == "ATOMIC_TEMP":  # (then a global: this runs once, or twice in a race, harmlessly)
+        import re  # (not at start-up: re imports enum)
+
         pattern = globals()["ATOMIC_TEMP"] = re.compile(_ATOMIC_TEMP)
         return pattern
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

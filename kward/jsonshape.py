@@ -12,11 +12,10 @@ for messages that could fail it. Pure functions; any thread; standard library on
 
 from __future__ import annotations
 
-import re
-
 from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    import re
     from typing import Any
 
 MAX_DEPTH = 64
@@ -39,6 +38,8 @@ def maybe_odd(text: str, max_depth: int = MAX_DEPTH) -> bool:
     if "\\u" not in text:
         return False
     if _SURROGATE_ESCAPE is None:
+        import re  # (not at start-up: re imports enum)
+
         _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
     return _SURROGATE_ESCAPE.search(text) is not None
 

@@ -43,12 +43,13 @@ import sys
 import threading
 import time
 
-from kward import proctable
 from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
     from typing import Any, Iterable
+
+    from kward import proctable
 
 TAG_VARIABLE = "KWARD_COMMAND_ID"
 EXIT_GRACE_SECONDS = 0.2  # after SIGTERM at exit, before SIGKILL
@@ -131,6 +132,8 @@ class CommandProcesses:
     def signal(self, *sigs: int) -> list[int]:
         """Scan, then send each of `sigs` in turn to every live process of the command;
         returns their pids (none also without /proc)."""
+        from kward import proctable  # (imported on first use: `kward rpc` starts without it)
+
         table = proctable.table()
         if table is None:
             return []
@@ -152,6 +155,8 @@ class CommandProcesses:
         killed ones to die, then looks again unless none of them could have forked since
         the scan: each was stopped, or in `frozen_group`, a process group the caller sent
         SIGSTOP before calling (a member cannot fork past a pending SIGSTOP)."""
+        from kward import proctable
+
         deadline = time.monotonic() + KILL_ROUNDS_SECONDS
         while True:
             # before `also()`: a frozen group is still intact, its children not re-parented yet
@@ -178,6 +183,8 @@ def reap_orphans(hints: Iterable[int] = (), everything: bool = False) -> int:
     with _lock:
         if _pending() is None:
             return 0
+        from kward import proctable
+
         me, own_session = os.getpid(), os.getsid(0)
 
         def reap(p: proctable.Proc | None) -> int:
@@ -209,6 +216,8 @@ def _pending() -> object | None:
 
 
 def _live_descendants(table: dict[int, proctable.Proc], prefix: bytes) -> set[int]:
+    from kward import proctable
+
     me = os.getpid()
     pids = proctable.descendants(table, [me]) - {me}
     if not _subreaper:  # orphans went to init: find them by our tag prefix
@@ -220,6 +229,8 @@ def end_descendants(grace: float = EXIT_GRACE_SECONDS) -> None:
     """At exit: SIGTERM every descendant, wait up to `grace` seconds, SIGKILL whatever
     is left (in rounds, as `CommandProcesses.kill`), then reap. For the process that
     called `own_descendants`, on its way out."""
+    from kward import proctable
+
     prefix = f"\0{TAG_VARIABLE}={_token}.".encode()
     table = proctable.table()
     if table is None:

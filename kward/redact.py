@@ -19,12 +19,12 @@ Pure functions, safe from any thread.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    import re
     from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -49,6 +49,8 @@ def _masks() -> tuple[re.Pattern[str], ...]:
     """(bearer, sk- key, JWT, query secret, JSON secret) patterns."""
     global _MASKS
     if _MASKS is None:
+        import re  # (not at start-up: re imports enum)
+
         _MASKS = (
             re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{4,}"),
             re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
@@ -86,6 +88,8 @@ def is_secret_key(key: str) -> bool:
     if key in _PUBLIC_KEYS:
         return False
     if not key.isascii():
+        import re
+
         return re.search(_SECRET_KEY, key, re.I) is not None
     lowered = key.lower()
     return any(word in lowered for word in _SECRET_WORDS)

@@ -34,11 +34,11 @@ attribute read) without locking.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 
+from kward import jsoncodec
 from kward.config import ConfigStore
 from kward.errors import ConfigError
 from kward.records import TYPE_CHECKING, Record
@@ -79,7 +79,8 @@ def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterabl
 
 def _needles(value: str) -> set[bytes]:
     """How `value` appears inside an encoded JSON string (UTF-8 and ASCII-escaped forms)."""
-    return {json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8"), json.dumps(value)[1:-1].encode("ascii")}
+    return {jsoncodec.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8"),
+            jsoncodec.dumps(value)[1:-1].encode("ascii")}
 
 
 class Snapshot(Record):  # not a dataclass: cheaper to define at start-up
@@ -199,7 +200,7 @@ class KnownSecrets:
     def _read_auth(self) -> list[str]:
         try:
             with open(self._auth_file, "rb") as f:
-                data = json.loads(f.read(4 << 20).decode("utf-8"))
+                data = jsoncodec.loads(f.read(4 << 20).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             return []
         return list(secret_strings(data))

@@ -23,12 +23,11 @@ Pure data and pure functions, apart from `LiveSettings` (any thread; see its doc
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from types import MappingProxyType
 
-from kward import rules
+from kward import jsoncodec, rules
 from kward.errors import ConfigError
 from kward.providers import registry
 from kward.records import TYPE_CHECKING, Record
@@ -301,7 +300,7 @@ class LiveSettings:
 
     def current(self) -> Settings:
         values = self.config.load()
-        key = json.dumps(values, sort_keys=True)
+        key = jsoncodec.dumps(values, sort_keys=True)
         with self._lock:
             if self._settings is None or key != self._key:
                 self._settings = resolve_settings(values, self.env)

@@ -4,6 +4,7 @@ imports the rest once the client is idle (kward/rpc/warmup.py)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pickle
@@ -30,15 +31,16 @@ NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "typing", "dataclasse
                          "kward.sessions", "kward.providers.http", "kward.tools",
                          "signal", "contextlib",  # (kward uses the C module _signal there; fsutil, no contextlib)
                          "importlib", "queue", "heapq",  # (__import__ for the handlers; _queue.SimpleQueue)
-                         "kward.telemetry", "kward.confined"}
+                         "kward.telemetry", "kward.confined",
+                         "json", "re", "enum"}  # (kward.jsoncodec: the C accelerator _json, driven directly)
 # What the way out of `kward rpc` (procs.end_descendants) may not need.
 NOT_AT_EXIT = {"kward.confined", "dataclasses", "inspect", "typing", "subprocess", "ctypes"}
 
 # Runs the real entry point (`kward rpc`, as the console script does) over pipes on fds 0
 # and 1; a thread plays the client and prints the modules loaded when the response to
-# `initialize` has arrived.
+# `initialize` has arrived (as a Python literal: this script imports nothing that it checks).
 SNAPSHOT = r'''
-import json, os, sys, _thread
+import os, sys, _thread
 r0, w0 = os.pipe(); r1, w1 = os.pipe()
 os.dup2(r0, 0); os.dup2(w1, 1)
 def client():
@@ -52,13 +54,13 @@ def client():
     while len(rest) < length:
         rest += os.read(r1, 65536)
     modules = sorted(sys.modules)
-    os.write(2, json.dumps({"response": json.loads(rest[:length]), "modules": modules}).encode() + b"\n")
+    os.write(2, repr({"response": rest[:length], "modules": modules}).encode() + b"\n")
     os.close(w0)
 _thread.start_new_thread(client, ())
 sys.argv = ["kward", "rpc"]
 from kward.cli import main
 main(["rpc"])  # (with an argv, main returns instead of ending the process)
-os.write(2, json.dumps({"exit": sorted(sys.modules)}).encode() + b"\n")
+os.write(2, repr({"exit": sorted(sys.modules)}).encode() + b"\n")
 '''
 
 
@@ -67,14 +69,14 @@ def test_initialize_is_answered_without_typing_logging_pathlib_dataclasses_or_re
     # -S: no site-packages, whose .pth hooks (an editable install's finder) import typing and pathlib
     proc = subprocess.run([sys.executable, "-S", "-c", SNAPSHOT], capture_output=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    found = json.loads(proc.stderr.decode().splitlines()[-2])
-    assert found["response"]["result"]["serverName"] == "kward"
+    found = ast.literal_eval(proc.stderr.decode().splitlines()[-2])
+    assert json.loads(found["response"])["result"]["serverName"] == "kward"
     modules = set(found["modules"])
     assert {"kward.rpc.server", "kward.rpc.methods.lifecycle", "kward.settings"} <= modules
     loaded = {m for m in modules if m in NOT_BEFORE_INITIALIZE or m.split(".")[0] in NOT_BEFORE_INITIALIZE
               or any(m.startswith(p + ".") for p in NOT_BEFORE_INITIALIZE)}
     assert loaded == set()
-    at_exit = set(json.loads(proc.stderr.decode().splitlines()[-1])["exit"])
+    at_exit = set(ast.literal_eval(proc.stderr.decode().splitlines()[-1])["exit"])
     assert {"kward.procs", "kward.proctable"} <= at_exit and at_exit & NOT_AT_EXIT == set()
 
 

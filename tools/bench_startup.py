@@ -22,6 +22,11 @@ run so that machine noise hits every figure alike (medians of 21 runs, 10 with -
   with the Scripted provider: spawn to the first answer byte on stdout.
 
 The virtual environment is made once per run (`venv()`) and shared with bench_warmup.
+
+The `initialize` exchange is written and read here with kward's framing on the pipes
+directly, not through `kward.client`: `Client.spawn` starts two threads and hands the
+answer over between them, which added 1.6-2.6 ms to each measured start (41 interleaved
+runs, against ~30 ms), as much as the difference the figures are meant to show.
 """
 
 from __future__ import annotations

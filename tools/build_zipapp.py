@@ -15,8 +15,10 @@ Steps (docs: README "One file: kward.pyz"):
    only that backend uses. Then refuse (exit 1) if any compiled file is left.
 3. Keep every other `*.dist-info` (keyring finds its backends through entry points), less
    pip's installation records (`RECORD`, `INSTALLER`, `REQUESTED`, `WHEEL`,
-   `direct_url.json`): every entry of the archive costs each start from the archive a
-   little (zipimport reads the whole directory).
+   `direct_url.json`) and setuptools-scm's file lists, and drop the type checkers' files
+   (`py.typed`, `*.pyi`): every entry of the archive costs every start a little (the
+   interpreter reads the whole directory of the archive before it runs `__main__`, ~40k
+   instructions an entry). The licenses stay.
 4. Add the root `__main__.py` (tools/zipapp_main.py: exit status, the extracted cache)
    with the build id written into it: a hash of every file staged, which names the
    archive's tree in the cache (`<config dir>/cache/pyz/<build id>/`), and beside it
@@ -48,6 +50,7 @@ SOURCE = ("kward", "man", "setup.cfg", "pyproject.toml", "README.md", "LICENSE",
 PLATFORM_PACKAGES = ("cryptography", "cffi", "pycparser")
 NEED_PLATFORM = ("secretstorage", "jeepney")  # keyring's Secret Service backend, useless without cryptography
 INSTALL_RECORDS = ("RECORD", "INSTALLER", "REQUESTED", "WHEEL", "direct_url.json")
+BUILD_RECORDS = ("scm_file_list.json", "scm_version.json")  # what setuptools-scm leaves in a dist-info
 PLATFORM_DIRS = ("bin", "share")
 COMPILED = (".so", ".pyd", ".dylib", ".dll")
 INTERPRETER = "/usr/bin/env python3"
@@ -95,7 +98,7 @@ def prune(stage: Path) -> list[str]:
             shutil.rmtree(dist_info)
             removed.append(dist_info.name + "/")
             continue
-        for name in INSTALL_RECORDS:
+        for name in INSTALL_RECORDS + BUILD_RECORDS:
             (dist_info / name).unlink(missing_ok=True)
     for path in sorted(stage.rglob("*"), reverse=True):
         if path.is_dir() and path.name == "__pycache__":
@@ -103,6 +106,8 @@ def prune(stage: Path) -> list[str]:
         elif path.is_file() and (path.name.startswith("_cffi_backend") or path.suffix in COMPILED):
             path.unlink()
             removed.append(str(path.relative_to(stage)))
+        elif path.is_file() and (path.name == "py.typed" or path.suffix == ".pyi"):
+            path.unlink()  # type checkers' files: nothing reads them at run time
     return removed
 
 
@@ -132,14 +137,26 @@ def add_main(stage: Path) -> None:
     (stage / "__main__.py").write_text(code.replace(placeholder, f'BUILD_ID = "{build_id(stage)}"'))
 
 
+def _namespace_package(directory: Path) -> bool:
+    """A directory without `__init__.py` holding Python code (jaraco/): zipimport finds a
+    namespace package only through its directory entry."""
+    return not (directory / "__init__.py").exists() and any(directory.rglob("*.py"))
+
+
 def write_archive(stage: Path, target: Path) -> None:
     """What `zipapp.create_archive(stage, target, interpreter=INTERPRETER, compressed=True)`
-    writes (the shebang line, then every file and directory of `stage` deflated, in sorted
-    order, executable), except `__main__.py`, stored: the only entry every start reads."""
+    writes (the shebang line, then every file of `stage` deflated, in sorted order,
+    executable), except `__main__.py`, stored: the only entry every start reads; and of
+    the directories only those of namespace packages (nothing else reads directory
+    entries: zipimport finds a regular package by its `__init__.py`, zipfile.Path and
+    importlib.metadata imply the directories), as every entry costs each start a little
+    (the interpreter reads the whole directory of the archive before it runs `__main__`)."""
     with open(target, "wb") as f:
         f.write(b"#!" + INTERPRETER.encode() + b"\n")
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
             for child in sorted(stage.rglob("*")):
+                if child.is_dir() and not _namespace_package(child):
+                    continue
                 arcname = child.relative_to(stage).as_posix()
                 z.write(child, arcname, compress_type=zipfile.ZIP_STORED if arcname == "__main__.py" else None)
     target.chmod(target.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)

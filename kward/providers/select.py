@@ -20,8 +20,7 @@ file; any thread.
 
 from __future__ import annotations
 
-import json
-
+from kward import jsoncodec
 from kward.providers import registry
 from kward.providers.registry import ProviderSpec
 from kward.records import TYPE_CHECKING, Record
@@ -73,7 +72,7 @@ def stored_openai_tokens(auth_file: str | Path) -> tuple[str, str | None] | None
     """(access token, account id) from a stored login, or None."""
     try:
         with open(auth_file, encoding="utf-8") as f:  # (not Path.read_text: no pathlib at start-up)
-            data = json.loads(f.read())
+            data = jsoncodec.loads(f.read())
     except (OSError, ValueError):
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None
