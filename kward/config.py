@@ -185,6 +185,18 @@ class ConfigStore:
         with self._lock:
             return jsoncodec.loads(jsoncodec.dumps(self._load_locked()))
 
+    def stamp(self) -> object:
+        """What changes whenever config.json may have: its (mtime, size, inode) now, None
+        when there is no file, a fresh object (equal to nothing) when it cannot be examined.
+        The key `load` caches the parsed file by. One stat; never raises; any thread."""
+        try:
+            st = os.stat(self.paths.config_file_text)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return object()
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
     def _load_locked(self) -> dict[str, Any]:
         path = self.paths.config_file_text  # (text: pathlib is not needed to read it)
         try:

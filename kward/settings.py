@@ -286,25 +286,34 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
 class LiveSettings:
     """The current Settings of a config store and an environment.
 
-    `current()` reads config.json (the store caches it by stat) and re-resolves only when
-    its content changed; `reload()` resolves again regardless. Any thread: `_lock` guards
-    the cached pair, resolution is pure and quick. Raises what `ConfigStore.load` raises
-    for an unreadable or invalid file (ConfigError / FilesystemError)."""
+    `current()` costs one stat while config.json is unchanged (the same `ConfigStore.stamp`:
+    the Settings of last time, not even the file's content is looked at, as the store's own
+    cache does); after a change it reads the file and re-resolves only when its content
+    changed (a rewrite with the same content keeps the same object). `reload()` resolves
+    again regardless. Any thread: `_lock` guards the cached triple, resolution is pure and
+    quick. Raises what `ConfigStore.load` raises for an unreadable or invalid file
+    (ConfigError / FilesystemError)."""
 
     def __init__(self, config: "ConfigStore", env: Mapping[str, str] = os.environ):
         self.config = config
         self.env = env
         self._lock = threading.Lock()
         self._key: str | None = None
+        self._stamp: object = None
         self._settings: Settings | None = None
 
     def current(self) -> Settings:
+        stamp = self.config.stamp()  # (before the read: a change in between is seen next time)
+        with self._lock:
+            if self._settings is not None and stamp == self._stamp:
+                return self._settings
         values = self.config.load()
         key = jsoncodec.dumps(values, sort_keys=True)
         with self._lock:
             if self._settings is None or key != self._key:
                 self._settings = resolve_settings(values, self.env)
                 self._key = key
+            self._stamp = stamp
             return self._settings
 
     def reload(self) -> Settings:
