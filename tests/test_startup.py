@@ -80,6 +80,36 @@ def test_initialize_is_answered_without_typing_logging_pathlib_dataclasses_or_re
     assert {"kward.procs", "kward.proctable"} <= at_exit and at_exit & NOT_AT_EXIT == set()
 
 
+
+def test_initialize_masks_secret_looking_values_in_what_it_takes_from_outside_kward(isolated_home):
+    # initialize's result is not walked by the full redaction (kward.rpc.redaction.SHAPED):
+    # the handler masks the strings that do not come from kward's code, the config dir's path
+    # in the logs directory and in the warning of an unreadable config.json
+    planted = "sk-planted0123456789abcdef"
+    config = isolated_home / planted / "config.json"
+    config.parent.mkdir()
+    config.write_text("{broken")
+    with RpcClient(isolated_home, env=kward_env(isolated_home, KWARD_CONFIG_PATH=str(config))) as k:
+        result = k.request("initialize")
+    from kward.redact import redact
+
+    assert planted not in json.dumps(result)
+    assert "[REDACTED]" in result["capabilities"]["logging"]["directory"]
+    assert [w["reason"] for w in result["warnings"]] == ["invalid_config"] and "[REDACTED]" in result["warnings"][0]["message"]
+    assert redact(result) == result  # what the full redaction would have sent
+
+
+def test_the_constants_of_initialize_are_what_the_full_redaction_would_send():
+    from kward.redact import redact
+    from kward.rpc import capabilities, registry
+    from kward.rpc.methods.lifecycle import _result
+
+    facts = capabilities.RuntimeFacts(steering="native", tokens_stats=True, cost_stats=True, max_input_chars=5,
+                                      logging_categories=("tokens", "performance", "tools", "errors"))
+    for table in (registry.METHODS, {}):
+        result = _result(facts, [{"reason": "invalid_config", "message": "config.json: ignoring x"}], table)
+        assert redact(result) == result
+
 # --- Record ---------------------------------------------------------------------------
 
 class TypedPoint(NamedTuple):

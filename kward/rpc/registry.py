@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kward.records import TYPE_CHECKING, Record
 from kward.rpc.params import Params
-from kward.rpc.redaction import CONTENT, EVENTS, FULL
+from kward.rpc.redaction import CONTENT, EVENTS, FULL, SHAPED
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable, Iterator, Mapping
@@ -41,7 +41,7 @@ class Method(Record):  # NamedTuples, not dataclasses: cheaper to define at star
 
 METHODS: dict[str, Method] = {
     # lifecycle (methods/lifecycle.py)
-    "initialize": Method("lifecycle:initialize"),
+    "initialize": Method("lifecycle:initialize", redaction=SHAPED),
     "initialized": Method("lifecycle:initialized"),
     "shutdown": Method("lifecycle:shutdown"),
     # workspace (methods/workspace.py)
