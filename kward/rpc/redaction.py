@@ -18,7 +18,7 @@ on the encoded frame, `kward.secrets`). On top of that, the key and pattern rule
   which those rules leave as they are (tests/test_startup.py checks it), so the result
   passes unchanged (the response's `id` is the client's own, as with `CONTENT`): what
   `FULL` would send, without walking it again. `initialize` (~6 KB of capability
-  constants: walking them cost ~2.7 ms of instructions at start-up, cold).
+  constants: walking them, cold, was ~2.7 M instructions of the start-up).
 
 So a method or event that nobody marked is redacted in full: a mistake can alter text,
 never leak a secret. Pure functions, any thread.
