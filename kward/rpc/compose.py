@@ -24,6 +24,7 @@ from kward.rpc.transport import WRITER_FAILED, Transport
 from kward.rpc.warmup import ENV_OFF, WarmUp, imports_for
 from kward.runtime import Runtime
 from kward.secrets import KnownSecrets
+from kward.settings import LiveSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -39,6 +40,7 @@ class Setup(Record):  # not a dataclass: cheaper to define at start-up
     settings: Settings
     secrets: KnownSecrets
     launch_cwd: str  # the default workspace (real path; text: the Runtime makes it a Path on first use)
+    live: LiveSettings  # the settings of config.json now (`settings` until it changes)
 
 
 def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike | None = None) -> Setup:
@@ -47,14 +49,14 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike |
     naming the variable (every one kward reads is checked here, once)."""
     paths = resolve_paths(env)
     config = ConfigStore(paths)
+    live = LiveSettings(config, env)
     try:
-        values = config.load()
-    except KwardError:
-        values = {}
-    settings = resolve_settings(values, env)
+        settings = live.current()
+    except KwardError:  # config.json unusable; or a bad variable, which this raises again
+        settings = resolve_settings({}, env)
     return Setup(env=env, paths=paths, config=config, settings=settings,
                  secrets=KnownSecrets(env, config, paths.auth_file_text),
-                 launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()))
+                 launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()), live=live)
 
 
 def _event_payload(type_: str, payload: object) -> dict:
@@ -79,7 +81,8 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     conn = Connection(transport.outbox, setup.secrets)
     runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
-                      notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload)
+                      notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload,
+                      live_settings=setup.live)
     table = methods if methods is not None else default_table()
     warm_up = None if setup.env.get(ENV_OFF) else WarmUp(imports_for(table, runtime))
     return RpcServer(transport, pool, table, runtime, conn, warm_up)

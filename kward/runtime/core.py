@@ -21,6 +21,7 @@ from kward.records import TYPE_CHECKING
 from kward.runtime.services import RuntimeServices
 from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
 from kward.secrets import KnownSecrets
+from kward.settings import LiveSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -66,7 +67,10 @@ class Runtime(RuntimeServices):
     credential values scrubbed from tool output (built from env, config and auth.json
     when not given). `event_payload(type, payload)` gives an event's payload as the face's
     protocol shows it, which plugin observers see (the RPC face:
-    `kward.rpc.wire.event_payload`; without it observers see nothing).
+    `kward.rpc.wire.event_payload`; without it observers see nothing). `live_settings`
+    (a `LiveSettings` of `config` and `env`, made on first use when not given) gives
+    `info()` the settings of config.json now; a face passes the one its `settings` came
+    from, so that an unchanged file is not resolved again.
     """
 
     def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
@@ -74,7 +78,8 @@ class Runtime(RuntimeServices):
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
                  notify: Callable[[Any], None] = _drop, make_room: Callable[[], None] = _nothing,
                  admit: Callable[[], None] = _nothing,
-                 event_payload: "Callable[[str, Any], dict[str, Any]] | None" = None):
+                 event_payload: "Callable[[str, Any], dict[str, Any]] | None" = None,
+                 live_settings: LiveSettings | None = None):
         self.paths = paths
         self.config = config
         self.settings = settings
@@ -87,6 +92,7 @@ class Runtime(RuntimeServices):
         self._make_room = make_room
         self._admit = admit
         self.event_payload = event_payload
+        self._live_settings = live_settings
         super().__init__()
 
     @property
@@ -107,7 +113,9 @@ class Runtime(RuntimeServices):
         problems become warnings. Cheap (reads config.json and the environment)."""
         # no keyring at start-up: the files and the environment, unless auth is in use already
         credentials = self.auth.provider_credentials if self.has_service("auth") else None
-        return announce(self.settings, self.config, self.env, self.paths, credentials)
+        if self._live_settings is None:  # (a race builds two, harmlessly)
+            self._live_settings = LiveSettings(self.config, self.env)
+        return announce(self.settings, self._live_settings, self.paths, credentials)
 
     def warm_up_modules(self) -> list[str]:
         """The modules the first session request and the first turn need, for a face to

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Mapping
 
     from kward.config import ConfigStore, Paths, Settings
+    from kward.settings import LiveSettings
 
 # What `warm_up_modules` names besides the active provider's module: the services of the
 # facade, in small steps (the warm-up pauses between two imports when a request arrives).
@@ -42,17 +43,16 @@ class RuntimeInfo(Record):  # a NamedTuple: built at start-up, where a dataclass
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
-def announce(settings: Settings, config: ConfigStore, env: Mapping[str, str], paths: Paths,
-             credentials: Any = None) -> RuntimeInfo:
-    """The RuntimeInfo of a runtime with these settings. `credentials` are the provider
-    credentials the provider choice sees (None: the files and the environment, so that
-    start-up never opens the keyring)."""
+def announce(settings: Settings, live: LiveSettings, paths: Paths, credentials: Any = None) -> RuntimeInfo:
+    """The RuntimeInfo of a runtime with these settings; `live` gives the settings of
+    config.json now (for the provider and the telemetry). `credentials` are the provider
+    credentials the provider choice sees (None: the files and the environment of `live`,
+    so that start-up never opens the keyring)."""
     warnings = [("invalid_config", w) for w in settings.warnings]
     steering, categories = False, ()
-    try:  # the settings of config.json now, resolved once for the provider and the telemetry
-        from kward.settings import resolve_settings
-
-        current = resolve_settings(config.load(), env)
+    env = live.env
+    try:
+        current = live.current()  # (one stat while config.json is what the runtime started with)
     except KwardError as exc:  # an invalid config.json
         warnings.append((exc.reason, exc.message))
         current = None
