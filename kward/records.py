@@ -6,8 +6,9 @@ it builds compiles each field's annotation. A `Record` class is what
 `collections.namedtuple` builds (a tuple subclass: fields in order, defaults, `_make`,
 `_replace`, `_asdict`, properties, docstring, pickling), built without compiling source:
 namedtuple compiles a `__new__` for every class (half its cost, ~2 ms over the classes
-`kward rpc` defines before it answers `initialize`); here one is compiled per number of
-fields and renamed for each class (`code.replace`), and the methods are shared:
+`kward rpc` defines before it answers `initialize`); here the one of each number of fields
+comes compiled with this module and is renamed for each class (`code.replace`), and the
+methods are shared:
 
     class RpcSettings(Record):
         workers: int = 32
@@ -39,7 +40,27 @@ else:
         def _tuplegetter(index, doc):
             return property(itemgetter(index), doc=doc)
 
-    _NEW_CODE: dict = {}  # number of fields -> the code of `__new__(_cls, _0, _1, ...)`
+    # number of fields -> the code of `__new__(_cls, _0, _1, ...)`: up to 12 fields compiled
+    # with this module (an `eval` costs ~0.3 M instructions, parsing and compiling: ~3 M over
+    # the Records `kward rpc` defines before it answers `initialize`), more on first use
+    _NEW_CODE: dict = {f.__code__.co_argcount - 1: f.__code__ for f in (
+        lambda _cls: _tuple_new(_cls, ()),
+        lambda _cls, _0: _tuple_new(_cls, (_0,)),
+        lambda _cls, _0, _1: _tuple_new(_cls, (_0, _1)),
+        lambda _cls, _0, _1, _2: _tuple_new(_cls, (_0, _1, _2)),
+        lambda _cls, _0, _1, _2, _3: _tuple_new(_cls, (_0, _1, _2, _3)),
+        lambda _cls, _0, _1, _2, _3, _4: _tuple_new(_cls, (_0, _1, _2, _3, _4)),
+        lambda _cls, _0, _1, _2, _3, _4, _5: _tuple_new(_cls, (_0, _1, _2, _3, _4, _5)),
+        lambda _cls, _0, _1, _2, _3, _4, _5, _6: _tuple_new(_cls, (_0, _1, _2, _3, _4, _5, _6)),
+        lambda _cls, _0, _1, _2, _3, _4, _5, _6, _7: _tuple_new(_cls, (_0, _1, _2, _3, _4, _5, _6, _7)),
+        lambda _cls, _0, _1, _2, _3, _4, _5, _6, _7, _8: _tuple_new(_cls, (_0, _1, _2, _3, _4, _5, _6, _7, _8)),
+        (lambda _cls, _0, _1, _2, _3, _4, _5, _6, _7, _8, _9:
+         _tuple_new(_cls, (_0, _1, _2, _3, _4, _5, _6, _7, _8, _9))),
+        (lambda _cls, _0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10:
+         _tuple_new(_cls, (_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10))),
+        (lambda _cls, _0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11:
+         _tuple_new(_cls, (_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11))),
+    )}
     _FUNCTION = type(lambda: None)
     _NEW_GLOBALS = {"_tuple_new": tuple.__new__, "__builtins__": {}, "__name__": "kward.records"}
 
