@@ -12,7 +12,7 @@ already imported; otherwise it installs them the moment `logging` is first impor
 whichever module imports it (a one-shot `sys.meta_path` finder whose loader runs the
 module, then the configuration), so no record is ever emitted before the handlers are
 in place. Until then a warning shown by `warnings` imports logging first (and is then
-captured as before). Modules on the start-up path log through `get_logger(name)`, which
+captured as before); `warnings` itself is hooked when first imported (by the same finder). Modules on the start-up path log through `get_logger(name)`, which
 imports logging only for a record that can be emitted.
 
 `configure` is called once from the main thread at start-up; logging itself is
@@ -152,10 +152,14 @@ def configure(logs_dir: Any, level: str | None, *, rpc_mode: bool, secrets: Any 
         return
     if not any(isinstance(f, _ConfigureWhenImported) for f in sys.meta_path):
         sys.meta_path.insert(0, _ConfigureWhenImported())
-    import warnings
+    if "warnings" in sys.modules:  # else hooked when imported (`warnings` costs ~1.2 M instructions)
+        _hook_warnings(sys.modules["warnings"])
 
-    if warnings.showwarning is not _show_warning:
-        global _original_showwarning
+
+def _hook_warnings(warnings: Any) -> None:
+    """Until logging is imported, a warning shown by `warnings` imports it first."""
+    global _original_showwarning
+    if _pending is not None and warnings.showwarning is not _show_warning:
         _original_showwarning = warnings.showwarning
         warnings.showwarning = _show_warning
 
@@ -166,9 +170,8 @@ def _apply_pending() -> None:
         pending, _pending = _pending, None
     if pending is None:
         return
-    import warnings
-
-    if warnings.showwarning is _show_warning:  # logging captures warnings from now on
+    warnings = sys.modules.get("warnings")
+    if warnings is not None and warnings.showwarning is _show_warning:  # logging captures them from now on
         warnings.showwarning = _original_showwarning
     from kward import logfile
 
@@ -192,10 +195,12 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int, file:
 
 
 class _ThenConfigure:
-    """The loader of `logging`: the real loader's work, then the pending configuration."""
+    """The loader of `logging` (or `warnings`): the real loader's work, then the pending
+    configuration (or the hook of `_hook_warnings`)."""
 
-    def __init__(self, loader: Any):
+    def __init__(self, loader: Any, name: str):
         self._loader = loader
+        self._name = name
 
     def create_module(self, spec: Any) -> Any:
         return self._loader.create_module(spec)
@@ -205,28 +210,32 @@ class _ThenConfigure:
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
-        _apply_pending()
+        if self._name == "logging":
+            _apply_pending()
+        else:
+            _hook_warnings(module)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
 
 
 class _ConfigureWhenImported:
-    """A one-shot `sys.meta_path` finder: the spec of `logging` as the other finders find
-    it, with `_ThenConfigure` as its loader. Removes itself on first use."""
+    """A `sys.meta_path` finder: the spec of `logging` (or `warnings`) as the other finders
+    find it, with `_ThenConfigure` as its loader. Removes itself when logging is imported."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "logging":
+        if name != "logging" and name != "warnings":
             return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            return None
+        if name == "logging":
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                return None
         for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
+            find = getattr(finder, "find_spec", None) if finder is not self else None
             spec = find(name, path, target) if find is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _ThenConfigure(spec.loader)
+                    spec.loader = _ThenConfigure(spec.loader, name)
                 return spec
         return None

@@ -32,7 +32,8 @@ NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "typing", "dataclasse
                          "signal", "contextlib",  # (kward uses the C module _signal there; fsutil, no contextlib)
                          "importlib", "queue", "heapq",  # (__import__ for the handlers; _queue.SimpleQueue)
                          "kward.telemetry", "kward.confined",
-                         "json", "re", "enum"}  # (kward.jsoncodec: the C accelerator _json, driven directly)
+                         "json", "re", "enum",  # (kward.jsoncodec: the C accelerator _json, driven directly)
+                         "warnings"}  # (diagnostics hooks it when it is first imported)
 # What the way out of `kward rpc` (procs.end_descendants) may not need.
 NOT_AT_EXIT = {"kward.confined", "dataclasses", "inspect", "typing", "subprocess", "ctypes"}
 
@@ -228,9 +229,11 @@ log.error("lazy logger")
 '''
 
 
-def test_logging_is_configured_by_whoever_imports_it_first(tmp_path):
+@pytest.mark.parametrize("warnings_first", [False, True])  # warnings imported after configure (hooked then), before
+def test_logging_is_configured_by_whoever_imports_it_first(tmp_path, warnings_first):
     logs = tmp_path / "logs"
-    proc = subprocess.run([sys.executable, "-c", LOGGING, str(logs)], capture_output=True, text=True, timeout=60,
+    script = ("import warnings\n" if warnings_first else "") + LOGGING
+    proc = subprocess.run([sys.executable, "-c", script, str(logs)], capture_output=True, text=True, timeout=60,
                           env=kward_env(tmp_path))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr  # rpc mode: nothing on stderr
     text = (logs / "kward.log").read_text()
