@@ -123,14 +123,13 @@ else:
                     "__repr__": _repr, "_asdict": _asdict, "__getnewargs__": _getnewargs, "__match_args__": fields}
             for index, field in enumerate(fields):
                 body[field] = _tuplegetter(index, f"Alias for field number {index}")
-            cls = type.__new__(type, name, (tuple,), body)
-            cls.__module__ = namespace.get("__module__", cls.__module__)
-            cls.__annotations__ = dict(namespace.get("__annotations__", {}))
-            for key, value in namespace.items():
+            for key, value in namespace.items():  # (into the body: one type creation, no setattr each)
                 if key in _PROHIBITED:
                     raise AttributeError(f"Cannot overwrite NamedTuple attribute {key}")
                 if key not in _SPECIAL and key not in fields:
-                    setattr(cls, key, value)
-            return cls
+                    body[key] = value
+            body["__module__"] = namespace.get("__module__", __name__)
+            body["__annotations__"] = dict(namespace.get("__annotations__", {}))
+            return type.__new__(type, name, (tuple,), body)
 
     Record = type.__new__(_RecordMeta, "Record", (), {"__module__": __name__, "__doc__": __doc__})
