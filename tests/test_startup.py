@@ -33,7 +33,8 @@ NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "typing", "dataclasse
                          "importlib", "queue", "heapq",  # (__import__ for the handlers; _queue.SimpleQueue)
                          "kward.telemetry", "kward.confined",
                          "json", "re", "enum",  # (kward.jsoncodec: the C accelerator _json, driven directly)
-                         "warnings"}  # (diagnostics hooks it when it is first imported)
+                         "warnings",  # (diagnostics hooks it when it is first imported)
+                         "kward.rpc.warmup"}  # (made when the client is first idle)
 # What the way out of `kward rpc` (procs.end_descendants) may not need.
 NOT_AT_EXIT = {"kward.confined", "dataclasses", "inspect", "typing", "subprocess", "ctypes"}
 
@@ -284,7 +285,9 @@ def test_kward_no_warmup_turns_the_warm_up_off(tmp_path):
     def warm_up(env):
         r, w = os.pipe()
         with open(r, "rb") as stdin, open(w, "wb") as stdout:  # never served: the streams close here
-            return build_server(stdin, stdout, env=env, launch_cwd=tmp_path).warm_up
+            server = build_server(stdin, stdout, env=env, launch_cwd=tmp_path)
+            assert server.warm_up is None  # made when the client is first idle
+            return server.make_warm_up and server.make_warm_up()
 
     assert isinstance(warm_up({"HOME": str(tmp_path)}), WarmUp)
     assert warm_up({"HOME": str(tmp_path), "KWARD_NO_WARMUP": "1"}) is None

@@ -3,7 +3,7 @@
 `resolve(env, launch_cwd)` reads what a server is configured by (paths, config.json,
 settings, known secrets); `build_server(stdin, stdout, setup, methods=...)` builds the
 transport over the two streams, the worker pool, the connection, the runtime and the
-server (with its warm-up, `kward.rpc.warmup`, unless `KWARD_NO_WARMUP` is set), and
+server (with the maker of its warm-up, `kward.rpc.warmup`, unless `KWARD_NO_WARMUP` is set), and
 wires them. `kward rpc` (kward/rpc/main.py), `kward.client.Client.in_process`, the tests
 and the bench all build servers here, so they serve the same thing. Main thread (or the
 thread that will call `serve()`); nothing starts until `serve()`.
@@ -21,7 +21,6 @@ from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import MethodTable, default_table
 from kward.rpc.server import RpcServer
 from kward.rpc.transport import WRITER_FAILED, Transport
-from kward.rpc.warmup import ENV_OFF, WarmUp, imports_for
 from kward.runtime import Runtime
 from kward.secrets import KnownSecrets
 from kward.settings import LiveSettings
@@ -29,6 +28,10 @@ from kward.settings import LiveSettings
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
     from typing import BinaryIO, Mapping
+
+    from kward.rpc.warmup import WarmUp
+
+ENV_NO_WARMUP = "KWARD_NO_WARMUP"  # any non-empty value: a server without a warm-up
 
 
 class Setup(Record):  # not a dataclass: cheaper to define at start-up
@@ -84,5 +87,13 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
                       notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload,
                       live_settings=setup.live)
     table = methods if methods is not None else default_table()
-    warm_up = None if setup.env.get(ENV_OFF) else WarmUp(imports_for(table, runtime))
-    return RpcServer(transport, pool, table, runtime, conn, warm_up)
+    make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)
+    return RpcServer(transport, pool, table, runtime, conn, make_warm_up)
+
+
+def _warm_up(table: MethodTable, runtime: Runtime) -> "WarmUp":
+    """The server's warm-up, made when the client is first idle (kward.rpc.warmup is not
+    imported to answer `initialize`)."""
+    from kward.rpc.warmup import WarmUp, imports_for
+
+    return WarmUp(imports_for(table, runtime))

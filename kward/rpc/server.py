@@ -16,9 +16,9 @@ outgoing message goes through (redacted and encoded on the producing thread, the
 on the outbox; `kward.rpc.connection`). `serve()` returns 0 after `shutdown`, end of
 input or a stop signal, with running work cancelled, queued output flushed and every
 thread joined (within about 2 s). Once the first message is answered and the input has
-been quiet for `warmup.IDLE_SECONDS` with no slow request in flight, the dispatcher starts
-the server's warm-up thread (`kward.rpc.warmup`), if it has one; every message pauses it
-until the next such quiet moment.
+been quiet for `IDLE_SECONDS` with no slow request in flight, the dispatcher makes the
+server's warm-up (`kward.rpc.warmup`, imported only then), if it has one, and starts its
+thread; every message pauses it until the next such quiet moment.
 """
 
 from __future__ import annotations
@@ -40,14 +40,17 @@ from kward.rpc.params import Params
 from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import Call, Method, MethodTable, Unredacted
 from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
-from kward.rpc.warmup import IDLE_SECONDS, WarmUp
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Callable
+
+    from kward.rpc.warmup import WarmUp
     from kward.runtime import Runtime
 
 log = get_logger(__name__)  # logging itself is not imported to start
 
 SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
+IDLE_SECONDS = 0.05  # quiet input after the first message before the warm-up starts (or resumes)
 STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()
 _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a graceful stop
 
@@ -56,16 +59,18 @@ class RpcServer:
     """Serves `methods` over `transport`: quick methods on the dispatcher, slow ones on
     `pool`; handlers get `runtime` and `connection` in their Call. The transport's
     writer-failure callback must put WRITER_FAILED on its inbox (build_server does).
-    `warm_up` (optional) is started once the client is idle after its first message."""
+    `make_warm_up` (optional) makes the warm-up, which is made and started once the client
+    is idle after its first message (`warm_up`: None until then)."""
 
     def __init__(self, transport: Transport, pool: WorkerPool, methods: MethodTable, runtime: "Runtime",
-                 connection: Connection, warm_up: WarmUp | None = None):
+                 connection: Connection, make_warm_up: "Callable[[], WarmUp] | None" = None):
         self.transport = transport
         self.pool = pool
         self.methods = methods
         self.runtime = runtime
         self.conn = connection
-        self.warm_up = warm_up
+        self.make_warm_up = make_warm_up
+        self.warm_up: WarmUp | None = None
         self._inflight = 0
         self._inflight_cond = threading.Condition()
 
@@ -87,12 +92,12 @@ class RpcServer:
         graceful = True
         answered = False  # the first message was handled: the warm-up may start when idle
         while True:
-            warm = self.warm_up if answered and self.warm_up is not None and self.warm_up.waiting else None
+            warm = answered and self._warm_up_due()
             try:
-                item = inbox.get(timeout=IDLE_SECONDS if warm is not None else SIGNAL_POLL)
+                item = inbox.get(timeout=IDLE_SECONDS if warm else SIGNAL_POLL)
             except Empty:
-                if warm is not None and self._inflight == 0:  # (a benign unlocked read)
-                    warm.start()  # or resume
+                if warm and self._inflight == 0:  # (a benign unlocked read)
+                    self._start_warm_up()  # or resume
                 continue  # gives a pending signal handler its chance to run
             answered = True
             if self.warm_up is not None:
@@ -113,6 +118,22 @@ class RpcServer:
                 break
         self._stop(graceful)
         return 0
+
+    def _warm_up_due(self) -> bool:
+        """A warm-up to make, or a made one waiting to start or resume."""
+        if self.warm_up is None:
+            return self.make_warm_up is not None
+        return self.warm_up.waiting
+
+    def _start_warm_up(self) -> None:
+        if self.warm_up is None:
+            make, self.make_warm_up = self.make_warm_up, None
+            try:
+                self.warm_up = make()  # type: ignore[misc]
+            except Exception:  # never fatal: what it would import is imported where it is used
+                log.debug("making the warm-up failed", exc_info=True)
+                return
+        self.warm_up.start()
 
     def _dispatch(self, body: bytes) -> None:
         try:

@@ -3,8 +3,9 @@
 `kward rpc` answers `initialize` with as little imported as it can. The first
 `sessions/create` and the first turn would then pay for importing the session store, the
 agent and its tools, the provider and `requests` (100-250 ms here). Instead, once the
-client has been quiet for `IDLE_SECONDS` after its first message (a UI waiting for its
-user), the server starts one `WarmUp` thread that imports them one at a time: the modules
+client has been quiet for `kward.rpc.server.IDLE_SECONDS` after its first message (a UI
+waiting for its user), the server makes one `WarmUp` (importing this module: not done to
+answer `initialize`) and starts its thread, which imports them one at a time: the modules
 `Runtime.warm_up_modules` names, then the handler modules of the method table served. It
 only imports, then collects young garbage (it builds no service, takes no runtime lock,
 reads no credential), so a request arriving meanwhile waits at most for a module the
@@ -38,8 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = get_logger(__name__)
 
-IDLE_SECONDS = 0.05  # quiet input after the first message before the warm-up starts
-ENV_OFF = "KWARD_NO_WARMUP"
 WIRE_MODULE = "kward.rpc.wire"  # the payloads of sessions and turn events (the first turn's events)
 
 
