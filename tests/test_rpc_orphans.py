@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from lib.rpc_client import frame, kward_env
+from lib.rpc_client import frame, kward_command, kward_env
 from lib.turns_helpers import check_turn_events, kward, pid_alive, text, tool, wait_until  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and a subreaper")
@@ -171,7 +171,7 @@ def test_initialize_does_not_load_ctypes(isolated_home):
     # the subreaper is installed by the first command, not at start-up
     msgs = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + \
         frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "kward", "rpc"], input=msgs,
+    p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
                        capture_output=True, env=kward_env(isolated_home), timeout=30)
     assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
     modules = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}

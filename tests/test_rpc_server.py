@@ -240,7 +240,7 @@ def test_initialize_does_not_import_requests_or_keyring(isolated_home):
     # without the warm-up (which imports requests once the client is idle after its first
     # message), nothing in the whole process may import them; tests/test_startup.py checks
     # what is loaded when the initialize response arrives, and that the warm-up starts after it
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "kward", "rpc"], input=msgs,
+    p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
                        capture_output=True, env=kward_env(isolated_home, KWARD_NO_WARMUP="1"), timeout=30)
     assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
     modules = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}

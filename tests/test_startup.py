@@ -21,7 +21,7 @@ from kward.records import Record
 from kward.rpc.compose import build_server
 from kward.rpc.warmup import WarmUp
 from lib.inprocess import InProcessServer
-from lib.rpc_client import RpcClient, kward_env
+from lib.rpc_client import RpcClient, kward_command, kward_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -311,7 +311,7 @@ def test_the_warm_up_starts_after_the_first_message_is_answered(isolated_home):
 
 def test_an_idle_kward_rpc_imports_the_http_stack_and_still_serves(isolated_home):
     env = kward_env(isolated_home, KWARD_PROVIDER="openrouter", KWARD_OPENROUTER_BASE_URL="http://127.0.0.1:9/v1")
-    with RpcClient(isolated_home, env=env, argv=[sys.executable, "-X", "importtime", "-m", "kward", "rpc"]) as k:
+    with RpcClient(isolated_home, env=env, argv=kward_command(python_flags=("-X", "importtime"))) as k:
         k.request("initialize")
         imported = lambda: {line.rsplit("|", 1)[-1].strip() for line in k.stderr.splitlines()}  # noqa: E731
         k.wait(lambda: {"requests", "kward.agent.engine", "kward.sessions.manager"} <= imported(), timeout=60,

@@ -37,21 +37,24 @@ def frame(obj: Any) -> bytes:
     return encode_frame(obj if isinstance(obj, bytes) else json.dumps(obj).encode("utf-8"))
 
 
-def kward_argv(target: str | os.PathLike | None = None) -> list[str]:
+def kward_argv(target: str | os.PathLike | None = None, *, python_flags: tuple[str, ...] = ()) -> list[str]:
     """The argv of the `kward` command, before its subcommand: None runs the checkout with
     this interpreter (`kward_env` puts the checkout on PYTHONPATH); a path ending in `.pyz`
     is a zipapp run by this interpreter without site-packages (`-S`); any other path is an
-    installed `kward` console script."""
+    installed `kward` console script. `python_flags` (such as ``("-X", "importtime")``) go
+    to the interpreter, so they need the checkout or a zipapp."""
     if target is None:
-        return [sys.executable, "-m", "kward"]
+        return [sys.executable, *python_flags, "-m", "kward"]
     if str(target).endswith(".pyz"):
-        return [sys.executable, "-S", str(target)]
+        return [sys.executable, "-S", *python_flags, str(target)]
+    if python_flags:
+        raise ValueError("interpreter flags need the checkout or a zipapp, not a console script")
     return [str(target)]
 
 
-def kward_command(target: str | os.PathLike | None = None, *args: str) -> list[str]:
+def kward_command(target: str | os.PathLike | None = None, *args: str, python_flags: tuple[str, ...] = ()) -> list[str]:
     """The argv that starts `kward rpc` (then `args`) from `target` (see `kward_argv`)."""
-    return [*kward_argv(target), "rpc", *args]
+    return [*kward_argv(target, python_flags=python_flags), "rpc", *args]
 
 
 def spawn_kward(home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None,
