@@ -134,6 +134,8 @@ def add_main(stage: Path) -> None:
     placeholder = 'BUILD_ID = ""'
     if code.count(placeholder) != 1:
         raise SystemExit("build_zipapp: tools/zipapp_main.py has no single BUILD_ID placeholder")
+    if code.startswith('"""'):  # the docstring: compiled on every start, read by no one
+        code = code[code.index('"""', 3) + 3:].lstrip("\n")
     (stage / "__main__.py").write_text(code.replace(placeholder, f'BUILD_ID = "{build_id(stage)}"'))
 
 

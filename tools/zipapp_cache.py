@@ -1,6 +1,6 @@
 """The cold half of kward.pyz's `__main__.py` (tools/zipapp_main.py), in the archive as
 `_kward_zipapp.py`: imported only by a start that extracts or repairs the cache tree, or
-that runs from the archive.
+that runs from the archive (`start`).
 
 The extracted tree: `prepare` extracts the archive into a temp dir beside
 `<config dir>/cache/pyz/<build id>/`, byte-compiles it (as pip does when it installs, so
@@ -29,6 +29,30 @@ import os
 import sys
 
 STALE_SECONDS = 3600  # a temp or discarded tree older than this is left over from a killed start
+MARKER = ".kward-pyz"  # at the root of an extracted tree (kward.auth.stores.in_zipapp looks for it)
+
+
+def start(archive: str, config_dir: str, tree: "str | None", complete: "bool | None", build_id: str):
+    """kward.cli's `main` for a start that `__main__` could not serve from the cache:
+    `tree` None (no extraction: running from the archive), `tree` on `sys.path[0]` (its
+    import of kward failed: give it up), else a missing, incomplete or uncompiled tree
+    (`complete`: its marker is right) to prepare."""
+    if tree and sys.path and sys.path[0] == tree:
+        give_up(tree, archive, MARKER)
+    elif tree:
+        ready = prepare(archive, tree, build_id, MARKER, bool(complete))
+        if ready:
+            sys.path[0] = ready
+            try:
+                from kward.cli import main
+
+                return main
+            except Exception:  # a damaged tree: this start runs from the archive
+                give_up(ready, archive, MARKER)
+    watch_certifi(config_dir)
+    from kward.cli import main
+
+    return main
 
 
 # --- the extracted tree ------------------------------------------------------------------
