@@ -15,7 +15,8 @@ Steps (docs: README "One file: kward.pyz"):
    only that backend uses. Then refuse (exit 1) if any compiled file is left.
 3. Keep every other `*.dist-info` (keyring finds its backends through entry points), less
    pip's installation records (`RECORD`, `INSTALLER`, `REQUESTED`, `WHEEL`,
-   `direct_url.json`) and setuptools-scm's file lists, and drop the type checkers' files
+   `direct_url.json`), setuptools-scm's file lists and `top_level.txt` (only
+   `packages_distributions()` reads it; nothing here calls it), and drop the type checkers' files
    (`py.typed`, `*.pyi`): every entry of the archive costs every start a little (the
    interpreter reads the whole directory of the archive before it runs `__main__`, ~40k
    instructions an entry). The licenses stay.
@@ -51,6 +52,8 @@ PLATFORM_PACKAGES = ("cryptography", "cffi", "pycparser")
 NEED_PLATFORM = ("secretstorage", "jeepney")  # keyring's Secret Service backend, useless without cryptography
 INSTALL_RECORDS = ("RECORD", "INSTALLER", "REQUESTED", "WHEEL", "direct_url.json")
 BUILD_RECORDS = ("scm_file_list.json", "scm_version.json")  # what setuptools-scm leaves in a dist-info
+# read only by importlib.metadata.packages_distributions(), which nothing in the archive calls
+UNREAD_RECORDS = ("top_level.txt",)
 PLATFORM_DIRS = ("bin", "share")
 COMPILED = (".so", ".pyd", ".dylib", ".dll")
 INTERPRETER = "/usr/bin/env python3"
@@ -98,7 +101,7 @@ def prune(stage: Path) -> list[str]:
             shutil.rmtree(dist_info)
             removed.append(dist_info.name + "/")
             continue
-        for name in INSTALL_RECORDS + BUILD_RECORDS:
+        for name in INSTALL_RECORDS + BUILD_RECORDS + UNREAD_RECORDS:
             (dist_info / name).unlink(missing_ok=True)
     for path in sorted(stage.rglob("*"), reverse=True):
         if path.is_dir() and path.name == "__pycache__":
