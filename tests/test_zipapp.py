@@ -10,6 +10,7 @@ install nor the machine's requests or keyring can help it), except for one plain
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -66,6 +67,10 @@ def test_the_archive_holds_pure_python_and_every_dist_info(pyz):
     assert not [n for n in names if n.startswith(("secretstorage", "jeepney"))]
     with zipfile.ZipFile(pyz) as z:  # read on every start: stored, so that no start imports zlib
         assert z.getinfo("__main__.py").compress_type == zipfile.ZIP_STORED
+        # this Python's bytecode of it (hash-checked: zipimport would compile the source each start)
+        pyc = z.read("__main__.pyc")
+        assert z.getinfo("__main__.pyc").compress_type == zipfile.ZIP_STORED
+        assert pyc[:4] == importlib.util.MAGIC_NUMBER and int.from_bytes(pyc[4:8], "little") == 0b11
         assert z.getinfo("kward/cli.py").compress_type == zipfile.ZIP_DEFLATED
     assert not [n for n in names if "__pycache__" in n]
 
@@ -77,6 +82,22 @@ def test_version_and_exit_status_from_outside_the_checkout(pyz, env):
     bad = subprocess.run([sys.executable, "-S", str(pyz), "--frobnicate"], capture_output=True, text=True,
                          cwd=pyz.parent, env=env, timeout=60)
     assert bad.returncode == 2 and "unknown option" in bad.stderr  # the exit status survives the archive
+
+
+def test_another_python_reads_the_main_source_when_the_bytecode_is_not_its_own(pyz, env, tmp_path):
+    # __main__.pyc is the building Python's: another version sees a magic number not its own
+    # (played here by a changed one) and zipimport falls back to __main__.py
+    other = tmp_path / "other.pyz"
+    with zipfile.ZipFile(pyz) as src, open(other, "wb") as f:
+        f.write(pyz.read_bytes()[:pyz.read_bytes().index(b"\n") + 1])
+        with zipfile.ZipFile(f, "w") as dst:
+            for info in src.infolist():
+                data = src.read(info)
+                dst.writestr(info, b"\0\0\r\n" + data[4:] if info.filename == "__main__.pyc" else data)
+    for archive in (pyz, other):
+        proc = subprocess.run([sys.executable, str(archive), "--frobnicate"], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=60)
+        assert proc.returncode == 2 and "unknown option" in proc.stderr
 
 
 def test_rpc_handshake_and_a_scripted_turn(pyz, env, isolated_home):

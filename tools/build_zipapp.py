@@ -23,12 +23,14 @@ Steps (docs: README "One file: kward.pyz"):
 4. Add the root `__main__.py` (tools/zipapp_main.py: exit status, the extracted cache)
    with the build id written into it: a hash of every file staged, which names the
    archive's tree in the cache (`<config dir>/cache/pyz/<build id>/`), and beside it
-   `_kward_zipapp.py` (tools/zipapp_cache.py: extracting that tree, certifi's cacert.pem).
+   `_kward_zipapp.py` (tools/zipapp_cache.py: extracting that tree, certifi's cacert.pem);
+   and `__main__.pyc`, hash-checked, of the building Python (zipimport would compile the
+   source on every start; another version sees the wrong magic number and reads the source).
 5. `--compile`: legacy `.pyc` beside each `.py` (zipimport reads only those), faster
    imports; bytecode of one Python version is ignored by later ones (they read the
    source) but one built on a newer Python failed on an older one, so it is off by default.
 6. The archive, as `zipapp.create_archive(..., interpreter="/usr/bin/env python3",
-   compressed=True)` writes it, but with `__main__.py` stored uncompressed: a start from
+   compressed=True)` writes it, but with `__main__.py[c]` stored uncompressed: a start from
    the extracted cache then never imports zlib.
 """
 
@@ -38,6 +40,7 @@ import argparse
 import compileall
 import hashlib
 import os
+import py_compile
 import shutil
 import stat
 import subprocess
@@ -57,6 +60,7 @@ UNREAD_RECORDS = ("top_level.txt",)
 PLATFORM_DIRS = ("bin", "share")
 COMPILED = (".so", ".pyd", ".dylib", ".dll")
 INTERPRETER = "/usr/bin/env python3"
+MAIN = ("__main__.py", "__main__.pyc")  # read on every start: stored, not deflated
 
 
 def log(message: str) -> None:
@@ -140,6 +144,11 @@ def add_main(stage: Path) -> None:
     if code.startswith('"""'):  # the docstring: compiled on every start, read by no one
         code = code[code.index('"""', 3) + 3:].lstrip("\n")
     (stage / "__main__.py").write_text(code.replace(placeholder, f'BUILD_ID = "{build_id(stage)}"'))
+    # zipimport compiles a source with compile(), whose first call builds the AST types (~10 M
+    # instructions); a hash-checked __main__.pyc of this Python skips it, and any other
+    # version finds the wrong magic number and falls back to __main__.py
+    py_compile.compile(str(stage / "__main__.py"), cfile=str(stage / "__main__.pyc"), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
 
 
 def _namespace_package(directory: Path) -> bool:
@@ -163,7 +172,7 @@ def write_archive(stage: Path, target: Path) -> None:
                 if child.is_dir() and not _namespace_package(child):
                     continue
                 arcname = child.relative_to(stage).as_posix()
-                z.write(child, arcname, compress_type=zipfile.ZIP_STORED if arcname == "__main__.py" else None)
+                z.write(child, arcname, compress_type=zipfile.ZIP_STORED if arcname in MAIN else None)
     target.chmod(target.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
 
 
@@ -185,7 +194,7 @@ def build(output: Path, compile_bytecode: bool = False) -> Path:
             compileall.compile_dir(str(stage), quiet=1, legacy=True)
         add_main(stage)
         if compile_bytecode:
-            for name in ("__main__.py", "_kward_zipapp.py"):
+            for name in ("_kward_zipapp.py",):
                 compileall.compile_file(str(stage / name), quiet=1, legacy=True)
         output.parent.mkdir(parents=True, exist_ok=True)
         partial = output.with_name(output.name + ".partial")

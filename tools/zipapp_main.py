@@ -1,7 +1,8 @@
 """kward as one file: `python3 kward.pyz ...` runs the `kward` command.
 
 tools/build_zipapp.py copies this file to the root of the archive as `__main__.py` (less
-this docstring: it is compiled from source on every start, so it holds only the cache hit),
+this docstring; with a `__main__.pyc` of the building Python: any other one compiles this
+source on every start, so it holds only the cache hit),
 with the build's id (a hash of the archive's contents) written into `BUILD_ID`, and
 tools/zipapp_cache.py beside it as `_kward_zipapp.py`: everything else (a first start, a
 damaged tree, running from the archive). It calls `sys.exit(main())` itself (`zipapp -m`
