@@ -106,9 +106,7 @@ class TurnManager:
                     raise InvalidParams("Unsupported streamingBehavior: steer", data={"param": "streamingBehavior"})
                 if running is not None and running.steering is not None and \
                         running.steering.submit(SteerInput(text, now_iso(), list(attachments))):
-                    return running
-                # no running turn takes input now (it is finishing, or the next one has not
-                # started yet): the input becomes a follow-up turn instead
+                    return running  # else no running turn takes it now: it becomes a follow-up turn
             lane.take_lock()  # SessionBusy when another process runs it
             turn = self._enqueue(lane, session, text, attachments, headers or {}, publish)
             turn.plan = plan

@@ -19,6 +19,8 @@ import stat
 import threading
 from pathlib import Path
 
+from kward.fsutil import read_fd
+
 MAX_PROMPT_FILE = 32 * 1024
 #: A command name: what follows the slash of `/name args` (prompt templates, plugin commands).
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -44,14 +46,7 @@ def read_regular(path: Path, limit: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return read_fd(fd, limit)
     finally:
         os.close(fd)
 
