@@ -8,10 +8,13 @@ a callback may close sockets or kill processes but must not block for long.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Callable
 
 from kward.errors import Canceled
+
+log = logging.getLogger(__name__)
 
 
 class CancelToken:
@@ -39,9 +42,7 @@ class CancelToken:
             try:
                 cb()
             except Exception:  # an interrupt that fails must not stop the others
-                import logging
-
-                logging.getLogger(__name__).exception("cancel callback failed")
+                log.exception("cancel callback failed")
         return True
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -12,50 +12,29 @@ serializes read-modify-write across processes.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
-from functools import lru_cache
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
 
-from kward import jsoncodec, jsonshape, rules
+from kward import jsonshape, rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
+
 # The settings read from config.json live in kward.settings; these names stay importable
 # from here, where the RPC server and the client look for them.
-from kward.records import TYPE_CHECKING, Record
 from kward.settings import Settings, resolve_settings  # noqa: F401
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pathlib import Path
-    from typing import Any, Mapping
 
+@dataclass(frozen=True, slots=True)
+class Paths:
+    """Where kward keeps its files. Pure data; nothing is created by building one."""
 
-class Paths(Record):  # not a dataclass: cheaper to define at start-up
-    """Where kward keeps its files. Pure data; nothing is created by building one.
-
-    The fields are the paths as text (normalized as `pathlib` would print them); the
-    attributes without `_text` are the same paths as `pathlib.Path`s, made on first use:
-    answering `initialize` needs only the text, and pathlib (with urllib.parse and
-    ipaddress) would cost a tenth of the start-up."""
-
-    config_dir_text: str
-    config_file_text: str
-    auth_file_text: str
-
-    @property
-    def config_dir(self) -> Path:
-        return _path(self.config_dir_text)
-
-    @property
-    def config_file(self) -> Path:
-        return _path(self.config_file_text)
-
-    @property
-    def auth_file(self) -> Path:
-        return _path(self.auth_file_text)
-
-    @property
-    def logs_dir_text(self) -> str:
-        return os.path.join(self.config_dir_text, "logs")
+    config_dir: Path
+    config_file: Path
+    auth_file: Path
 
     @property
     def sessions_dir(self) -> Path:
@@ -82,36 +61,18 @@ class Paths(Record):  # not a dataclass: cheaper to define at start-up
         return self.config_dir / "skills"
 
 
-@lru_cache(maxsize=64)
-def _path(text: str) -> Path:
-    from pathlib import Path
-
-    return Path(text)
-
-
-def path_text(text: str) -> str:
-    """`str(pathlib.Path(text))` without importing pathlib on POSIX: empty and `.` parts
-    dropped, no trailing slash, a leading `//` kept (and only exactly two)."""
-    if os.name != "posix":
-        return str(_path(text))
-    root = "//" if text.startswith("//") and not text.startswith("///") else "/" if text.startswith("/") else ""
-    return (root + "/".join(part for part in text.split("/") if part and part != ".")) or "."
-
-
 def resolve_paths(env: Mapping[str, str] = os.environ) -> Paths:
     """Apply KWARD_CONFIG_PATH / KWARD_AUTH_PATH / HOME to find the config files."""
     custom = env.get("KWARD_CONFIG_PATH")
     if custom:
-        config_file = path_text(os.path.abspath(os.path.expanduser(custom)))
-        config_dir = os.path.dirname(config_file)
+        config_file = Path(os.path.abspath(os.path.expanduser(custom)))
+        config_dir = config_file.parent
     else:
-        home = env.get("HOME") or os.path.expanduser("~")
-        config_dir = path_text(os.path.join(home, ".kward"))
-        config_file = os.path.join(config_dir, "config.json")
+        config_dir = Path(env.get("HOME") or os.path.expanduser("~")) / ".kward"
+        config_file = config_dir / "config.json"
     auth = env.get("KWARD_AUTH_PATH")
-    auth_file = (path_text(os.path.abspath(os.path.expanduser(auth))) if auth
-                 else os.path.join(config_dir, "auth.json"))
-    return Paths(config_dir_text=config_dir, config_file_text=config_file, auth_file_text=auth_file)
+    auth_file = Path(os.path.abspath(os.path.expanduser(auth))) if auth else config_dir / "auth.json"
+    return Paths(config_dir=config_dir, config_file=config_file, auth_file=auth_file)
 
 
 # --- checks of known keys (the rules of `kward.rules.KEYS`) --------------------------
@@ -183,14 +144,14 @@ class ConfigStore:
         """The current config (a fresh copy). Missing file = {}; invalid = ConfigError;
         unreadable = FilesystemError (permission denied, a part of the path is a file, ...)."""
         with self._lock:
-            return jsoncodec.loads(jsoncodec.dumps(self._load_locked()))
+            return json.loads(json.dumps(self._load_locked()))
 
     def stamp(self) -> object:
         """What changes whenever config.json may have: its (mtime, size, inode) now, None
         when there is no file, a fresh object (equal to nothing) when it cannot be examined.
         The key `load` caches the parsed file by. One stat; never raises; any thread."""
         try:
-            st = os.stat(self.paths.config_file_text)
+            st = os.stat(self.paths.config_file)
         except FileNotFoundError:
             return None
         except OSError:
@@ -198,7 +159,7 @@ class ConfigStore:
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def _load_locked(self) -> dict[str, Any]:
-        path = self.paths.config_file_text  # (text: pathlib is not needed to read it)
+        path = self.paths.config_file
         try:
             st = os.stat(path)
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -212,9 +173,9 @@ class ConfigStore:
         except OSError as exc:  # permission denied, a part of the path that is a file, ...
             raise FilesystemError.from_os_error(exc) from None
         try:
-            data = jsoncodec.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}
+            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            detail = f" ({exc.msg} at line {exc.lineno} column {exc.colno})" if jsoncodec.is_decode_error(exc) else ""
+            detail = f" ({exc.msg} at line {exc.lineno} column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
             raise ConfigError(f"Invalid Kward config JSON: {path}{detail}", data={"path": str(path)}) from None
         if not isinstance(data, dict):
             raise ConfigError(f"Invalid Kward config JSON: {path} (the top level must be an object)",
@@ -242,9 +203,7 @@ class ConfigStore:
                     current.pop(key, None)
                 else:
                     current[key] = value
-            import json  # (indented: json's own encoder)
-
             data = (json.dumps(current, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
             atomic_write_bytes(path, data)
             self._cache_key = None
-            return jsoncodec.loads(jsoncodec.dumps(current))
+            return json.loads(json.dumps(current))

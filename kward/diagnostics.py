@@ -1,102 +1,115 @@
 """Diagnostic logging: module loggers -> `<config>/logs/kward.log` (rotated, redacted, 0600).
 
-The log file is opened on the first record only, so a quiet run creates nothing. Level:
-`KWARD_LOG_LEVEL` or config `log_level`, default WARNING. In `rpc` mode stderr receives
-records only when the user raised the level (INFO or DEBUG): UI clients show every stderr
-chunk as an error. Terminal modes also print warnings to stderr. The handlers are in
-`kward.logfile`.
+Modules log through `logging.getLogger(__name__)`; `configure` installs the handlers on
+the `kward` logger and on Python's warnings, once, at start-up. The log file is opened on
+the first record only, so a quiet run creates nothing. Level: `KWARD_LOG_LEVEL` or config
+`log_level`, default WARNING. In `rpc` mode stderr receives records only when the user
+raised the level (INFO or DEBUG): UI clients show every stderr chunk as an error. Terminal
+modes also print warnings to stderr. `StrayOutput` stands in for `sys.stdout` in rpc mode.
 
-Start-up cost: `logging` (with traceback, string, weakref) is not imported to answer
-`initialize`. `configure` therefore installs the handlers at once only when `logging` is
-already imported; otherwise it installs them the moment `logging` is first imported, by
-whichever module imports it (a one-shot `sys.meta_path` finder whose loader runs the
-module, then the configuration), so no record is ever emitted before the handlers are
-in place. Until then a warning shown by `warnings` imports logging first (and is then
-captured as before); `warnings` itself is hooked when first imported (by the same finder). Modules on the start-up path log through `get_logger(name)`, which
-imports logging only for a record that can be emitted.
-
-`configure` is called once from the main thread at start-up; logging itself is
-thread-safe (every handler holds its own lock while emitting). The import hook runs under
-the import system's lock of the `logging` module, so no other thread sees logging before
-it is configured.
+`configure` is called once from the main thread before anything logs; logging itself is
+thread-safe (every handler holds its own lock while emitting).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
-from kward.records import TYPE_CHECKING
+from kward.fsutil import FILE_MODE, ensure_private_dir
+from kward.redact import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
+    from kward.secrets import KnownSecrets
 
-_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
-_WARNING = 30
-_threshold = _WARNING  # the configured level, for records while logging is not imported
-_pending: tuple | None = None  # configure's arguments, until logging is imported
-_pending_lock = threading.Lock()
+MAX_LOG_BYTES = 5 * 1024 * 1024
+BACKUPS = 3
+_FORMAT = "%(asctime)s %(process)d %(threadName)s %(levelname)s %(name)s: %(message)s"
 
 
-def __getattr__(name: str) -> Any:  # the handler classes, where they were (imports logging)
-    if name in ("RedactingFormatter", "PrivateRotatingFileHandler", "MAX_LOG_BYTES", "BACKUPS"):
-        from kward import logfile
+class RedactingFormatter(logging.Formatter):
+    """Formats the record (traceback included), then masks secrets in the whole text: the
+    patterns of `redact_text`, and the exact values of `secrets`."""
 
-        return getattr(logfile, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __init__(self, fmt: str, secrets: KnownSecrets | None = None):
+        super().__init__(fmt)
+        self._secrets = secrets
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = redact_text(super().format(record))
+        return self._secrets.snapshot().scrub(text) if self._secrets is not None else text
 
 
-class LazyLogger:
-    """`logging.getLogger(name)` without importing logging: a record below the configured
-    level is dropped while logging is not imported (nothing could emit it); any other use
-    imports logging and goes to the real logger. Any thread."""
+class PrivateRotatingFileHandler(logging.FileHandler):
+    """A FileHandler that opens lazily with mode 0600 and rotates at MAX_LOG_BYTES.
 
-    __slots__ = ("name",)
+    Rotation renames kward.log -> kward.log.1 -> ... (BACKUPS kept). Several processes may
+    share the file; appends use O_APPEND, so lines never interleave, and a rotation race
+    at worst leaves one file a little over the limit.
+    """
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, path: Path):
+        self._path = path
+        super().__init__(str(path), mode="a", encoding="utf-8", delay=True)
 
-    def _real(self) -> Any:
-        import logging
+    def _open(self) -> TextIO:
+        ensure_private_dir(self._path.parent)
+        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        return open(fd, "a", encoding="utf-8")
 
-        return logging.getLogger(self.name)
-
-    def _emit(self, level: int, msg: Any, args: tuple, kwargs: dict) -> None:
-        if level < _threshold and "logging" not in sys.modules:
+    def emit(self, record: logging.LogRecord) -> None:
+        """Never raises: when the log file cannot be opened (a read-only or full disk, a
+        file where the logs directory should be) the record is dropped."""
+        try:
+            if self.stream is None:
+                self.stream = self._open()
+            elif self.stream.tell() >= MAX_LOG_BYTES:
+                self._rotate(self.stream)
+                self.stream = self._open()
+        except (OSError, ValueError):
             return
-        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 2  # the caller, not this module
-        self._real().log(level, msg, *args, **kwargs)
+        logging.StreamHandler.emit(self, record)
 
-    def debug(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        self._emit(10, msg, args, kwargs)
-
-    def info(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        self._emit(20, msg, args, kwargs)
-
-    def warning(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        self._emit(30, msg, args, kwargs)
-
-    def error(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        self._emit(40, msg, args, kwargs)
-
-    def exception(self, msg: Any, *args: Any, exc_info: Any = True, **kwargs: Any) -> None:
-        self._emit(40, msg, args, dict(kwargs, exc_info=exc_info))
-
-    def critical(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        self._emit(50, msg, args, kwargs)
-
-    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - logging API
-        if level < _threshold and "logging" not in sys.modules:
-            return False
-        return self._real().isEnabledFor(level)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real(), name)
+    def _rotate(self, stream: TextIO) -> None:
+        stream.close()
+        for i in range(BACKUPS - 1, 0, -1):
+            src = self._path.with_name(f"{self._path.name}.{i}")
+            if src.exists():
+                os.replace(src, self._path.with_name(f"{self._path.name}.{i + 1}"))
+        if self._path.exists():
+            os.replace(self._path, self._path.with_name(f"{self._path.name}.1"))
 
 
-def get_logger(name: str) -> LazyLogger:
-    """A module logger for the start-up path (see `LazyLogger`)."""
-    return LazyLogger(name)
+def configure(logs_dir: str | os.PathLike[str], level: str | None, *, rpc_mode: bool,
+              secrets: KnownSecrets | None = None) -> None:
+    """Install the file handler (and a stderr handler where allowed) on the `kward` logger
+    and on Python's warnings, replacing what an earlier call installed. In rpc mode a
+    failing handler never prints to stderr. `secrets` are scrubbed from every record."""
+    effective = logging.getLevelName(level) if level else logging.WARNING
+    formatter = RedactingFormatter(_FORMAT, secrets)
+    file_handler = PrivateRotatingFileHandler(Path(logs_dir) / "kward.log")
+    file_handler.setFormatter(formatter)
+    handlers: list[logging.Handler] = [file_handler]
+    if not rpc_mode or (level is not None and effective < logging.WARNING):
+        stderr = logging.StreamHandler(sys.stderr)
+        stderr.setFormatter(RedactingFormatter("kward: %(levelname)s %(name)s: %(message)s", secrets))
+        handlers.append(stderr)
+    if rpc_mode:
+        logging.raiseExceptions = False
+    logging.captureWarnings(True)
+    for name in ("kward", "py.warnings"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+            handler.close()
+        logger.setLevel(effective)
+        logger.propagate = False
+        for handler in handlers:
+            logger.addHandler(handler)
 
 
 class StrayOutput:
@@ -108,7 +121,7 @@ class StrayOutput:
     MAX_STRAY = 8192
 
     def __init__(self) -> None:
-        self._log = get_logger("kward.stdout")
+        self._log = logging.getLogger("kward.stdout")
         self._buf = ""
         self._lock = threading.Lock()
 
@@ -135,107 +148,3 @@ class StrayOutput:
 
     def fileno(self) -> int:
         raise OSError("stdout is reserved for protocol frames")
-
-
-def configure(logs_dir: Any, level: str | None, *, rpc_mode: bool, secrets: Any = None) -> None:
-    """Install the file handler (and a stderr handler where allowed) on the `kward` logger
-    and on Python's warnings: now when `logging` is imported, else as soon as it is (see
-    the module docstring). `logs_dir` is a path (text or Path). In rpc mode a failing handler never
-    prints to stderr. `secrets` (a `kward.secrets.KnownSecrets`) are scrubbed from every
-    record."""
-    global _threshold, _pending
-    _threshold = _LEVELS.get(level or "", _WARNING)
-    with _pending_lock:
-        _pending = (logs_dir, level, rpc_mode, secrets)
-    if "logging" in sys.modules:
-        _apply_pending()
-        return
-    if not any(isinstance(f, _ConfigureWhenImported) for f in sys.meta_path):
-        sys.meta_path.insert(0, _ConfigureWhenImported())
-    if "warnings" in sys.modules:  # else hooked when imported (`warnings` costs ~1.2 M instructions)
-        _hook_warnings(sys.modules["warnings"])
-
-
-def _hook_warnings(warnings: Any) -> None:
-    """Until logging is imported, a warning shown by `warnings` imports it first."""
-    global _original_showwarning
-    if _pending is not None and warnings.showwarning is not _show_warning:
-        _original_showwarning = warnings.showwarning
-        warnings.showwarning = _show_warning
-
-
-def _apply_pending() -> None:
-    global _pending
-    with _pending_lock:
-        pending, _pending = _pending, None
-    if pending is None:
-        return
-    warnings = sys.modules.get("warnings")
-    if warnings is not None and warnings.showwarning is _show_warning:  # logging captures them from now on
-        warnings.showwarning = _original_showwarning
-    from kward import logfile
-
-    logs_dir, level, rpc_mode, secrets = pending
-    logfile.install(logs_dir, level, rpc_mode=rpc_mode, secrets=secrets)
-
-
-_original_showwarning: Any = None
-
-
-def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
-                  line: str | None = None) -> None:
-    """`warnings.showwarning` until logging is imported: import it (which configures it
-    and makes it capture warnings), then show the warning the configured way."""
-    import logging  # noqa: F401 - runs the pending configuration
-    import warnings
-
-    if warnings.showwarning is _show_warning:  # configured meanwhile by another path
-        warnings.showwarning = _original_showwarning
-    warnings.showwarning(message, category, filename, lineno, file, line)
-
-
-class _ThenConfigure:
-    """The loader of `logging` (or `warnings`): the real loader's work, then the pending
-    configuration (or the hook of `_hook_warnings`)."""
-
-    def __init__(self, loader: Any, name: str):
-        self._loader = loader
-        self._name = name
-
-    def create_module(self, spec: Any) -> Any:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        module.__loader__ = self._loader  # no trace of this wrapper is left
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._loader
-        self._loader.exec_module(module)
-        if self._name == "logging":
-            _apply_pending()
-        else:
-            _hook_warnings(module)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-
-class _ConfigureWhenImported:
-    """A `sys.meta_path` finder: the spec of `logging` (or `warnings`) as the other finders
-    find it, with `_ThenConfigure` as its loader. Removes itself when logging is imported."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "logging" and name != "warnings":
-            return None
-        if name == "logging":
-            try:
-                sys.meta_path.remove(self)
-            except ValueError:
-                return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None) if finder is not self else None
-            spec = find(name, path, target) if find is not None else None
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _ThenConfigure(spec.loader, name)
-                return spec
-        return None

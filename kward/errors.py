@@ -5,21 +5,14 @@ wire form once (`kward.rpc.protocol.error_object`); nothing matches on message t
 people and may change; `reason` slugs are a contract and are listed in `REASONS` (and in
 docs/protocol.md, which a test keeps in step with this table).
 
-Safe to import from any layer: standard library only, no side effects. The classes
-`kward rpc` needs to answer `initialize` are defined at import, the others on first use
-(the end of this file); any thread.
+Safe to import from any layer: standard library only, no side effects; any thread.
 """
 
 from __future__ import annotations
 
 import errno as _errno
 import os
-from _thread import allocate_lock as _allocate_lock
-
-from kward.records import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
+from typing import Any
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -173,8 +166,159 @@ class FilesystemError(KwardError):
             if blocker is not None and blocker != data["path"]:
                 data["notADirectory"] = blocker
                 message += f" ({blocker!r} is not a directory)"
-        kind = __getattr__("NameTooLong") if reason == "name_too_long" else cls
+        kind = NameTooLong if reason == "name_too_long" else cls
         return kind(message, reason=reason, data=data)
+
+
+class PathNotAllowed(InvalidParams):
+    reason = "path_not_allowed"
+
+
+class Canceled(KwardError):
+    """Raised inside work that noticed its cancel token; never sent as a response error."""
+
+    reason = "canceled"
+
+
+class SessionNotFound(InvalidParams):
+    """The message must stay `Unknown session: <id>`: clients match that text."""
+
+    reason = "session_not_found"
+
+    def __init__(self, session_id: str):
+        super().__init__(f"Unknown session: {session_id}", data={"sessionId": session_id})
+
+
+class StateConflict(KwardError):
+    """The request is well formed, but the state of what it names does not allow it now
+    (another process runs a turn on the session, the session's file is gone, telemetry is
+    off, ...). -32602 on the wire, as clients expect of these; not `InvalidParams`: no
+    param is wrong, and retrying later (or after changing the state) may work."""
+
+    code = INVALID_PARAMS
+
+
+class SessionBusy(StateConflict):
+    """Another process holds the session's turn lock."""
+
+    reason = "session_busy"
+
+
+class NameTooLong(FilesystemError):
+    """ENAMETOOLONG / ELOOP: -32602, since such names come from the client (an export
+    target, a workspace or session path)."""
+
+    code = INVALID_PARAMS
+    reason = "name_too_long"
+
+
+class NotLoggedIn(KwardError):
+    """No usable credentials: never logged in, logged out, or the stored login expired and
+    refreshing it failed for good. The message names what fixes it."""
+
+    reason = "not_logged_in"
+
+
+class LoginError(InvalidParams):
+    """An OAuth login step that cannot proceed: `login_not_found`, `login_finished`,
+    `login_state_mismatch` or `login_failed` (the default). -32602: the step's params
+    (login id, code, callback URL) are what was wrong."""
+
+    reason = "login_failed"
+
+
+class AuthServerError(KwardError):
+    """The OAuth authorization server could not be reached or failed (network, 5xx) while
+    refreshing a login; retrying later may work. Reason `provider_error`."""
+
+    reason = "provider_error"
+
+
+class SessionInUse(StateConflict):
+    """`sessions/delete` without `force` of a session another process has open."""
+
+    reason = "session_in_use"
+
+
+class SessionFileGone(StateConflict):
+    """The file an open session appends to is no longer at its path (deleted, moved or
+    replaced): what would be appended could never be read back."""
+
+    reason = "session_file_gone"
+
+
+class MemoryNotFound(InvalidParams):
+    """`memory/promote` or `memory/relax` of an id that names no memory it applies to."""
+
+    reason = "memory_not_found"
+
+
+class MemoryStoreError(KwardError):
+    """A memory file kward must read is unusable (core.json is not a JSON array). -32002,
+    like an unusable config.json: the user has to fix or remove the file."""
+
+    code = CONFIG_ERROR
+    reason = "invalid_memory_store"
+
+
+class LoggingDisabled(StateConflict):
+    """`logging/stats` or `logging/tokenCsv` while no telemetry category (or not the one it
+    reads) is enabled."""
+
+    reason = "logging_disabled"
+
+
+class CommandNotFound(InvalidParams):
+    """`commands/run` or `prompts/expand` of a name no command has."""
+
+    reason = "command_not_found"
+
+
+class PluginFailed(KwardError):
+    """A plugin's code raised (or could not run); the plugin is at fault, not kward.
+    `data` names the plugin and the command."""
+
+    code = PLUGIN_ERROR
+    reason = "plugin_failed"
+
+
+class PluginTimeout(PluginFailed):
+    """A plugin's code did not return in time; its thread is abandoned (it may still run)."""
+
+    reason = "plugin_timeout"
+
+
+class NothingToCompact(StateConflict):
+    """`sessions/compact` of a conversation with nothing older than the kept recent part."""
+
+    reason = "nothing_to_compact"
+
+    def __init__(self) -> None:
+        super().__init__("Nothing to compact")
+
+
+class AlreadyCompacted(StateConflict):
+    """`sessions/compact` right after a compaction: the summary is the last entry."""
+
+    reason = "already_compacted"
+
+    def __init__(self) -> None:
+        super().__init__("Already compacted")
+
+
+class EmptySummary(KwardError):
+    """The summarizer answered nothing; the session is left as it was."""
+
+    reason = "empty_summary"
+
+    def __init__(self) -> None:
+        super().__init__("Compaction produced an empty summary; context was not changed.")
+
+
+class TurnInProgress(StateConflict):
+    """`sessions/compact` while a turn runs or is queued on the session in this process."""
+
+    reason = "turn_in_progress"
 
 
 _ERRNO_REASONS: dict[int, str] = {
@@ -216,162 +360,3 @@ def as_kward_error(exc: BaseException) -> KwardError | None:
     if isinstance(exc, OSError) and exc.errno is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
         return FilesystemError.from_os_error(exc)
     return None
-
-
-# --- defined on first use -------------------------------------------------------------
-# `kward rpc` raises none of the classes below before it answers `initialize`, and defining
-# an exception class costs ~0.1 M instructions (its type's slots are looked up along the
-# MRO), so they are made when a module first imports one, or code first names one
-# (`__getattr__`, PEP 562): `from kward.errors import SessionBusy` works as for any name.
-_RARE = frozenset({"PathNotAllowed", "Canceled", "SessionNotFound", "StateConflict", "SessionBusy",
-                    "NameTooLong", "NotLoggedIn", "LoginError", "AuthServerError", "SessionInUse",
-                    "SessionFileGone", "MemoryNotFound", "MemoryStoreError", "LoggingDisabled",
-                    "CommandNotFound", "PluginFailed", "PluginTimeout", "NothingToCompact",
-                    "AlreadyCompacted", "EmptySummary", "TurnInProgress"})
-_rare_lock = _allocate_lock()
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _RARE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    with _rare_lock:  # (made once: two threads must see the same classes)
-        if name not in globals():
-            globals().update(_define_rare())
-    return globals()[name]
-
-
-def _define_rare() -> dict[str, type]:
-    class PathNotAllowed(InvalidParams):
-        reason = "path_not_allowed"
-
-    class Canceled(KwardError):
-        """Raised inside work that noticed its cancel token; never sent as a response error."""
-
-        reason = "canceled"
-
-    class SessionNotFound(InvalidParams):
-        """The message must stay `Unknown session: <id>`: clients match that text."""
-
-        reason = "session_not_found"
-
-        def __init__(self, session_id: str):
-            super().__init__(f"Unknown session: {session_id}", data={"sessionId": session_id})
-
-    class StateConflict(KwardError):
-        """The request is well formed, but the state of what it names does not allow it now
-        (another process runs a turn on the session, the session's file is gone, telemetry is
-        off, ...). -32602 on the wire, as clients expect of these; not `InvalidParams`: no
-        param is wrong, and retrying later (or after changing the state) may work."""
-
-        code = INVALID_PARAMS
-
-    class SessionBusy(StateConflict):
-        """Another process holds the session's turn lock."""
-
-        reason = "session_busy"
-
-    class NameTooLong(FilesystemError):
-        """ENAMETOOLONG / ELOOP: -32602, since such names come from the client (an export
-        target, a workspace or session path)."""
-
-        code = INVALID_PARAMS
-        reason = "name_too_long"
-
-    class NotLoggedIn(KwardError):
-        """No usable credentials: never logged in, logged out, or the stored login expired and
-        refreshing it failed for good. The message names what fixes it."""
-
-        reason = "not_logged_in"
-
-    class LoginError(InvalidParams):
-        """An OAuth login step that cannot proceed: `login_not_found`, `login_finished`,
-        `login_state_mismatch` or `login_failed` (the default). -32602: the step's params
-        (login id, code, callback URL) are what was wrong."""
-
-        reason = "login_failed"
-
-    class AuthServerError(KwardError):
-        """The OAuth authorization server could not be reached or failed (network, 5xx) while
-        refreshing a login; retrying later may work. Reason `provider_error`."""
-
-        reason = "provider_error"
-
-    class SessionInUse(StateConflict):
-        """`sessions/delete` without `force` of a session another process has open."""
-
-        reason = "session_in_use"
-
-    class SessionFileGone(StateConflict):
-        """The file an open session appends to is no longer at its path (deleted, moved or
-        replaced): what would be appended could never be read back."""
-
-        reason = "session_file_gone"
-
-    class MemoryNotFound(InvalidParams):
-        """`memory/promote` or `memory/relax` of an id that names no memory it applies to."""
-
-        reason = "memory_not_found"
-
-    class MemoryStoreError(KwardError):
-        """A memory file kward must read is unusable (core.json is not a JSON array). -32002,
-        like an unusable config.json: the user has to fix or remove the file."""
-
-        code = CONFIG_ERROR
-        reason = "invalid_memory_store"
-
-    class LoggingDisabled(StateConflict):
-        """`logging/stats` or `logging/tokenCsv` while no telemetry category (or not the one it
-        reads) is enabled."""
-
-        reason = "logging_disabled"
-
-    class CommandNotFound(InvalidParams):
-        """`commands/run` or `prompts/expand` of a name no command has."""
-
-        reason = "command_not_found"
-
-    class PluginFailed(KwardError):
-        """A plugin's code raised (or could not run); the plugin is at fault, not kward.
-        `data` names the plugin and the command."""
-
-        code = PLUGIN_ERROR
-        reason = "plugin_failed"
-
-    class PluginTimeout(PluginFailed):
-        """A plugin's code did not return in time; its thread is abandoned (it may still run)."""
-
-        reason = "plugin_timeout"
-
-    class NothingToCompact(StateConflict):
-        """`sessions/compact` of a conversation with nothing older than the kept recent part."""
-
-        reason = "nothing_to_compact"
-
-        def __init__(self) -> None:
-            super().__init__("Nothing to compact")
-
-    class AlreadyCompacted(StateConflict):
-        """`sessions/compact` right after a compaction: the summary is the last entry."""
-
-        reason = "already_compacted"
-
-        def __init__(self) -> None:
-            super().__init__("Already compacted")
-
-    class EmptySummary(KwardError):
-        """The summarizer answered nothing; the session is left as it was."""
-
-        reason = "empty_summary"
-
-        def __init__(self) -> None:
-            super().__init__("Compaction produced an empty summary; context was not changed.")
-
-    class TurnInProgress(StateConflict):
-        """`sessions/compact` while a turn runs or is queued on the session in this process."""
-
-        reason = "turn_in_progress"
-
-    made = {name: cls for name, cls in locals().items() if name in _RARE}
-    for cls in made.values():
-        cls.__qualname__ = cls.__name__  # (as if defined at the top of the module)
-    return made

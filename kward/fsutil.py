@@ -12,15 +12,15 @@ Errors are plain OSErrors; the boundaries convert them (`errors.as_kward_error`)
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import re
 import time
-
-from kward.records import TYPE_CHECKING
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover
-    import re
     from pathlib import Path
-    from typing import Any, Iterable
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -60,38 +60,21 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-#: The temp files of `atomic_write_bytes`: ``.<name>.<pid>.<8 hex>.tmp`` (`ATOMIC_TEMP`, the
-#: pattern, is compiled on first use: ~0.25 ms that `kward rpc` need not pay to start).
-_ATOMIC_TEMP = r"^\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp$"
+#: The temp files of `atomic_write_bytes`: ``.<name>.<pid>.<8 hex>.tmp``.
+ATOMIC_TEMP = re.compile(r"^\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp$")
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ATOMIC_TEMP":  # (then a global: this runs once, or twice in a race, harmlessly)
-        import re  # (not at start-up: re imports enum)
-
-        pattern = globals()["ATOMIC_TEMP"] = re.compile(_ATOMIC_TEMP)
-        return pattern
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class naming:
+@contextmanager
+def naming(path: Path | str) -> Iterator[None]:
     """`with naming(path):` gives an OSError raised in the block without a file name (a
     `write` that finds the disk full, an fsync) `path` as its name, so the error says which
-    file failed. (A class, not a contextlib generator: `kward rpc` imports this module
-    before it answers `initialize`, and contextlib is not needed there.)"""
-
-    __slots__ = ("path",)
-
-    def __init__(self, path: Path | str):
-        self.path = path
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, exc, traceback) -> bool:
-        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
-            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
-        return False
+    file failed."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
@@ -127,8 +110,6 @@ class file_lock:
         self._fd = -1
 
     def __enter__(self) -> None:
-        import fcntl
-
         ensure_private_dir(self.lock_path.parent)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
         try:
@@ -138,7 +119,7 @@ class file_lock:
             raise
         self._fd = fd
 
-    def __exit__(self, kind, exc, traceback) -> bool:
+    def __exit__(self, *exc_info: object) -> bool:
         fd, self._fd = self._fd, -1
         os.close(fd)  # closing the descriptor releases the lock
         return False
@@ -202,7 +183,7 @@ def remove_stale_files(directory: str | Path, pattern: "re.Pattern[str]", *, gra
 
 def remove_stale_temps(directory: str | Path) -> int:
     """`remove_stale_files(directory, ATOMIC_TEMP)`: the temp files of `atomic_write_bytes`
-    that a killed writer left (the pattern is compiled only when a name ends in `.tmp`)."""
+    that a killed writer left ."""
     try:
         with os.scandir(directory) as entries:
             names = [entry.name for entry in entries if entry.name.endswith(".tmp")]
@@ -210,7 +191,7 @@ def remove_stale_temps(directory: str | Path) -> int:
         return 0
     if not names:
         return 0
-    return remove_stale_files(directory, globals().get("ATOMIC_TEMP") or __getattr__("ATOMIC_TEMP"), names=names)
+    return remove_stale_files(directory, ATOMIC_TEMP, names=names)
 
 
 def read_fd(fd: int, limit: int) -> bytes:

@@ -12,35 +12,26 @@ for messages that could fail it. Pure functions; any thread; standard library on
 
 from __future__ import annotations
 
-from kward.records import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    import re
-    from typing import Any
+import re
+from typing import Any
 
 MAX_DEPTH = 64
 
 NESTED_TOO_DEEPLY = f"must not be nested more than {MAX_DEPTH} levels deep"
 NOT_UNICODE = "must be valid Unicode (it holds an unpaired surrogate)"
 
-# A \u escape of a surrogate (paired ones match too: they are then walked and pass);
-# compiled on first use (most messages hold no \u escape at all)
-_SURROGATE_ESCAPE: re.Pattern[str] | None = None
+# A \u escape of a surrogate (paired ones match too: they are then walked and pass)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def maybe_odd(text: str, max_depth: int = MAX_DEPTH) -> bool:
     """False when the JSON `text` certainly decodes to a value `find_problem` accepts:
     fewer brackets than `max_depth` and no surrogate escape. Lone surrogates can only come
     from escapes, since `text` itself was decoded from UTF-8."""
-    global _SURROGATE_ESCAPE
     if text.count("[") + text.count("{") > max_depth:
         return True
     if "\\u" not in text:
         return False
-    if _SURROGATE_ESCAPE is None:
-        import re  # (not at start-up: re imports enum)
-
-        _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
     return _SURROGATE_ESCAPE.search(text) is not None
 
 

@@ -42,31 +42,31 @@ and `name` only, and still do, so that no old session shows differently.
 Content is a `str` or a tuple of parts: `TextPart`, `ImagePart`, `ThinkingPart`,
 `ToolCall` (inside content only from other writers) and `OtherPart` (anything else).
 
-All classes are slotted value classes (`kward.values.value`: what
-``dataclass(slots=True)`` gives, defined in a fraction of the time). They are not frozen
-(a frozen class costs five times as much to build, and turn events are built thousands
-of times a second), but their instances are values shared between the live
-conversation, clones, forks and events: nothing changes one after it was built (the one
-exception: `Usage` while a provider fills it in, before its message exists). Pure data,
-any thread.
+All classes are slotted dataclasses. They are not frozen (a frozen dataclass is built
+through `object.__setattr__`, and messages and events are built in the hot paths: a
+session load decodes every line, a turn streams thousands of events), but their instances
+are values shared between the live conversation, clones, forks and events: nothing
+changes one after it was built (the one exception: `Usage` while a provider fills it in,
+before its message exists). Pure data, any thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Union
 
-from kward.values import EMPTY, value
+from kward.values import EMPTY
 
 
 # --- content parts -----------------------------------------------------------------------
 
-@value
+@dataclass(slots=True)
 class TextPart:
     text: str
 
 
-@value
+@dataclass(slots=True)
 class ImagePart:
     """An image: raw base64 `data` with its `mime_type`, or a (data:) `url`; `alt` and
     `path` name it for people."""
@@ -78,12 +78,12 @@ class ImagePart:
     url: str | None = None
 
 
-@value
+@dataclass(slots=True)
 class ThinkingPart:
     thinking: str
 
 
-@value
+@dataclass(slots=True)
 class OtherPart:
     """A content part kward does not interpret (kept as written); `text` is its text, if
     it has one."""
@@ -92,7 +92,7 @@ class OtherPart:
     text: str | None = None
 
 
-@value
+@dataclass(slots=True)
 class ToolCall:
     """A tool call of the model. `arguments` is the JSON text as the model produced it (a
     record of another writer may hold the decoded object instead)."""
@@ -115,7 +115,7 @@ def content_text(content: Content, joiner: str = "") -> str:
 
 # --- usage -------------------------------------------------------------------------------
 
-@value
+@dataclass(slots=True)
 class Usage:
     """Token counts of one model call. Input counts include cached tokens, output counts
     include reasoning tokens."""
@@ -133,17 +133,17 @@ class Usage:
 
 # --- messages ----------------------------------------------------------------------------
 
-@value
+@dataclass(slots=True)
 class UserMessage:
     content: Content
     display: Content | None = None
     extras: Mapping[str, Any] = EMPTY
-    record: Any = None
+    record: Any = field(default=None, compare=False, repr=False)
 
     role = "user"
 
 
-@value
+@dataclass(slots=True)
 class AssistantMessage:
     content: Content = ""
     reasoning: str | None = None
@@ -154,7 +154,7 @@ class AssistantMessage:
     interrupted: bool = False
     error: str | None = None
     extras: Mapping[str, Any] = EMPTY
-    record: Any = None
+    record: Any = field(default=None, compare=False, repr=False)
     other_calls: tuple[ToolCall, ...] = ()
 
     role = "assistant"
@@ -164,14 +164,14 @@ class AssistantMessage:
         return self.tool_calls or self.other_calls
 
 
-@value
+@dataclass(slots=True)
 class ToolResultMessage:
     tool_call_id: str | None
     name: str | None
     content: Content
     is_error: bool | None = None
     extras: Mapping[str, Any] = EMPTY
-    record: Any = None
+    record: Any = field(default=None, compare=False, repr=False)
     other_call_id: str | None = None
     other_name: str | None = None
 
@@ -186,7 +186,7 @@ class ToolResultMessage:
         return self.name or self.other_name
 
 
-@value
+@dataclass(slots=True)
 class CompactionSummary:
     summary: str
     first_kept_entry_id: str | None = None
@@ -194,27 +194,27 @@ class CompactionSummary:
     from_hook: bool | None = None
     details: Any = None  # {read_files, modified_files}
     extras: Mapping[str, Any] = EMPTY
-    record: Any = None
+    record: Any = field(default=None, compare=False, repr=False)
 
     role = "compactionSummary"
 
 
-@value
+@dataclass(slots=True)
 class SystemMessage:
     content: Content
     role: str = "system"  # or "developer" (other writers)
     extras: Mapping[str, Any] = EMPTY
-    record: Any = None
+    record: Any = field(default=None, compare=False, repr=False)
 
 
-@value
+@dataclass(slots=True)
 class OtherMessage:
     """A message of a role kward does not know (`role` "" when it is not a string)."""
 
     role: str
     content: Content = ""
     extras: Mapping[str, Any] = EMPTY
-    record: Any = None
+    record: Any = field(default=None, compare=False, repr=False)
 
 
 Message = Union[UserMessage, AssistantMessage, ToolResultMessage, CompactionSummary, SystemMessage, OtherMessage]
@@ -237,7 +237,7 @@ def is_error_text(text: str) -> bool:
     return text.startswith(ERROR_PREFIXES)
 
 
-@value
+@dataclass(slots=True)
 class ToolResult:
     """One tool outcome.
 
@@ -274,21 +274,21 @@ class ToolResult:
 
 # --- turn events -------------------------------------------------------------------------
 
-@value
+@dataclass(slots=True)
 class Status:
     """turnQueued, turnStarted."""
 
     status: str
 
 
-@value
+@dataclass(slots=True)
 class Delta:
     """assistantDelta, reasoningDelta."""
 
     text: str
 
 
-@value
+@dataclass(slots=True)
 class RetryInfo:
     """modelRetry: a model request is retried."""
 
@@ -300,7 +300,7 @@ class RetryInfo:
     error: str  # redacted, human readable
 
 
-@value
+@dataclass(slots=True)
 class ToolOutcome:
     """toolResult: a call and its result."""
 
@@ -308,7 +308,7 @@ class ToolOutcome:
     result: ToolResult
 
 
-@value
+@dataclass(slots=True)
 class Steered:
     """turnSteered: input that joined the running turn."""
 
@@ -316,14 +316,14 @@ class Steered:
     created_at: str
 
 
-@value
+@dataclass(slots=True)
 class Answer:
     """answer: the turn's final text."""
 
     content: str
 
 
-@value
+@dataclass(slots=True)
 class TurnError:
     """error, and turnFinished's `error`: why a turn failed. `code` is the error's class
     name, `reason` its stable slug, `data` its extra fields."""
@@ -334,7 +334,7 @@ class TurnError:
     data: Mapping[str, Any] | None = None
 
 
-@value
+@dataclass(slots=True)
 class Finished:
     """turnFinished: the final status (and the error of a failed turn)."""
 
@@ -348,7 +348,7 @@ EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolO
                      Finished, None]
 
 
-@value
+@dataclass(slots=True)
 class TurnEvent:
     """One event of a turn, as its EventLog sequenced it (`kward.agent.eventlog`)."""
 

@@ -33,23 +33,16 @@ is meant for the main thread at exit.
 
 from __future__ import annotations
 
-try:  # the C module: signal.py's enum wrappers cost ~0.6 ms at start-up
-    import _signal as signal
-except ImportError:  # pragma: no cover - an interpreter without CPython's _signal
-    import signal  # type: ignore[no-redef]
 import itertools
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
+from typing import Any, Iterable
 
-from kward.records import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    import subprocess
-    from typing import Any, Iterable
-
-    from kward import proctable
+from kward import proctable
 
 TAG_VARIABLE = "KWARD_COMMAND_ID"
 EXIT_GRACE_SECONDS = 0.2  # after SIGTERM at exit, before SIGKILL
@@ -81,8 +74,6 @@ def new_tag() -> str:
 def spawn(argv: list[str], **popen_kwargs: Any) -> "subprocess.Popen":
     """``subprocess.Popen(argv, **popen_kwargs)``, registered so that `reap_orphans` leaves
     it to its owner, who must reap it with `wait_child`. Raises OSError like Popen."""
-    import subprocess
-
     with _lock:
         if _owner and not _subreaper:
             _install_subreaper()
@@ -112,7 +103,7 @@ def _install_subreaper() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError):  # (ctypes is optional; the subreaper is best effort)
         _subreaper = False
 
 
@@ -132,7 +123,6 @@ class CommandProcesses:
     def signal(self, *sigs: int) -> list[int]:
         """Scan, then send each of `sigs` in turn to every live process of the command;
         returns their pids (none also without /proc)."""
-        from kward import proctable  # (imported on first use: `kward rpc` starts without it)
 
         table = proctable.table()
         if table is None:
@@ -155,8 +145,6 @@ class CommandProcesses:
         killed ones to die, then looks again unless none of them could have forked since
         the scan: each was stopped, or in `frozen_group`, a process group the caller sent
         SIGSTOP before calling (a member cannot fork past a pending SIGSTOP)."""
-        from kward import proctable
-
         deadline = time.monotonic() + KILL_ROUNDS_SECONDS
         while True:
             # before `also()`: a frozen group is still intact, its children not re-parented yet
@@ -183,8 +171,6 @@ def reap_orphans(hints: Iterable[int] = (), everything: bool = False) -> int:
     with _lock:
         if _pending() is None:
             return 0
-        from kward import proctable
-
         me, own_session = os.getpid(), os.getsid(0)
 
         def reap(p: proctable.Proc | None) -> int:
@@ -216,8 +202,6 @@ def _pending() -> object | None:
 
 
 def _live_descendants(table: dict[int, proctable.Proc], prefix: bytes) -> set[int]:
-    from kward import proctable
-
     me = os.getpid()
     pids = proctable.descendants(table, [me]) - {me}
     if not _subreaper:  # orphans went to init: find them by our tag prefix
@@ -229,8 +213,6 @@ def end_descendants(grace: float = EXIT_GRACE_SECONDS) -> None:
     """At exit: SIGTERM every descendant, wait up to `grace` seconds, SIGKILL whatever
     is left (in rounds, as `CommandProcesses.kill`), then reap. For the process that
     called `own_descendants`, on its way out."""
-    from kward import proctable
-
     prefix = f"\0{TAG_VARIABLE}={_token}.".encode()
     table = proctable.table()
     if table is None:

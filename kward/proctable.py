@@ -9,24 +9,20 @@ Pure functions over the OS: any thread, no state.
 
 from __future__ import annotations
 
-try:  # the C module: signal.py's enum wrappers cost ~0.6 ms at start-up
-    import _signal as signal
-except ImportError:  # pragma: no cover - an interpreter without CPython's _signal
-    import signal  # type: ignore[no-redef]
 import os
+import signal
 import time
+from dataclasses import dataclass
+from typing import Iterable
 
 from kward.fsutil import read_fd
-from kward.records import TYPE_CHECKING, Record
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Iterable
 
 DEATH_POLL = 0.0005  # a SIGKILLed process leaves within microseconds to a few ms
 MAX_PIDFDS = 64  # more victims than this are polled: never many descriptors at once
 
 
-class Proc(Record):
+@dataclass(frozen=True, slots=True)
+class Proc:
     pid: int
     ppid: int
     pgrp: int

@@ -19,13 +19,9 @@ Pure functions, safe from any thread.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
-
-from kward.records import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    import re
-    from typing import Any
+from typing import Any
 
 REDACTED = "[REDACTED]"
 
@@ -40,39 +36,20 @@ _PUBLIC_KEYS = frozenset({"apiKeyProviders", "storedCredentialType", "credential
                           "openaiAccessTokenSource", "openrouterApiKeySource", "credentialStoreDetail",
                           "credentialStoreReason", "authorizationUrl"})
 
-# The masks are compiled on first use (~2 ms: not paid to answer `initialize`, whose
-# strings pass `_quick`). Any thread: a race compiles twice, harmlessly.
-_MASKS: tuple[re.Pattern[str], ...] | None = None
-
-
-def _masks() -> tuple[re.Pattern[str], ...]:
-    """(bearer, sk- key, JWT, query secret, JSON secret) patterns."""
-    global _MASKS
-    if _MASKS is None:
-        import re  # (not at start-up: re imports enum)
-
-        _MASKS = (
-            re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{4,}"),
-            re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
-            #: A JWT: three base64url segments, the first (the header, `{"...`) starting `eyJ`;
-            #: the signature may be empty (an unsigned token).
-            re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
-            re.compile(
-                r"(?i)\b(access_token|refresh_token|id_token|api[_-]?key|apikey|client_secret|password|code_verifier)"
-                r"=(?!\[REDACTED\])[^&\s\"']+"
-            ),
-            re.compile(
-                r"(?i)(\"[A-Za-z0-9_\-]*(?:token|secret|api[_-]?key|authorization|password|credential)[A-Za-z0-9_\-]*\""
-                r"\s*:\s*\")(?!\[REDACTED\])((?:[^\"\\]|\\.)+)(\")"
-            ),
-        )
-    return _MASKS
-
-
-def __getattr__(name: str) -> Any:
-    if name == "JWT":  # the JWT pattern (kward.secrets masks JWT-shaped tokens in tool output)
-        return _masks()[2]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+BEARER = re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{4,}")
+SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+#: A JWT: three base64url segments, the first (the header, `{"...`) starting `eyJ`; the
+#: signature may be empty (an unsigned token).
+JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+QUERY_SECRET = re.compile(
+    r"(?i)\b(access_token|refresh_token|id_token|api[_-]?key|apikey|client_secret|password|code_verifier)"
+    r"=(?!\[REDACTED\])[^&\s\"']+"
+)
+JSON_SECRET = re.compile(
+    r"(?i)(\"[A-Za-z0-9_\-]*(?:token|secret|api[_-]?key|authorization|password|credential)[A-Za-z0-9_\-]*\""
+    r"\s*:\s*\")(?!\[REDACTED\])((?:[^\"\\]|\\.)+)(\")"
+)
+_SECRET_KEY_RE = re.compile(_SECRET_KEY, re.I)
 
 
 def _quick(text: str) -> bool:
@@ -88,9 +65,7 @@ def is_secret_key(key: str) -> bool:
     if key in _PUBLIC_KEYS:
         return False
     if not key.isascii():
-        import re
-
-        return re.search(_SECRET_KEY, key, re.I) is not None
+        return _SECRET_KEY_RE.search(key) is not None
     lowered = key.lower()
     return any(word in lowered for word in _SECRET_WORDS)
 
@@ -102,12 +77,11 @@ def redact_text(text: str) -> str:
     """Mask secrets embedded in free text (error messages, log lines)."""
     if len(text) < _MIN_SECRET_LEN or not _quick(text):
         return text
-    bearer, sk_key, jwt, query_secret, json_secret = _masks()
-    text = bearer.sub(lambda m: m.group(1) + " " + REDACTED, text)
-    text = sk_key.sub(REDACTED, text)
-    text = jwt.sub(REDACTED, text)
-    text = query_secret.sub(lambda m: m.group(1) + "=" + REDACTED, text)
-    return json_secret.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+    text = BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+    text = SK_KEY.sub(REDACTED, text)
+    text = JWT.sub(REDACTED, text)
+    text = QUERY_SECRET.sub(lambda m: m.group(1) + "=" + REDACTED, text)
+    return JSON_SECRET.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
 
 
 _PLAIN = (int, float, bool, type(None))

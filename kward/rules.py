@@ -35,13 +35,11 @@ Pure functions over plain data; any thread; standard library only (imported at s
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 from kward.errors import ConfigError
 from kward.providers import registry
-from kward.records import TYPE_CHECKING, Record
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Callable, Mapping
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")  # max: the model's highest level
@@ -53,7 +51,8 @@ class Invalid(ValueError):
     """A value a rule refuses; the text is "must be <what is allowed>"."""
 
 
-class Rule(Record):  # not a dataclass: cheaper to define at start-up
+@dataclass(frozen=True, slots=True)
+class Rule:
     """`accept(value)` returns the value to use, or raises ValueError/TypeError.
     `from_text` turns an environment variable's text into a value for `accept`;
     `env_allowed` describes that text when it differs from `allowed`."""
@@ -188,7 +187,8 @@ PLUGIN_TIMEOUT = seconds(0.05, 3600)
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
 
-class Key(Record):
+@dataclass(frozen=True, slots=True)
+class Key:
     """One config.json key kward reads. `path` is dotted inside a group ("rpc.workers": the
     group "rpc" must then be an object). `env` overrides it; when `env_checked` the
     variable's text is checked by `rule` at start, otherwise it is taken as written.

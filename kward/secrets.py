@@ -34,19 +34,19 @@ attribute read) without locking.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from kward import jsoncodec
 from kward.config import ConfigStore
 from kward.errors import ConfigError
-from kward.records import TYPE_CHECKING, Record
-from kward.redact import REDACTED, is_secret_key
+from kward.redact import JWT, REDACTED, is_secret_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
-    from typing import Any, Callable, Iterable, Mapping
 
 MIN_SECRET_CHARS = 8
 TTL_SECONDS = 1.0
@@ -79,11 +79,12 @@ def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterabl
 
 def _needles(value: str) -> set[bytes]:
     """How `value` appears inside an encoded JSON string (UTF-8 and ASCII-escaped forms)."""
-    return {jsoncodec.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8"),
-            jsoncodec.dumps(value)[1:-1].encode("ascii")}
+    return {json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8"),
+            json.dumps(value)[1:-1].encode("ascii")}
 
 
-class Snapshot(Record):  # not a dataclass: cheaper to define at start-up
+@dataclass(frozen=True, slots=True)
+class Snapshot:
     """The known secret values at one moment (longest first) and their JSON encodings."""
 
     values: tuple[str, ...] = ()
@@ -182,7 +183,7 @@ class KnownSecrets:
         auth.json (a file is read only when its stat changed)."""
         with self._lock:
             found = {v for k, v in self._env.items() if is_credential_variable(k) and isinstance(v, str)}
-            key = _stat_key(self._config.paths.config_file_text)
+            key = _stat_key(self._config.paths.config_file)
             if key != self._config_key:
                 self._config_key = key
                 try:
@@ -200,7 +201,7 @@ class KnownSecrets:
     def _read_auth(self) -> list[str]:
         try:
             with open(self._auth_file, "rb") as f:
-                data = jsoncodec.loads(f.read(4 << 20).decode("utf-8"))
+                data = json.loads(f.read(4 << 20).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             return []
         return list(secret_strings(data))
@@ -211,7 +212,5 @@ class KnownSecrets:
             self._run_loaders()
         text = self.refresh().scrub(text)
         if "eyJ" in text:
-            from kward.redact import JWT  # compiled on first use
-
             text = JWT.sub(REDACTED, text)
         return text

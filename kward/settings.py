@@ -23,35 +23,35 @@ Pure data and pure functions, apart from `LiveSettings` (any thread; see its doc
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
-from kward import jsoncodec, rules
+from kward import rules
 from kward.errors import ConfigError
 from kward.providers import registry
-from kward.records import TYPE_CHECKING, Record
+from kward.values import EMPTY
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Mapping
-
     from kward.config import ConfigStore
 
-# Sections are NamedTuples: immutable and typed like frozen dataclasses, but defining one
-# costs a tenth of the time, and this module is imported before `initialize` is answered.
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 DEFAULT_RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0)
 DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_AUTH_ISSUER = "https://auth.openai.com"
 
 
-class RpcSettings(Record):
+@dataclass(frozen=True, slots=True)
+class RpcSettings:
     workers: int = 32
     max_frame_bytes: int = 64 * 1024 * 1024
     max_input_chars: int = 1_000_000
 
 
-class ModelChoice(Record):
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
     """A provider's configured model (None: its default, for Scripted the script's own)
     and reasoning level (lower case, as requested; None: no reasoning)."""
 
@@ -59,7 +59,8 @@ class ModelChoice(Record):
     effort: str | None
 
 
-class Problem(Record):
+@dataclass(frozen=True, slots=True)
+class Problem:
     """A config.json value of a strict key that cannot be used."""
 
     key: str
@@ -69,43 +70,47 @@ class Problem(Record):
         return ConfigError(self.message, data={"key": self.key})
 
 
-class ProvidersSettings(Record):
+@dataclass(frozen=True, slots=True)
+class ProvidersSettings:
     """What selection needs, for every provider of `kward.providers.registry` (by key)."""
 
     provider: str | None = None  # the `provider` setting; None: chosen by credentials
     provider_source: str | None = None  # "KWARD_PROVIDER" or "config provider"
-    base_urls: Mapping[str, str | None] = _EMPTY  # the default applied
+    base_urls: Mapping[str, str | None] = EMPTY  # the default applied
     retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # max silence between bytes of a response
-    models: Mapping[str, ModelChoice] = _EMPTY
-    secrets: Mapping[str, str] = _EMPTY  # credentials stored in config.json (never in repr)
-    options: Mapping[str, Mapping[str, Any]] = _EMPTY  # provider options by config key
+    models: Mapping[str, ModelChoice] = EMPTY
+    secrets: Mapping[str, str] = EMPTY  # credentials stored in config.json (never in repr)
+    options: Mapping[str, Mapping[str, Any]] = EMPTY  # provider options by config key
 
     def model(self, key: str) -> ModelChoice:
         return self.models.get(key) or ModelChoice(None, None)
 
     def __repr__(self) -> str:
-        shown = self._replace(secrets={key: "[REDACTED]" for key in self.secrets})
-        return "ProvidersSettings(" + ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, shown)) + ")"
+        shown = replace(self, secrets={key: "[REDACTED]" for key in self.secrets})
+        return "ProvidersSettings(" + ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in fields(self)) + ")"
 
 
-class CompactionSettings(Record):
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
     context_window: int | None = None  # None: the model's
 
 
-class MemorySettings(Record):
+@dataclass(frozen=True, slots=True)
+class MemorySettings:
     enabled: bool = False
     auto_summary: bool = False
 
 
-class LoggingSettings(Record):
+@dataclass(frozen=True, slots=True)
+class LoggingSettings:
     """The opt-in telemetry records (not the diagnostic log: `Settings.log_level`)."""
 
     enabled: bool = False
-    tokens: bool = False  # the categories (kward.telemetry.CATEGORIES): the fields after `enabled`
+    tokens: bool = False  # the categories (CATEGORY_FIELDS): the fields after `enabled`
     performance: bool = False
     tools: bool = False
     errors: bool = False
@@ -115,24 +120,32 @@ class LoggingSettings(Record):
         """The categories switched on (none unless `enabled`)."""
         if self.enabled is not True:
             return ()
-        return tuple(c for c in self._fields[1:] if getattr(self, c) is True)
+        return tuple(c for c in CATEGORY_FIELDS if getattr(self, c) is True)
 
 
-class ToolsSettings(Record):
+#: The telemetry categories (kward.telemetry.CATEGORIES), in the order of LoggingSettings' fields.
+CATEGORY_FIELDS: tuple[str, ...] = ("tokens", "performance", "tools", "errors")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsSettings:
     workspace_guardrails: bool = True
 
 
-class PluginsSettings(Record):
+@dataclass(frozen=True, slots=True)
+class PluginsSettings:
     command_timeout_seconds: float = 30.0  # how long plugin code may run (a command, a load, a prompt context)
 
 
-class AuthSettings(Record):
+@dataclass(frozen=True, slots=True)
+class AuthSettings:
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
     oauth_port: int | None = None  # KWARD_OAUTH_PORT; None: the default callback port
 
 
-class Settings(Record):
+@dataclass(frozen=True, slots=True)
+class Settings:
     """Every setting, resolved from environment (wins), config.json and defaults. Pure data."""
 
     log_level: str | None = None  # None = not set by the user (default WARNING, file only)
@@ -145,7 +158,7 @@ class Settings(Record):
     plugins: PluginsSettings = PluginsSettings()
     auth: AuthSettings = AuthSettings()
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
-    problems: Mapping[str, Problem] = _EMPTY  # unusable values of strict keys, by key
+    problems: Mapping[str, Problem] = EMPTY  # unusable values of strict keys, by key
 
     def check(self, *keys: str) -> None:
         """Raise the ConfigError of the first of `keys` whose config value is unusable."""
@@ -165,6 +178,9 @@ class Settings(Record):
     @property
     def max_input_chars(self) -> int:
         return self.rpc.max_input_chars
+
+
+_Section = TypeVar("_Section")
 
 
 class _Reader:
@@ -225,9 +241,9 @@ class _Reader:
                 return value
         return None
 
-    def section(self, cls: type, group: str) -> Any:
+    def section(self, cls: type[_Section], group: str) -> _Section:
         """A section from the keys of `group`; unset fields keep their defaults."""
-        values = {name: self.values.get(f"{group}.{name}") for name in cls._fields}
+        values = {f.name: self.values.get(f"{group}.{f.name}") for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if v is not None})
 
 
@@ -308,7 +324,7 @@ class LiveSettings:
             if self._settings is not None and stamp == self._stamp:
                 return self._settings
         values = self.config.load()
-        key = jsoncodec.dumps(values, sort_keys=True)
+        key = json.dumps(values, sort_keys=True)
         with self._lock:
             if self._settings is None or key != self._key:
                 self._settings = resolve_settings(values, self.env)

@@ -1,42 +1,29 @@
-"""Start-up mechanics: what `kward rpc` imports to answer `initialize`, the pieces that keep
-it small (Record, text paths, deferred logging configuration), and the warm-up that
-imports the rest once the client is idle (kward/rpc/warmup.py)."""
+"""Start-up mechanics: what `kward rpc` imports to answer `initialize` (the services stay
+lazy), logging configured once, and the warm-up that imports the rest once the client is
+idle (kward/rpc/warmup.py)."""
 
 from __future__ import annotations
 
 import ast
 import json
 import os
-import pickle
 import subprocess
 import sys
 import threading
-from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from pathlib import Path
 
-import pytest
-
-from kward.config import path_text, resolve_paths
-from kward.records import Record
-from kward.rpc.compose import build_server
-from kward.rpc.warmup import WarmUp
 from lib.inprocess import InProcessServer
 from lib.rpc_client import RpcClient, kward_command, kward_env
 
+from kward.rpc.compose import build_server
+from kward.rpc.warmup import WarmUp
+
 REPO = Path(__file__).resolve().parents[1]
 
-# What `initialize` may not need (requests and keyring: DESIGN.md; the rest: issue 12).
-NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "typing", "dataclasses", "inspect", "logging",
-                         "traceback", "pathlib", "urllib.parse", "ipaddress", "subprocess", "ctypes", "kward.agent",
-                         "kward.sessions", "kward.providers.http", "kward.tools",
-                         "signal", "contextlib",  # (kward uses the C module _signal there; fsutil, no contextlib)
-                         "importlib", "queue", "heapq",  # (__import__ for the handlers; _queue.SimpleQueue)
-                         "kward.telemetry", "kward.confined",
-                         "json", "re", "enum",  # (kward.jsoncodec: the C accelerator _json, driven directly)
-                         "warnings",  # (diagnostics hooks it when it is first imported)
-                         "kward.rpc.warmup"}  # (made when the client is first idle)
-# What the way out of `kward rpc` (procs.end_descendants) may not need.
-NOT_AT_EXIT = {"kward.confined", "dataclasses", "inspect", "typing", "subprocess", "ctypes"}
+# What `initialize` may not need: the services, made when first used (DESIGN.md item 12).
+NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "kward.agent", "kward.sessions", "kward.providers.http",
+                         "kward.providers.base", "kward.tools", "kward.telemetry", "kward.memory", "kward.resources",
+                         "kward.compaction", "kward.auth", "kward.rpc.warmup"}
 
 # Runs the real entry point (`kward rpc`, as the console script does) over pipes on fds 0
 # and 1; a thread plays the client and prints the modules loaded when the response to
@@ -66,7 +53,7 @@ os.write(2, repr({"exit": sorted(sys.modules)}).encode() + b"\n")
 '''
 
 
-def test_initialize_is_answered_without_typing_logging_pathlib_dataclasses_or_requests(isolated_home):
+def test_initialize_is_answered_without_the_services(isolated_home):
     env = kward_env(isolated_home, KWARD_NO_WARMUP="1")  # nothing may import in the background
     # -S: no site-packages, whose .pth hooks (an editable install's finder) import typing and pathlib
     proc = subprocess.run([sys.executable, "-S", "-c", SNAPSHOT], capture_output=True, env=env, timeout=60)
@@ -78,8 +65,6 @@ def test_initialize_is_answered_without_typing_logging_pathlib_dataclasses_or_re
     loaded = {m for m in modules if m in NOT_BEFORE_INITIALIZE or m.split(".")[0] in NOT_BEFORE_INITIALIZE
               or any(m.startswith(p + ".") for p in NOT_BEFORE_INITIALIZE)}
     assert loaded == set()
-    at_exit = set(ast.literal_eval(proc.stderr.decode().splitlines()[-1])["exit"])
-    assert {"kward.procs", "kward.proctable"} <= at_exit and at_exit & NOT_AT_EXIT == set()
 
 
 
@@ -112,134 +97,30 @@ def test_the_constants_of_initialize_are_what_the_full_redaction_would_send():
         result = _result(facts, [{"reason": "invalid_config", "message": "config.json: ignoring x"}], table)
         assert redact(result) == result
 
-# --- Record ---------------------------------------------------------------------------
-
-class TypedPoint(NamedTuple):
-    """A point."""
-
-    x: int
-    y: int = 2
-    tags: tuple[str, ...] = ()
-
-    @property
-    def total(self) -> int:
-        return self.x + self.y
-
-    def moved(self, dx: int) -> "TypedPoint":
-        return self._replace(x=self.x + dx)
-
-
-class Point(Record):
-    """A point."""
-
-    x: int
-    y: int = 2
-    tags: tuple[str, ...] = ()
-
-    @property
-    def total(self) -> int:
-        return self.x + self.y
-
-    def moved(self, dx: int) -> "Point":
-        return self._replace(x=self.x + dx)
-
-
-def test_a_record_is_what_typing_namedtuple_would_build():
-    p, t = Point(1), TypedPoint(1)
-    assert isinstance(p, tuple) and Point.__bases__ == (tuple,)
-    assert (p._fields, p._field_defaults, tuple(p)) == (t._fields, t._field_defaults, tuple(t)) == (
-        ("x", "y", "tags"), {"y": 2, "tags": ()}, (1, 2, ()))
-    assert repr(Point(3, y=4)) == "Point(x=3, y=4, tags=())" and Point.__doc__ == "A point."
-    assert p.total == 3 and p.moved(5) == Point(6) and p.moved(5).total == 8
-    assert Point.__module__ == __name__ and Point.__qualname__ == "Point"
-    assert list(Point.__annotations__) == ["x", "y", "tags"]
-    assert pickle.loads(pickle.dumps(Point(7, 8))) == Point(7, 8)
-    assert Point._make([1, 2, ()]) == t._make([1, 2, ()]) and p._asdict() == t._asdict() == {"x": 1, "y": 2, "tags": ()}
-    assert Point.__match_args__ == TypedPoint.__match_args__ and Point(1, 2) == (1, 2, ()) and hash(p) == hash(t)
-    assert Point.x.__doc__ == TypedPoint.x.__doc__ == "Alias for field number 0"
-    assert Point.__new__.__doc__ == "Create new instance of Point(x, y, tags)"
-    assert Point.__new__.__defaults__ == TypedPoint.__new__.__defaults__ == (2, ())
-    match Point(4, 5):
-        case Point(a, b):
-            assert (a, b) == (4, 5)
-
-    def error(make, cls):
-        try:
-            make(cls)
-        except (TypeError, ValueError) as exc:
-            return type(exc), str(exc).replace(cls.__name__, "P")
-        return None
-
-    for make in (lambda cls: cls(1, z=2), lambda cls: cls(1, 2, (), 4), lambda cls: cls(y=1),
-                 lambda cls: cls._make([1]), lambda cls: cls(1)._replace(z=1)):
-        assert error(make, Point) == error(make, TypedPoint) is not None
-    with pytest.raises(AttributeError):
-        p.x = 5
-    with pytest.raises(TypeError):
-        Point()
-
-
-def test_a_record_refuses_what_typing_namedtuple_refuses():
-    with pytest.raises(TypeError):
-        class Gap(Record):  # noqa: F841
-            a: int = 1
-            b: int
-    with pytest.raises(AttributeError):
-        class Own(Record):  # noqa: F841
-            a: int
-
-            def _asdict(self):
-                return {}
-
-
-# --- paths as text --------------------------------------------------------------------
-
-@pytest.mark.parametrize("text", ["/a//b/", "//srv/x", "///x", "/x/./y/.", "rel/../x", "", ".", "./x", "/"])
-def test_path_text_prints_a_path_as_pathlib_does(text):
-    assert path_text(text) == str(PurePosixPath(text))
-
-
-def test_paths_are_text_with_pathlib_paths_beside_them(tmp_path):
-    odd_home = str(tmp_path) + "//h/./"
-    p = resolve_paths({"HOME": odd_home})
-    assert p.config_dir == Path(odd_home) / ".kward" and p.config_dir_text == str(p.config_dir)
-    assert (p.config_file_text, p.auth_file_text) == (str(p.config_file), str(p.auth_file))
-    assert p.logs_dir_text == str(p.logs_dir) == str(Path(odd_home) / ".kward" / "logs")
-    assert isinstance(p.sessions_dir, Path) and p.config_dir is p.config_dir  # made once
-    custom = resolve_paths({"HOME": "/nowhere", "KWARD_CONFIG_PATH": str(tmp_path) + "/c//my.json",
-                            "KWARD_AUTH_PATH": str(tmp_path / "a.json")})
-    assert custom.config_dir_text == str(tmp_path / "c") and custom.auth_file == tmp_path / "a.json"
-
-
-# --- logging configured when first imported ------------------------------------------
+# --- logging ------------------------------------------------------------------------
 
 LOGGING = r'''
-import os, sys
+import logging, os, sys, warnings
 from kward import diagnostics
 logs = sys.argv[1]
 diagnostics.configure(logs, None, rpc_mode=True)
-log = diagnostics.get_logger("kward.test")
-log.info("dropped")  # below the level: logging is not imported for it
-assert "logging" not in sys.modules and not os.path.exists(logs)
-import warnings
-warnings.warn("a warning before logging was imported")
-assert "logging" in sys.modules
-import logging
-logging.getLogger("kward.other").warning("plain logger, Bearer abcdefghijkl")
-log.error("lazy logger")
+log = logging.getLogger("kward.test")
+log.info("dropped")  # below the level
+assert not os.path.exists(logs)  # nothing logged yet: no file
+warnings.warn("a warning, captured")
+logging.getLogger("kward.other").warning("Bearer abcdefghijkl")
+log.error("an error")
 '''
 
 
-@pytest.mark.parametrize("warnings_first", [False, True])  # warnings imported after configure (hooked then), before
-def test_logging_is_configured_by_whoever_imports_it_first(tmp_path, warnings_first):
+def test_logging_goes_redacted_to_a_private_file_and_never_to_stderr_in_rpc_mode(tmp_path):
     logs = tmp_path / "logs"
-    script = ("import warnings\n" if warnings_first else "") + LOGGING
-    proc = subprocess.run([sys.executable, "-c", script, str(logs)], capture_output=True, text=True, timeout=60,
+    proc = subprocess.run([sys.executable, "-c", LOGGING, str(logs)], capture_output=True, text=True, timeout=60,
                           env=kward_env(tmp_path))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr  # rpc mode: nothing on stderr
     text = (logs / "kward.log").read_text()
-    assert "a warning before logging was imported" in text and "lazy logger" in text
-    assert "plain logger, Bearer [REDACTED]" in text and "dropped" not in text
+    assert "a warning, captured" in text and "an error" in text
+    assert "Bearer [REDACTED]" in text and "abcdefghijkl" not in text and "dropped" not in text
     assert (logs / "kward.log").stat().st_mode & 0o777 == 0o600
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import queue
 import subprocess
@@ -32,8 +33,11 @@ import sys
 import threading
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
-from kward.client.subscription import CLOSED as _CLOSED, ClientClosed, RpcError, Subscription
+from kward.client.subscription import CLOSED as _CLOSED
+from kward.client.subscription import ClientClosed, RpcError, Subscription
 from kward.rpc.framing import FrameFault, FrameReader, encode_frame
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Any]
 _MAX_FRAME = 1 << 31
@@ -340,9 +344,7 @@ class Client:
                 try:
                     fn(msg)
                 except Exception:  # a failing callback must not stop the others
-                    import logging
-
-                    logging.getLogger(__name__).exception("notification callback failed")
+                    log.exception("notification callback failed")
 
     def _answer_server_request(self, msg: dict[str, Any]) -> None:
         with self._lock:

@@ -10,20 +10,19 @@ provider means adding one entry to `PROVIDERS` and one module holding its class.
 The table is pure data and imports nothing from kward: `kward.rules` reads it when
 `kward rpc` starts, and answering `initialize` must not load a provider module (nor
 `requests`). Code is named by "module:attribute" strings, resolved by `load` on first use.
-Rows are NamedTuples (immutable; cheaper to define at start than dataclasses). Any thread.
+Rows are frozen dataclasses. Any thread.
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from types import MappingProxyType
-
-from kward.records import TYPE_CHECKING, Record
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Mapping
+from typing import Any, Mapping
 
 
-class Setting(Record):
+@dataclass(frozen=True, slots=True)
+class Setting:
     """One value a provider reads: the environment variable (wins when set and not empty)
     and/or the config.json key, and the kind of value (`kward.rules.KINDS` has the rule of
     each: "text", "effort", "url"). Variables of kind "text" and "effort" are taken as
@@ -34,7 +33,8 @@ class Setting(Record):
     kind: str = "text"
 
 
-class ProviderSpec(Record):
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
     """How kward knows, chooses, builds and lists one provider.
 
     `cls` is "module:Class"; the class builds itself from the resolved settings with
@@ -142,6 +142,4 @@ def find(name: Any) -> ProviderSpec | None:
 def load(name: str) -> Any:
     """The object a "module:attribute" string names (imports the module)."""
     module, _, attribute = name.partition(":")
-    import importlib  # (not at start-up: importlib imports warnings)
-
     return getattr(importlib.import_module(module), attribute)

@@ -20,15 +20,16 @@ file; any thread.
 
 from __future__ import annotations
 
-from kward import jsoncodec
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+
 from kward.providers import registry
 from kward.providers.registry import ProviderSpec
-from kward.records import TYPE_CHECKING, Record
 from kward.settings import Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
     from pathlib import Path
-    from typing import Any, Callable, Mapping, Protocol
 
     from kward.providers.base import Provider
 
@@ -51,7 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose 
         def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None": ...
 
 
-class Selection(Record):  # not a dataclass: built when initialize chooses a provider
+@dataclass(frozen=True, slots=True)
+class Selection:
     spec: ProviderSpec
     provider: "Provider"
     model: str
@@ -72,7 +74,7 @@ def stored_openai_tokens(auth_file: str | Path) -> tuple[str, str | None] | None
     """(access token, account id) from a stored login, or None."""
     try:
         with open(auth_file, encoding="utf-8") as f:  # (not Path.read_text: no pathlib at start-up)
-            data = jsoncodec.loads(f.read())
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Any, Callable
 
 from kward.resources.bounded import freeze
@@ -100,8 +101,6 @@ class Observer:
 
 def stop_all(watchers: "list[Observer] | tuple[Observer, ...]", budget: float = JOIN_SECONDS) -> None:
     """Stop every observer, then wait for them together for at most `budget` seconds."""
-    import time
-
     for observer in watchers:
         observer.stop(join=0)
     deadline = time.monotonic() + budget

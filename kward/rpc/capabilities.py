@@ -9,13 +9,11 @@ passed in by the caller.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from kward.limits import EVENT_REPLAY_LIMIT, IMAGE_MIME_TYPES, LOG_ROTATION_BYTES, MAX_IMAGE_BYTES
-from kward.records import TYPE_CHECKING, Record
 from kward.settings import RpcSettings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Iterable
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
@@ -36,7 +34,8 @@ LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
 CHANGED_FILES_TOOLS = ("edit", "write")
 
 
-class RuntimeFacts(Record):  # not a dataclass: cheaper to define at start-up
+@dataclass(frozen=True, slots=True)
+class RuntimeFacts:
     """What the method table cannot tell: filled in by the caller."""
 
     steering: str = "unsupported"  # "native" when the active provider steers in flight

@@ -12,10 +12,11 @@ thread that will call `serve()`); nothing starts until `serve()`.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO, Mapping
 
 from kward.config import ConfigStore, Paths, Settings, resolve_paths, resolve_settings
 from kward.errors import KwardError
-from kward.records import TYPE_CHECKING, Record
 from kward.rpc.connection import Connection
 from kward.rpc.pool import WorkerPool
 from kward.rpc.registry import MethodTable, default_table
@@ -26,15 +27,14 @@ from kward.secrets import KnownSecrets
 from kward.settings import LiveSettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pathlib import Path
-    from typing import BinaryIO, Mapping
 
     from kward.rpc.warmup import WarmUp
 
 ENV_NO_WARMUP = "KWARD_NO_WARMUP"  # any non-empty value: a server without a warm-up
 
 
-class Setup(Record):  # not a dataclass: cheaper to define at start-up
+@dataclass(frozen=True, slots=True)
+class Setup:
     """What one server is configured by."""
 
     env: Mapping[str, str]  # the environment the providers and settings are read from
@@ -58,7 +58,7 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike |
     except KwardError:  # config.json unusable; or a bad variable, which this raises again
         settings = resolve_settings({}, env)
     return Setup(env=env, paths=paths, config=config, settings=settings,
-                 secrets=KnownSecrets(env, config, paths.auth_file_text),
+                 secrets=KnownSecrets(env, config, paths.auth_file),
                  launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()), live=live)
 
 

@@ -16,15 +16,13 @@ anywhere; `stop_requested` is set by a quick handler on the dispatcher and read 
 
 from __future__ import annotations
 
+from typing import Any
+
 from kward.errors import Overloaded
-from kward.records import TYPE_CHECKING
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.transport import Outbox
 from kward.secrets import KnownSecrets
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
 
 
 class ClientState:

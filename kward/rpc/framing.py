@@ -18,18 +18,16 @@ Faults never end the stream: the reader reports a `FrameFault` and resynchronize
 
 from __future__ import annotations
 
-from kward.records import TYPE_CHECKING, Record
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import BinaryIO
-
+from dataclasses import dataclass
+from typing import BinaryIO
 
 MAX_HEADER_LINE = 8 * 1024
 _SKIP_CHUNK = 64 * 1024
 _CL = b"content-length:"
 
 
-class FrameFault(Record):  # not a dataclass: cheaper to define at start-up
+@dataclass(frozen=True, slots=True)
+class FrameFault:
     """A framing problem; the stream is still usable. `reason` is an errors.REASONS slug."""
 
     reason: str

@@ -15,19 +15,16 @@ would cost ~1.5 ms of the start. They are moved to the collector's permanent gen
 
 from __future__ import annotations
 
-try:  # the C module: signal.py's enum wrappers cost ~0.6 ms at start-up
-    import _signal as signal
-except ImportError:  # pragma: no cover - an interpreter without CPython's _signal
-    import signal  # type: ignore[no-redef]
 import gc
 import io
 import os
+import signal
 import sys
+from typing import TYPE_CHECKING
 
 from kward import diagnostics, procs
 from kward.errors import ConfigError
 from kward.fsutil import remove_stale_temps
-from kward.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.registry import MethodTable
@@ -86,7 +83,7 @@ def _build(methods: "MethodTable | None") -> "RpcServer | None":
 
         sys.stderr.write(f"kward rpc: {redact_text(exc.message)}\n")
         return None
-    remove_stale_temps(setup.paths.config_dir_text)  # config.json copies a SIGKILL left
-    diagnostics.configure(setup.paths.logs_dir_text, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
+    remove_stale_temps(setup.paths.config_dir)  # config.json copies a SIGKILL left
+    diagnostics.configure(setup.paths.logs_dir, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
     stdin, stdout = _claim_stdio()
     return compose.build_server(stdin, stdout, setup, methods=methods)

@@ -8,12 +8,9 @@ unpaired surrogate in any string). Pure; used on whichever thread runs the handl
 
 from __future__ import annotations
 
+from typing import Any
 
 from kward.errors import InvalidParams
-from kward.records import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
 
 _MISSING = object()
 

@@ -9,20 +9,13 @@ call can never keep the process alive past shutdown.
 
 from __future__ import annotations
 
-try:  # the C module: queue.py (with heapq) is not needed for SimpleQueue and Empty
-    from _queue import SimpleQueue
-except ImportError:  # pragma: no cover - an interpreter without CPython's _queue
-    from queue import SimpleQueue  # type: ignore[assignment]
+import logging
 import threading
 import time
+from queue import SimpleQueue
+from typing import Callable
 
-from kward.diagnostics import get_logger
-from kward.records import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Callable
-
-log = get_logger(__name__)  # logging itself is not imported to start
+log = logging.getLogger(__name__)
 
 _STOP = None
 

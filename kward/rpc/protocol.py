@@ -7,32 +7,31 @@ not supported and are answered `-32600` with reason `batch_not_supported`.
 Params nested more than `jsonshape.MAX_DEPTH` levels deep or holding an unpaired surrogate
 anywhere are answered `-32602` naming the param, so no handler, redaction or store ever
 sees such a value.
-`encode(message)` produces compact UTF-8 JSON. JSON is `kward.jsoncodec`'s (the `json`
-module's results, without importing it before an error needs it). Pure functions, safe
-from any thread.
+`encode(message)` produces compact UTF-8 JSON. Pure functions, safe from any thread.
 """
 
 from __future__ import annotations
 
-from kward import jsoncodec, jsonshape
-from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
-from kward.records import TYPE_CHECKING, Record
+import json
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
+from kward import jsonshape
+from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
 
 _NO_ID = object()
 
 
-# Messages are NamedTuples, not dataclasses: cheaper to define at start-up.
-class Request(Record):
+@dataclass(frozen=True, slots=True)
+class Request:
     id: Any  # str, int or float, echoed unchanged
     method: str
     params: dict[str, Any]
     trace: dict[str, str] | None = None
 
 
-class Notification(Record):
+@dataclass(frozen=True, slots=True)
+class Notification:
     method: str
     params: dict[str, Any]
     trace: dict[str, str] | None = None
@@ -70,11 +69,11 @@ def parse(body: bytes) -> Request | Notification:
     except UnicodeDecodeError as exc:
         raise _fail(ParseError(f"Parse error: body is not valid UTF-8 (byte {exc.start})", reason="invalid_utf8"))
     try:
-        msg = jsoncodec.loads(text, parse_constant=_reject_constant)
+        msg = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise _fail(ParseError("Parse error: the JSON is nested too deeply")) from None
     except ValueError as exc:
-        detail = f": {exc.msg} at line {exc.lineno} column {exc.colno}" if jsoncodec.is_decode_error(exc) else ""
+        detail = f": {exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise _fail(ParseError("Parse error" + detail))
     if isinstance(msg, list):
         raise _fail(InvalidRequest("Invalid Request: batch requests are not supported; send one request per frame",
@@ -131,9 +130,9 @@ def encode(message: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON, always valid: lone surrogates (odd file names) fall back to
     \\u escapes, NaN and infinities become null."""
     try:
-        return jsoncodec.dumps(message, ensure_ascii=False, separators=_COMPACT, allow_nan=False).encode("utf-8")
+        return json.dumps(message, ensure_ascii=False, separators=_COMPACT, allow_nan=False).encode("utf-8")
     except UnicodeEncodeError:
-        return jsoncodec.dumps(message, separators=_COMPACT, allow_nan=False).encode("ascii")
+        return json.dumps(message, separators=_COMPACT, allow_nan=False).encode("ascii")
     except ValueError:
         return encode(_finite(message))
 

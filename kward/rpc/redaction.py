@@ -26,12 +26,9 @@ never leak a secret. Pure functions, any thread.
 
 from __future__ import annotations
 
+from typing import Any
 
-from kward.records import TYPE_CHECKING
 from kward.redact import redact
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
 
 FULL = "full"
 CONTENT = "content"

@@ -19,13 +19,13 @@ redaction=...)`. The capabilities of `initialize` are derived from the table ser
 
 from __future__ import annotations
 
-from kward.records import TYPE_CHECKING, Record
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+
 from kward.rpc.params import Params
 from kward.rpc.redaction import CONTENT, EVENTS, FULL, SHAPED
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Callable, Iterator, Mapping
-
     from kward.rpc.connection import Connection
     from kward.runtime import Runtime
 
@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 
-class Method(Record):  # NamedTuples, not dataclasses: cheaper to define at start-up
+@dataclass(frozen=True, slots=True)
+class Method:
     target: "str | Handler"  # "module:function" inside kward.rpc.methods, or the handler itself
     slow: bool = False
     redaction: str = FULL  # CONTENT: the result is conversation (names, messages, transcripts)
@@ -118,7 +119,8 @@ METHODS: dict[str, Method] = {
 }
 
 
-class Call(Record):
+@dataclass(frozen=True, slots=True)
+class Call:
     """One request as a handler sees it. `id` is None for notifications. `runtime` is the
     core; `conn` the client's connection (its initialize state, notifications, the stop
     of `shutdown`, backpressure); `methods` the table being served."""
@@ -131,7 +133,8 @@ class Call(Record):
     trace: dict[str, str] | None = None
 
 
-class Unredacted(Record):
+@dataclass(frozen=True, slots=True)
+class Unredacted:
     """Wrap a result that must reach the client unredacted (`config/read` with
     `redacted: false`). Nothing else may use it."""
 

@@ -23,16 +23,20 @@ thread; every message pauses it until the next such quiet moment.
 
 from __future__ import annotations
 
-try:  # the C module: queue.py (with heapq) is not needed for SimpleQueue and Empty
-    from _queue import Empty
-except ImportError:  # pragma: no cover - an interpreter without CPython's _queue
-    from queue import Empty  # type: ignore[assignment]
+import logging
 import threading
 import time
+from queue import Empty
+from typing import TYPE_CHECKING, Callable
 
-from kward.diagnostics import get_logger
-from kward.errors import InternalError, InvalidRequest, KwardError, MethodNotFound, ParseError, as_kward_error
-from kward.records import TYPE_CHECKING
+from kward.errors import (
+    InternalError,
+    InvalidRequest,
+    KwardError,
+    MethodNotFound,
+    ParseError,
+    as_kward_error,
+)
 from kward.rpc import protocol
 from kward.rpc.connection import Connection
 from kward.rpc.framing import FrameFault
@@ -42,12 +46,10 @@ from kward.rpc.registry import Call, Method, MethodTable, Unredacted
 from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Callable
-
     from kward.rpc.warmup import WarmUp
     from kward.runtime import Runtime
 
-log = get_logger(__name__)  # logging itself is not imported to start
+log = logging.getLogger(__name__)
 
 SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
 IDLE_SECONDS = 0.05  # quiet input after the first message before the warm-up starts (or resumes)

@@ -12,21 +12,15 @@ joined only when it already reached end of input.
 
 from __future__ import annotations
 
-try:  # the C module: queue.py (with heapq) is not needed for SimpleQueue and Empty
-    from _queue import SimpleQueue
-except ImportError:  # pragma: no cover - an interpreter without CPython's _queue
-    from queue import SimpleQueue  # type: ignore[assignment]
+import logging
 import threading
 from collections import deque
+from queue import SimpleQueue
+from typing import BinaryIO, Callable
 
-from kward.diagnostics import get_logger
-from kward.records import TYPE_CHECKING
 from kward.rpc.framing import FrameReader
 
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import BinaryIO, Callable
-
-log = get_logger(__name__)  # logging itself is not imported to start
+log = logging.getLogger(__name__)
 
 BATCH_BYTES = 64 * 1024  # notifications written per writer batch
 EOF = "eof"  # control items on the inbox

@@ -25,19 +25,16 @@ stops it is told to stop (no further import begins) and joined.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 from functools import partial
-
-from kward.diagnostics import get_logger
-from kward.records import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Callable, Iterable
-
     from kward.rpc.registry import MethodTable
     from kward.runtime import Runtime
 
-log = get_logger(__name__)
+log = logging.getLogger(__name__)
 
 WIRE_MODULE = "kward.rpc.wire"  # the payloads of sessions and turn events (the first turn's events)
 

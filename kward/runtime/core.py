@@ -11,25 +11,23 @@ a worker thread; the rest are quick (a lookup, a stat, one appended line).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from kward.config import ConfigStore, Paths, Settings
-from kward.diagnostics import get_logger
 from kward.errors import InvalidParams
-from kward.records import TYPE_CHECKING
 from kward.runtime.services import RuntimeServices
 from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
 from kward.secrets import KnownSecrets
 from kward.settings import LiveSettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pathlib import Path
-    from typing import Any, Callable, Mapping
-
-    from kward.providers.model_service import ModelChoice, ModelListing
     from kward.agent.turns import Turn
     from kward.compaction.run import CompactionResult
+    from kward.providers.model_service import ModelChoice, ModelListing
     from kward.runtime.state import SessionState, SessionStats
     from kward.sessions.export import Exported
     from kward.sessions.handle import SessionHandle
@@ -40,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     EventSink = Callable[[Any], None]  # receives kward.model.TurnEvent
 
-log = get_logger(__name__)  # logging itself is not imported to start
+log = logging.getLogger(__name__)
 
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
 
@@ -83,7 +81,7 @@ class Runtime(RuntimeServices):
         self.paths = paths
         self.config = config
         self.settings = settings
-        self._launch_cwd = launch_cwd
+        self._launch_cwd = Path(launch_cwd)
         self.env = env
         self.secrets = secrets if secrets is not None else KnownSecrets(env, config, paths.auth_file)
         self._submit = submit
@@ -97,14 +95,8 @@ class Runtime(RuntimeServices):
 
     @property
     def launch_cwd(self) -> Path:
-        """The default workspace, as a Path (made on first use: pathlib is not imported
-        to answer a handshake)."""
-        cwd = self._launch_cwd
-        if isinstance(cwd, str):
-            from pathlib import Path
-
-            cwd = self._launch_cwd = Path(cwd)
-        return cwd
+        """The default workspace."""
+        return self._launch_cwd
 
     # --- the runtime as a whole -----------------------------------------------------
 

@@ -13,12 +13,9 @@ Every property may be called from any thread; each service is thread-safe itself
 from __future__ import annotations
 
 import threading
-
-from kward.records import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Callable
-
     from kward.agent.engine import AgentEngine
     from kward.agent.questions import QuestionBroker
     from kward.agent.turns import TurnManager
@@ -60,7 +57,6 @@ class RuntimeServices:
     @property
     def questions(self) -> "QuestionBroker":
         from kward.agent.questions import QuestionBroker
-
         from kward.runtime.notices import QuestionAsked
 
         def asked(session_id: str, request_id: str, questions: list) -> None:
@@ -77,7 +73,6 @@ class RuntimeServices:
     @property
     def engine(self) -> "AgentEngine":
         from kward.agent.engine import AgentEngine
-
         from kward.runtime.turn_hooks import RuntimeTurnHooks
 
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,

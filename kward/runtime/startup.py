@@ -8,12 +8,12 @@ provider and build no service (problems become warnings, or a shorter list). Any
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
 from kward.errors import KwardError
-from kward.records import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Mapping
-
     from kward.config import ConfigStore, Paths, Settings
     from kward.settings import LiveSettings
 
@@ -32,7 +32,8 @@ _WARM_MODULES = ("kward.model", "kward.sessions.codec", "kward.sessions.manager"
 _HTTP_MODULES = ("urllib3", "idna", "charset_normalizer", "requests", "requests.adapters")
 
 
-class RuntimeInfo(Record):  # a NamedTuple: built at start-up, where a dataclass costs more
+@dataclass(frozen=True, slots=True)
+class RuntimeInfo:
     """Facts a face announces at start (the RPC face: `initialize`)."""
 
     steering: bool  # the active provider steers a running turn in flight
@@ -62,13 +63,13 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths, credentials: 
             from kward.providers.select import FileCredentials, choose_spec
 
             if credentials is None:
-                credentials = FileCredentials(env, paths.auth_file_text)
+                credentials = FileCredentials(env, paths.auth_file)
             spec, _ = choose_spec(current, credentials)
             steering = STEERING[spec.key]
         except KwardError as exc:  # an unknown provider name
             warnings.append((exc.reason, exc.message))
         categories = current.logging.enabled_categories  # (building the telemetry service is not start-up work)
-    return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=paths.logs_dir_text,
+    return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(paths.logs_dir),
                        max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
                        logging_categories=categories)
 
@@ -82,7 +83,7 @@ def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -
         from kward.providers.registry import get
         from kward.providers.select import FileCredentials, choose
 
-        key, _ = choose(config.load(), env, FileCredentials(env, paths.auth_file_text))
+        key, _ = choose(config.load(), env, FileCredentials(env, paths.auth_file))
         spec = get(key)
     except KwardError:  # an invalid config.json or provider name: reported where it is used
         return names

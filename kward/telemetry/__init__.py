@@ -28,13 +28,11 @@ CSV). This module holds only the category names (the fields of
 
 from __future__ import annotations
 
-from kward.records import TYPE_CHECKING
-from kward.settings import LoggingSettings
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
+from kward.settings import CATEGORY_FIELDS
 
-CATEGORIES = LoggingSettings._fields[1:]  # ("tokens", "performance", "tools", "errors")
+CATEGORIES = CATEGORY_FIELDS
 
 
 def enabled_categories(logging_settings: Any) -> tuple[str, ...]:

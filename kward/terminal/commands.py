@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kward.client.subscription import ClientClosed, RpcError
+
 Handler = Callable[[Any, str], None]
 Availability = Callable[[Any], "str | None"]
 
@@ -96,8 +98,6 @@ def server_help_lines(shell: Any, width: int = 20) -> list[str]:
 
 def dispatch(shell: Any, line: str) -> None:
     """Run the slash command on `line` (which starts with "/")."""
-    from kward.client import ClientClosed, RpcError  # not at import: `kward help` reads the table only
-
     name, _, arg = line[1:].strip().partition(" ")
     command = table().get(name)
     if command is None:

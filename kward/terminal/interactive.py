@@ -16,6 +16,7 @@ Main thread only; `Shell` is the object slash-command handlers receive.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -271,11 +272,12 @@ class Shell:
             self.note(f"(history not saved: {exc.strerror or exc})")
 
 
+_ESCAPE = re.compile(r"(\x1b\[[0-9;]*m)")
+
+
 def _rl_safe(prompt: str) -> str:
     """Mark the prompt's escape sequences as invisible, so readline counts its width right."""
-    import re
-
-    return re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", prompt)
+    return _ESCAPE.sub("\x01\\1\x02", prompt)
 
 
 def run(env: Mapping[str, str], cwd: str, *, model_override: str | None = None) -> int:

@@ -14,6 +14,7 @@ memory core (or a workspace core memory global); `why` explains the last retriev
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 USAGE = ("enable|disable|auto-summary enable|disable|core <text>|add <text>|list [--all]|forget <id>|"
@@ -111,8 +112,6 @@ def run(client: Any, line: str, *, workspace_root: str, session_id: str | None =
 def run_memory_command(args: list[str], env: Any, cwd: str) -> int:
     """`kward memory ...` through an in-process server: 0, 2 for a usage error, 1 when
     the server refused the command (one line on stderr)."""
-    import sys
-
     from kward import __version__
     from kward.client import Client, RpcError
 

@@ -14,6 +14,7 @@ Main thread only.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Mapping
@@ -24,6 +25,8 @@ from kward.terminal.host import fail
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
 from kward.terminal.turn import Interrupts, TurnAbandoned, ask_inline, run_turn
+
+log = logging.getLogger(__name__)
 
 CANCELED = 130
 BROKEN_PIPE = 141
@@ -92,9 +95,7 @@ def _forget(client: Client, session_id: str) -> None:
     try:
         client.request("sessions/delete", {"sessionId": session_id}, timeout=None)
     except (RpcError, ClientClosed):
-        import logging
-
-        logging.getLogger(__name__).warning("could not delete the one-shot session %s", session_id, exc_info=True)
+        log.warning("could not delete the one-shot session %s", session_id, exc_info=True)
 
 
 def _silence_stdout() -> None:

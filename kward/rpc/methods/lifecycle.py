@@ -7,16 +7,13 @@ rules here, the rest of the result is constants that the rules leave unchanged.
 
 from __future__ import annotations
 
+from typing import Any, Iterable
 
 from kward import __version__
 from kward.errors import InvalidParams
 from kward.redact import redact_text
-from kward.records import TYPE_CHECKING
 from kward.rpc import capabilities
 from kward.rpc.registry import Call
-
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Iterable
 
 
 def initialize(call: Call) -> dict[str, Any]:
