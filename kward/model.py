@@ -58,7 +58,6 @@ from typing import Any, Callable, Sequence, Union
 
 from kward.values import EMPTY
 
-
 # --- content parts -----------------------------------------------------------------------
 
 @dataclass(slots=True)
@@ -110,7 +109,7 @@ def content_text(content: Content, joiner: str = "") -> str:
     """The text of `content`: the string, or the text of its text parts joined."""
     if isinstance(content, str):
         return content
-    return joiner.join(p.text for p in content if type(p) is TextPart)
+    return joiner.join(p.text for p in content if isinstance(p, TextPart))
 
 
 # --- usage -------------------------------------------------------------------------------

@@ -84,38 +84,27 @@ def redact_text(text: str) -> str:
     return JSON_SECRET.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
 
 
-_PLAIN = (int, float, bool, type(None))
-
-
 def redact(value: Any, _secret: bool = False) -> Any:
     """Return a redacted copy of a JSON-like value (dicts, lists, strings, numbers).
 
-    Hot path: every outgoing message goes through here, so scalars are handled inline
-    without a recursive call.
+    Hot path: every outgoing message goes through here, so the strings and scalars of a
+    dict are handled inline without a recursive call.
     """
-    kind = type(value)
-    if kind is str:
+    if isinstance(value, str):
         if _secret:
             return REDACTED if value else value
-        return redact_text(value)
-    if kind is dict:
+        return redact_text(str(value))
+    if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            secret = _secret or (type(k) is str and is_secret_key(k))
-            vk = type(v)
-            if vk is str:
-                out[k] = (REDACTED if v else v) if secret else redact_text(v)
-            elif vk in _PLAIN:
+            secret = _secret or (isinstance(k, str) and is_secret_key(k))
+            if isinstance(v, str):
+                out[k] = (REDACTED if v else v) if secret else redact_text(str(v))
+            elif v is None or isinstance(v, (int, float)):  # (bool is an int)
                 out[k] = v
             else:
                 out[k] = redact(v, secret)
         return out
-    if kind is list or kind is tuple:
-        return [redact(v, _secret) for v in value]
-    if isinstance(value, str):  # subclasses (rare) take the slow, general way
-        return redact(str(value), _secret)
-    if isinstance(value, dict):
-        return redact(dict(value), _secret)
     if isinstance(value, (list, tuple)):
-        return redact(list(value), _secret)
+        return [redact(v, _secret) for v in value]
     return value

@@ -111,12 +111,11 @@ class Snapshot:
 
     def scrub_value(self, value: Any) -> Any:
         """A copy of a JSON-like value with `scrub` applied to every string, keys included."""
-        kind = type(value)
-        if kind is str:
+        if isinstance(value, str):
             return self.scrub(value)
-        if kind is dict:
-            return {self.scrub(k) if type(k) is str else k: self.scrub_value(v) for k, v in value.items()}
-        if kind is list or kind is tuple:
+        if isinstance(value, dict):
+            return {self.scrub(k) if isinstance(k, str) else k: self.scrub_value(v) for k, v in value.items()}
+        if isinstance(value, list) or isinstance(value, tuple):
             return [self.scrub_value(v) for v in value]
         return value
 

@@ -118,7 +118,7 @@ class AgentEngine:
 
     def name_session(self, session: Any, text: str) -> None:
         """Name an unnamed session after its first input."""
-        if session.name is None and not any(type(m) is UserMessage for m in session.entry_messages()):
+        if session.name is None and not any(isinstance(m, UserMessage) for m in session.entry_messages()):
             session.rename(compact_name(text) or None)
 
     def execute(self, turn: Turn, session: Any) -> str:

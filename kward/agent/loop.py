@@ -29,9 +29,27 @@ from typing import Any, Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
-from kward.model import (Answer, AssistantMessage, Delta, ImagePart, Message, Steered, TextPart, ToolCall,
-                         ToolOutcome, ToolResult, ToolResultMessage, UserMessage)
-from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, RetryInfo
+from kward.model import (
+    Answer,
+    AssistantMessage,
+    Delta,
+    ImagePart,
+    Message,
+    Steered,
+    TextPart,
+    ToolCall,
+    ToolOutcome,
+    ToolResult,
+    ToolResultMessage,
+    UserMessage,
+)
+from kward.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    RetryInfo,
+)
 from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
 from kward.tools import CANCELLED, ToolContext, ToolRegistry

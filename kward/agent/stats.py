@@ -36,16 +36,15 @@ class ContextUsage(NamedTuple):
 def message_counts(messages: list[Message]) -> MessageCounts:
     user = assistant = tool_calls = tool_results = total = 0
     for m in messages:
-        kind = type(m)
         if m.role == "system":
             continue
         total += 1
-        if kind is UserMessage:
+        if isinstance(m, UserMessage):
             user += 1
-        elif kind is AssistantMessage:
+        elif isinstance(m, AssistantMessage):
             assistant += 1
             tool_calls += len(m.tool_calls)
-        elif kind is ToolResultMessage:
+        elif isinstance(m, ToolResultMessage):
             tool_results += 1
     return MessageCounts(user, assistant, tool_calls, tool_results, total)
 
@@ -56,7 +55,7 @@ def token_totals(messages: list[Message]) -> Usage:
     input_ = output = cache_read = cache_write = reasoning = total = 0
     cost = None
     for m in messages:
-        usage = m.usage if type(m) is AssistantMessage else None
+        usage = m.usage if isinstance(m, AssistantMessage) else None
         if usage is None:
             continue
         input_ += usage.input_tokens
@@ -77,7 +76,7 @@ def context_usage(messages: list[Message], instructions: str, window: int | None
         return None
     tokens, start = len(instructions) // 4, 0
     for i in range(len(live) - 1, -1, -1):
-        usage = live[i].usage if type(live[i]) is AssistantMessage else None
+        usage = live[i].usage if isinstance(live[i], AssistantMessage) else None
         if usage is not None and usage.total_tokens > 0:
             tokens, start = usage.total_tokens, i + 1
             break

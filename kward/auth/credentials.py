@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from kward.auth.oauth import OAuthSettings, resolve_oauth_settings
-from kward.auth.stores import OPENAI_OAUTH, OPENROUTER_API_KEY, CredentialStore, StoreChoice, select_store
+from kward.auth.stores import (
+    OPENAI_OAUTH,
+    OPENROUTER_API_KEY,
+    CredentialStore,
+    StoreChoice,
+    select_store,
+)
 from kward.auth.tokens import OpenAITokens
 from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams

@@ -35,8 +35,19 @@ from typing import Any, Callable, NamedTuple
 
 from kward.auth.callback import CallbackServer
 from kward.auth.credentials import OPENAI, Credentials
-from kward.auth.oauth import (CALLBACK_PATH, CallbackParams, OAuthSettings, authorize_url, callback_params,
-                              code_problem, new_state, parse_pasted, pkce_pair, redirect_uri, same_state)
+from kward.auth.oauth import (
+    CALLBACK_PATH,
+    CallbackParams,
+    OAuthSettings,
+    authorize_url,
+    callback_params,
+    code_problem,
+    new_state,
+    parse_pasted,
+    pkce_pair,
+    redirect_uri,
+    same_state,
+)
 from kward.auth.tokens import OpenAITokens, TokenEndpointError, exchange_code
 from kward.errors import InvalidParams, LoginError, as_kward_error
 from kward.redact import redact_text

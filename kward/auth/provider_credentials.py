@@ -23,9 +23,9 @@ from kward.auth.stores import OPENROUTER_API_KEY
 from kward.providers.select import FileCredentials
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.providers.select import Login, Secret
     from kward.auth.service import AuthService
     from kward.providers.registry import ProviderSpec
+    from kward.providers.select import Login, Secret
     from kward.settings import Settings
 
 

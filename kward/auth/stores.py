@@ -154,9 +154,9 @@ class FileStore(CredentialStore):
 
 def backend_label(backend: Any) -> str:
     """``module.Class`` of a keyring backend; a chainer lists what it chains."""
-    kind = type(backend)
-    label = f"{kind.__module__}.{kind.__name__}"
-    chained = getattr(backend, "backends", None) if kind.__name__ == "ChainerBackend" else None
+    cls = type(backend)
+    label = f"{cls.__module__}.{cls.__name__}"
+    chained = getattr(backend, "backends", None) if cls.__name__ == "ChainerBackend" else None
     if chained:
         label += "(" + ", ".join(f"{type(b).__module__}.{type(b).__name__}" for b in chained) + ")"
     return label

@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from kward.compaction.estimate import message_tokens
-from kward.model import AssistantMessage, CompactionSummary, Message, ToolResultMessage, UserMessage, message_id
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Message,
+    ToolResultMessage,
+    UserMessage,
+    message_id,
+)
 from kward.sessions.messages import entry_id
 
 
@@ -54,7 +61,7 @@ class Cut:
 def branch_start(entries: Sequence[Message]) -> tuple[int, CompactionSummary | None]:
     """(index after the last compaction summary, that summary) or (0, None)."""
     for i in range(len(entries) - 1, -1, -1):
-        if type(entries[i]) is CompactionSummary:
+        if isinstance(entries[i], CompactionSummary):
             return i + 1, entries[i]  # type: ignore[return-value]
     return 0, None
 
@@ -71,7 +78,7 @@ def kept_entry_id(entries: Sequence[Message], index: int) -> str:
 
 
 def _is_cut(message: Message) -> bool:
-    return type(message) in (UserMessage, AssistantMessage)
+    return isinstance(message, (UserMessage, AssistantMessage))
 
 
 def _paired(entries: Sequence[Message], start: int, index: int) -> int:
@@ -81,12 +88,12 @@ def _paired(entries: Sequence[Message], start: int, index: int) -> int:
         callers = {}
         for i in range(start, index):
             message = entries[i]
-            if type(message) is AssistantMessage:
+            if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:
                     callers[call.id] = i
         earliest = index
         for message in entries[index:]:
-            if type(message) is ToolResultMessage and message.tool_call_id in callers:
+            if isinstance(message, ToolResultMessage) and message.tool_call_id in callers:
                 earliest = min(earliest, callers[message.tool_call_id])
         if earliest == index:
             return index
@@ -109,12 +116,12 @@ def find_cut(entries: Sequence[Message], start: int, keep_recent_tokens: int) ->
         return suffix[i] <= keep_recent_tokens
 
     for i in range(start + 1, n):  # 1. a turn boundary
-        if type(entries[i]) is UserMessage and fits(i):
+        if isinstance(entries[i], UserMessage) and fits(i):
             return Cut(start, _paired(entries, start, i))
-    turn_start = next((i for i in range(n - 1, start - 1, -1) if type(entries[i]) is UserMessage), start)
+    turn_start = next((i for i in range(n - 1, start - 1, -1) if isinstance(entries[i], UserMessage)), start)
     if not fits(turn_start):  # 2. inside the last turn
         for i in range(turn_start + 1, n):
-            if type(entries[i]) is AssistantMessage and fits(i):
+            if isinstance(entries[i], AssistantMessage) and fits(i):
                 first = _paired(entries, turn_start, i)
                 if first > turn_start:
                     return Cut(start, first, True, turn_start)

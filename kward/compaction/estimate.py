@@ -21,8 +21,15 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from kward.model import AssistantMessage, CompactionSummary, ImagePart, Message, TextPart, ThinkingPart, \
-    ToolResultMessage
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    ImagePart,
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolResultMessage,
+)
 
 #: The key of a compaction summary (an extra field of its record): the messages it kept.
 KEPT_MESSAGES = "kept_messages"
@@ -39,29 +46,27 @@ def content_chars(content: object) -> int:
         return len(content)
     size = 0
     for part in content or ():  # type: ignore[union-attr]
-        kind = type(part)
-        if kind is TextPart:
+        if isinstance(part, TextPart):
             size += len(part.text) + 1
-        elif kind is ImagePart:
+        elif isinstance(part, ImagePart):
             size += len(part.mime_type or "image") + len(part.path or "") + 4
-        elif kind is ThinkingPart:
+        elif isinstance(part, ThinkingPart):
             size += len(part.thinking) + 1
     return size
 
 
 def message_chars(message: Message) -> int:
     """The characters the estimate counts for one message."""
-    kind = type(message)
     size = len(message.role) + 1
-    if kind is CompactionSummary:
+    if isinstance(message, CompactionSummary):
         return size + len(message.summary)
     size += content_chars(getattr(message, "content", ""))
-    if kind is AssistantMessage:
+    if isinstance(message, AssistantMessage):
         size += len(message.reasoning or "")
         for call in message.tool_calls:
             args = call.arguments
             size += len(call.name or "") + (len(args) if isinstance(args, str) else len(json.dumps(args))) + 2
-    elif kind is ToolResultMessage:
+    elif isinstance(message, ToolResultMessage):
         size += len(message.tool_call_id or "") + len(message.name or "") + 2
     return size
 
@@ -76,7 +81,7 @@ def messages_tokens(messages: Sequence[Message]) -> int:
 
 def usage_tokens(message: Message) -> int:
     """The total tokens the provider reported for an assistant message (0: none)."""
-    usage = message.usage if type(message) is AssistantMessage else None
+    usage = message.usage if isinstance(message, AssistantMessage) else None
     if usage is None:
         return 0
     if usage.total_tokens > 0:
@@ -88,7 +93,7 @@ def context_tokens(messages: Sequence[Message], instructions: str = "") -> int:
     """The estimated tokens of the next request over `messages` (system messages count)."""
     stale = -1  # usage up to here describes an older context
     for i in range(len(messages) - 1, -1, -1):
-        if type(messages[i]) is CompactionSummary:
+        if isinstance(messages[i], CompactionSummary):
             kept = messages[i].extras.get(KEPT_MESSAGES)
             stale = i + kept if isinstance(kept, int) and not isinstance(kept, bool) else i
             break

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from kward.model import AssistantMessage, Message, ToolResultMessage, is_error_text
 from kward.compaction.serialize import content_text
+from kward.model import AssistantMessage, Message, ToolResultMessage, is_error_text
 from kward.toolcalls import parse_arguments
 
 READ = frozenset({"read_file"})
@@ -35,14 +35,13 @@ def file_details(messages: Sequence[Message], previous: Any = None) -> dict[str,
     modified = set(_previous(previous, "modified_files"))
     pending: dict[Any, tuple[str, str]] = {}
     for message in messages:
-        kind = type(message)
-        if kind is AssistantMessage:
+        if isinstance(message, AssistantMessage):
             for call in message.tool_calls:
                 if call.name in READ or call.name in MODIFY:
                     path = parse_arguments(call.arguments).get("path")
                     if isinstance(path, str) and path:
                         pending[call.id] = (call.name, path)
-        elif kind is ToolResultMessage:
+        elif isinstance(message, ToolResultMessage):
             found = pending.pop(message.tool_call_id, None)
             if found is None or message.is_error or is_error_text(content_text(message.content)):
                 continue

@@ -30,9 +30,21 @@ from kward.cancel import CancelToken
 from kward.compaction.cut import Cut, branch_start, find_cut, kept_entry_id
 from kward.compaction.estimate import KEPT_MESSAGES, context_tokens
 from kward.compaction.files import file_details, rewrite_files
-from kward.compaction.prompt import SPLIT_SEPARATOR, SYSTEM_PROMPT, Profile, split_request, summary_request
+from kward.compaction.prompt import (
+    SPLIT_SEPARATOR,
+    SYSTEM_PROMPT,
+    Profile,
+    split_request,
+    summary_request,
+)
 from kward.compaction.serialize import serialize
-from kward.errors import AlreadyCompacted, EmptySummary, InternalError, KwardError, NothingToCompact
+from kward.errors import (
+    AlreadyCompacted,
+    EmptySummary,
+    InternalError,
+    KwardError,
+    NothingToCompact,
+)
 from kward.model import AssistantMessage, CompactionSummary, Message, UserMessage
 from kward.providers.base import ModelRequest, Provider, QuietSink
 from kward.providers.scripted import SUMMARIZED_ASSISTANTS
@@ -105,7 +117,7 @@ def plan(entries: Sequence[Message], settings: CompactionSettings, instructions:
     """The cut of the live entries (non-system messages) and what the record will say."""
     if not entries:
         raise NothingToCompact()
-    if type(entries[-1]) is CompactionSummary:
+    if isinstance(entries[-1], CompactionSummary):
         raise AlreadyCompacted()
     start, previous = branch_start(entries)
     cut = find_cut(entries, start, settings.keep_recent_tokens)
@@ -159,7 +171,7 @@ def compact(session: Any, summarize: Summarize, settings: CompactionSettings, pr
     text = summary_text(p, summarize, profile, settings, focus, settings.context_window or window)
     replaced = p.cut.summarized(entries) + p.cut.turn_prefix(entries)
     kept = list(entries[p.cut.first_kept:])
-    assistants = sum(1 for m in replaced if type(m) is AssistantMessage)
+    assistants = sum(1 for m in replaced if isinstance(m, AssistantMessage))
     if p.previous is not None:
         earlier = p.previous.extras.get(SUMMARIZED_ASSISTANTS)
         assistants += earlier if isinstance(earlier, int) and not isinstance(earlier, bool) else 0

@@ -24,8 +24,18 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, Message, TextPart, ThinkingPart,
-                         ToolCall, ToolResultMessage, UserMessage)
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Content,
+    ImagePart,
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from kward.toolcalls import parse_arguments
 
 TOOL_OUTPUT_LIMIT = 2_000
@@ -37,10 +47,9 @@ def content_text(content: Content) -> str:
         return content
     lines = []
     for part in content:
-        kind = type(part)
-        if kind is TextPart:
+        if isinstance(part, TextPart):
             lines.append(part.text)
-        elif kind is ImagePart:
+        elif isinstance(part, ImagePart):
             lines.append(f"[{part.mime_type or 'image'}{': ' + part.path if part.path else ''}]")
     return "\n".join(lines)
 
@@ -70,7 +79,7 @@ def _reasoning(message: AssistantMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return ""
-    return "\n".join(p.thinking for p in content if type(p) is ThinkingPart)
+    return "\n".join(p.thinking for p in content if isinstance(p, ThinkingPart))
 
 
 def _assistant(message: AssistantMessage, calls: dict[Any, ToolCall]) -> str:
@@ -103,14 +112,13 @@ def serialize(messages: Sequence[Message], max_chars: int | None = None) -> str:
     calls: dict[Any, ToolCall] = {}
     blocks = []
     for message in messages:
-        kind = type(message)
-        if kind is UserMessage:
+        if isinstance(message, UserMessage):
             blocks.append(f"[User]: {content_text(message.content)}")
-        elif kind is AssistantMessage:
+        elif isinstance(message, AssistantMessage):
             blocks.append(_assistant(message, calls))
-        elif kind is ToolResultMessage:
+        elif isinstance(message, ToolResultMessage):
             blocks.append(_result(message, calls))
-        elif kind is CompactionSummary:
+        elif isinstance(message, CompactionSummary):
             blocks.append(f"[Branch summary/context]: {message.summary}")
         else:
             blocks.append(f"[{message.role or 'Message'}]: {content_text(getattr(message, 'content', ''))}")

@@ -22,8 +22,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, SystemMessage, TextPart,
-                         ToolResultMessage, UserMessage)
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Content,
+    ImagePart,
+    SystemMessage,
+    TextPart,
+    ToolResultMessage,
+    UserMessage,
+)
 from kward.providers import wire
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
 from kward.providers.content import arguments_json, image_url, text_of
@@ -32,17 +40,15 @@ from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
 
 
-
 def _user_content(content: Content) -> Any:
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
     for part in content:
-        kind = type(part)
-        if kind is TextPart:
+        if isinstance(part, TextPart):
             if part.text:
                 parts.append({"type": "text", "text": part.text})
-        elif kind is ImagePart:
+        elif isinstance(part, ImagePart):
             url = image_url(part)
             if url:
                 parts.append({"type": "image_url", "image_url": {"url": url}})
@@ -56,14 +62,13 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
     system = [request.instructions] if request.instructions else []
     out: list[dict[str, Any]] = []
     for msg in wire.with_interrupted_results(request.messages):
-        kind = type(msg)
-        if kind is SystemMessage:
+        if isinstance(msg, SystemMessage):
             text = text_of(msg.content)
             if text:
                 system.append(text)
-        elif kind is UserMessage:
+        elif isinstance(msg, UserMessage):
             out.append({"role": "user", "content": _user_content(msg.content)})
-        elif kind is AssistantMessage:
+        elif isinstance(msg, AssistantMessage):
             text = text_of(msg.content)
             entry: dict[str, Any] = {"role": "assistant", "content": text}
             calls = [{"id": c.id or "", "type": "function",
@@ -76,9 +81,9 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 entry["reasoning_details"] = details
             if text or calls:
                 out.append(entry)
-        elif kind is ToolResultMessage:
+        elif isinstance(msg, ToolResultMessage):
             out.append({"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text_of(msg.content)})
-        elif kind is CompactionSummary:
+        elif isinstance(msg, CompactionSummary):
             if msg.summary:
                 out.append({"role": "assistant", "content": msg.summary})
     if system:
@@ -92,7 +97,7 @@ def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def history_has_tool_calls(request: ModelRequest) -> bool:
-    return any(type(m) is AssistantMessage and m.tool_calls for m in request.messages)
+    return any(isinstance(m, AssistantMessage) and m.tool_calls for m in request.messages)
 
 
 def parse_usage(raw: Any) -> Usage | None:

@@ -60,7 +60,7 @@ def conversation_key(request: ModelRequest) -> str:
     """A stable per-conversation id: the request's session id, else derived from its start."""
     if request.session_id:
         return request.session_id
-    first = next((m for m in request.messages if type(m) is UserMessage), None)
+    first = next((m for m in request.messages if isinstance(m, UserMessage)), None)
     seed = json.dumps([request.instructions, text_of(first.content) if first is not None else None])
     return str(uuid.uuid5(_SESSION_NS, seed))
 

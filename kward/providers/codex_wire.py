@@ -23,15 +23,28 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, Message, SystemMessage, TextPart,
-                         ToolResultMessage, UserMessage)
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Content,
+    ImagePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolResultMessage,
+    UserMessage,
+)
 from kward.providers import wire
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
-from kward.providers.content import arguments_json, image_url, reasoning_enabled, text_of
+from kward.providers.content import (
+    arguments_json,
+    image_url,
+    reasoning_enabled,
+    text_of,
+)
 from kward.providers.retry import SERVER, classify, retry_hint_from_text
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
-
 
 DEFAULT_INSTRUCTIONS = "You are a helpful assistant."
 _CALL_ID_BAD = re.compile(r"[^A-Za-z0-9_-]")
@@ -49,11 +62,10 @@ def _parts(content: Content, text_type: str) -> list[dict[str, Any]]:
         return [{"type": text_type, "text": content}] if content else []
     out: list[dict[str, Any]] = []
     for part in content:
-        kind = type(part)
-        if kind is TextPart:
+        if isinstance(part, TextPart):
             if part.text:
                 out.append({"type": text_type, "text": part.text})
-        elif kind is ImagePart and text_type == "input_text":
+        elif isinstance(part, ImagePart) and text_type == "input_text":
             url = image_url(part)
             if url:
                 out.append({"type": "input_image", "image_url": url})
@@ -65,16 +77,15 @@ def build_input(messages: list[Message], model: str) -> tuple[list[str], list[di
     system: list[str] = []
     items: list[dict[str, Any]] = []
     for msg in wire.with_interrupted_results(messages):
-        kind = type(msg)
-        if kind is SystemMessage:
+        if isinstance(msg, SystemMessage):
             text = text_of(msg.content)
             if text:
                 system.append(text)
-        elif kind is UserMessage:
+        elif isinstance(msg, UserMessage):
             parts = _parts(msg.content, "input_text")
             if parts:
                 items.append({"type": "message", "role": "user", "content": parts})
-        elif kind is AssistantMessage:
+        elif isinstance(msg, AssistantMessage):
             if msg.model in (None, model):
                 for item in msg.extras.get("reasoning_items") or []:
                     if isinstance(item, dict) and item.get("type") == "reasoning":
@@ -85,14 +96,14 @@ def build_input(messages: list[Message], model: str) -> tuple[list[str], list[di
             for call in msg.tool_calls:
                 items.append({"type": "function_call", "call_id": normalize_call_id(call.id or ""),
                               "name": call.name or "", "arguments": arguments_json(call.arguments)})
-        elif kind is ToolResultMessage:
+        elif isinstance(msg, ToolResultMessage):
             content = msg.content
             output: Any = content if isinstance(content, str) else _parts(content, "input_text")
             if isinstance(output, list) and all(p["type"] == "input_text" for p in output):
                 output = "".join(p["text"] for p in output)
             items.append({"type": "function_call_output",
                           "call_id": normalize_call_id(msg.tool_call_id or ""), "output": output})
-        elif kind is CompactionSummary:
+        elif isinstance(msg, CompactionSummary):
             if msg.summary:
                 items.append({"type": "message", "role": "assistant",
                               "content": [{"type": "output_text", "text": msg.summary}]})

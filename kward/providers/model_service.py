@@ -33,7 +33,14 @@ from kward.cancel import CancelToken
 from kward.config import ConfigStore
 from kward.errors import InvalidParams
 from kward.providers import registry
-from kward.providers.catalog import ModelCatalog, ModelEntry, ModelList, effective_effort, find_entry, normalize_effort
+from kward.providers.catalog import (
+    ModelCatalog,
+    ModelEntry,
+    ModelList,
+    effective_effort,
+    find_entry,
+    normalize_effort,
+)
 from kward.providers.registry import ProviderSpec
 from kward.providers.select import Selection
 

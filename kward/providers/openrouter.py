@@ -15,7 +15,13 @@ import json
 from typing import Any, Callable
 
 from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
-from kward.providers.chat_wire import ChatAssembler, build_messages, build_tools, error_detail, history_has_tool_calls
+from kward.providers.chat_wire import (
+    ChatAssembler,
+    build_messages,
+    build_tools,
+    error_detail,
+    history_has_tool_calls,
+)
 from kward.providers.content import reasoning_enabled
 from kward.providers.http import HttpClient
 from kward.providers.retry import classify, parse_retry_after

@@ -9,13 +9,13 @@ provider means adding one entry to `PROVIDERS` and one module holding its class.
 
 The table is pure data and imports nothing from kward: `kward.rules` reads it when
 `kward rpc` starts, and answering `initialize` must not load a provider module (nor
-`requests`). Code is named by "module:attribute" strings, resolved by `load` on first use.
+`requests`). Code is named by full dotted names, resolved by `load` on first use.
 Rows are frozen dataclasses. Any thread.
 """
 
 from __future__ import annotations
 
-import importlib
+import pkgutil
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -37,7 +37,7 @@ class Setting:
 class ProviderSpec:
     """How kward knows, chooses, builds and lists one provider.
 
-    `cls` is "module:Class"; the class builds itself from the resolved settings with
+    `cls` is the class's full dotted name; the class builds itself from the resolved settings with
     `Class.create(setup)` (`kward.providers.select.ProviderSetup`) and its `supports_steering`
     must equal `steering` (a test checks). `model` and `effort` are read in order, the first
     set value winning (the first key is the one `models/set` / `reasoning/set` write);
@@ -83,36 +83,36 @@ HTTP_KEYS = ("retry_delays", "stream_idle_timeout")  # shared by every provider 
 
 PROVIDERS: tuple[ProviderSpec, ...] = (
     ProviderSpec(
-        key="codex", label="Codex", cls="kward.providers.codex:CodexProvider", steering=True,
+        key="codex", label="Codex", cls="kward.providers.codex.CodexProvider", steering=True,
         model=(Setting("openai_model", "OPENAI_MODEL"), MODEL), default_model="gpt-5.5",
         effort=(Setting("openai_reasoning_effort", "OPENAI_REASONING_EFFORT", "effort"), REASONING_EFFORT,
                 THINKING_LEVEL), default_effort="medium",
         base_url=Setting("codex_base_url", "KWARD_CODEX_BASE_URL", "url"),
         default_base_url="https://chatgpt.com/backend-api/codex",
         secret=Setting(env="OPENAI_ACCESS_TOKEN"), stored_login=True, auth_type="oauth",
-        listing="kward.providers.catalog:codex_models", builtin="kward.providers.catalog:codex_entry",
+        listing="kward.providers.catalog.codex_models", builtin="kward.providers.catalog.codex_entry",
         auto="OpenAI login"),
     ProviderSpec(
-        key="openrouter", label="OpenRouter", cls="kward.providers.openrouter:OpenRouterProvider", steering=False,
+        key="openrouter", label="OpenRouter", cls="kward.providers.openrouter.OpenRouterProvider", steering=False,
         model=(Setting("openrouter_model", "OPENROUTER_MODEL"), MODEL), default_model="openai/gpt-5.5",
         effort=(Setting("openrouter_reasoning_effort", "OPENROUTER_REASONING_EFFORT", "effort"), REASONING_EFFORT,
                 THINKING_LEVEL),
         base_url=Setting("openrouter_base_url", "KWARD_OPENROUTER_BASE_URL", "url"),
         default_base_url="https://openrouter.ai/api/v1",
         secret=Setting("openrouter_api_key", "OPENROUTER_API_KEY"), auth_type="api_key",
-        listing="kward.providers.catalog:openrouter_models", wider_listing="kward.providers.catalog:openrouter_catalog",
-        builtin="kward.providers.catalog:openrouter_entry", auto="OpenRouter API key"),
+        listing="kward.providers.catalog.openrouter_models", wider_listing="kward.providers.catalog.openrouter_catalog",
+        builtin="kward.providers.catalog.openrouter_entry", auto="OpenRouter API key"),
     ProviderSpec(
-        key="openai-compatible", label="OpenAICompatible", cls="kward.providers.openai_compat:OpenAICompatibleProvider",
+        key="openai-compatible", label="OpenAICompatible", cls="kward.providers.openai_compat.OpenAICompatibleProvider",
         steering=False, model=(Setting("openai_compat_model"), MODEL), default_model="default",
         effort=(REASONING_EFFORT, THINKING_LEVEL),
         base_url=Setting("openai_compat_base_url", "KWARD_OPENAI_COMPAT_BASE_URL", "url"),
         secret=Setting("openai_compat_api_key"),
-        listing="kward.providers.catalog:compat_models", aliases=("openai-compat",)),
+        listing="kward.providers.catalog.compat_models", aliases=("openai-compat",)),
     ProviderSpec(
-        key="scripted", label="Scripted", cls="kward.providers.scripted:ScriptedProvider", steering=True,
+        key="scripted", label="Scripted", cls="kward.providers.scripted.ScriptedProvider", steering=True,
         model=(Setting("scripted_model"),), effort=(REASONING_EFFORT, THINKING_LEVEL),
-        options=(Setting("scripted_script", "KWARD_SCRIPT"),), builtin="kward.providers.scripted:model_entry"),
+        options=(Setting("scripted_script", "KWARD_SCRIPT"),), builtin="kward.providers.scripted.model_entry"),
 )
 DEFAULT = "codex"  # chosen when no `provider` setting and no credential decides
 
@@ -140,6 +140,5 @@ def find(name: Any) -> ProviderSpec | None:
 
 
 def load(name: str) -> Any:
-    """The object a "module:attribute" string names (imports the module)."""
-    module, _, attribute = name.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    """The object a full dotted name names (imports its module)."""
+    return pkgutil.resolve_name(name)

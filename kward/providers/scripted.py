@@ -41,9 +41,25 @@ from typing import Any
 
 from kward.cancel import CancelToken
 from kward.errors import CONFIG_ERROR, Canceled
-from kward.model import (AssistantMessage, CompactionSummary, Message, TextPart, ToolCall, Usage, UserMessage,
-                         content_text)
-from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ProviderSetup, RetryInfo, StreamSink
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Message,
+    TextPart,
+    ToolCall,
+    Usage,
+    UserMessage,
+    content_text,
+)
+from kward.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    ProviderSetup,
+    RetryInfo,
+    StreamSink,
+)
 
 NAME = "Scripted"
 DEMO_MODEL = "scripted-demo"
@@ -146,12 +162,11 @@ def _check_event(event: Any, at: str) -> None:
 def message_chars(message: Message) -> int:
     """The characters a message gives the model (its text, reasoning, tool calls, result or
     summary): what the estimated usage counts, chars / 4."""
-    kind = type(message)
-    if kind is CompactionSummary:
+    if isinstance(message, CompactionSummary):
         return len(message.summary)
     content = message.content
-    size = len(content) if isinstance(content, str) else sum(len(p.text) for p in content if type(p) is TextPart)
-    if kind is AssistantMessage:
+    size = len(content) if isinstance(content, str) else sum(len(p.text) for p in content if isinstance(p, TextPart))
+    if isinstance(message, AssistantMessage):
         size += len(message.reasoning or "") + sum(len(c.name or "") + len(str(c.arguments))
                                                    for c in message.tool_calls)
     return size
@@ -166,10 +181,9 @@ def assistant_count(messages: list[Message]) -> int:
     """Assistant messages of the conversation, those compacted into a summary included."""
     count = 0
     for m in messages:
-        kind = type(m)
-        if kind is AssistantMessage:
+        if isinstance(m, AssistantMessage):
             count += 1
-        elif kind is CompactionSummary:
+        elif isinstance(m, CompactionSummary):
             replaced = m.extras.get(SUMMARIZED_ASSISTANTS)
             count += replaced if isinstance(replaced, int) and not isinstance(replaced, bool) else 0
     return count
@@ -178,7 +192,7 @@ def assistant_count(messages: list[Message]) -> int:
 def checkpoint_step(messages: list[Message]) -> dict[str, Any]:
     """The built-in answer to a summarizer call: a checkpoint naming the first request and
     how much was summarized (the caller fills in the files)."""
-    prompt = content_text(messages[-1].content) if messages and type(messages[-1]) is UserMessage else ""
+    prompt = content_text(messages[-1].content) if messages and isinstance(messages[-1], UserMessage) else ""
     lines = prompt.split("\n")
     first = next((line[len("[User]: "):] for line in lines if line.startswith("[User]: ")), "")
     answers = sum(1 for line in lines if line.startswith("[Assistant"))

@@ -24,7 +24,7 @@ def _artefact(entry: str) -> bool:
 
 def _since_last_user(messages: list[Message]) -> tuple[str, list[Message]]:
     for i in range(len(messages) - 1, -1, -1):
-        if type(messages[i]) is UserMessage:
+        if isinstance(messages[i], UserMessage):
             return content_text(messages[i].content, " "), messages[i + 1:]
     return "", messages
 
@@ -46,7 +46,7 @@ def _pick_file(listing: str) -> str | None:
 
 def demo_step(messages: list[Message]) -> dict[str, Any]:
     request, after = _since_last_user(messages)
-    results = [m for m in after if type(m) is ToolResultMessage]
+    results = [m for m in after if isinstance(m, ToolResultMessage)]
     if not results:
         ask = " ".join(request.split())[:80] or "a look around"
         return {"events": [

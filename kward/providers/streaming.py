@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kward.cancel import CancelToken
-from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, StreamSink, ToolCall, Usage
+from kward.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    StreamSink,
+    ToolCall,
+    Usage,
+)
 from kward.providers.http import HttpClient, HttpStream, TransportError
 from kward.providers.retry import run_with_retries, transport_failure
 from kward.providers.settings import ProviderSettings

@@ -76,15 +76,14 @@ def with_interrupted_results(messages: list[Message]) -> list[Message]:
     out: list[Message] | None = None
     pending: dict[str, str] = {}  # call id -> tool name, of the last assistant message
     for index, msg in enumerate(messages):
-        kind = type(msg)
-        if kind is ToolResultMessage:
+        if isinstance(msg, ToolResultMessage):
             pending.pop(msg.tool_call_id, None)  # type: ignore[arg-type]
         else:
             if pending:
                 out = messages[:index] if out is None else out
                 out.extend(_interrupted(pending))
                 pending = {}
-            if kind is AssistantMessage and msg.tool_calls:
+            if isinstance(msg, AssistantMessage) and msg.tool_calls:
                 pending = {c.id: c.name if isinstance(c.name, str) else "" for c in msg.tool_calls
                            if isinstance(c.id, str)}
         if out is not None:

@@ -38,7 +38,13 @@ from kward.resources.context import CommandOutput, Output, context_for, result_t
 from kward.resources.observers import observing
 from kward.resources.plugins import PluginCommand
 from kward.resources.prompts import Warning_, parse_slash
-from kward.resources.system_prompt import Parts, agents_files, assemble, capped, static_instructions
+from kward.resources.system_prompt import (
+    Parts,
+    agents_files,
+    assemble,
+    capped,
+    static_instructions,
+)
 from kward.resources.text import FileCache
 
 log = logging.getLogger(__name__)

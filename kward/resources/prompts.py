@@ -17,7 +17,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kward.resources.text import NAME_RE, decode, one_line, read_regular, split_front_matter
+from kward.resources.text import (
+    NAME_RE,
+    decode,
+    one_line,
+    read_regular,
+    split_front_matter,
+)
 
 MAX_TEMPLATE_BYTES = 64 * 1024
 _SLASH = re.compile(r"/(\S+)(?:\s+(.*))?", re.S)

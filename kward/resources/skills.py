@@ -23,7 +23,13 @@ from typing import Callable, Mapping
 
 from kward.confined import Escape, open_below, read_fd, split_below
 from kward.resources.prompts import Warning_
-from kward.resources.text import NAME_RE, decode, one_line, read_regular, split_front_matter
+from kward.resources.text import (
+    NAME_RE,
+    decode,
+    one_line,
+    read_regular,
+    split_front_matter,
+)
 
 MAX_SKILL_FILE = 100_000
 SKILL_FILE = "SKILL.md"

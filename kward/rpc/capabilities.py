@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from kward.limits import EVENT_REPLAY_LIMIT, IMAGE_MIME_TYPES, LOG_ROTATION_BYTES, MAX_IMAGE_BYTES
+from kward.limits import (
+    EVENT_REPLAY_LIMIT,
+    IMAGE_MIME_TYPES,
+    LOG_ROTATION_BYTES,
+    MAX_IMAGE_BYTES,
+)
 from kward.settings import RpcSettings
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",

@@ -75,13 +75,19 @@ class Connection:
 
     def publish_turn_event(self, event: Any) -> None:
         """A turn's event (`kward.model.TurnEvent`) as a `turn/event` notification."""
-        from kward.rpc.wire import turn_event  # loaded with the first turn, not at start-up
+        from kward.rpc.wire import (
+            turn_event,  # loaded with the first turn, not at start-up
+        )
 
         self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
 
     def report(self, notice: Any) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
-        from kward.runtime.notices import LoginFinished, QuestionAsked, SessionEvent  # loaded before any notice
+        from kward.runtime.notices import (  # loaded before any notice
+            LoginFinished,
+            QuestionAsked,
+            SessionEvent,
+        )
 
         if isinstance(notice, SessionEvent):
             from kward.rpc.wire import session_event

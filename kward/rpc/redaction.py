@@ -45,7 +45,7 @@ NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": C
 
 
 def _event(event: Any) -> Any:
-    if type(event) is dict and event.get("type") in CONTENT_EVENTS:
+    if isinstance(event, dict) and event.get("type") in CONTENT_EVENTS:
         return event
     return redact(event)
 
@@ -59,9 +59,9 @@ def apply(policy: str, message: dict[str, Any]) -> dict[str, Any]:
         return message
     if policy == EVENT and "params" in message:
         return {**message, "params": _event(message["params"])}
-    if policy == EVENTS and type(message.get("result")) is dict:
+    if policy == EVENTS and isinstance(message.get("result"), dict):
         result = message["result"]
-        shaped = {k: [_event(e) for e in v] if k == "events" and type(v) is list else redact(v)
+        shaped = {k: [_event(e) for e in v] if k == "events" and isinstance(v, list) else redact(v)
                   for k, v in result.items()}
         return {**message, "result": shaped}
     return redact(message)

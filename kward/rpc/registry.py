@@ -19,6 +19,7 @@ redaction=...)`. The capabilities of `initialize` are derived from the table ser
 
 from __future__ import annotations
 
+import pkgutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
@@ -29,93 +30,93 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.connection import Connection
     from kward.runtime import Runtime
 
-    Handler = Callable[["Call"], Any]
 
+Handler = Callable[["Call"], Any]
 
 
 @dataclass(frozen=True, slots=True)
 class Method:
-    target: "str | Handler"  # "module:function" inside kward.rpc.methods, or the handler itself
+    target: str | Handler  # the handler's full dotted name (imported on first use), or the handler itself
     slow: bool = False
     redaction: str = FULL  # CONTENT: the result is conversation (names, messages, transcripts)
 
 
 METHODS: dict[str, Method] = {
     # lifecycle (methods/lifecycle.py)
-    "initialize": Method("lifecycle:initialize", redaction=SHAPED),
-    "initialized": Method("lifecycle:initialized"),
-    "shutdown": Method("lifecycle:shutdown"),
+    "initialize": Method("kward.rpc.methods.lifecycle.initialize", redaction=SHAPED),
+    "initialized": Method("kward.rpc.methods.lifecycle.initialized"),
+    "shutdown": Method("kward.rpc.methods.lifecycle.shutdown"),
     # workspace (methods/workspace.py)
-    "workspace/validate": Method("workspace:validate"),
-    "workspace/info": Method("workspace:info"),
+    "workspace/validate": Method("kward.rpc.methods.workspace.validate"),
+    "workspace/info": Method("kward.rpc.methods.workspace.info"),
     # config (methods/config.py)
-    "config/read": Method("config:read"),
-    "config/update": Method("config:update", slow=True),
+    "config/read": Method("kward.rpc.methods.config.read"),
+    "config/update": Method("kward.rpc.methods.config.update", slow=True),
     # sessions (methods/sessions.py)
-    "sessions/create": Method("sessions:create", slow=True, redaction=CONTENT),
-    "sessions/resume": Method("sessions:resume", slow=True, redaction=CONTENT),
-    "sessions/list": Method("sessions:list_", slow=True, redaction=CONTENT),
-    "sessions/rename": Method("sessions:rename", redaction=CONTENT),
-    "sessions/clone": Method("sessions:clone", slow=True, redaction=CONTENT),
-    "sessions/compact": Method("sessions:compact", slow=True, redaction=CONTENT),
-    "sessions/forkMessages": Method("sessions:fork_messages", slow=True, redaction=CONTENT),
-    "sessions/fork": Method("sessions:fork", slow=True, redaction=CONTENT),
-    "sessions/export": Method("sessions:export", slow=True, redaction=CONTENT),
-    "sessions/delete": Method("sessions:delete", slow=True),
-    "sessions/close": Method("sessions:close", slow=True),
-    "sessions/transcript": Method("sessions:transcript", slow=True, redaction=CONTENT),
+    "sessions/create": Method("kward.rpc.methods.sessions.create", slow=True, redaction=CONTENT),
+    "sessions/resume": Method("kward.rpc.methods.sessions.resume", slow=True, redaction=CONTENT),
+    "sessions/list": Method("kward.rpc.methods.sessions.list_", slow=True, redaction=CONTENT),
+    "sessions/rename": Method("kward.rpc.methods.sessions.rename", redaction=CONTENT),
+    "sessions/clone": Method("kward.rpc.methods.sessions.clone", slow=True, redaction=CONTENT),
+    "sessions/compact": Method("kward.rpc.methods.sessions.compact", slow=True, redaction=CONTENT),
+    "sessions/forkMessages": Method("kward.rpc.methods.sessions.fork_messages", slow=True, redaction=CONTENT),
+    "sessions/fork": Method("kward.rpc.methods.sessions.fork", slow=True, redaction=CONTENT),
+    "sessions/export": Method("kward.rpc.methods.sessions.export", slow=True, redaction=CONTENT),
+    "sessions/delete": Method("kward.rpc.methods.sessions.delete", slow=True),
+    "sessions/close": Method("kward.rpc.methods.sessions.close", slow=True),
+    "sessions/transcript": Method("kward.rpc.methods.sessions.transcript", slow=True, redaction=CONTENT),
     # turns (methods/turns.py)
-    "turns/start": Method("turns:start"),
-    "turns/cancel": Method("turns:cancel"),
-    "turns/status": Method("turns:status"),
-    "turns/events": Method("turns:events", redaction=EVENTS),
-    "ui/answerQuestion": Method("ui:answer_question"),
+    "turns/start": Method("kward.rpc.methods.turns.start"),
+    "turns/cancel": Method("kward.rpc.methods.turns.cancel"),
+    "turns/status": Method("kward.rpc.methods.turns.status"),
+    "turns/events": Method("kward.rpc.methods.turns.events", redaction=EVENTS),
+    "ui/answerQuestion": Method("kward.rpc.methods.ui.answer_question"),
     # tools and runtime (methods/tools.py, methods/runtime.py)
-    "tools/list": Method("tools:list_", slow=True),  # may load the skills and plugins
-    "runtime/state": Method("runtime:state"),
-    "runtime/stats": Method("runtime:stats", slow=True),
+    "tools/list": Method("kward.rpc.methods.tools.list_", slow=True),  # may load the skills and plugins
+    "runtime/state": Method("kward.rpc.methods.runtime.state"),
+    "runtime/stats": Method("kward.rpc.methods.runtime.stats", slow=True),
     # models (methods/models.py)
-    "models/list": Method("models:list_", slow=True),
-    "models/current": Method("models:current"),
-    "models/set": Method("models:set_model", slow=True),
-    "reasoning/set": Method("models:set_reasoning", slow=True),
-    "openrouter/catalog": Method("models:openrouter_catalog", slow=True),
-    "runtime/updateSetting": Method("models:update_setting", slow=True),
-    "runtime/reload": Method("models:reload", slow=True),
+    "models/list": Method("kward.rpc.methods.models.list_", slow=True),
+    "models/current": Method("kward.rpc.methods.models.current"),
+    "models/set": Method("kward.rpc.methods.models.set_model", slow=True),
+    "reasoning/set": Method("kward.rpc.methods.models.set_reasoning", slow=True),
+    "openrouter/catalog": Method("kward.rpc.methods.models.openrouter_catalog", slow=True),
+    "runtime/updateSetting": Method("kward.rpc.methods.models.update_setting", slow=True),
+    "runtime/reload": Method("kward.rpc.methods.models.reload", slow=True),
     # auth (methods/auth.py): the credential store may be the OS keyring (D-Bus), logins bind
     # a port and wait for the token endpoint: all slow but the status of a login
-    "auth/status": Method("auth:status", slow=True),
-    "auth/providers": Method("auth:providers", slow=True),
-    "auth/loginWithApiKey": Method("auth:login_with_api_key", slow=True),
-    "auth/logoutProvider": Method("auth:logout_provider", slow=True),
-    "auth/loginWithOAuth": Method("auth:login_with_oauth", slow=True),
-    "auth/startOpenAILogin": Method("auth:start_openai_login", slow=True),
-    "auth/submitOpenAICode": Method("auth:submit_openai_code", slow=True),
-    "auth/loginStatus": Method("auth:login_status"),
+    "auth/status": Method("kward.rpc.methods.auth.status", slow=True),
+    "auth/providers": Method("kward.rpc.methods.auth.providers", slow=True),
+    "auth/loginWithApiKey": Method("kward.rpc.methods.auth.login_with_api_key", slow=True),
+    "auth/logoutProvider": Method("kward.rpc.methods.auth.logout_provider", slow=True),
+    "auth/loginWithOAuth": Method("kward.rpc.methods.auth.login_with_oauth", slow=True),
+    "auth/startOpenAILogin": Method("kward.rpc.methods.auth.start_openai_login", slow=True),
+    "auth/submitOpenAICode": Method("kward.rpc.methods.auth.submit_openai_code", slow=True),
+    "auth/loginStatus": Method("kward.rpc.methods.auth.login_status"),
     # memory (methods/memory.py)
-    "memory/status": Method("memory:status"),
-    "memory/enable": Method("memory:enable", slow=True),
-    "memory/disable": Method("memory:disable", slow=True),
-    "memory/autoSummary/enable": Method("memory:auto_summary_enable", slow=True),
-    "memory/autoSummary/disable": Method("memory:auto_summary_disable", slow=True),
-    "memory/list": Method("memory:list_", slow=True),
-    "memory/add": Method("memory:add", slow=True),
-    "memory/addCore": Method("memory:add_core", slow=True),
-    "memory/forget": Method("memory:forget", slow=True),
-    "memory/promote": Method("memory:promote", slow=True),
-    "memory/relax": Method("memory:relax", slow=True),
-    "memory/inspect": Method("memory:inspect", slow=True),
-    "memory/why": Method("memory:why", slow=True),
-    "memory/summarize": Method("memory:summarize", slow=True),
+    "memory/status": Method("kward.rpc.methods.memory.status"),
+    "memory/enable": Method("kward.rpc.methods.memory.enable", slow=True),
+    "memory/disable": Method("kward.rpc.methods.memory.disable", slow=True),
+    "memory/autoSummary/enable": Method("kward.rpc.methods.memory.auto_summary_enable", slow=True),
+    "memory/autoSummary/disable": Method("kward.rpc.methods.memory.auto_summary_disable", slow=True),
+    "memory/list": Method("kward.rpc.methods.memory.list_", slow=True),
+    "memory/add": Method("kward.rpc.methods.memory.add", slow=True),
+    "memory/addCore": Method("kward.rpc.methods.memory.add_core", slow=True),
+    "memory/forget": Method("kward.rpc.methods.memory.forget", slow=True),
+    "memory/promote": Method("kward.rpc.methods.memory.promote", slow=True),
+    "memory/relax": Method("kward.rpc.methods.memory.relax", slow=True),
+    "memory/inspect": Method("kward.rpc.methods.memory.inspect", slow=True),
+    "memory/why": Method("kward.rpc.methods.memory.why", slow=True),
+    "memory/summarize": Method("kward.rpc.methods.memory.summarize", slow=True),
     # telemetry (methods/telemetry.py)
-    "logging/stats": Method("telemetry:stats", slow=True),
-    "logging/tokenCsv": Method("telemetry:token_csv", slow=True),
+    "logging/stats": Method("kward.rpc.methods.telemetry.stats", slow=True),
+    "logging/tokenCsv": Method("kward.rpc.methods.telemetry.token_csv", slow=True),
     # prompt templates, skills, plugins (methods/resources.py): slow, they may load plugins
-    "commands/list": Method("resources:commands", slow=True),
-    "commands/run": Method("resources:run_command", slow=True, redaction=CONTENT),
-    "resources/startup": Method("resources:startup", slow=True),
-    "prompts/list": Method("resources:prompts", slow=True),
-    "prompts/expand": Method("resources:expand", slow=True, redaction=CONTENT),
+    "commands/list": Method("kward.rpc.methods.resources.commands", slow=True),
+    "commands/run": Method("kward.rpc.methods.resources.run_command", slow=True, redaction=CONTENT),
+    "resources/startup": Method("kward.rpc.methods.resources.startup", slow=True),
+    "prompts/list": Method("kward.rpc.methods.resources.prompts", slow=True),
+    "prompts/expand": Method("kward.rpc.methods.resources.expand", slow=True, redaction=CONTENT),
 }
 
 
@@ -152,8 +153,7 @@ class MethodTable:
         self._handlers: dict[str, Handler] = {}
 
     def register(self, name: str, handler: "str | Handler", *, slow: bool = False, redaction: str = FULL) -> None:
-        """Add (or replace) the method `name`: a handler function or a "module:function"
-        target inside kward.rpc.methods."""
+        """Add (or replace) the method `name`: a handler function or its full dotted name."""
         self._methods[name] = Method(handler, slow=slow, redaction=redaction)
         self._handlers.pop(name, None)
 
@@ -168,10 +168,7 @@ class MethodTable:
             if callable(target):
                 fn = target
             else:
-                module, _, func = target.partition(":")
-                # __import__ with a fromlist returns the submodule itself (importlib is not imported
-                # to answer `initialize`: it imports warnings)
-                fn = getattr(__import__(f"kward.rpc.methods.{module}", fromlist=[func]), func)
+                fn = pkgutil.resolve_name(target)
             self._handlers[name] = fn
         return fn
 

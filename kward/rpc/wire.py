@@ -56,9 +56,19 @@ from kward.model import (
     is_error_text,
 )
 from kward.rpc.protocol import error_object
-from kward.sessions.codec import call_fields, encode, tool_call_record, tool_result_record
+from kward.sessions.codec import (
+    call_fields,
+    encode,
+    tool_call_record,
+    tool_result_record,
+)
 from kward.timefmt import seconds_iso
-from kward.toolcalls import extract_diff, normalize_args, normalize_tool_name, parse_arguments
+from kward.toolcalls import (
+    extract_diff,
+    normalize_args,
+    normalize_tool_name,
+    parse_arguments,
+)
 
 
 def _present(out: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +126,7 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
 def event_payload(type_: str, payload: Any) -> dict[str, Any]:
     """The protocol's payload of an event of `type_` (the typed payload of
     `kward.model.EventPayload`)."""
-    if type(payload) is Delta:  # the hot path: thousands a second
+    if isinstance(payload, Delta):  # the hot path: thousands a second
         return {"delta": payload.text}
     return _PAYLOADS[type_](payload)
 
@@ -126,7 +136,7 @@ def turn_event(event: TurnEvent) -> dict[str, Any]:
     payload = event.payload
     return {"sequence": event.sequence, "timestamp": event.timestamp, "sessionId": event.session_id,
             "turnId": event.turn_id, "type": event.type,
-            "payload": {"delta": payload.text} if type(payload) is Delta else _PAYLOADS[event.type](payload)}
+            "payload": {"delta": payload.text} if isinstance(payload, Delta) else _PAYLOADS[event.type](payload)}
 
 
 def turn(t: Any) -> dict[str, Any]:
@@ -218,20 +228,19 @@ def _content(content: Content, keep_thinking: bool = False) -> list[dict[str, An
         return [{"type": "text", "text": content}]
     parts: list[dict[str, Any]] = []
     for part in content:
-        kind = type(part)
-        if kind is TextPart:
+        if isinstance(part, TextPart):
             parts.append({"type": "text", "text": part.text})
-        elif kind is ImagePart:
+        elif isinstance(part, ImagePart):
             image = _image(part)
             if image:
                 parts.append(image)
-        elif kind is ThinkingPart:
+        elif isinstance(part, ThinkingPart):
             if keep_thinking:
                 parts.append({"type": "thinking", "thinking": part.thinking})
-        elif kind is ToolCall:
+        elif isinstance(part, ToolCall):
             parts.append(_present({"type": "toolCall", "id": part.id, "name": _name(part.name),
                                    "arguments": call_arguments(part.name, part.arguments)}))
-        elif kind is OtherPart and part.text is not None:
+        elif isinstance(part, OtherPart) and part.text is not None:
             parts.append({"type": "text", "text": part.text})
     return parts
 
@@ -284,14 +293,13 @@ def transcript_messages(messages: list[Message], details: dict[str, Any] | None 
     calls: dict[str, ToolCall] = {}
     out: list[dict[str, Any]] = []
     for message in messages:
-        kind = type(message)
-        if kind is UserMessage:
+        if isinstance(message, UserMessage):
             out.append({"role": "user", "content": _content(message.content)})
-        elif kind is AssistantMessage:
+        elif isinstance(message, AssistantMessage):
             out.append(_assistant(message, calls))
-        elif kind is ToolResultMessage:
+        elif isinstance(message, ToolResultMessage):
             out.append(_tool_result(message, calls, found))
-        elif kind is CompactionSummary:
+        elif isinstance(message, CompactionSummary):
             item: dict[str, Any] = {"role": "compactionSummary", "summary": message.summary}
             if message.tokens_before is not None:
                 item["tokensBefore"] = message.tokens_before

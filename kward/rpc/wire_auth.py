@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.auth.credentials import ApiKeySaved, CredentialStatus, LoggedOut, ProviderCard, ProviderCards
+from kward.auth.credentials import (
+    ApiKeySaved,
+    CredentialStatus,
+    LoggedOut,
+    ProviderCard,
+    ProviderCards,
+)
 
 
 def credential_status(s: CredentialStatus) -> dict[str, Any]:

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.runtime.memory import MemoryInspection, MemoryListing, MemoryStatus, MemoryWhy
+from kward.runtime.memory import (
+    MemoryInspection,
+    MemoryListing,
+    MemoryStatus,
+    MemoryWhy,
+)
 
 
 def status(s: MemoryStatus) -> dict[str, Any]:

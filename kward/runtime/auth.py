@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from kward.runtime.notices import LoginFinished
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.auth.credentials import ApiKeySaved, CredentialStatus, LoggedOut, ProviderCards
+    from kward.auth.credentials import (
+        ApiKeySaved,
+        CredentialStatus,
+        LoggedOut,
+        ProviderCards,
+    )
     from kward.auth.login import LoginState
     from kward.runtime.core import Runtime
 

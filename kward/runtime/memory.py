@@ -33,8 +33,8 @@ from kward.memory import infer, records, retrieval
 from kward.memory.retrieval import RetrievalState
 from kward.memory.store import MemoryStore
 from kward.model import UserMessage
-from kward.sessions.messages import content_text
 from kward.redact import redact_text
+from kward.sessions.messages import content_text
 from kward.settings import LiveSettings, MemorySettings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -195,7 +195,7 @@ class MemoryRuntime:
         return self._summarize(self._runtime.session(session_id))
 
     def _summarize(self, session: Any) -> list[dict[str, Any]]:
-        text = "\n".join(content_text(m.content, "\n") for m in session.entry_messages() if type(m) is UserMessage)
+        text = "\n".join(content_text(m.content, "\n") for m in session.entry_messages() if isinstance(m, UserMessage))
         state = session.memory_state if isinstance(session.memory_state, dict) else {}
         known = [m for m in state.get("sessionMemories") or [] if isinstance(m, dict)]
         scope = records.workspace_scope(session.workspace_root)

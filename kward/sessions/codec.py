@@ -118,7 +118,7 @@ def content_from(value: Any) -> Content:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        if len(value) == 1 and type(value[0]) is dict and value[0].get("type") == "text" \
+        if len(value) == 1 and isinstance(value[0], dict) and value[0].get("type") == "text" \
                 and isinstance(value[0].get("text"), str):
             return (TextPart(value[0]["text"]),)
         return tuple(_part(p) for p in value)
@@ -126,19 +126,18 @@ def content_from(value: Any) -> Content:
 
 
 def _part_record(part: Any) -> Any:
-    kind = type(part)
-    if kind is TextPart:
+    if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
-    if kind is ImagePart:
+    if isinstance(part, ImagePart):
         out: dict[str, Any] = {"type": "image"}
         for key, value in (("data", part.data), ("mimeType", part.mime_type), ("alt", part.alt),
                            ("path", part.path), ("url", part.url)):
             if value is not None:
                 out[key] = value
         return out
-    if kind is ThinkingPart:
+    if isinstance(part, ThinkingPart):
         return {"type": "thinking", "thinking": part.thinking}
-    if kind is ToolCall:
+    if isinstance(part, ToolCall):
         return {"type": "toolCall", "id": part.id, "name": part.name, "arguments": part.arguments}
     return part.value
 
@@ -300,7 +299,7 @@ def _summary_text(value: Any) -> str:
     content = content_from(value)
     if isinstance(content, str):
         return content
-    return "".join(p.text for p in content if type(p) is TextPart)
+    return "".join(p.text for p in content if isinstance(p, TextPart))
 
 
 def encode(message: Message) -> dict[str, Any]:
@@ -308,13 +307,12 @@ def encode(message: Message) -> dict[str, Any]:
     writes (module docstring). The result is shared: never change it."""
     if message.record is not None:
         return message.record
-    kind = type(message)
     out: dict[str, Any]
-    if kind is UserMessage:
+    if isinstance(message, UserMessage):
         out = {"role": "user", "content": content_record(message.content)}
         if message.display is not None:
             out["display_content"] = content_record(message.display)
-    elif kind is AssistantMessage:
+    elif isinstance(message, AssistantMessage):
         out = {"role": "assistant", "content": content_record(message.content)}
         if message.reasoning:
             out["reasoning_summary"] = message.reasoning
@@ -332,7 +330,7 @@ def encode(message: Message) -> dict[str, Any]:
             out["interrupted"] = True
         if message.error:
             out["errorMessage"] = message.error
-    elif kind is ToolResultMessage:
+    elif isinstance(message, ToolResultMessage):
         out = {"role": "tool", "tool_call_id": message.tool_call_id, "name": message.name,
                "content": content_record(message.content)}
         if message.is_error is not None:
@@ -343,7 +341,7 @@ def encode(message: Message) -> dict[str, Any]:
         if message.other_name is not None and not message.name:
             del out["name"]
             out["toolName"] = message.other_name
-    elif kind is CompactionSummary:
+    elif isinstance(message, CompactionSummary):
         out = {"role": "compactionSummary", "summary": message.summary}
         for key, value in (("first_kept_entry_id", message.first_kept_entry_id),
                            ("tokens_before", message.tokens_before), ("from_hook", message.from_hook),

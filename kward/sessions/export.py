@@ -22,8 +22,20 @@ import json
 from typing import Any, Iterable, NamedTuple
 
 from kward.errors import InvalidParams
-from kward.model import (AssistantMessage, CompactionSummary, Content, ImagePart, Message, OtherPart, Part, TextPart,
-                         ThinkingPart, ToolCall, ToolResultMessage, UserMessage)
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Content,
+    ImagePart,
+    Message,
+    OtherPart,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from kward.sessions.export_target import resolve_target, write_export
 from kward.sessions.messages import compact
 
@@ -60,12 +72,11 @@ def render_markdown(messages: Iterable[Message]) -> str:
         role = message.role
         if role == "system":
             continue
-        kind = type(message)
-        body = _assistant_body(message) if kind is AssistantMessage else _body(message)
+        body = _assistant_body(message) if isinstance(message, AssistantMessage) else _body(message)
         if body is None:
             continue
         lines.append(f"## {TITLES.get(role, role.capitalize())}")
-        if kind is ToolResultMessage and message.name:
+        if isinstance(message, ToolResultMessage) and message.name:
             lines.append(f"Tool: `{message.name}`")
         lines.extend(["", body, ""])
     return "\n".join(lines)
@@ -84,10 +95,9 @@ def render(messages: Iterable[Message], fmt: str) -> str:
 
 
 def _body(message: Message) -> str:
-    kind = type(message)
-    if kind is CompactionSummary:
+    if isinstance(message, CompactionSummary):
         return message.summary
-    if kind is UserMessage and message.display is not None:
+    if isinstance(message, UserMessage) and message.display is not None:
         return _markdown_content(message.display)
     return _markdown_content(message.content)
 
@@ -96,10 +106,10 @@ def _assistant_body(message: AssistantMessage) -> str | None:
     """Reasoning block, text, tool calls (blank lines between); None when all are empty."""
     content = message.content
     parts = content if isinstance(content, tuple) else (TextPart(content),)
-    reasoning = "\n".join(p.thinking for p in parts if type(p) is ThinkingPart and p.thinking)
+    reasoning = "\n".join(p.thinking for p in parts if isinstance(p, ThinkingPart) and p.thinking)
     if not reasoning:
         reasoning = message.reasoning or ""
-    text = "\n".join(t for t in (_markdown_part(p) for p in parts if type(p) is not ThinkingPart) if t)
+    text = "\n".join(t for t in (_markdown_part(p) for p in parts if not isinstance(p, ThinkingPart)) if t)
     blocks = []
     if reasoning.strip():
         blocks.append("\n".join(f"> {line}".rstrip() for line in ["Reasoning:", *reasoning.splitlines()]))
@@ -130,15 +140,14 @@ def _markdown_content(content: Content) -> str:
 
 
 def _markdown_part(part: Part) -> str | None:
-    kind = type(part)
-    if kind is TextPart:
+    if isinstance(part, TextPart):
         return part.text
-    if kind is ImagePart:
+    if isinstance(part, ImagePart):
         mime = part.mime_type or "image"
         return f"[{mime}: {part.path}]" if part.path else f"[{mime}]"
-    if kind is ThinkingPart:
+    if isinstance(part, ThinkingPart):
         return f"Reasoning:\n{part.thinking}" if part.thinking else None
-    if kind is OtherPart:
+    if isinstance(part, OtherPart):
         return part.text
     return None
 

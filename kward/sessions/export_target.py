@@ -38,7 +38,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from kward.confined import FILE_FLAGS, Escape, open_below, read_fd, remove_dead_temps, replace_file, split_below
+from kward.confined import (
+    FILE_FLAGS,
+    Escape,
+    open_below,
+    read_fd,
+    remove_dead_temps,
+    replace_file,
+    split_below,
+)
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.fsutil import FILE_MODE
 from kward.sessions.descriptors import out_of_descriptors

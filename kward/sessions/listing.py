@@ -16,10 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kward.errors import KwardError
-from kward.sessions.descriptors import out_of_descriptors
 from kward.model import CompactionSummary
 from kward.sessions.codec import decode, record_role
-from kward.sessions.messages import CONTENT_ROLES, COUNTED_ROLES, compacted, display_text
+from kward.sessions.descriptors import out_of_descriptors
+from kward.sessions.messages import (
+    CONTENT_ROLES,
+    COUNTED_ROLES,
+    compacted,
+    display_text,
+)
 from kward.sessions.reader import SessionReader
 from kward.sessions.replay import clean_name
 from kward.timefmt import iso_from_ns, normalize_iso
@@ -83,7 +88,7 @@ def summarize(path: str, mtime_ns: int) -> SessionSummary:
                 live.append((role, message.get("id"), shown))
             elif kind == "compaction" and isinstance(message, dict):
                 summary = decode(message)
-                first = summary.first_kept_entry_id if type(summary) is CompactionSummary else None
+                first = summary.first_kept_entry_id if isinstance(summary, CompactionSummary) else None
                 live = compacted(live, ("compactionSummary", message.get("id"), summary), first, _role, _ident)
             elif kind == "session_info":
                 name = clean_name(record.get("name"))

@@ -37,18 +37,26 @@ from typing import Any, NamedTuple
 
 from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
-from kward.workspace import resolve_root
+from kward.model import Message, UserMessage
 from kward.sessions.export import Exported, export_conversation
 from kward.sessions.handle import SessionHandle
 from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_sessions
-from kward.model import Message, UserMessage
 from kward.sessions.messages import compact, entry_id, full_text, parse_entry_id
-from kward.sessions.paths import resolve_session_path, resume_root, workspace_session_dir
 from kward.sessions.opening import create_session, derive_session, load_session
+from kward.sessions.paths import (
+    resolve_session_path,
+    resume_root,
+    workspace_session_dir,
+)
 from kward.sessions.presence import PresenceTable
 from kward.sessions.session import OpenSession
 from kward.sessions.store import CREATING
-from kward.sessions.transcript import Transcript, tool_details_from_file, wanted_tool_call_ids
+from kward.sessions.transcript import (
+    Transcript,
+    tool_details_from_file,
+    wanted_tool_call_ids,
+)
+from kward.workspace import resolve_root
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +245,7 @@ class SessionManager:
         session = self.get(session_id)
         session.refresh()
         return [ForkEntry(entry_id(i), compact(full_text(m)))
-                for i, m in enumerate(session.entry_messages()) if type(m) is UserMessage]
+                for i, m in enumerate(session.entry_messages()) if isinstance(m, UserMessage)]
 
     def fork(self, session_id: str, entry: Any) -> tuple[SessionHandle, str]:
         """A new session holding the messages before the chosen user message; returns it
@@ -251,7 +259,7 @@ class SessionManager:
         if index >= len(messages):
             raise InvalidParams(f"Unknown fork entryId: {entry}", data={"param": "entryId"})
         chosen = messages[index]
-        if type(chosen) is not UserMessage:
+        if not isinstance(chosen, UserMessage):
             raise InvalidParams(f"Entry is not forkable: {entry}", data={"param": "entryId"})
         return self._opened(self._derive(source.shared, messages[:index])), full_text(chosen)
 

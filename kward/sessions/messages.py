@@ -9,7 +9,15 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Sequence, TypeVar
 
-from kward.model import CompactionSummary, Content, Message, OtherPart, TextPart, UserMessage, message_id
+from kward.model import (
+    CompactionSummary,
+    Content,
+    Message,
+    OtherPart,
+    TextPart,
+    UserMessage,
+    message_id,
+)
 
 #: Roles that make a session "used" (never cleaned up automatically).
 CONTENT_ROLES = frozenset({"user", "assistant", "tool"})
@@ -36,14 +44,14 @@ def content_text(content: Content, joiner: str = " ") -> str:
     """The text of a message's content: the string, or the text of each part that has one."""
     if isinstance(content, str):
         return content
-    return joiner.join(p.text for p in content if type(p) is TextPart or (type(p) is OtherPart and p.text is not None))
+    return joiner.join(p.text for p in content if isinstance(p, TextPart) or (isinstance(p, OtherPart) and p.text is not None))
 
 
 def display_text(message: Message) -> str:
     """The compact one-line text shown in listings (``firstMessage``)."""
-    if type(message) is CompactionSummary:
+    if isinstance(message, CompactionSummary):
         return compact(message.summary)
-    if type(message) is UserMessage and message.display is not None:
+    if isinstance(message, UserMessage) and message.display is not None:
         return compact(content_text(message.display))
     return compact(content_text(getattr(message, "content", "")))
 

@@ -19,8 +19,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.model import (AssistantMessage, CompactionSummary, Message, ToolResultMessage, UserMessage, content_text,
-                         is_error_text)
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Message,
+    ToolResultMessage,
+    UserMessage,
+    content_text,
+    is_error_text,
+)
 from kward.readstate import READ_TOOLS, realpath_below
 from kward.sessions.codec import decode
 from kward.sessions.messages import compacted, message_ident, role_of
@@ -64,7 +71,7 @@ class Replay:
             if not isinstance(summary, dict):
                 return False
             decoded = decode(summary)
-            if type(decoded) is not CompactionSummary:  # a compaction record always holds one
+            if not isinstance(decoded, CompactionSummary):  # a compaction record always holds one
                 decoded = CompactionSummary(content_text(getattr(decoded, "content", "")), extras=decoded.extras,
                                             record=summary)
             self.compact(decoded)
@@ -82,14 +89,13 @@ class Replay:
     def add_message(self, message: Message) -> None:
         """Append to the live list (hot path of every resume: keep it lean)."""
         self.conversation.append(message)
-        kind = type(message)
-        if kind is UserMessage:
+        if isinstance(message, UserMessage):
             self.content_messages += 1
-        elif kind is AssistantMessage:
+        elif isinstance(message, AssistantMessage):
             self.content_messages += 1
             if message.tool_calls or message.other_calls:
                 self._note_read_calls(message)
-        elif kind is ToolResultMessage:
+        elif isinstance(message, ToolResultMessage):
             self.content_messages += 1
             if message.name in READ_TOOLS:
                 self._note_read_result(message)

@@ -32,7 +32,13 @@ from kward.model import MESSAGE_TYPES, Message, ToolCall, ToolResult
 from kward.sessions.codec import encode, tool_execution_fields
 from kward.sessions.lines import LineScanner, range_reader
 from kward.sessions.reader import SkipReport, body_records
-from kward.sessions.records import EXTRA_TYPES, SessionHeader, make_record, message_record, session_info_record
+from kward.sessions.records import (
+    EXTRA_TYPES,
+    SessionHeader,
+    make_record,
+    message_record,
+    session_info_record,
+)
 from kward.sessions.removal import SessionRemoval
 from kward.sessions.replay import Replay, clean_name
 from kward.sessions.store import SessionFile
@@ -153,7 +159,7 @@ class OpenSession(SessionRemoval):
 
     def append_message(self, message: Message) -> None:
         """Persist `message` (one line, written before return) and add it to the live list."""
-        if type(message) not in MESSAGE_TYPES:
+        if not isinstance(message, MESSAGE_TYPES):
             raise TypeError(f"not a kward.model message: {type(message).__name__}")
         record = message_record(encode(message))
         with self._lock:

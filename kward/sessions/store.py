@@ -47,7 +47,12 @@ from typing import Any, Iterator
 
 from kward.errors import InvalidParams, SessionBusy
 from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
-from kward.sessions.descriptors import DEFAULT_POOL, DescriptorPool, PooledFile, retrying
+from kward.sessions.descriptors import (
+    DEFAULT_POOL,
+    DescriptorPool,
+    PooledFile,
+    retrying,
+)
 from kward.sessions.paths import lock_path_for, presence_path_for
 from kward.sessions.presence import PROCESS_TABLE, Presence, PresenceTable
 from kward.sessions.records import SessionHeader, encode_line

@@ -78,4 +78,4 @@ def _all_lines(scanner: LineScanner) -> Iterator[bytes]:
 
 def wanted_tool_call_ids(messages: Iterable[Message]) -> set[str]:
     """Tool-call ids of the tool results among `messages` (what to look up in the file)."""
-    return {m.shown_call_id() for m in messages if type(m) is ToolResultMessage and m.shown_call_id() is not None}
+    return {m.shown_call_id() for m in messages if isinstance(m, ToolResultMessage) and m.shown_call_id() is not None}

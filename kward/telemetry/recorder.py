@@ -26,7 +26,14 @@ import time
 from typing import Any, Iterator, Mapping
 
 from kward.errors import Canceled, KwardError
-from kward.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, RetryInfo, StreamSink
+from kward.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    RetryInfo,
+    StreamSink,
+)
 from kward.redact import redact_text
 from kward.telemetry.log import TelemetryLog
 

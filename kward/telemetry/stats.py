@@ -129,15 +129,20 @@ def read(directory: Path, start: datetime, end: datetime, categories: Iterable[s
                         record = json.loads(line)  # leading blanks, a lone value
                     except ValueError:
                         continue
-                if type(record) is not dict or record.get("category") not in wanted:
+                if not isinstance(record, dict) or record.get("category") not in wanted:
                     continue
                 stamp = record.get("timestamp")
-                if type(stamp) is not str or len(stamp) != 24:
+                if not isinstance(stamp, str) or len(stamp) != 24:
                     stamp = normalized_timestamp(stamp)
                     if stamp is None:
                         continue
                 if low <= stamp <= high:
                     yield record
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number that is not NaN (booleans are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def _counts(counter: dict[str, int]) -> dict[str, int]:
@@ -148,7 +153,7 @@ def _key(value: Any) -> str | None:
     """A value counted under `by...`: a non-empty scalar, as text."""
     if value is None or value == "" or isinstance(value, (dict, list)):
         return None
-    return value if type(value) is str else str(value)
+    return value if isinstance(value, str) else str(value)
 
 
 def _durations(s: list[Any]) -> Durations:
@@ -173,7 +178,7 @@ def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
         category = r["category"]
         by_category[category] = by_category.get(category, 0) + 1
         event = r.get("event")
-        if type(event) is not str:
+        if not isinstance(event, str):
             event = _key(event) or ""
         if event:
             by_event[event] = by_event.get(event, 0) + 1
@@ -188,7 +193,7 @@ def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
             if status is not None:
                 stats[1][status] = stats[1].get(status, 0) + 1
             d = r.get("duration_ms")
-            if (type(d) is float or type(d) is int) and d == d:
+            if is_number(d):
                 stats[2] += 1
                 stats[3] += d
                 if stats[4] is None or d < stats[4]:
@@ -200,7 +205,7 @@ def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
                 continue
             tool_calls += 1
             size = r.get("result_bytes")
-            if (type(size) is int or type(size) is float) and size == size:
+            if is_number(size):
                 result_bytes += size
             for counter, value in ((names, r.get("tool_name")), (statuses, r.get("status"))):
                 key = _key(value)
@@ -211,9 +216,9 @@ def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
                 continue
             usage_events += 1
             usage = r.get("usage")
-            if type(usage) is dict:
+            if isinstance(usage, dict):
                 for key, value in usage.items():
-                    if (type(value) is int or type(value) is float) and value == value:
+                    if is_number(value):
                         totals[key] = totals.get(key, 0) + value
         elif category == "errors":
             errors += 1

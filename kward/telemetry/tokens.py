@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kward.telemetry.ranges import Range, bucket_bounds
+from kward.telemetry.stats import is_number, read
 from kward.timefmt import normalize_iso, parse_ms, seconds_iso
-from kward.telemetry.stats import read
 
 HEADER = ("bucket_start", "bucket_end", "provider", "model", "events", "input_tokens", "output_tokens",
           "cache_read_tokens", "cache_write_tokens", "total_tokens")
@@ -44,7 +44,7 @@ def token_csv(directory: Path, rng: Range, bucket: str) -> str:
     rows: dict[tuple[datetime, str, str], list[Any]] = {}
     for record in read(directory, rng.start, rng.end, ("tokens",)):
         usage = record.get("usage")
-        if record.get("event") != "model_usage" or type(usage) is not dict:
+        if record.get("event") != "model_usage" or not isinstance(usage, dict):
             continue
         stamp = record["timestamp"]
         try:
@@ -60,7 +60,7 @@ def token_csv(directory: Path, rng: Range, bucket: str) -> str:
         row[4] += 1
         for i, column in enumerate(TOKEN_COLUMNS, 5):
             value = usage.get(column)
-            if (type(value) is int or type(value) is float) and value == value:
+            if is_number(value):
                 row[i] += int(value)
     lines = [",".join(HEADER)]
     lines += [",".join(_cell(v) for v in rows[key]) for key in sorted(rows)]

@@ -23,8 +23,8 @@ import logging
 import os
 from typing import Any, Iterable
 
-from kward.errors import Canceled, InvalidParams
 from kward import toolcalls as normalize
+from kward.errors import Canceled, InvalidParams
 from kward.tools import question, reading, search, shell, writing
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 

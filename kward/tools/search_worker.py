@@ -41,7 +41,15 @@ import stat
 import sys
 from typing import Callable, Iterator
 
-from kward.confined import DIR_FLAGS, FILE_FLAGS, Escape, Node, open_below, read_fd, split_below
+from kward.confined import (
+    DIR_FLAGS,
+    FILE_FLAGS,
+    Escape,
+    Node,
+    open_below,
+    read_fd,
+    split_below,
+)
 
 MAX_FILE_BYTES = 1024 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024

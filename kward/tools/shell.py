@@ -30,7 +30,12 @@ from __future__ import annotations
 import logging
 
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
-from kward.tools.process import MAX_STREAM_BYTES, CommandOutcome, child_environment, run_command
+from kward.tools.process import (
+    MAX_STREAM_BYTES,
+    CommandOutcome,
+    child_environment,
+    run_command,
+)
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,12 @@ from typing import Any
 from kward.confined import read_fd, replace_file
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.diff import truncated_diff
-from kward.tools.paths import ensure_parent_dirs, open_confined_dir, open_resolved, resolve_for_write
+from kward.tools.paths import (
+    ensure_parent_dirs,
+    open_confined_dir,
+    open_resolved,
+    resolve_for_write,
+)
 from kward.tools.reading import load_text_file, open_text_file
 
 log = logging.getLogger(__name__)
