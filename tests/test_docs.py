@@ -147,8 +147,8 @@ def doc() -> Doc:
 
 # --- what the code says -------------------------------------------------------------------
 
-ACCESSORS = {"str": "string", "bool": "boolean", "int": "integer", "number": "number", "obj": "object",
-             "list": "array", "choice": "string"}
+ACCESSORS = {"text": "string", "flag": "boolean", "integer": "integer", "number": "number", "mapping": "object",
+             "array": "array", "choice": "string"}
 
 
 @dataclass

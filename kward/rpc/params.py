@@ -34,7 +34,7 @@ class Params:
     def has(self, name: str) -> bool:
         return self.raw.get(name) is not None
 
-    def str(self, name: str, default: Any = None, *, required: bool = False, non_empty: bool = False,
+    def text(self, name: str, default: Any = None, *, required: bool = False, non_empty: bool = False,
             max_len: int | None = None) -> Any:
         value = self._get(name, required)
         if value is _MISSING:
@@ -47,7 +47,7 @@ class Params:
             raise self._wrong(name, f"at most {max_len} characters")
         return value
 
-    def bool(self, name: str, default: Any = None, *, required: bool = False) -> Any:
+    def flag(self, name: str, default: Any = None, *, required: bool = False) -> Any:
         value = self._get(name, required)
         if value is _MISSING:
             return default
@@ -55,7 +55,7 @@ class Params:
             raise self._wrong(name, "true or false")
         return value
 
-    def int(self, name: str, default: Any = None, *, required: bool = False, min: int | None = None,
+    def integer(self, name: str, default: Any = None, *, required: bool = False, min: int | None = None,
             max: int | None = None) -> Any:
         value = self._get(name, required)
         if value is _MISSING:
@@ -85,7 +85,7 @@ class Params:
             raise self._wrong(name, "a number" + lo + (" and" if lo and hi else "") + hi)
         return value
 
-    def obj(self, name: str, default: Any = None, *, required: bool = False) -> Any:
+    def mapping(self, name: str, default: Any = None, *, required: bool = False) -> Any:
         value = self._get(name, required)
         if value is _MISSING:
             return default
@@ -93,7 +93,7 @@ class Params:
             raise self._wrong(name, "an object")
         return value
 
-    def list(self, name: str, default: Any = None, *, required: bool = False, of: type | None = None) -> Any:
+    def array(self, name: str, default: Any = None, *, required: bool = False, of: type | None = None) -> Any:
         value = self._get(name, required)
         if value is _MISSING:
             return default
@@ -105,7 +105,7 @@ class Params:
 
     def choice(self, name: str, options: tuple[str, ...], default: Any = None, *, required: bool = False,
                aliases: dict[str, str] | None = None) -> Any:
-        value = self.str(name, _MISSING, required=required)
+        value = self.text(name, _MISSING, required=required)
         if value is _MISSING:
             return default
         value = (aliases or {}).get(value, value)

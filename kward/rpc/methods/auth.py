@@ -21,12 +21,12 @@ def providers(call: Call) -> dict[str, Any]:
 
 def login_with_api_key(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_auth.api_key_saved(call.runtime.auth.login_with_api_key(p.str("providerId", required=True),
-                                                                        p.str("apiKey", required=True)))
+    return wire_auth.api_key_saved(call.runtime.auth.login_with_api_key(p.text("providerId", required=True),
+                                                                        p.text("apiKey", required=True)))
 
 
 def logout_provider(call: Call) -> dict[str, Any]:
-    return wire_auth.logged_out(call.runtime.auth.logout(call.params.str("providerId", required=True)))
+    return wire_auth.logged_out(call.runtime.auth.logout(call.params.text("providerId", required=True)))
 
 
 def start_openai_login(call: Call) -> dict[str, Any]:
@@ -36,15 +36,15 @@ def start_openai_login(call: Call) -> dict[str, Any]:
 
 def login_with_oauth(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire.login(call.runtime.auth.login_with_oauth(p.str("providerId", required=True),
+    return wire.login(call.runtime.auth.login_with_oauth(p.text("providerId", required=True),
                                                          p.number("timeoutSeconds", above=0, max=MAX_TIMEOUT)))
 
 
 def submit_openai_code(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire.login(call.runtime.auth.submit_code(p.str("loginId", required=True, non_empty=True),
-                                                    p.str("code", required=True, max_len=MAX_CODE_CHARS)))
+    return wire.login(call.runtime.auth.submit_code(p.text("loginId", required=True, non_empty=True),
+                                                    p.text("code", required=True, max_len=MAX_CODE_CHARS)))
 
 
 def login_status(call: Call) -> dict[str, Any]:
-    return wire.login(call.runtime.auth.login_status(call.params.str("loginId", required=True, non_empty=True)))
+    return wire.login(call.runtime.auth.login_status(call.params.text("loginId", required=True, non_empty=True)))

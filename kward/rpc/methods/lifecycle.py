@@ -18,8 +18,8 @@ from kward.rpc.registry import Call
 
 def initialize(call: Call) -> dict[str, Any]:
     p = call.params
-    p.obj("clientInfo")  # checked (an object when given), not used
-    client_caps = p.obj("capabilities", {})
+    p.mapping("clientInfo")  # checked (an object when given), not used
+    client_caps = p.mapping("capabilities", {})
     opt_out = client_caps.get("optOutNotificationMethods", [])
     if not isinstance(opt_out, list) or not all(isinstance(m, str) for m in opt_out):
         raise InvalidParams("Invalid params: 'capabilities.optOutNotificationMethods' must be an array of strings",

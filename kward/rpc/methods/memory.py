@@ -42,34 +42,34 @@ def auto_summary_disable(call: Call) -> dict[str, Any]:
 
 def list_(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_memory.listing(call.runtime.memory.list(p.str("workspaceRoot"), p.bool("includeInactive", False)))
+    return wire_memory.listing(call.runtime.memory.list(p.text("workspaceRoot"), p.flag("includeInactive", False)))
 
 
 def add(call: Call) -> dict[str, Any]:
     p = call.params
-    return {"memory": call.runtime.memory.add(p.str("text", required=True, max_len=MAX_TEXT_CHARS * 2),
-                                              p.str("scope", max_len=10_000), p.list("tags", of=str),
-                                              p.str("workspaceRoot"))}
+    return {"memory": call.runtime.memory.add(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
+                                              p.text("scope", max_len=10_000), p.array("tags", of=str),
+                                              p.text("workspaceRoot"))}
 
 
 def add_core(call: Call) -> dict[str, Any]:
     p = call.params
-    return {"memory": call.runtime.memory.add_core(p.str("text", required=True, max_len=MAX_TEXT_CHARS * 2),
-                                                   p.str("scope", max_len=10_000), p.list("tags", of=str),
-                                                   p.str("workspaceRoot"))}
+    return {"memory": call.runtime.memory.add_core(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
+                                                   p.text("scope", max_len=10_000), p.array("tags", of=str),
+                                                   p.text("workspaceRoot"))}
 
 
 def forget(call: Call) -> dict[str, Any]:
-    return {"forgotten": call.runtime.memory.forget(call.params.str("id", required=True, max_len=_MAX_ID))}
+    return {"forgotten": call.runtime.memory.forget(call.params.text("id", required=True, max_len=_MAX_ID))}
 
 
 def promote(call: Call) -> dict[str, Any]:
-    return {"memory": call.runtime.memory.promote(call.params.str("id", required=True, max_len=_MAX_ID))}
+    return {"memory": call.runtime.memory.promote(call.params.text("id", required=True, max_len=_MAX_ID))}
 
 
 def relax(call: Call) -> dict[str, Any]:
     p = call.params
-    return {"memory": call.runtime.memory.relax(p.str("id", required=True, max_len=_MAX_ID), p.str("workspaceRoot"))}
+    return {"memory": call.runtime.memory.relax(p.text("id", required=True, max_len=_MAX_ID), p.text("workspaceRoot"))}
 
 
 def inspect(call: Call) -> dict[str, Any]:
@@ -77,8 +77,8 @@ def inspect(call: Call) -> dict[str, Any]:
 
 
 def why(call: Call) -> dict[str, Any]:
-    return wire_memory.why(call.runtime.memory.why(call.params.str("sessionId")))
+    return wire_memory.why(call.runtime.memory.why(call.params.text("sessionId")))
 
 
 def summarize(call: Call) -> dict[str, Any]:
-    return {"memories": call.runtime.memory.summarize(call.params.str("sessionId", required=True))}
+    return {"memories": call.runtime.memory.summarize(call.params.text("sessionId", required=True))}

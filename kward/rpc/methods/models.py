@@ -9,7 +9,7 @@ from kward.rpc.registry import Call
 
 
 def list_(call: Call) -> dict[str, Any]:
-    return wire.model_listing(call.runtime.list_models(refresh=call.params.bool("refresh", False)))
+    return wire.model_listing(call.runtime.list_models(refresh=call.params.flag("refresh", False)))
 
 
 def openrouter_catalog(call: Call) -> dict[str, Any]:
@@ -22,21 +22,21 @@ def current(call: Call) -> dict[str, Any]:
 
 def set_model(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire.model_entry(call.runtime.set_model(p.str("model", required=True, non_empty=True), p.str("provider")))
+    return wire.model_entry(call.runtime.set_model(p.text("model", required=True, non_empty=True), p.text("provider")))
 
 
 def set_reasoning(call: Call) -> dict[str, Any]:
-    return wire.model_entry(call.runtime.set_reasoning(call.params.str("effort", required=True)))
+    return wire.model_entry(call.runtime.set_reasoning(call.params.text("effort", required=True)))
 
 
 def update_setting(call: Call) -> dict[str, Any]:
     p, rt = call.params, call.runtime
-    rt.session(p.str("sessionId", required=True))
-    message = rt.update_setting(p.str("settingId", required=True), p.str("value", required=True))
+    rt.session(p.text("sessionId", required=True))
+    message = rt.update_setting(p.text("settingId", required=True), p.text("value", required=True))
     return {"applied": "live", "message": message}
 
 
 def reload(call: Call) -> dict[str, Any]:
-    call.runtime.session(call.params.str("sessionId", required=True))
+    call.runtime.session(call.params.text("sessionId", required=True))
     call.runtime.reload()
     return {"ok": True, "message": "Resources reloaded."}

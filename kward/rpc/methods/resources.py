@@ -8,7 +8,7 @@ from kward.rpc.registry import Call
 
 
 def commands(call: Call) -> dict[str, Any]:
-    catalog = call.runtime.resources.catalog(call.params.str("sessionId"))
+    catalog = call.runtime.resources.catalog(call.params.text("sessionId"))
     out: list[dict[str, Any]] = []
     for p in catalog.prompts:
         entry: dict[str, Any] = {"name": p.command, "description": p.description, "source": "prompt",
@@ -25,15 +25,15 @@ def commands(call: Call) -> dict[str, Any]:
 
 def run_command(call: Call) -> dict[str, Any]:
     p, rt = call.params, call.runtime
-    session_id = p.str("sessionId", required=True)
-    name = p.str("name", required=True, non_empty=True)
-    arguments = rt.check_input(p.str("arguments") or "")
+    session_id = p.text("sessionId", required=True)
+    name = p.text("name", required=True, non_empty=True)
+    arguments = rt.check_input(p.text("arguments") or "")
     done = rt.resources.run_command(session_id, name, arguments)
     return {"command": done.command, "output": list(done.output), "result": done.result}
 
 
 def startup(call: Call) -> dict[str, Any]:
-    info = call.runtime.resources.startup(call.params.str("sessionId"))
+    info = call.runtime.resources.startup(call.params.text("sessionId"))
     out: dict[str, Any] = {"sections": [{"name": "Context", "items": info.context},
                                         {"name": "Skills", "items": info.skills},
                                         {"name": "Prompts", "items": info.prompts},
@@ -51,6 +51,6 @@ def prompts(call: Call) -> dict[str, Any]:
 
 def expand(call: Call) -> dict[str, Any]:
     p, rt = call.params, call.runtime
-    command = p.str("command", required=True, non_empty=True)
-    name, text = rt.resources.expand(command, rt.check_input(p.str("arguments") or ""))
+    command = p.text("command", required=True, non_empty=True)
+    name, text = rt.resources.expand(command, rt.check_input(p.text("arguments") or ""))
     return {"command": name, "text": text}

@@ -10,8 +10,8 @@ from kward.rpc.registry import Call
 
 
 def state(call: Call) -> dict[str, Any]:
-    return wire_sessions.session_state(call.runtime.state(call.params.str("sessionId", required=True)))
+    return wire_sessions.session_state(call.runtime.state(call.params.text("sessionId", required=True)))
 
 
 def stats(call: Call) -> dict[str, Any]:
-    return wire_sessions.session_stats(call.runtime.stats(call.params.str("sessionId", required=True)))
+    return wire_sessions.session_stats(call.runtime.stats(call.params.text("sessionId", required=True)))

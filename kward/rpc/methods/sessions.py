@@ -10,66 +10,66 @@ from kward.rpc.registry import Call
 
 def create(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire.session(call.runtime.create_session(p.str("workspaceRoot"), p.str("name", max_len=10_000),
-                                                    memory=p.bool("memory", True)).opened)
+    return wire.session(call.runtime.create_session(p.text("workspaceRoot"), p.text("name", max_len=10_000),
+                                                    memory=p.flag("memory", True)).opened)
 
 
 def resume(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire.session(call.runtime.resume_session(p.str("path", required=True, non_empty=True),
-                                                    p.str("workspaceRoot")).opened)
+    return wire.session(call.runtime.resume_session(p.text("path", required=True, non_empty=True),
+                                                    p.text("workspaceRoot")).opened)
 
 
 def list_(call: Call) -> dict[str, Any]:
     p = call.params
-    limit = p.int("limit", 20, min=1, max=100_000)
-    return {"sessions": [wire.listed_session(s) for s in call.runtime.list_sessions(p.str("workspaceRoot"), limit)]}
+    limit = p.integer("limit", 20, min=1, max=100_000)
+    return {"sessions": [wire.listed_session(s) for s in call.runtime.list_sessions(p.text("workspaceRoot"), limit)]}
 
 
 def rename(call: Call) -> dict[str, Any]:
     p = call.params
-    session_id = p.str("sessionId", required=True)
-    return wire.session(call.runtime.rename_session(session_id, p.str("name", max_len=10_000)).info())
+    session_id = p.text("sessionId", required=True)
+    return wire.session(call.runtime.rename_session(session_id, p.text("name", max_len=10_000)).info())
 
 
 def clone(call: Call) -> dict[str, Any]:
-    return wire.session(call.runtime.clone_session(call.params.str("sessionId", required=True)).opened)
+    return wire.session(call.runtime.clone_session(call.params.text("sessionId", required=True)).opened)
 
 
 def fork_messages(call: Call) -> dict[str, Any]:
-    return wire_sessions.fork_messages(call.runtime.fork_messages(call.params.str("sessionId", required=True)))
+    return wire_sessions.fork_messages(call.runtime.fork_messages(call.params.text("sessionId", required=True)))
 
 
 def fork(call: Call) -> dict[str, Any]:
     p = call.params
-    session, text = call.runtime.fork_session(p.str("sessionId", required=True), p.str("entryId", required=True))
+    session, text = call.runtime.fork_session(p.text("sessionId", required=True), p.text("entryId", required=True))
     return {"session": wire.session(session.opened), "text": text, "cancelled": False}
 
 
 def export(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_sessions.exported(call.runtime.export_session(p.str("sessionId", required=True), p.str("path"),
-                                                              p.str("format")))
+    return wire_sessions.exported(call.runtime.export_session(p.text("sessionId", required=True), p.text("path"),
+                                                              p.text("format")))
 
 
 def delete(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_sessions.deleted(call.runtime.delete_session(p.str("sessionId", required=True),
-                                                             force=p.bool("force", False)))
+    return wire_sessions.deleted(call.runtime.delete_session(p.text("sessionId", required=True),
+                                                             force=p.flag("force", False)))
 
 
 def close(call: Call) -> dict[str, Any]:
-    call.runtime.close_session(call.params.str("sessionId", required=True))
+    call.runtime.close_session(call.params.text("sessionId", required=True))
     return wire_sessions.closed()
 
 
 def transcript(call: Call) -> dict[str, Any]:
-    return wire.transcript(call.runtime.transcript(call.params.str("sessionId", required=True)))
+    return wire.transcript(call.runtime.transcript(call.params.text("sessionId", required=True)))
 
 
 def compact(call: Call) -> dict[str, Any]:
     p = call.params
-    session_id = p.str("sessionId", required=True)
+    session_id = p.text("sessionId", required=True)
     call.runtime.session(session_id)  # an unknown session is reported before the other params
-    focus = p.str("customInstructions", max_len=100_000)
+    focus = p.text("customInstructions", max_len=100_000)
     return wire.compaction_result(call.runtime.compact(session_id, focus))

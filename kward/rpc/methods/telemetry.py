@@ -9,9 +9,9 @@ from kward.rpc.registry import Call
 
 
 def stats(call: Call) -> dict[str, Any]:
-    return wire.stats(call.runtime.telemetry.stats(call.params.str("range", max_len=1000)))
+    return wire.stats(call.runtime.telemetry.stats(call.params.text("range", max_len=1000)))
 
 
 def token_csv(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire.token_csv(call.runtime.telemetry.token_csv(p.str("range", max_len=1000), p.str("bucket", max_len=100)))
+    return wire.token_csv(call.runtime.telemetry.token_csv(p.text("range", max_len=1000), p.text("bucket", max_len=100)))

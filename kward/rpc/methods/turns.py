@@ -11,25 +11,25 @@ from kward.rpc.registry import Call
 
 def start(call: Call) -> dict[str, Any]:
     p, rt = call.params, call.runtime
-    session_id = p.str("sessionId", required=True)
+    session_id = p.text("sessionId", required=True)
     rt.session(session_id)  # an unknown session is reported before the other params
-    text = rt.check_input(p.str("input", required=True))
+    text = rt.check_input(p.text("input", required=True))
     headers = {"traceparent": call.trace["traceparent"]} if call.trace and "traceparent" in call.trace else {}
     turn = rt.start_turn(session_id, text, behavior=p.choice("streamingBehavior", BEHAVIORS),
-                         attachments=p.list("attachments"), headers=headers)
+                         attachments=p.array("attachments"), headers=headers)
     return wire.turn(turn)
 
 
 def cancel(call: Call) -> dict[str, Any]:
-    return wire.turn(call.runtime.cancel_turn(call.params.str("turnId", required=True)))
+    return wire.turn(call.runtime.cancel_turn(call.params.text("turnId", required=True)))
 
 
 def status(call: Call) -> dict[str, Any]:
-    return wire.turn(call.runtime.turn(call.params.str("turnId", required=True)))
+    return wire.turn(call.runtime.turn(call.params.text("turnId", required=True)))
 
 
 def events(call: Call) -> dict[str, Any]:
     p = call.params
-    turn = call.runtime.turn(p.str("turnId", required=True))
-    after = p.int("afterSequence", 0, min=0)
+    turn = call.runtime.turn(p.text("turnId", required=True))
+    after = p.integer("afterSequence", 0, min=0)
     return {"turn": wire.turn(turn), "events": [wire.turn_event(e) for e in turn.events.after(after)]}

@@ -7,10 +7,10 @@ from kward.rpc.registry import Call
 
 def answer_question(call: Call) -> dict[str, bool]:
     p = call.params
-    session_id = p.str("sessionId", required=True)
-    request_id = p.str("questionRequestId", required=True)
+    session_id = p.text("sessionId", required=True)
+    request_id = p.text("questionRequestId", required=True)
     if "answers" not in p.raw:
-        p.list("answers", required=True)  # -32602 naming the param
-    answers = p.list("answers", [])  # null, like [], means the user dismissed the questions
+        p.array("answers", required=True)  # -32602 naming the param
+    answers = p.array("answers", [])  # null, like [], means the user dismissed the questions
     call.runtime.answer_question(session_id, request_id, answers)
     return {"ok": True}

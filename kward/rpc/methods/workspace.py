@@ -6,9 +6,9 @@ from kward.rpc.registry import Call
 
 
 def validate(call: Call) -> dict:
-    return {"root": str(call.runtime.resolve_workspace(call.params.str("workspaceRoot")))}
+    return {"root": str(call.runtime.resolve_workspace(call.params.text("workspaceRoot")))}
 
 
 def info(call: Call) -> dict:
-    ws = call.runtime.describe_workspace(call.params.str("workspaceRoot"))
+    ws = call.runtime.describe_workspace(call.params.text("workspaceRoot"))
     return {"root": str(ws.root), "basename": ws.basename, "writable": ws.writable}
