@@ -9,8 +9,10 @@ Sections: rpc (sequential round trips and pipelined throughput, vs a minimal
 single-threaded framing echo loop), plus the sections the modules tools/bench_<name>.py
 provide (a `bench(quick) -> rows` function each): startup (cold start to the `initialize`
 response and the other start-up figures vs `python3 -c pass`, bench_startup.py), warmup
-(first turn vs warm turn, requests at start-up, bench_warmup.py), providers, sessions,
-turns. `startup` runs first.
+(first turn vs warm turn, requests at start-up, bench_warmup.py), list (a UI's list
+refresh after a turn vs the floor, tools/floor_list.py; bench_list.py), providers,
+sessions, turns. `startup` runs first. tools/bench_trees.py is no section: it measures
+several trees (commits, the working tree) side by side in one run.
 
 Bytecode: the kward package is byte-compiled first (what `pip install` does), so start-up
 is not charged for compiling sources when PYTHONDONTWRITEBYTECODE is set.
@@ -186,12 +188,15 @@ def bench_inprocess(quick: bool) -> list[Row]:
 
 
 SECTIONS = {"rpc": bench_rpc}
+NOT_SECTIONS = {"trees"}  # tools/bench_trees.py: a command of its own (several trees in one run), no section
 
 
 def discover() -> dict:
     found = dict(SECTIONS)
     for path in sorted((REPO / "tools").glob("bench_*.py")):
         name = path.stem[len("bench_"):]
+        if name in NOT_SECTIONS:
+            continue
         found[name] = lambda quick, mod=path.stem: importlib.import_module(mod).bench(quick)
     first = {name: found.pop(name) for name in ("startup", "rpc") if name in found}
     return {**first, **found}

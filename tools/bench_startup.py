@@ -31,8 +31,8 @@ runs, against ~30 ms), as much as the difference the figures are meant to show.
 
 from __future__ import annotations
 
+import atexit
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -47,50 +47,23 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tools"))
 
 from bench import env_for, frame, read_frame  # noqa: E402
+from tree_venv import export_tree, install, run  # noqa: E402
 
-IGNORE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".venv", "*.pyz",
-                                ".benchmarks")
 _VENV: dict[str, Path] = {}
 
 
-def _run(argv: list[str], **kw) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, **kw)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.stdout
-
-
-def _site_dir(module: str) -> str:
-    import importlib.util
-
-    spec = importlib.util.find_spec(module)
-    assert spec is not None and spec.origin, f"{module} is not installed"
-    return str(Path(spec.origin).parent.parent)
-
-
 def venv() -> dict[str, Path]:
-    """{"root", "python", "kward", "pyz", "pyz_compiled"}: built once per run in a temp dir."""
+    """{"root", "python", "kward", "pyz", "pyz_compiled"}: built once per run in a temp dir
+    (tree_venv.install of a copy of the working tree, then the two zipapps)."""
     if _VENV:
         return _VENV
     root = Path(tempfile.mkdtemp(prefix="kward-bench-venv-"))
-    src = root / "src"
-    shutil.copytree(REPO, src, ignore=IGNORE)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
-          "-w", str(root / "dist"), str(src)])
-    (wheel,) = (root / "dist").glob("kward-*.whl")
-    env_dir = root / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)])
-    python = env_dir / "bin" / "python"
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
-          "--disable-pip-version-check", "-q", str(wheel)])
-    purelib = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
-    deps = sorted({_site_dir("requests"), _site_dir("keyring")})
-    Path(purelib, "_kward_bench_deps.pth").write_text("\n".join(deps) + "\n")
+    atexit.register(shutil.rmtree, root, True)  # shared by the sections of one run, removed at its end
+    _VENV.update(install(export_tree("WORKTREE", root / "src"), root))
     build = [sys.executable, str(REPO / "tools" / "build_zipapp.py")]
-    _run(build + ["--output", str(root / "kward.pyz")])
-    _run(build + ["--compile", "--output", str(root / "compiled" / "kward.pyz")])
-    _VENV.update(root=root, python=python, kward=env_dir / "bin" / "kward", pyz=root / "kward.pyz",
-                 pyz_compiled=root / "compiled" / "kward.pyz")
+    run(build + ["--output", str(root / "kward.pyz")])
+    run(build + ["--compile", "--output", str(root / "compiled" / "kward.pyz")])
+    _VENV.update(pyz=root / "kward.pyz", pyz_compiled=root / "compiled" / "kward.pyz")
     return _VENV
 
 
