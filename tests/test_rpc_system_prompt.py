@@ -117,13 +117,13 @@ def test_the_memory_block_goes_after_the_user_instructions(tmp_path):
         calls.append(session.entry_messages()[-1]["content"])
         return "<kward_memory>\nCore Memories:\n- blue\n</kward_memory>"
 
-    resources = Resources(cfg, memory_block=memory)
-    build = resources.instructions(Session(tmp_path))
+    resources = Resources(cfg)
+    session = Session(tmp_path)
+    build = resources.instructions(session, lambda: memory(session))
     assert build() == "\n\n".join([BASE, "User instructions (AGENTS.md):\nUser rule.",
                                    "<kward_memory>\nCore Memories:\n- blue\n</kward_memory>", "From a plugin."])
     assert build() == build() and calls == ["remember the colour"]  # once per turn, with the turn's input
-    resources.set_memory_block(lambda session: 1 / 0)  # a failing block is left out, the turn goes on
-    assert "kward_memory" not in resources.instructions(Session(tmp_path))()
+    assert "kward_memory" not in resources.instructions(session, lambda: 1 / 0)()  # a failing block is left out
     resources.shutdown()
 
 

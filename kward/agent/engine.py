@@ -1,13 +1,9 @@
-"""The engine behind turns: picks the provider, builds the system prompt and the tool
-context, names new sessions, and runs the agent loop for one turn. The reasoning level a
-turn's requests carry is the requested one mapped to what the model offers
-(`ModelService.request_effort`). The layers above add to a turn through `hooks`
-(`kward.agent.hooks.TurnHooks`): how the turn runs (slash input: a prompt template's
-expansion, or a plugin command instead of the model; they call back `run_model`), the
-instructions built before each model request (AGENTS.md, memory, skills, plugin context),
-extra tools, observers of its events, telemetry around its model requests and tool calls,
-and work after it completed. Without hooks a turn runs the model on its input with the
-base instructions of `kward.resources.system_prompt`.
+"""The engine behind turns: picks the provider, builds the tool context, names new
+sessions, and runs one turn's `TurnPlan` (`kward.agent.plan`): the agent loop for a model
+turn, a plugin command for a command turn. Its `planner` resolves each turn's plan (the
+runtime's: `kward.runtime.planner`; default `BasePlanner`). The reasoning level a turn's
+requests carry is the requested one mapped to what the model offers
+(`ModelService.request_effort`).
 
 Thread contract: `execute` runs on a pool worker, concurrently for different sessions
 (never twice at once for one session). `_lock` guards the cached provider selection, which
@@ -24,13 +20,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from kward.agent.hooks import TurnHooks
 from kward.agent.loop import TurnSetup, run_agent, user_content
+from kward.agent.plan import BasePlanner, CommandTurn, ModelTurn, Planner
 from kward.agent.questions import QuestionBroker
 from kward.agent.turns import Turn
 from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams
-from kward.model import UserMessage
+from kward.model import Answer, AssistantMessage, Delta, UserMessage
 from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
 from kward.secrets import KnownSecrets
@@ -39,6 +35,7 @@ from kward.tools import ToolContext, ToolRegistry, default_registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.select import CredentialSource
+    from kward.sessions.handle import SessionHandle
 
 NAME_CHARS = 120
 
@@ -61,7 +58,7 @@ class AgentEngine:
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
                  settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
-                 hooks: TurnHooks | None = None):
+                 planner: Planner | None = None):
         self.paths = paths
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
@@ -71,7 +68,7 @@ class AgentEngine:
         self.env = env
         self.tools = tools or default_registry()
         self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
-        self.hooks = hooks or TurnHooks()  # memory and telemetry (kward.runtime.turn_hooks)
+        self.planner = planner or BasePlanner(paths.config_dir)
         self._lock = threading.Lock()
         self._built_from: Any = None  # the Settings and auth.json stat the selection was built from
         self._auth: Any = None
@@ -112,22 +109,34 @@ class AgentEngine:
         except Exception:
             return False
 
-    def current_tools(self) -> ToolRegistry:
-        """The tools a turn gets now (the hooks may add some)."""
-        return self.hooks.tools(self.tools)
-
-    def name_session(self, session: Any, text: str) -> None:
+    def name_session(self, session: SessionHandle, text: str) -> None:
         """Name an unnamed session after its first input."""
         if session.name is None and not any(isinstance(m, UserMessage) for m in session.entry_messages()):
             session.rename(compact_name(text) or None)
 
-    def execute(self, turn: Turn, session: Any) -> str:
-        return self.hooks.run_turn(turn, session, self)
+    def execute(self, turn: Turn, session: SessionHandle) -> str:
+        """Run `turn` on `session` (the TurnManager's `execute`); returns the answer."""
+        plan = self.planner.plan(turn, session, self.tools)
+        if isinstance(plan, CommandTurn):
+            return self._run_command(turn, session, plan)
+        return self._run_model(turn, session, plan)
 
-    def run_model(self, turn: Turn, session: Any, text: str, display: str | None) -> str:
-        """Run the agent loop on `text` (`display`: what the user typed, when it differs)."""
+    def _run_command(self, turn: Turn, session: SessionHandle, plan: CommandTurn) -> str:
+        """The input and then the command's output are stored, its output is emitted as one
+        `assistantDelta` (when there is any) and `answer`."""
+        turn.cancel.raise_if_cancelled()
+        self.name_session(session, plan.text)
+        session.append_message(UserMessage(plan.text))
+        text = plan.run()
+        session.append_message(AssistantMessage(text))
+        if text:
+            turn.emit("assistantDelta", Delta(text))
+        turn.emit("answer", Answer(text))
+        return text
+
+    def _run_model(self, turn: Turn, session: SessionHandle, plan: ModelTurn) -> str:
         selection = self.selection()
-        self.name_session(session, display or text)
+        self.name_session(session, plan.display or plan.text)
         try:
             ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
                               cancel=turn.cancel, scrub=self.secrets.scrub_output,
@@ -135,26 +144,17 @@ class AgentEngine:
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
                                 reason="workspace_not_found", data={"path": session.workspace_root}) from None
-        hooks = self.hooks
-        recorder = hooks.recorder(turn)  # telemetry (a no-op unless logging is on)
-        refresh = hooks.instructions(session)
-        instructions = ""
-        if refresh is None:
-            from kward.resources.system_prompt import static_instructions
-
-            instructions = static_instructions(self.paths.config_dir, session.workspace_root)
-        provider = recorder.provider(selection.provider)
+        provider = plan.recorder.provider(selection.provider)
         effort = self.models.request_effort(selection, turn.cancel)
-        setup = TurnSetup(provider=provider, tools=recorder.tools(self.current_tools()),
-                          tool_ctx=ctx, instructions=instructions, refresh_instructions=refresh,
+        setup = TurnSetup(provider=provider, tools=plan.recorder.tools(plan.tools), tool_ctx=ctx,
+                          instructions="", refresh_instructions=plan.instructions,
                           model=selection.model, reasoning_effort=effort,
-                          context=hooks.context_guard(turn, session, provider, selection, effort),
-                          cancel=turn.cancel,
-                          emit=hooks.observe(turn.emit, session, turn), steering=turn.steering,
+                          context=plan.guard(provider, selection, effort) if plan.guard is not None else None,
+                          cancel=turn.cancel, emit=plan.emit, steering=turn.steering,
                           headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True)
-        message = UserMessage(user_content(text, turn.attachments),
-                              display if display is not None and display != text else None)
-        with recorder.turn():
+        message = UserMessage(user_content(plan.text, turn.attachments),
+                              plan.display if plan.display is not None and plan.display != plan.text else None)
+        with plan.recorder.turn():
             answer = run_agent(session, message, setup)
-        hooks.after_turn(turn, session)
+        plan.after()
         return answer

@@ -42,7 +42,7 @@ class Turn:
     publish: Callable[[TurnEvent], None] | None = field(default=None, repr=False)  # its event sink
     compacting: bool = False  # an automatic compaction runs in it now (set by its worker, read by any thread)
     announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
-    plan: Any = None  # how its slash input runs, when resolved at start (kward.resources.catalog.Plan)
+    display: str | None = None  # what the user typed, when `input` is its expansion (a prompt template)
 
     def emit(self, type_: str, payload: Any, *, wait: bool = True) -> None:
         """One event of the turn: `payload` is the typed payload of `type_` (kward.model)."""

@@ -85,11 +85,11 @@ class TurnManager:
 
     def start(self, session: Any, text: str, attachments: list[ImagePart],
               behavior: str | None = None, headers: dict[str, str] | None = None,
-              publish: Callable[[TurnEvent], None] | None = None, plan: Any = None) -> Turn:
+              publish: Callable[[TurnEvent], None] | None = None, display: str | None = None) -> Turn:
         """Queue a turn (or steer the running one); returns the turn the input went to.
         `publish` receives the new turn's events (default: the manager's); steered input
-        goes to the running turn, whose events keep going where they went. `plan` is
-        kept on the new turn for `execute`."""
+        goes to the running turn, whose events keep going where they went. `display` is
+        what the user typed when `text` is its expansion (kept on the new turn)."""
         if behavior is not None and behavior not in BEHAVIORS:
             raise InvalidParams(f"Unsupported streamingBehavior: {behavior}", data={"param": "streamingBehavior"})
         steer_ok = self._steering_supported()
@@ -109,7 +109,7 @@ class TurnManager:
                     return running  # else no running turn takes it now: it becomes a follow-up turn
             lane.take_lock()  # SessionBusy when another process runs it
             turn = self._enqueue(lane, session, text, attachments, headers or {}, publish)
-            turn.plan = plan
+            turn.display = display
             if not lane.draining and lane.held is None:  # held: drained when the exclusive work ends
                 self._schedule(lane)
         return turn

@@ -1,22 +1,21 @@
 """`Resources`: the user's extensions of one process (AGENTS.md, prompt templates, skills,
 plugins) and what turns need of them.
 
-It owns the current `Catalog` (loaded on first use, re-read by `reload`), the stat-keyed
-cache of the AGENTS.md files, and the memory-block hook. For the agent engine it offers
-the turn hooks (`run_turn`, `instructions`, `tools`, `observe`; see
-`kward.agent.engine.TurnHooks`): a turn's slash input is resolved and a plugin command
-runs instead of the model (`kward.resources.turns`), the instructions are rebuilt before
-every model request (so an AGENTS.md the agent just edited counts at once), `read_skill`
-joins the tools when skills exist, and plugin observers see the turn's events.
+It owns the current `Catalog` (loaded on first use, re-read by `reload`) and the
+stat-keyed cache of the AGENTS.md files. For a turn's plan (`kward.runtime.planner`) it
+resolves slash input (`resolve`) and runs plugin commands (`run_command`), builds the
+instructions, rebuilt before every model request (`instructions`: so an AGENTS.md the agent
+just edited counts at once), adds `read_skill` to the tools when skills exist (`tools`),
+and lets plugin observers see the turn's events (`observe`).
 
 Plugin observers see each event as the protocol shows it: the `event_payload` converter
 the face gives (without one, observers get nothing).
 
-The memory hook: `set_memory_block(fn)` with ``fn(session) -> str | None`` (kward.memory).
-It is called once per model turn, on the turn's worker thread, after the turn's user
-message was appended to the session (so the session's last user message is the turn's
-input); its text (capped at 32 KiB) goes between the config AGENTS.md and the plugin
-context. An exception in it is logged and the block left out.
+The memory block of a turn's instructions (`instructions(session, memory)`, with
+``memory() -> str | None``) is asked for once per model turn, on the turn's worker
+thread, after the turn's user message was appended to the session; its text (capped at
+32 KiB) goes between the config AGENTS.md and the plugin context. An exception in it is
+logged and the block left out.
 
 Thread contract: any thread. `_lock` guards the catalog reference and the run-time
 warnings; `_load_lock` serialises loads (a load runs plugin code: never on the RPC
@@ -50,7 +49,7 @@ from kward.resources.text import FileCache
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 30.0
-MemoryBlock = Callable[[Any], "str | None"]
+MemoryBlock = Callable[[], "str | None"]
 #: The fields plugin observers see of an event: `event_payload(type, typed payload)` ->
 #: the protocol's payload dict (the face supplies it: `kward.rpc.wire.event_payload`).
 EventPayload = Callable[[str, Any], "dict[str, Any]"]
@@ -70,10 +69,9 @@ class Resources:
     """See the module docstring. `timeout()` gives `plugins.command_timeout_seconds`."""
 
     def __init__(self, config_dir: Path, *, timeout: Callable[[], float] = lambda: DEFAULT_TIMEOUT,
-                 memory_block: MemoryBlock | None = None, event_payload: EventPayload | None = None):
+                 event_payload: EventPayload | None = None):
         self.config_dir = Path(config_dir)
         self._timeout = timeout
-        self._memory_block = memory_block
         self._event_payload = event_payload
         self.files = FileCache()
         self._lock = threading.Lock()
@@ -90,9 +88,6 @@ class Resources:
             return float(self._timeout())
         except Exception:  # an unreadable config: the default bound still applies
             return DEFAULT_TIMEOUT
-
-    def set_memory_block(self, fn: MemoryBlock | None) -> None:
-        self._memory_block = fn
 
     def peek(self) -> Catalog | None:
         """The catalog if it was loaded; never loads (for the RPC dispatcher)."""
@@ -175,12 +170,7 @@ class Resources:
             lines = output.close()
         return CommandOutput(command.name, lines, result_text(value))
 
-    # --- turn hooks (kward.agent.engine.TurnHooks) -------------------------------------
-
-    def run_turn(self, turn: Any, session: Any, runner: Any) -> str:
-        from kward.resources.turns import run_turn
-
-        return run_turn(self, turn, session, runner)
+    # --- what a turn's plan draws on ------------------------------------------------------
 
     def tools(self, base: Any) -> Any:
         return self.catalog().tools(base)
@@ -192,16 +182,16 @@ class Resources:
         return observing(emit, list(catalog.observers), context_for(session), session.id, getattr(turn, "id", None),
                          self._event_payload)
 
-    def instructions(self, session: Any) -> Callable[[], str]:
+    def instructions(self, session: Any, memory_block: MemoryBlock | None = None) -> Callable[[], str]:
         """The turn's instructions, as a function called before each model request: the
-        AGENTS.md files are looked at each time (stat-cached); memory and plugin context
-        are computed at the first call and kept for the turn."""
+        AGENTS.md files are looked at each time (stat-cached); the memory block
+        (`memory_block()`) and plugin context are computed at the first call and kept for the turn."""
         catalog = self.catalog()
         once: list[tuple[str | None, str | None]] = []
 
         def build() -> str:
             if not once:
-                once.append((self._memory(session), self._plugin_context(catalog, session)))
+                once.append((self._memory(memory_block), self._plugin_context(catalog, session)))
             memory, plugin = once[0]
             user, project = agents_files(self.config_dir, session.workspace_root, self.files)
             text = assemble(Parts(user_agents=user, memory=memory, plugin_context=plugin, skills=catalog.skills_text,
@@ -238,12 +228,12 @@ class Resources:
             while len(self._last) > _REMEMBERED:
                 self._last.popitem(last=False)
 
-    def _memory(self, session: Any) -> str | None:
-        fn = self._memory_block
+    @staticmethod
+    def _memory(fn: MemoryBlock | None) -> str | None:
         if fn is None:
             return None
         try:
-            return capped(fn(session))
+            return capped(fn())
         except Exception:
             log.exception("the memory block could not be built; the turn goes on without it")
             return None

@@ -135,7 +135,7 @@ class Runtime(RuntimeServices):
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools the model is given (with a UI to ask questions)."""
-        return self.engine.current_tools().schemas(True)
+        return self.resources.core.tools(self.engine.tools).schemas(True)
 
     def shutdown(self) -> None:
         """Once, at the end: cancel every turn, then close every session (a session whose
@@ -251,8 +251,8 @@ class Runtime(RuntimeServices):
         self.check_input(text)
         images = normalize_attachments(attachments)
         self._admit()
-        text, behavior, plan = self.resources.plan_input(text, bool(images), behavior)  # `/name args`
-        return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, plan=plan)
+        text, display, behavior = self.resources.classify_input(text, bool(images), behavior)  # `/name args`
+        return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, display=display)
 
     def compact(self, session_id: str, instructions: str | None = None,
                 sink: Callable[[Any], None] | None = None) -> "CompactionResult":

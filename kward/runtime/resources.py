@@ -2,11 +2,11 @@
 the startup listing, by session id (`kward.resources.Resources` does the work).
 
 What a face calls: `catalog(session_id?)` (commands/list, prompts/list), `startup()`,
-`expand()`, `run_command()`, `reload()`; what the runtime calls: `plan_input()` when a
-turn is started (on the dispatcher: it never loads anything), `core` as the agent
-engine's turn hooks, `estimate()` for runtime/stats, `shutdown()`.
+`expand()`, `run_command()`, `reload()`; what the runtime calls: `classify_input()` when a
+turn is started (on the dispatcher: it never loads anything), `core` for the plans of
+turns (`kward.runtime.planner`), `estimate()` for runtime/stats, `shutdown()`.
 
-Any thread; the methods that may load the catalog (everything but `plan_input` and
+Any thread; the methods that may load the catalog (everything but `classify_input` and
 `estimate`) run plugin code and belong on a worker thread.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kward.resources import Resources
-from kward.resources.catalog import Catalog, Plan
+from kward.resources.catalog import Catalog
 from kward.resources.context import CommandOutput
 from kward.resources.prompts import Warning_, parse_slash
 
@@ -47,10 +47,6 @@ class RuntimeResources:
 
     def _timeout(self) -> float:
         return self._settings.current().plugins.command_timeout_seconds
-
-    def set_memory_block(self, fn: Any) -> None:
-        """Plug in the memory block of the system prompt (see kward.resources.core)."""
-        self.core.set_memory_block(fn)
 
     def _session(self, session_id: str | None) -> Any:
         return self._rt.sessions.get(session_id) if session_id is not None else None
@@ -86,18 +82,23 @@ class RuntimeResources:
     def reload(self) -> None:
         self.core.reload()
 
-    def plan_input(self, text: str, has_attachments: bool, behavior: str | None) -> tuple[str, str | None, Plan | None]:
-        """(text to queue, behavior, plan) for a turn about to start. Uses the catalog only
-        when it is loaded already (always so while a turn runs); otherwise slash input is
-        resolved when the turn runs. A plugin command is queued as a turn of its own,
+    def classify_input(self, text: str, has_attachments: bool,
+                       behavior: str | None) -> tuple[str, str | None, str | None]:
+        """(text to queue, what the user typed when the text is its expansion, behavior)
+        for a turn about to start. Uses the catalog only when it is loaded already (always
+        so while a turn runs); otherwise slash input is resolved when the turn runs
+        (`kward.runtime.planner`). A prompt template is expanded here, so that steered
+        input carries the expansion; a plugin command is queued as a turn of its own,
         never steered into a running one."""
         catalog = self.core.peek()
-        if catalog is None:
-            return text, behavior, (None if parse_slash(text) is not None else Plan("literal", text))
+        if catalog is None or parse_slash(text) is None:
+            return text, None, behavior
         plan = catalog.resolve(text, has_attachments)
+        if plan.kind == "prompt":
+            return plan.text, plan.display, behavior
         if plan.kind == "plugin" and behavior in (None, "steer"):
             behavior = "followUp"
-        return plan.text, behavior, plan
+        return text, None, behavior
 
     def estimate(self, session: Any) -> str:
         return self.core.estimate(session)

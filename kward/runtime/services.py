@@ -73,13 +73,13 @@ class RuntimeServices:
     @property
     def engine(self) -> "AgentEngine":
         from kward.agent.engine import AgentEngine
-        from kward.runtime.turn_hooks import RuntimeTurnHooks
+        from kward.runtime.planner import RuntimePlanner
 
         return self._service("engine", lambda: AgentEngine(paths=self.paths, config=self.config,
                                                            questions=self.questions, env=self.env,
                                                            secrets=self.secrets, models=self.models,
                                                            credentials=self.auth.provider_credentials,
-                                                           hooks=RuntimeTurnHooks(self)))
+                                                           planner=RuntimePlanner(self)))
 
     @property
     def auth(self) -> "RuntimeAuth":
@@ -106,14 +106,8 @@ class RuntimeServices:
     def resources(self) -> "RuntimeResources":
         """Prompt templates, skills, plugins, AGENTS.md (kward/runtime/resources.py)."""
         from kward.runtime.resources import RuntimeResources
-        from kward.runtime.turn_hooks import memory_block
 
-        def build() -> "RuntimeResources":
-            resources = RuntimeResources(self)
-            resources.set_memory_block(memory_block(self))
-            return resources
-
-        return self._service("resources", build)
+        return self._service("resources", lambda: RuntimeResources(self))
 
     @property
     def compaction(self) -> "RuntimeCompaction":

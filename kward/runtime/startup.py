@@ -22,10 +22,10 @@ if TYPE_CHECKING:  # pragma: no cover
 _WARM_MODULES = ("kward.model", "kward.sessions.codec", "kward.sessions.manager", "kward.workspace",
                  "kward.agent.questions", "kward.providers.base", "kward.tools.process", "kward.tools.search",
                  "kward.tools.registry", "kward.agent.loop", "kward.agent.engine", "kward.agent.turns",
-                 "kward.providers.model_service", "kward.agent.attachments", "kward.runtime.turn_hooks",
+                 "kward.providers.model_service", "kward.agent.attachments", "kward.agent.plan",
                  # the services a first turn builds: resources, auth (the store choice imports keyring
                  # when the first tool output is scrubbed), telemetry, compaction and memory
-                 "kward.runtime.resources", "kward.resources.turns", "kward.resources.system_prompt",
+                 "kward.runtime.resources", "kward.runtime.planner", "kward.resources.system_prompt",
                  "kward.runtime.auth", "kward.auth.service", "kward.auth.stores", "keyring",
                  "keyring.backends.chainer", "kward.runtime.telemetry", "kward.runtime.compaction",
                  "kward.compaction.run", "kward.runtime.memory", "kward.memory.store")
