@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from kward import jsonshape, rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
@@ -28,8 +27,7 @@ from kward.fsutil import atomic_write_bytes, file_lock
 from kward.settings import Settings, resolve_settings  # noqa: F401
 
 
-@dataclass(frozen=True, slots=True)
-class Paths:
+class Paths(NamedTuple):
     """Where kward keeps its files. Pure data; nothing is created by building one."""
 
     config_dir: Path

@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from kward.fsutil import read_fd
 
@@ -21,8 +20,7 @@ DEATH_POLL = 0.0005  # a SIGKILLed process leaves within microseconds to a few m
 MAX_PIDFDS = 64  # more victims than this are polled: never many descriptors at once
 
 
-@dataclass(frozen=True, slots=True)
-class Proc:
+class Proc(NamedTuple):
     pid: int
     ppid: int
     pgrp: int

@@ -35,8 +35,7 @@ Pure functions over plain data; any thread; standard library only (imported at s
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from kward.errors import ConfigError
 from kward.providers import registry
@@ -51,8 +50,7 @@ class Invalid(ValueError):
     """A value a rule refuses; the text is "must be <what is allowed>"."""
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(NamedTuple):
     """`accept(value)` returns the value to use, or raises ValueError/TypeError.
     `from_text` turns an environment variable's text into a value for `accept`;
     `env_allowed` describes that text when it differs from `allowed`."""
@@ -187,8 +185,7 @@ PLUGIN_TIMEOUT = seconds(0.05, 3600)
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
 
-@dataclass(frozen=True, slots=True)
-class Key:
+class Key(NamedTuple):
     """One config.json key kward reads. `path` is dotted inside a group ("rpc.workers": the
     group "rpc" must then be an object). `env` overrides it; when `env_checked` the
     variable's text is checked by `rule` at start, otherwise it is taken as written.

@@ -38,8 +38,7 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 from kward.config import ConfigStore
 from kward.errors import ConfigError
@@ -83,8 +82,7 @@ def _needles(value: str) -> set[bytes]:
             json.dumps(value)[1:-1].encode("ascii")}
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     """The known secret values at one moment (longest first) and their JSON encodings."""
 
     values: tuple[str, ...] = ()

@@ -26,9 +26,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, TypeVar
 
 from kward import rules
 from kward.errors import ConfigError
@@ -43,15 +42,13 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_AUTH_ISSUER = "https://auth.openai.com"
 
 
-@dataclass(frozen=True, slots=True)
-class RpcSettings:
+class RpcSettings(NamedTuple):
     workers: int = 32
     max_frame_bytes: int = 64 * 1024 * 1024
     max_input_chars: int = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
+class ModelChoice(NamedTuple):
     """A provider's configured model (None: its default, for Scripted the script's own)
     and reasoning level (lower case, as requested; None: no reasoning)."""
 
@@ -59,8 +56,7 @@ class ModelChoice:
     effort: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(NamedTuple):
     """A config.json value of a strict key that cannot be used."""
 
     key: str
@@ -70,8 +66,7 @@ class Problem:
         return ConfigError(self.message, data={"key": self.key})
 
 
-@dataclass(frozen=True, slots=True)
-class ProvidersSettings:
+class ProvidersSettings(NamedTuple):
     """What selection needs, for every provider of `kward.providers.registry` (by key)."""
 
     provider: str | None = None  # the `provider` setting; None: chosen by credentials
@@ -87,26 +82,23 @@ class ProvidersSettings:
         return self.models.get(key) or ModelChoice(None, None)
 
     def __repr__(self) -> str:
-        shown = replace(self, secrets={key: "[REDACTED]" for key in self.secrets})
-        return "ProvidersSettings(" + ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in fields(self)) + ")"
+        shown = self._replace(secrets={key: "[REDACTED]" for key in self.secrets})
+        return "ProvidersSettings(" + ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, shown)) + ")"
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionSettings:
+class CompactionSettings(NamedTuple):
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
     context_window: int | None = None  # None: the model's
 
 
-@dataclass(frozen=True, slots=True)
-class MemorySettings:
+class MemorySettings(NamedTuple):
     enabled: bool = False
     auto_summary: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class LoggingSettings:
+class LoggingSettings(NamedTuple):
     """The opt-in telemetry records (not the diagnostic log: `Settings.log_level`)."""
 
     enabled: bool = False
@@ -127,25 +119,21 @@ class LoggingSettings:
 CATEGORY_FIELDS: tuple[str, ...] = ("tokens", "performance", "tools", "errors")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolsSettings:
+class ToolsSettings(NamedTuple):
     workspace_guardrails: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class PluginsSettings:
+class PluginsSettings(NamedTuple):
     command_timeout_seconds: float = 30.0  # how long plugin code may run (a command, a load, a prompt context)
 
 
-@dataclass(frozen=True, slots=True)
-class AuthSettings:
+class AuthSettings(NamedTuple):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
     oauth_port: int | None = None  # KWARD_OAUTH_PORT; None: the default callback port
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(NamedTuple):
     """Every setting, resolved from environment (wins), config.json and defaults. Pure data."""
 
     log_level: str | None = None  # None = not set by the user (default WARNING, file only)
@@ -180,7 +168,7 @@ class Settings:
         return self.rpc.max_input_chars
 
 
-_Section = TypeVar("_Section")
+_Section = TypeVar("_Section", bound=NamedTuple)
 
 
 class _Reader:
@@ -241,10 +229,10 @@ class _Reader:
                 return value
         return None
 
-    def section(self, cls: type[_Section], group: str) -> _Section:
-        """A section from the keys of `group`; unset fields keep their defaults."""
-        values = {f.name: self.values.get(f"{group}.{f.name}") for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if v is not None})
+    def section(self, defaults: _Section, group: str) -> _Section:
+        """`defaults` with the keys of `group` that are set."""
+        values = {name: self.values.get(f"{group}.{name}") for name in defaults._fields}
+        return defaults._replace(**{k: v for k, v in values.items() if v is not None})
 
 
 def _effort(value: Any, default: str | None) -> str | None:
@@ -284,13 +272,13 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
     level = r.values["log_level"]
     return Settings(
         log_level=level.upper() if level else None,
-        rpc=r.section(RpcSettings, "rpc"),
+        rpc=r.section(RpcSettings(), "rpc"),
         providers=_providers(r),
-        compaction=r.section(CompactionSettings, "compaction"),
-        memory=r.section(MemorySettings, "memory"),
-        logging=r.section(LoggingSettings, "logging"),
-        tools=r.section(ToolsSettings, "tools"),
-        plugins=r.section(PluginsSettings, "plugins"),
+        compaction=r.section(CompactionSettings(), "compaction"),
+        memory=r.section(MemorySettings(), "memory"),
+        logging=r.section(LoggingSettings(), "logging"),
+        tools=r.section(ToolsSettings(), "tools"),
+        plugins=r.section(PluginsSettings(), "plugins"),
         auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or DEFAULT_AUTH_ISSUER,
                           oauth_client_id=r.values["openai_oauth_client_id"] or None,
                           oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),

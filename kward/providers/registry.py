@@ -16,13 +16,11 @@ Rows are frozen dataclasses. Any thread.
 from __future__ import annotations
 
 import pkgutil
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(NamedTuple):
     """One value a provider reads: the environment variable (wins when set and not empty)
     and/or the config.json key, and the kind of value (`kward.rules.KINDS` has the rule of
     each: "text", "effort", "url"). Variables of kind "text" and "effort" are taken as
@@ -33,8 +31,7 @@ class Setting:
     kind: str = "text"
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderSpec:
+class ProviderSpec(NamedTuple):
     """How kward knows, chooses, builds and lists one provider.
 
     `cls` is the class's full dotted name; the class builds itself from the resolved settings with

@@ -21,8 +21,7 @@ file; any thread.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
 from kward.providers import registry
 from kward.providers.registry import ProviderSpec
@@ -52,8 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose 
         def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None": ...
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(NamedTuple):
     spec: ProviderSpec
     provider: "Provider"
     model: str

@@ -9,8 +9,7 @@ passed in by the caller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from kward.limits import (
     EVENT_REPLAY_LIMIT,
@@ -39,8 +38,7 @@ LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
 CHANGED_FILES_TOOLS = ("edit", "write")
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeFacts:
+class RuntimeFacts(NamedTuple):
     """What the method table cannot tell: filled in by the caller."""
 
     steering: str = "unsupported"  # "native" when the active provider steers in flight

@@ -12,8 +12,7 @@ thread that will call `serve()`); nothing starts until `serve()`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, Mapping
+from typing import TYPE_CHECKING, BinaryIO, Mapping, NamedTuple
 
 from kward.config import ConfigStore, Paths, Settings, resolve_paths, resolve_settings
 from kward.errors import KwardError
@@ -33,8 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 ENV_NO_WARMUP = "KWARD_NO_WARMUP"  # any non-empty value: a server without a warm-up
 
 
-@dataclass(frozen=True, slots=True)
-class Setup:
+class Setup(NamedTuple):
     """What one server is configured by."""
 
     env: Mapping[str, str]  # the environment the providers and settings are read from

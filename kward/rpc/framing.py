@@ -18,16 +18,14 @@ Faults never end the stream: the reader reports a `FrameFault` and resynchronize
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 MAX_HEADER_LINE = 8 * 1024
 _SKIP_CHUNK = 64 * 1024
 _CL = b"content-length:"
 
 
-@dataclass(frozen=True, slots=True)
-class FrameFault:
+class FrameFault(NamedTuple):
     """A framing problem; the stream is still usable. `reason` is an errors.REASONS slug."""
 
     reason: str

@@ -13,8 +13,7 @@ sees such a value.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kward import jsonshape
 from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
@@ -22,16 +21,14 @@ from kward.errors import InvalidParams, InvalidRequest, KwardError, ParseError
 _NO_ID = object()
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     id: Any  # str, int or float, echoed unchanged
     method: str
     params: dict[str, Any]
     trace: dict[str, str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(NamedTuple):
     method: str
     params: dict[str, Any]
     trace: dict[str, str] | None = None

@@ -20,8 +20,7 @@ redaction=...)`. The capabilities of `initialize` are derived from the table ser
 from __future__ import annotations
 
 import pkgutil
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NamedTuple
 
 from kward.rpc.params import Params
 from kward.rpc.redaction import CONTENT, EVENTS, FULL, SHAPED
@@ -34,8 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 Handler = Callable[["Call"], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
+class Method(NamedTuple):
     target: str | Handler  # the handler's full dotted name (imported on first use), or the handler itself
     slow: bool = False
     redaction: str = FULL  # CONTENT: the result is conversation (names, messages, transcripts)
@@ -120,8 +118,7 @@ METHODS: dict[str, Method] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """One request as a handler sees it. `id` is None for notifications. `runtime` is the
     core; `conn` the client's connection (its initialize state, notifications, the stop
     of `shutdown`, backpressure); `methods` the table being served."""
@@ -134,8 +131,7 @@ class Call:
     trace: dict[str, str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Unredacted:
+class Unredacted(NamedTuple):
     """Wrap a result that must reach the client unredacted (`config/read` with
     `redacted: false`). Nothing else may use it."""
 

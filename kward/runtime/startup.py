@@ -8,8 +8,7 @@ provider and build no service (problems become warnings, or a shorter list). Any
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from kward.errors import KwardError
 
@@ -32,8 +31,7 @@ _WARM_MODULES = ("kward.model", "kward.sessions.codec", "kward.sessions.manager"
 _HTTP_MODULES = ("urllib3", "idna", "charset_normalizer", "requests", "requests.adapters")
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeInfo:
+class RuntimeInfo(NamedTuple):
     """Facts a face announces at start (the RPC face: `initialize`)."""
 
     steering: bool  # the active provider steers a running turn in flight
