@@ -237,11 +237,10 @@ def test_bad_env_setting_is_a_clear_startup_error(isolated_home):
 def test_initialize_does_not_import_requests_or_keyring(isolated_home):
     msgs = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + \
         frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
-    # without the warm-up (which imports requests once the client is idle after its first
-    # message), nothing in the whole process may import them; tests/test_startup.py checks
-    # what is loaded when the initialize response arrives, and that the warm-up starts after it
+    # nothing in the whole process may import them (the warm-up starts only once a session
+    # was opened); tests/test_startup.py checks what is loaded when the initialize response arrives
     p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
-                       capture_output=True, env=kward_env(isolated_home, KWARD_NO_WARMUP="1"), timeout=30)
+                       capture_output=True, env=kward_env(isolated_home), timeout=30)
     assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
     modules = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}
     assert "kward.rpc.server" in modules

@@ -174,7 +174,7 @@ def test_kward_no_warmup_turns_the_warm_up_off(tmp_path):
     assert warm_up({"HOME": str(tmp_path), "KWARD_NO_WARMUP": "1"}) is None
 
 
-def test_the_warm_up_starts_after_the_first_message_is_answered(isolated_home):
+def test_the_warm_up_starts_once_the_client_was_given_a_session(isolated_home):
     seen, started = [], threading.Event()
     s = InProcessServer(isolated_home)
 
@@ -184,19 +184,33 @@ def test_the_warm_up_starts_after_the_first_message_is_answered(isolated_home):
 
     s.server.warm_up = WarmUp(lambda: [first_step])
     s.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event"]}})
+    assert s.request("sessions/list")["sessions"] == [] and s.request("workspace/info")["root"]
+    assert s.server.warm_up.waiting and not started.is_set()  # a list refresh: no warm-up
+    s.request("sessions/create")
     assert started.wait(10) and seen == [frozenset({"turn/event"})]
-    assert s.request("workspace/info")["root"]
     s.close_input()
     assert s.join(10) and s.exit_code == 0 and s.server.warm_up.join(0)
+
+
+def test_a_list_refresh_process_never_warms_up(isolated_home):
+    with RpcClient(isolated_home, argv=kward_command(python_flags=("-X", "importtime"))) as k:
+        k.request("initialize")
+        assert k.request("sessions/list", {"limit": 5})["sessions"] == []
+        k.request("workspace/info")  # (the client idles between requests: nothing starts)
+        assert k.close() == 0
+    imported = {line.rsplit("|", 1)[-1].strip() for line in k.stderr.splitlines()}
+    assert {"kward.rpc.server", "kward.sessions.listing"} <= imported  # (import_module is not shown)
+    assert not imported & {"requests", "kward.agent.engine", "kward.rpc.warmup", "keyring"}
 
 
 def test_an_idle_kward_rpc_imports_the_http_stack_and_still_serves(isolated_home):
     env = kward_env(isolated_home, KWARD_PROVIDER="openrouter", KWARD_OPENROUTER_BASE_URL="http://127.0.0.1:9/v1")
     with RpcClient(isolated_home, env=env, argv=kward_command(python_flags=("-X", "importtime"))) as k:
         k.request("initialize")
+        k.request("sessions/create")
         imported = lambda: {line.rsplit("|", 1)[-1].strip() for line in k.stderr.splitlines()}  # noqa: E731
-        k.wait(lambda: {"requests", "kward.agent.engine", "kward.sessions.manager"} <= imported(), timeout=60,
-               what="the warm-up importing requests, the agent and the session store", poll=0.05)
-        assert k.request("sessions/list", {"limit": 5})["sessions"] == []
+        k.wait(lambda: {"requests", "kward.agent.engine", "kward.providers.openrouter"} <= imported(), timeout=60,
+               what="the warm-up importing requests, the agent and the provider", poll=0.05)
+        assert len(k.request("sessions/list", {"limit": 5})["sessions"]) <= 1
         assert k.close() == 0
     assert not [line for line in k.stderr.splitlines() if not line.startswith("import time:")]

@@ -37,6 +37,7 @@ class Method(NamedTuple):
     target: str | Handler  # the handler's full dotted name (imported on first use), or the handler itself
     slow: bool = False
     redaction: str = FULL  # CONTENT: the result is conversation (names, messages, transcripts)
+    opens_session: bool = False  # its success gives the client a session: turns may follow (the warm-up)
 
 
 METHODS: dict[str, Method] = {
@@ -51,14 +52,18 @@ METHODS: dict[str, Method] = {
     "config/read": Method("kward.rpc.methods.config.read"),
     "config/update": Method("kward.rpc.methods.config.update", slow=True),
     # sessions (methods/sessions.py)
-    "sessions/create": Method("kward.rpc.methods.sessions.create", slow=True, redaction=CONTENT),
-    "sessions/resume": Method("kward.rpc.methods.sessions.resume", slow=True, redaction=CONTENT),
+    "sessions/create": Method("kward.rpc.methods.sessions.create", slow=True, redaction=CONTENT,
+                             opens_session=True),
+    "sessions/resume": Method("kward.rpc.methods.sessions.resume", slow=True, redaction=CONTENT,
+                             opens_session=True),
     "sessions/list": Method("kward.rpc.methods.sessions.list_", slow=True, redaction=CONTENT),
     "sessions/rename": Method("kward.rpc.methods.sessions.rename", redaction=CONTENT),
-    "sessions/clone": Method("kward.rpc.methods.sessions.clone", slow=True, redaction=CONTENT),
+    "sessions/clone": Method("kward.rpc.methods.sessions.clone", slow=True, redaction=CONTENT,
+                             opens_session=True),
     "sessions/compact": Method("kward.rpc.methods.sessions.compact", slow=True, redaction=CONTENT),
     "sessions/forkMessages": Method("kward.rpc.methods.sessions.fork_messages", slow=True, redaction=CONTENT),
-    "sessions/fork": Method("kward.rpc.methods.sessions.fork", slow=True, redaction=CONTENT),
+    "sessions/fork": Method("kward.rpc.methods.sessions.fork", slow=True, redaction=CONTENT,
+                             opens_session=True),
     "sessions/export": Method("kward.rpc.methods.sessions.export", slow=True, redaction=CONTENT),
     "sessions/delete": Method("kward.rpc.methods.sessions.delete", slow=True),
     "sessions/close": Method("kward.rpc.methods.sessions.close", slow=True),
@@ -148,9 +153,10 @@ class MethodTable:
         self._methods: dict[str, Method] = dict(METHODS if methods is None else methods)
         self._handlers: dict[str, Handler] = {}
 
-    def register(self, name: str, handler: "str | Handler", *, slow: bool = False, redaction: str = FULL) -> None:
+    def register(self, name: str, handler: str | Handler, *, slow: bool = False, redaction: str = FULL,
+                 opens_session: bool = False) -> None:
         """Add (or replace) the method `name`: a handler function or its full dotted name."""
-        self._methods[name] = Method(handler, slow=slow, redaction=redaction)
+        self._methods[name] = Method(handler, slow=slow, redaction=redaction, opens_session=opens_session)
         self._handlers.pop(name, None)
 
     def get(self, name: str) -> Method | None:

@@ -15,10 +15,13 @@ the method table it serves, the runtime its handlers call, and the connection ev
 outgoing message goes through (redacted and encoded on the producing thread, then queued
 on the outbox; `kward.rpc.connection`). `serve()` returns 0 after `shutdown`, end of
 input or a stop signal, with running work cancelled, queued output flushed and every
-thread joined (within about 2 s). Once the first message is answered and the input has
-been quiet for `IDLE_SECONDS` with no slow request in flight, the dispatcher makes the
-server's warm-up (`kward.rpc.warmup`, imported only then), if it has one, and starts its
-thread; every message pauses it until the next such quiet moment.
+thread joined (within about 2 s). Once a request that gives the client a session
+succeeded (`Method.opens_session`: sessions/create, resume, clone, fork: this process is
+going to run turns) and the input has been quiet for `IDLE_SECONDS` with no slow request
+in flight, the dispatcher makes the server's warm-up (`kward.rpc.warmup`, imported only
+then), if it has one, and starts its thread; every message pauses it until the next such
+quiet moment. A process that only answers `initialize` and a list, then exits, never
+warms up.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ class RpcServer:
     `pool`; handlers get `runtime` and `connection` in their Call. The transport's
     writer-failure callback must put WRITER_FAILED on its inbox (build_server does).
     `make_warm_up` (optional) makes the warm-up, which is made and started once the client
-    is idle after its first message (`warm_up`: None until then)."""
+    is idle after it was given a session (`warm_up`: None until then)."""
 
     def __init__(self, transport: Transport, pool: WorkerPool, methods: MethodTable, runtime: "Runtime",
                  connection: Connection, make_warm_up: "Callable[[], WarmUp] | None" = None):
@@ -73,6 +76,7 @@ class RpcServer:
         self.conn = connection
         self.make_warm_up = make_warm_up
         self.warm_up: WarmUp | None = None
+        self._session_opened = False  # set by the thread that answered sessions/create (or resume, ...)
         self._inflight = 0
         self._inflight_cond = threading.Condition()
 
@@ -92,16 +96,14 @@ class RpcServer:
         self.transport.start()
         inbox = self.transport.inbox
         graceful = True
-        answered = False  # the first message was handled: the warm-up may start when idle
         while True:
-            warm = answered and self._warm_up_due()
+            warm = self._session_opened and self._warm_up_due()
             try:
                 item = inbox.get(timeout=IDLE_SECONDS if warm else SIGNAL_POLL)
             except Empty:
                 if warm and self._inflight == 0:  # (a benign unlocked read)
                     self._start_warm_up()  # or resume
                 continue  # gives a pending signal handler its chance to run
-            answered = True
             if self.warm_up is not None:
                 self.warm_up.pause()
             if item == EOF:
@@ -190,6 +192,8 @@ class RpcServer:
             if is_request:
                 self._send(protocol.error_response(call.id, err), urgent=True)
             return
+        if spec.opens_session:
+            self._session_opened = True
         if not is_request:
             return
         raw = isinstance(result, Unredacted)

@@ -1,11 +1,11 @@
 """The warm-up: import what a session's first requests need, off their path.
 
-`kward rpc` answers `initialize` with as little imported as it can. The first
-`sessions/create` and the first turn would then pay for importing the session store, the
-agent and its tools, the provider and `requests` (100-250 ms here). Instead, once the
-client has been quiet for `kward.rpc.server.IDLE_SECONDS` after its first message (a UI
-waiting for its user), the server makes one `WarmUp` (importing this module: not done to
-answer `initialize`) and starts its thread, which imports them one at a time: the modules
+`kward rpc` answers `initialize` and lists sessions without the agent, its tools, the
+providers and `requests`. The first turn would then pay for importing them. Instead, once
+the client was given a session (sessions/create, resume, clone or fork: a process that
+will run turns) and has been quiet for `kward.rpc.server.IDLE_SECONDS` (a UI waiting for
+its user), the server makes one `WarmUp` (importing this module) and starts its thread,
+which imports them one at a time: the modules
 `Runtime.warm_up_modules` names, then the handler modules of the method table served. It
 only imports, then collects young garbage (it builds no service, takes no runtime lock,
 reads no credential), so a request arriving meanwhile waits at most for a module the

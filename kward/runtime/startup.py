@@ -85,7 +85,7 @@ def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -
         spec = get(key)
     except KwardError:  # an invalid config.json or provider name: reported where it is used
         return names
-    names.append(spec.cls.partition(":")[0])
+    names.append(spec.cls.rpartition(".")[0])  # the provider class's module
     if spec.base_url is not None:
         names += _HTTP_MODULES
     return names
