@@ -1,5 +1,5 @@
 """auth/status and auth/providers (the credential values as the client sees them, shaped
-by kward.rpc.wire_auth), API-key login, logout keeping environment credentials, and the
+by kward.rpc.wire.auth), API-key login, logout keeping environment credentials, and the
 store each reports."""
 
 import json
@@ -15,7 +15,7 @@ from kward.auth.stores import OPENAI_OAUTH, select_store
 from kward.config import ConfigStore, resolve_paths
 from kward.errors import InvalidParams
 from kward.redact import redact
-from kward.rpc import wire_auth
+from kward.rpc.wire import auth as wire_auth
 from lib.auth_helpers import MemoryKeyring, make_env, use_keyring
 
 REPO = Path(__file__).resolve().parents[1]

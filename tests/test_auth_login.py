@@ -9,8 +9,8 @@ import pytest
 
 from kward.errors import InvalidParams, LoginError
 from kward.redact import redact
-from kward.rpc.wire import login as login_object
-from kward.rpc.wire_auth import credential_status
+from kward.rpc.wire.auth import credential_status
+from kward.rpc.wire.auth import login as login_object
 from lib.auth_helpers import authorize, browser, make_auth, make_env, open_in_browser
 from lib.fake_oauth import FakeOAuth, challenge_of
 

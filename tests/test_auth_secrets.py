@@ -10,8 +10,8 @@ from kward.auth.credentials import ApiKeySaved, CredentialStatus, LoggedOut, Pro
 from kward.auth.login import LoginState
 from kward.errors import KwardError
 from kward.rpc.protocol import error_object
-from kward.rpc import wire_auth
-from kward.rpc.wire import login as login_object
+from kward.rpc.wire import auth as wire_auth
+from kward.rpc.wire.auth import login as login_object
 from lib.auth_helpers import authorize, make_auth, make_env, open_in_browser
 from lib.fake_http import json_response
 from lib.fake_oauth import FakeOAuth

@@ -66,7 +66,7 @@ def test_compat_models():
 
 def test_entry_wire_shape():
     from kward.providers.model_service import ModelChoice
-    from kward.rpc.wire import model_entry
+    from kward.rpc.wire.models import model_entry
 
     entry = catalog.codex_entry("gpt-5.3-codex-spark")
     assert model_entry(ModelChoice(entry, current=True, reasoning_effort="high")) == {

@@ -20,7 +20,7 @@ import threading
 
 from kward.agent.turns import Turn, TurnManager
 from kward.errors import SessionBusy
-from kward.rpc import wire
+from kward.rpc.wire import events as wire
 
 
 class FlockLikeSession:

@@ -15,7 +15,7 @@ from kward.agent.eventlog import EventLog
 from kward.agent.turns import TurnManager
 from kward.errors import InvalidParams, SessionBusy
 from kward.model import Answer, Finished, Status
-from kward.rpc import wire
+from kward.rpc.wire import events as wire
 from lib.turns_helpers import (check_turn_events, delay, kward, pid_alive, text, tool,  # noqa: F401
                                wait_for_steer, wait_until)
 

@@ -15,7 +15,8 @@ import pytest
 from kward.config import ConfigStore, resolve_paths, resolve_settings
 from kward.errors import SessionNotFound
 from kward.model import TurnEvent
-from kward.rpc import wire, wire_sessions
+from kward.rpc.wire import events as wire
+from kward.rpc.wire import runtime as wire_sessions
 from kward.runtime import Runtime
 from kward.runtime.notices import QuestionAsked
 from lib.turns_helpers import check_turn_events, text, tool, write_script

@@ -16,7 +16,7 @@ from kward.errors import SessionFileGone, SessionInUse
 from lib.sessions_helpers import file_records, new_manager, user
 from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 from kward.model import Answer
-from kward.rpc import wire
+from kward.rpc.wire import events as wire
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kward.rpc import wire
+from kward.rpc.wire import sessions as wire
 from kward.sessions import listing
 from kward.sessions.paths import workspace_session_dir
 from lib.messages import typed

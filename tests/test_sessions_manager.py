@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kward.errors import InvalidParams, PathNotAllowed, SessionBusy, SessionFileGone, SessionNotFound
-from kward.rpc import wire, wire_sessions
+from kward.rpc.wire import sessions as wire_sessions
+from kward.rpc.wire import transcript as wire
 from kward.sessions.opening import load_session
 from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 from lib.sessions_helpers import (
@@ -497,7 +498,7 @@ def test_sixteen_sessions_written_concurrently(env):
 TWO_PROCESS = """
     import json, sys
     from pathlib import Path
-    from kward.rpc.wire import session as session_payload
+    from kward.rpc.wire.sessions import session as session_payload
     from kward.sessions import SessionManager
     from kward.sessions.codec import decode as typed, encode
     payload = lambda handle: session_payload(handle.info())

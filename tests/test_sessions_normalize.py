@@ -1,4 +1,4 @@
-"""Tool normalization of stored calls: derived result details (kward.rpc.wire), and the
+"""Tool normalization of stored calls: derived result details (kward.rpc.wire.transcript), and the
 shape of the tool_execution_end record (kward.sessions.codec) that transcripts read back."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from kward.model import ToolCall, is_error_text
-from kward.rpc.wire import call_arguments, result_details
+from kward.rpc.wire.transcript import call_arguments, result_details
 from kward.sessions.codec import tool_execution_fields
 from kward.tools.base import ToolResult
 

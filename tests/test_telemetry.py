@@ -11,7 +11,7 @@ import pytest
 
 from kward.errors import Canceled, InvalidParams
 from kward.providers.base import ModelResponse, Provider, ProviderError, RetryInfo, Usage
-from kward.rpc.wire import stats, time_range
+from kward.rpc.wire.telemetry import stats, time_range
 from kward.secrets import Snapshot
 from kward.telemetry import enabled_categories
 from kward.telemetry.log import MAX_BYTES, TelemetryLog

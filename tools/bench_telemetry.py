@@ -4,7 +4,7 @@ record, and what a turn pays when telemetry is off.
 Run from a checkout: ``python3 tools/bench_telemetry.py [--quick]``. `bench(quick)` returns
 rows ``{"name", "value", "unit", "target"}`` for ``tools/bench.py`` to merge into its report.
 
-- ``logging_stats_200k_s``: `kward.telemetry.stats.collect` and `kward.rpc.wire.stats` (what
+- ``logging_stats_200k_s``: `kward.telemetry.stats.collect` and `kward.rpc.wire.telemetry.stats` (what
   `logging/stats` runs) over 200,000 records (quick: 50,000) of every category in a week of
   daily files, two of them rolled at 10 MiB; median of 3 runs (quick: 1), page cache warm.
   Target <= 2 s for 200,000. Beside it, the baseline: `json.loads` of the same lines and nothing else.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from kward.telemetry.log import TelemetryLog  # noqa: E402
 from kward.telemetry.ranges import parse_range  # noqa: E402
-from kward.rpc.wire import stats as stats_result  # noqa: E402
+from kward.rpc.wire.telemetry import stats as stats_result  # noqa: E402
 from kward.telemetry.stats import collect  # noqa: E402
 
 Row = dict

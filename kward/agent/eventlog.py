@@ -3,7 +3,7 @@
 Events of a turn (`kward.model.TurnEvent`: a type and its typed payload) get sequence
 numbers from 1 with no gap and reach the sink in that order; the last EVENT_LIMIT are
 kept for `turns/events` replay. The faces convert them (the RPC face:
-`kward.rpc.wire.turn_event`). Thread-safe.
+`kward.rpc.wire.events.turn_event`). Thread-safe.
 """
 
 from __future__ import annotations

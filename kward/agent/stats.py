@@ -1,6 +1,6 @@
 """Conversation statistics for runtime/stats: message counts, cumulative token usage and
 an estimate of the context the next request will use, as typed values (their wire shapes:
-`kward.rpc.wire_sessions`). Pure functions of the messages (`kward.model`), any thread."""
+`kward.rpc.wire.runtime`). Pure functions of the messages (`kward.model`), any thread."""
 
 from __future__ import annotations
 

@@ -92,7 +92,11 @@ class TurnManager:
         what the user typed when `text` is its expansion (kept on the new turn)."""
         if behavior is not None and behavior not in BEHAVIORS:
             raise InvalidParams(f"Unsupported streamingBehavior: {behavior}", data={"param": "streamingBehavior"})
-        steer_ok = self._steering_supported()
+        with self._lock:
+            lane = self._lanes.get(session.shared)
+            busy = lane is not None and lane.busy()
+        # (asked only when it matters: it builds the engine and chooses the provider)
+        steer_ok = (busy or behavior == "steer") and self._steering_supported()
         with self._lock:
             busy = self._lane(session).busy()
             lane = self._settled_lane(session)

@@ -5,7 +5,7 @@
 (`login_with_api_key` -> `ApiKeySaved`), removes stored credentials (`logout` ->
 `LoggedOut`; environment ones stay and keep being reported), and reads and saves the
 OpenAI login for the login flow and `TokenSource`. The RPC face shapes these values into
-the `auth/*` results (`kward.rpc.wire_auth`).
+the `auth/*` results (`kward.rpc.wire.auth`).
 
 Sources: the environment (`OPENAI_ACCESS_TOKEN`, `OPENROUTER_API_KEY`; read per call,
 reported as ``environment``, never written anywhere) wins over what is stored (``stored``).

@@ -19,7 +19,7 @@ can bind the port at once). `cancel()` sets the stop signal and joins the thread
 by its lock (held over the save of the tokens, so a cancel cannot slip between save and
 ``completed``); `state()` and `status` read one tuple and never wait for it. A login is
 reported as a `LoginState` (its id, URLs, status and words; never a secret): the RPC face
-shapes it into the `auth/loginStatus` object (`kward.rpc.wire.login`). The manager keeps at most
+shapes it into the `auth/loginStatus` object (`kward.rpc.wire.auth.login`). The manager keeps at most
 `limit` logins (finished ones are forgotten oldest first), and starting a login cancels
 any pending one (they would share the callback port).
 """

@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 30.0
 MemoryBlock = Callable[[], "str | None"]
 #: The fields plugin observers see of an event: `event_payload(type, typed payload)` ->
-#: the protocol's payload dict (the face supplies it: `kward.rpc.wire.event_payload`).
+#: the protocol's payload dict (the face supplies it: `kward.rpc.wire.events.event_payload`).
 EventPayload = Callable[[str, Any], "dict[str, Any]"]
 _REMEMBERED = 64
 

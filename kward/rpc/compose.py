@@ -61,8 +61,8 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike |
 
 
 def _event_payload(type_: str, payload: object) -> dict:
-    """`kward.rpc.wire.event_payload`, imported when a plugin first observes an event."""
-    from kward.rpc.wire import event_payload
+    """`kward.rpc.wire.events.event_payload`, imported when a plugin first observes an event."""
+    from kward.rpc.wire.events import event_payload
 
     return event_payload(type_, payload)
 

@@ -75,7 +75,7 @@ class Connection:
 
     def publish_turn_event(self, event: Any) -> None:
         """A turn's event (`kward.model.TurnEvent`) as a `turn/event` notification."""
-        from kward.rpc.wire import (
+        from kward.rpc.wire.events import (
             turn_event,  # loaded with the first turn, not at start-up
         )
 
@@ -90,14 +90,14 @@ class Connection:
         )
 
         if isinstance(notice, SessionEvent):
-            from kward.rpc.wire import session_event
+            from kward.rpc.wire.events import session_event
 
             self.notify("session/event", session_event(notice))
         elif isinstance(notice, QuestionAsked):
             self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
                                         "questions": notice.questions})
         elif isinstance(notice, LoginFinished):  # from a login's thread, also while stopping: never waits
-            from kward.rpc.wire import login
+            from kward.rpc.wire.auth import login
 
             self.notify("auth/loginFinished", login(notice.login), wait=False)
 

@@ -67,7 +67,7 @@ METHODS: dict[str, Method] = {
     "sessions/export": Method("kward.rpc.methods.sessions.export", slow=True, redaction=CONTENT),
     "sessions/delete": Method("kward.rpc.methods.sessions.delete", slow=True),
     "sessions/close": Method("kward.rpc.methods.sessions.close", slow=True),
-    "sessions/transcript": Method("kward.rpc.methods.sessions.transcript", slow=True, redaction=CONTENT),
+    "sessions/transcript": Method("kward.rpc.methods.transcript.transcript", slow=True, redaction=CONTENT),
     # turns (methods/turns.py)
     "turns/start": Method("kward.rpc.methods.turns.start"),
     "turns/cancel": Method("kward.rpc.methods.turns.cancel"),

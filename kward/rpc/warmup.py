@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-WIRE_MODULE = "kward.rpc.wire"  # the payloads of sessions and turn events (the first turn's events)
+WIRE_MODULE = "kward.rpc.wire.events"  # the payloads of turn events (the first turn's events)
 
 
 class WarmUp:

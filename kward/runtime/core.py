@@ -65,7 +65,7 @@ class Runtime(RuntimeServices):
     credential values scrubbed from tool output (built from env, config and auth.json
     when not given). `event_payload(type, payload)` gives an event's payload as the face's
     protocol shows it, which plugin observers see (the RPC face:
-    `kward.rpc.wire.event_payload`; without it observers see nothing). `live_settings`
+    `kward.rpc.wire.events.event_payload`; without it observers see nothing). `live_settings`
     (a `LiveSettings` of `config` and `env`, made on first use when not given) gives
     `info()` the settings of config.json now; a face passes the one its `settings` came
     from, so that an unchanged file is not resolved again.
@@ -251,7 +251,9 @@ class Runtime(RuntimeServices):
         self.check_input(text)
         images = normalize_attachments(attachments)
         self._admit()
-        text, display, behavior = self.resources.classify_input(text, bool(images), behavior)  # `/name args`
+        display = None
+        if self.has_service("resources"):  # (else no catalog is loaded: slash input resolves when the turn runs)
+            text, display, behavior = self.resources.classify_input(text, bool(images), behavior)
         return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, display=display)
 
     def compact(self, session_id: str, instructions: str | None = None,

@@ -15,7 +15,7 @@ memory off (`exclude`, e.g. the one a one-shot prompt runs in) gets none of this
 
 Results are typed (`MemoryStatus`, `MemoryListing`, `MemoryInspection`, `MemoryWhy`; the
 memories in them are the store's records, dicts as the files hold them): the RPC face
-shapes them (`kward.rpc.wire_memory`).
+shapes them (`kward.rpc.wire.memory`).
 
 Thread contract: any thread; the store locks itself, `_latest` is one reference written
 and read whole.

@@ -120,9 +120,9 @@ class RuntimeServices:
     def turns(self) -> "TurnManager":
         from kward.agent.turns import TurnManager
 
-        def build() -> "TurnManager":
-            engine = self.engine
+        def build() -> "TurnManager":  # (the engine is built when a turn first runs or steers)
             return TurnManager(submit=self._submit, publish=self._event_sink, make_room=self._make_room,
-                               execute=engine.execute, steering_supported=engine.steering_supported)
+                               execute=lambda turn, session: self.engine.execute(turn, session),
+                               steering_supported=lambda: self.engine.steering_supported())
 
         return self._service("turns", build)

@@ -11,7 +11,7 @@ categories, the record count, records by category and by event, the model usage
 statuses, `Durations` in ms), the tool calls (`ToolStats`) and the errors (`ErrorStats`:
 by event, class, provider and code). Every count mapping is ordered by key. Error
 messages are never part of it. The RPC face shapes it into the `logging/stats` result
-(`kward.rpc.wire.stats`, keys as the original kward's). Pure over the files; any thread.
+(`kward.rpc.wire.telemetry.stats`, keys as the original kward's). Pure over the files; any thread.
 """
 
 from __future__ import annotations

@@ -26,13 +26,13 @@ def recorded(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
 def payload(handle: Any) -> dict[str, Any]:
     """The session payload of a SessionHandle now (as the protocol shows it)."""
-    from kward.rpc import wire
+    from kward.rpc.wire import sessions as wire
 
     return wire.session(handle.info())
 
 
 def opened(handle: Any) -> dict[str, Any]:
     """The session payload a SessionHandle was opened with."""
-    from kward.rpc import wire
+    from kward.rpc.wire import sessions as wire
 
     return wire.session(handle.opened)

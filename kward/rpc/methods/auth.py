@@ -5,28 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from kward.auth.login import MAX_TIMEOUT  # seconds a login may wait for its callback
-from kward.rpc import wire, wire_auth
 from kward.rpc.registry import Call
+from kward.rpc.wire import auth as wire
 
 MAX_CODE_CHARS = 65536  # a pasted callback URL, bounded before it is parsed
 
 
 def status(call: Call) -> dict[str, Any]:
-    return wire_auth.credential_status(call.runtime.auth.status())
+    return wire.credential_status(call.runtime.auth.status())
 
 
 def providers(call: Call) -> dict[str, Any]:
-    return wire_auth.provider_cards(call.runtime.auth.providers())
+    return wire.provider_cards(call.runtime.auth.providers())
 
 
 def login_with_api_key(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_auth.api_key_saved(call.runtime.auth.login_with_api_key(p.text("providerId", required=True),
+    return wire.api_key_saved(call.runtime.auth.login_with_api_key(p.text("providerId", required=True),
                                                                         p.text("apiKey", required=True)))
 
 
 def logout_provider(call: Call) -> dict[str, Any]:
-    return wire_auth.logged_out(call.runtime.auth.logout(call.params.text("providerId", required=True)))
+    return wire.logged_out(call.runtime.auth.logout(call.params.text("providerId", required=True)))
 
 
 def start_openai_login(call: Call) -> dict[str, Any]:

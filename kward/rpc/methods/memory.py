@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from kward.memory.records import MAX_TEXT_CHARS
-from kward.rpc import wire_memory
 from kward.rpc.registry import Call
+from kward.rpc.wire import memory as wire
 
 _MAX_ID = 100
 
 
 def status(call: Call) -> dict[str, Any]:
-    return wire_memory.status(call.runtime.memory.status())
+    return wire.status(call.runtime.memory.status())
 
 
 def enable(call: Call) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def auto_summary_disable(call: Call) -> dict[str, Any]:
 
 def list_(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_memory.listing(call.runtime.memory.list(p.text("workspaceRoot"), p.flag("includeInactive", False)))
+    return wire.listing(call.runtime.memory.list(p.text("workspaceRoot"), p.flag("includeInactive", False)))
 
 
 def add(call: Call) -> dict[str, Any]:
@@ -73,11 +73,11 @@ def relax(call: Call) -> dict[str, Any]:
 
 
 def inspect(call: Call) -> dict[str, Any]:
-    return wire_memory.inspection(call.runtime.memory.inspect())
+    return wire.inspection(call.runtime.memory.inspect())
 
 
 def why(call: Call) -> dict[str, Any]:
-    return wire_memory.why(call.runtime.memory.why(call.params.text("sessionId")))
+    return wire.why(call.runtime.memory.why(call.params.text("sessionId")))
 
 
 def summarize(call: Call) -> dict[str, Any]:

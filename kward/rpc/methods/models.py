@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.rpc import wire
 from kward.rpc.registry import Call
+from kward.rpc.wire import models as wire
 
 
 def list_(call: Call) -> dict[str, Any]:

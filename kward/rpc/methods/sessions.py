@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.rpc import wire, wire_sessions
 from kward.rpc.registry import Call
+from kward.rpc.wire import sessions as wire
 
 
 def create(call: Call) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def clone(call: Call) -> dict[str, Any]:
 
 
 def fork_messages(call: Call) -> dict[str, Any]:
-    return wire_sessions.fork_messages(call.runtime.fork_messages(call.params.text("sessionId", required=True)))
+    return wire.fork_messages(call.runtime.fork_messages(call.params.text("sessionId", required=True)))
 
 
 def fork(call: Call) -> dict[str, Any]:
@@ -48,23 +48,19 @@ def fork(call: Call) -> dict[str, Any]:
 
 def export(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_sessions.exported(call.runtime.export_session(p.text("sessionId", required=True), p.text("path"),
+    return wire.exported(call.runtime.export_session(p.text("sessionId", required=True), p.text("path"),
                                                               p.text("format")))
 
 
 def delete(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire_sessions.deleted(call.runtime.delete_session(p.text("sessionId", required=True),
+    return wire.deleted(call.runtime.delete_session(p.text("sessionId", required=True),
                                                              force=p.flag("force", False)))
 
 
 def close(call: Call) -> dict[str, Any]:
     call.runtime.close_session(call.params.text("sessionId", required=True))
-    return wire_sessions.closed()
-
-
-def transcript(call: Call) -> dict[str, Any]:
-    return wire.transcript(call.runtime.transcript(call.params.text("sessionId", required=True)))
+    return wire.closed()
 
 
 def compact(call: Call) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from kward.agent.turns import BEHAVIORS
-from kward.rpc import wire
 from kward.rpc.registry import Call
+from kward.rpc.wire import events as wire
 
 
 def start(call: Call) -> dict[str, Any]:

@@ -1,19 +1,17 @@
-"""The `runtime/state`, `runtime/stats`, `sessions/forkMessages`, `sessions/export`,
-`sessions/delete` and `sessions/close` results of the runtime's session values
-(`kward.runtime.state`, `kward.agent.stats`, `kward.sessions.manager.ForkEntry`,
-`kward.sessions.export.Exported`). Keys as docs/protocol.md and the original kward's.
-Pure functions, any thread."""
+"""The `runtime/state` and `runtime/stats` results of the runtime's session values
+(`kward.runtime.state`, `kward.agent.stats`). Keys as docs/protocol.md and the original
+kward's. Pure functions, any thread."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kward.agent.stats import ContextUsage, MessageCounts
-from kward.model import Usage
-from kward.rpc import wire
-from kward.runtime.state import SessionIds, SessionState, SessionStats
-from kward.sessions.export import Exported
-from kward.sessions.manager import ForkEntry
+from kward.rpc.wire.models import model_entry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.stats import ContextUsage, MessageCounts
+    from kward.model import Usage
+    from kward.runtime.state import SessionIds, SessionState, SessionStats
 
 
 def ids(i: SessionIds) -> dict[str, Any]:
@@ -44,7 +42,7 @@ def session_state(st: SessionState) -> dict[str, Any]:
                     "providerError": {"reason": err.reason, "message": err.message} if err is not None else None})
         return out
     out.update({
-        "model": wire.model_entry(m.model), "thinkingLevel": m.reasoning_effort,
+        "model": model_entry(m.model), "thinkingLevel": m.reasoning_effort,
         "steeringMode": "in-flight" if m.steering else "one-at-a-time",
         "autoRetryEnabled": m.auto_retry,
         "defaultProvider": m.provider, "defaultModel": f"{m.provider}/{m.model_id}",
@@ -82,27 +80,3 @@ def session_stats(st: SessionStats) -> dict[str, Any]:
     if st.context_usage is not None:
         out["contextUsage"] = context_usage(st.context_usage)
     return out
-
-
-def fork_entry(e: ForkEntry) -> dict[str, str]:
-    return {"entryId": e.entry_id, "text": e.text}
-
-
-def fork_messages(entries: list[ForkEntry]) -> dict[str, Any]:
-    """`sessions/forkMessages`: ``{messages: [{entryId, text}]}``."""
-    return {"messages": [fork_entry(e) for e in entries]}
-
-
-def exported(e: Exported) -> dict[str, str]:
-    """`sessions/export`: ``{path, format}``."""
-    return {"path": e.path, "format": e.format}
-
-
-def deleted(path: str) -> dict[str, Any]:
-    """`sessions/delete`: ``{deleted: true, path}``."""
-    return {"deleted": True, "path": path}
-
-
-def closed() -> dict[str, Any]:
-    """`sessions/close`: ``{closed: true}``."""
-    return {"closed": True}

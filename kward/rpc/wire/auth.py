@@ -1,18 +1,20 @@
-"""The `auth/*` results of the credential values (`kward.auth.credentials`); the login
-object of the OAuth methods is `kward.rpc.wire.login`. Keys as docs/protocol.md and
-the original kward's. Pure functions, any thread."""
+"""The `auth/*` results of the credential values (`kward.auth.credentials`) and the login
+object of the OAuth methods and `auth/loginFinished` (`login`). Keys as docs/protocol.md
+and the original kward's. Pure functions, any thread."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kward.auth.credentials import (
-    ApiKeySaved,
-    CredentialStatus,
-    LoggedOut,
-    ProviderCard,
-    ProviderCards,
-)
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.auth.credentials import (
+        ApiKeySaved,
+        CredentialStatus,
+        LoggedOut,
+        ProviderCard,
+        ProviderCards,
+    )
+    from kward.auth.login import LoginState
 
 
 def credential_status(s: CredentialStatus) -> dict[str, Any]:
@@ -51,3 +53,16 @@ def logged_out(r: LoggedOut) -> dict[str, Any]:
     (`configured` and `source`: what stays in use, only ever the environment)."""
     return {"providerId": r.provider_id, "removed": r.removed, "configured": r.in_environment,
             "source": "environment" if r.in_environment else None, "message": r.message}
+
+
+def login(state: LoginState) -> dict[str, Any]:
+    """The login object of `auth/loginStatus` and `auth/loginFinished` (a
+    `kward.auth.login.LoginState`): ``{providerId, loginId, status, authorizationUrl,
+    redirectUri, message?, error?}``, `message` and `error` only when not empty."""
+    out: dict[str, Any] = {"providerId": state.provider_id, "loginId": state.login_id, "status": state.status,
+                           "authorizationUrl": state.authorization_url, "redirectUri": state.redirect_uri}
+    if state.message:
+        out["message"] = state.message
+    if state.error:
+        out["error"] = state.error
+    return out

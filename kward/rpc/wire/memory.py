@@ -4,14 +4,15 @@ original kward and Tauren's memory panel read them). Pure functions, any thread.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kward.runtime.memory import (
-    MemoryInspection,
-    MemoryListing,
-    MemoryStatus,
-    MemoryWhy,
-)
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.memory import (
+        MemoryInspection,
+        MemoryListing,
+        MemoryStatus,
+        MemoryWhy,
+    )
 
 
 def status(s: MemoryStatus) -> dict[str, Any]:

@@ -1,0 +1,116 @@
+"""Turn events and session events: `turn_event` (the `turn/event` params and a
+`turns/events` item), `event_payload` (a payload by type; plugin observers see the same,
+`kward.resources.observers`), the turn object (`turn`), a failed turn's `error`, the
+`session/event` params (`session_event`).
+
+Tool calls and results go out in the shapes UI clients read: the normalized `toolCallId`,
+`toolName` (read/edit/write/bash/...) and camelCase `args`, the model's own call as
+`rawToolCall` and `toolCall`, Tauren's legacy `tool {name, displayName, path?, command?}`,
+and for a result its raw `content` and `result {content, isError, images, diff?,
+changedFiles?}`. Shapes a session record shares with the protocol (an assistant message,
+a tool call, a tool result) come from `kward.sessions.codec`. Pure functions, any thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from kward.model import Delta, ToolCall, ToolOutcome, TurnError, TurnEvent
+from kward.rpc.protocol import error_object
+from kward.rpc.wire.sessions import compaction_result
+from kward.rpc.wire.shape import present
+from kward.sessions.codec import (
+    call_fields,
+    encode,
+    tool_call_record,
+    tool_result_record,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.turn import Turn
+    from kward.runtime.notices import SessionEvent
+
+
+def tool_call(call: ToolCall) -> dict[str, Any]:
+    """A `toolCall` payload (see the module docstring)."""
+    fields = call_fields(call)
+    raw = tool_call_record(call)
+    tool = {"name": call.name, "displayName": fields["toolName"]}
+    for key in ("path", "command"):
+        if isinstance(fields["args"].get(key), str):
+            tool[key] = fields["args"][key]
+    return {**fields, "rawToolCall": raw, "toolCall": raw, "tool": tool}
+
+
+def tool_result(outcome: ToolOutcome) -> dict[str, Any]:
+    """A `toolResult` payload: the call's fields, the raw `content` and `result`."""
+    return {**tool_call(outcome.call), "content": outcome.result.content, "result": tool_result_record(outcome.result)}
+
+
+def error(err: TurnError) -> dict[str, Any]:
+    """A failed turn's `error`: ``{message, code, fatal:false, reason, data?}``."""
+    out: dict[str, Any] = {"message": err.message, "code": err.code, "fatal": False, "reason": err.reason}
+    if err.data:
+        out["data"] = dict(err.data)
+    return out
+
+
+def _finished(p: Any) -> dict[str, Any]:
+    return {"status": p.status, "error": error(p.error)} if p.error is not None else {"status": p.status}
+
+
+_PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "turnQueued": lambda p: {"status": p.status},
+    "turnStarted": lambda p: {"status": p.status},
+    "assistantDelta": lambda p: {"delta": p.text},
+    "reasoningDelta": lambda p: {"delta": p.text},
+    "assistantMessage": lambda p: {"message": encode(p)},
+    "modelRetry": lambda p: {"provider": p.provider, "model": p.model, "attempt": p.attempt,
+                             "maxAttempts": p.max_attempts, "delaySeconds": p.delay_seconds, "error": p.error},
+    "toolCall": tool_call,
+    "toolResult": tool_result,
+    "turnSteered": lambda p: {"input": p.input, "createdAt": p.created_at},
+    "answer": lambda p: {"content": p.content},
+    "turnCancelRequested": lambda p: {},
+    "error": error,
+    "turnFinished": _finished,
+}
+
+
+def event_payload(type_: str, payload: Any) -> dict[str, Any]:
+    """The protocol's payload of an event of `type_` (the typed payload of
+    `kward.model.EventPayload`)."""
+    if isinstance(payload, Delta):  # the hot path: thousands a second
+        return {"delta": payload.text}
+    return _PAYLOADS[type_](payload)
+
+
+def turn_event(event: TurnEvent) -> dict[str, Any]:
+    """The `turn/event` notification's params (and a `turns/events` item)."""
+    payload = event.payload
+    return {"sequence": event.sequence, "timestamp": event.timestamp, "sessionId": event.session_id,
+            "turnId": event.turn_id, "type": event.type,
+            "payload": {"delta": payload.text} if isinstance(payload, Delta) else _PAYLOADS[event.type](payload)}
+
+
+def turn(t: Turn) -> dict[str, Any]:
+    """The turn object (`kward.agent.turn.Turn`) of turns/start, cancel, status, events."""
+    return present({"id": t.id, "sessionId": t.session_id, "status": t.status, "cancelRequested": t.cancel_requested,
+                     "createdAt": t.created_at, "startedAt": t.started_at, "finishedAt": t.finished_at,
+                     "error": error(t.error) if t.error is not None else None})
+
+
+def session_event(event: SessionEvent) -> dict[str, Any]:
+    """A `kward.runtime.notices.SessionEvent` as the `session/event` params: compactionStart
+    ``{reason}``; compactionEnd ``{result, aborted, willRetry, errorMessage}`` (`result`
+    as `sessions/compact` returns it, ``{}`` when aborted; an aborted one adds `error`,
+    the JSON-RPC error)."""
+    p = event.payload
+    if event.type == "compactionStart":
+        payload: dict[str, Any] = {"reason": p.reason}
+    else:
+        payload = {"result": compaction_result(p.result) if p.result is not None else {}, "aborted": p.aborted,
+                   "willRetry": p.will_retry, "errorMessage": p.error_message}
+        if p.error is not None:
+            payload["error"] = error_object(p.error)
+    return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": payload}

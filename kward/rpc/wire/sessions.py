@@ -1,0 +1,69 @@
+"""The `sessions/*` results: the session payload (`session`: create, resume, rename, clone,
+fork, and inside transcript), a `sessions/list` item (`listed_session`), and the results
+of forkMessages, export, delete, close and compact. Keys as docs/protocol.md and the original
+kward's. Pure functions, any thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kward.rpc.wire.shape import present
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.compaction.run import CompactionResult
+    from kward.sessions.export import Exported
+    from kward.sessions.listing import SessionSummary
+    from kward.sessions.manager import ForkEntry
+    from kward.sessions.session import SessionInfo
+
+
+def session(info: SessionInfo) -> dict[str, Any]:
+    """The session payload of a `kward.sessions.session.SessionInfo` (None fields left out)."""
+    return present({"id": info.id, "persistentId": info.persistent_id, "path": info.path,
+                     "workspaceRoot": info.workspace_root, "cwd": info.cwd, "name": info.name,
+                     "createdAt": info.created_at, "modifiedAt": info.modified_at, "parentId": info.parent_id,
+                     "parentPath": info.parent_path})
+
+
+def listed_session(s: SessionSummary) -> dict[str, Any]:
+    """A `sessions/list` item (`kward.sessions.listing.SessionSummary`), tree decoration
+    included."""
+    return present({"id": s.id, "path": s.path, "cwd": s.cwd or s.workspace_root, "workspaceRoot": s.workspace_root,
+                     "createdAt": s.created_at, "modifiedAt": s.modified_at, "name": s.name,
+                     "firstMessage": s.first_message, "messageCount": s.message_count, "parentId": s.parent_id,
+                     "parentPath": s.parent_path, "depth": s.depth, "isLast": s.is_last,
+                     "ancestorContinues": list(s.ancestor_continues)})
+
+
+def fork_entry(e: ForkEntry) -> dict[str, str]:
+    return {"entryId": e.entry_id, "text": e.text}
+
+
+def fork_messages(entries: list[ForkEntry]) -> dict[str, Any]:
+    """`sessions/forkMessages`: ``{messages: [{entryId, text}]}``."""
+    return {"messages": [fork_entry(e) for e in entries]}
+
+
+def exported(e: Exported) -> dict[str, str]:
+    """`sessions/export`: ``{path, format}``."""
+    return {"path": e.path, "format": e.format}
+
+
+def deleted(path: str) -> dict[str, Any]:
+    """`sessions/delete`: ``{deleted: true, path}``."""
+    return {"deleted": True, "path": path}
+
+
+def closed() -> dict[str, Any]:
+    """`sessions/close`: ``{closed: true}``."""
+    return {"closed": True}
+
+
+def compaction_result(result: CompactionResult) -> dict[str, Any]:
+    """`sessions/compact`: ``{summary, firstKeptEntryId, tokensBefore, details}`` of a
+    `kward.compaction.run.CompactionResult`."""
+    return {"summary": result.summary, "firstKeptEntryId": result.first_kept_entry_id,
+            "tokensBefore": result.tokens_before,
+            "details": {"read_files": list(result.details.get("read_files", [])),
+                        "modified_files": list(result.details.get("modified_files", []))}}

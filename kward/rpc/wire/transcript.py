@@ -1,0 +1,167 @@
+"""The normalized transcript of `sessions/transcript` (Tauren's `tauren-transcript-v1`):
+system messages dropped; user -> ``{role:"user", content:[parts]}``; assistant ->
+``{role:"assistant", content:[thinking..., text/image parts..., toolCall...]}`` (the
+reasoning summary as a first ``thinking`` block when the content has none),
+``errorMessage?``, ``interrupted?``; tool results -> ``{role:"toolResult", toolCallId,
+toolName, isError, content:[{type:"text", text}], details?{diff, changedFiles}}``
+(details from the file's tool_execution_end record, else derived from the text);
+compaction summaries -> ``{role:"compactionSummary", summary, tokensBefore?}``. Pure
+functions, any thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kward.limits import IMAGE_MIME_TYPES
+from kward.model import (
+    AssistantMessage,
+    CompactionSummary,
+    Content,
+    ImagePart,
+    Message,
+    OtherPart,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    is_error_text,
+)
+from kward.rpc.wire.sessions import session
+from kward.rpc.wire.shape import present
+from kward.toolcalls import (
+    extract_diff,
+    normalize_args,
+    normalize_tool_name,
+    parse_arguments,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.transcript import Transcript
+
+
+def _name(raw_name: Any) -> Any:
+    return normalize_tool_name(raw_name) if isinstance(raw_name, str) else raw_name
+
+
+def call_arguments(raw_name: Any, raw_args: Any) -> dict[str, Any]:
+    """Client-facing arguments of a stored tool call (JSON text or an object)."""
+    return normalize_args(raw_name if isinstance(raw_name, str) else "", parse_arguments(raw_args))
+
+
+def result_details(raw_name: Any, raw_args: Any, text: str) -> dict[str, Any]:
+    """``{diff?, changedFiles?}`` of a successful edit/write result, derived from its text
+    and the call's ``path`` (for results that have no tool_execution_end record)."""
+    if is_error_text(text) or _name(raw_name if isinstance(raw_name, str) else "") not in ("edit", "write"):
+        return {}
+    details: dict[str, Any] = {}
+    diff = extract_diff(text)
+    if diff is not None:
+        details["diff"] = diff
+    path = parse_arguments(raw_args).get("path")
+    if isinstance(path, str) and path:
+        details["changedFiles"] = [path]
+    return details
+
+
+def _image(part: ImagePart) -> dict[str, Any] | None:
+    mime = str(part.mime_type or "").lower().replace("image/jpg", "image/jpeg")
+    if mime not in IMAGE_MIME_TYPES or not part.data:
+        return None
+    image = {"type": "image", "data": part.data, "mimeType": mime}
+    alt = part.alt or (part.path.rsplit("/", 1)[-1] if part.path else None)
+    if alt:
+        image["alt"] = alt
+    return image
+
+
+def _content(content: Content, keep_thinking: bool = False) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            image = _image(part)
+            if image:
+                parts.append(image)
+        elif isinstance(part, ThinkingPart):
+            if keep_thinking:
+                parts.append({"type": "thinking", "thinking": part.thinking})
+        elif isinstance(part, ToolCall):
+            parts.append(present({"type": "toolCall", "id": part.id, "name": _name(part.name),
+                                   "arguments": call_arguments(part.name, part.arguments)}))
+        elif isinstance(part, OtherPart) and part.text is not None:
+            parts.append({"type": "text", "text": part.text})
+    return parts
+
+
+def _assistant(message: AssistantMessage, calls: dict[str, ToolCall]) -> dict[str, Any]:
+    # an empty text (a message that only calls tools) is no block at all
+    parts = [p for p in _content(message.content, keep_thinking=True) if p["type"] != "text" or p["text"]]
+    thinking = [p for p in parts if p["type"] == "thinking"]
+    content = thinking + [p for p in parts if p["type"] != "thinking"]
+    if not thinking and message.reasoning:
+        content.insert(0, {"type": "thinking", "thinking": message.reasoning})
+    for call in message.shown_calls():
+        content.append(present({"type": "toolCall", "id": call.id, "name": _name(call.name),
+                                 "arguments": call_arguments(call.name, call.arguments)}))
+        if isinstance(call.id, str):
+            calls[call.id] = call
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if message.error:
+        out["errorMessage"] = message.error
+    if message.interrupted:  # a cancelled or failed model call's partial answer
+        out["interrupted"] = True
+    return out
+
+
+def _tool_result(message: ToolResultMessage, calls: dict[str, ToolCall], details: dict[str, Any]) -> dict[str, Any]:
+    call_id = message.shown_call_id()
+    call = calls.get(call_id) if call_id is not None else None
+    raw_name = message.shown_name() or (call.name if call is not None else None)
+    content = _content(message.content)
+    text = "\n".join(p["text"] for p in content if isinstance(p.get("text"), str))
+    failed = message.is_error if message.is_error is not None else is_error_text(text)
+    out = present({"role": "toolResult", "toolCallId": call_id, "toolName": _name(raw_name), "isError": failed,
+                    "content": content})
+    if call_id is not None and call_id in details:
+        found = details[call_id]
+        extra = present({"diff": found.diff, "changedFiles": found.changed_files})
+    elif failed:
+        extra = {}
+    else:
+        extra = result_details(raw_name, call.arguments if call is not None else None, text)
+    if extra:
+        out["details"] = extra
+    return out
+
+
+def transcript_messages(messages: list[Message], details: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The normalized messages (module docstring); `details` maps a tool call id to the
+    `kward.sessions.transcript.ToolDetails` of its tool_execution_end record."""
+    found = details or {}
+    calls: dict[str, ToolCall] = {}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": _content(message.content)})
+        elif isinstance(message, AssistantMessage):
+            out.append(_assistant(message, calls))
+        elif isinstance(message, ToolResultMessage):
+            out.append(_tool_result(message, calls, found))
+        elif isinstance(message, CompactionSummary):
+            item: dict[str, Any] = {"role": "compactionSummary", "summary": message.summary}
+            if message.tokens_before is not None:
+                item["tokensBefore"] = message.tokens_before
+            out.append(item)
+    return out
+
+
+def transcript(t: Transcript) -> dict[str, Any]:
+    """`sessions/transcript`: ``{session, messages}`` of a `kward.sessions.transcript.Transcript`."""
+    return {"session": session(t.session), "messages": transcript_messages(t.messages, t.tool_details)}
+
+
