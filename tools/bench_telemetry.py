@@ -132,18 +132,16 @@ def bench_write(tmp: Path, quick: bool) -> list[Row]:
 
 
 def bench_off(tmp: Path, quick: bool) -> list[Row]:
-    from types import SimpleNamespace
-
     from kward.config import ConfigStore, resolve_paths
     from kward.runtime.telemetry import TelemetryRuntime
+    from kward.secrets import KnownSecrets
 
     home = tmp / "home"
     env = {"HOME": str(home), "KWARD_CONFIG_PATH": str(home / ".kward" / "config.json")}
     paths = resolve_paths(env)
     config = ConfigStore(paths)
     config.update({"logging": {"enabled": False}})
-    runtime = SimpleNamespace(paths=paths, config=config, env=env, secrets=None)
-    telemetry = TelemetryRuntime(runtime)  # type: ignore[arg-type]
+    telemetry = TelemetryRuntime(paths.logs_dir, config, env, KnownSecrets(env, config, paths.auth_file))
     n = 2_000 if quick else 10_000
     t0 = time.perf_counter()
     for _ in range(n):

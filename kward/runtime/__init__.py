@@ -1,7 +1,7 @@
 """The runtime facade: the one core object both faces drive (the RPC server, and through
 it the terminal, `kward.client` and embedding tools).
 
-`Runtime` (kward/runtime/core.py) owns the session manager, the turn manager, the model
+`Runtime` (kward/runtime/facade.py) owns the session manager, the turn manager, the model
 service, the question broker, the agent engine and the settings of one process, and
 offers what a face needs: open, resume, close and delete sessions (closing cancels the
 session's turns and waits for them), start and cancel turns with an event sink, session
@@ -16,6 +16,7 @@ through the callables it is built with (turn events to an event sink, the notice
 core objects or plain data the face shapes. Nothing here imports `kward.rpc`.
 """
 
-from kward.runtime.core import Runtime, RuntimeInfo
+from kward.runtime.facade import Runtime
+from kward.runtime.startup import RuntimeInfo
 
 __all__ = ["Runtime", "RuntimeInfo"]  # notices and state types: kward.runtime.notices, kward.runtime.state

@@ -21,9 +21,11 @@ shutdown) cancels pending logins and joins their threads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
-from kward.runtime.notices import LoginFinished
+from kward.config import ConfigStore, Paths
+from kward.runtime.notices import LoginFinished, Notice
+from kward.secrets import KnownSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.auth.credentials import (
@@ -33,32 +35,23 @@ if TYPE_CHECKING:  # pragma: no cover
         ProviderCards,
     )
     from kward.auth.login import LoginState
-    from kward.runtime.core import Runtime
 
 
 class RuntimeAuth:
-    """See the module docstring."""
+    """See the module docstring. `changed()` is called after every login or logout."""
 
-    def __init__(self, runtime: "Runtime", notify: Callable[[Any], None]):
+    def __init__(self, paths: Paths, config: ConfigStore, env: Mapping[str, str], secrets: KnownSecrets, *,
+                 notify: Callable[[Notice], None], changed: Callable[[], None]):
         from kward.auth.provider_credentials import AuthCredentials
         from kward.auth.service import AuthService
 
-        self._runtime = runtime
         self._notify = notify
-        self.service = AuthService(runtime.paths, runtime.config, runtime.env)
+        self.service = AuthService(paths, config, env)
         credentials = self.service.credentials
-        credentials.add_listener(self._changed)
-        credentials.watch_secrets(runtime.secrets.learn)
-        runtime.secrets.add_loader(credentials.secret_values)
+        credentials.add_listener(lambda provider_id: changed())
+        credentials.watch_secrets(secrets.learn)
+        secrets.add_loader(credentials.secret_values)
         self.provider_credentials = AuthCredentials(self.service)
-
-    def _changed(self, provider_id: str) -> None:
-        """Credentials changed: select the provider again, list models again."""
-        runtime = self._runtime
-        if runtime.has_service("engine"):
-            runtime.engine.invalidate()
-        if runtime.has_service("models"):
-            runtime.models.catalog.clear()
 
     # --- credentials ------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ the model's (the catalog, cached; loaded when unknown). Any thread; `compact` an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.compaction.auto import AutoCompaction
@@ -27,14 +27,37 @@ from kward.settings import CompactionSettings
 from kward.timefmt import now_iso
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.runtime.core import Runtime
+    from kward.agent.engine import AgentEngine
+    from kward.agent.turn import Turn
+    from kward.agent.turns import TurnManager
+    from kward.providers.base import Provider
+    from kward.providers.select import Selection
+    from kward.runtime.resources import RuntimeResources
+    from kward.sessions.handle import SessionHandle
+    from kward.sessions.manager import SessionManager
 
 Sink = Callable[[SessionEvent], None]
 
 
+class CompactionServices(Protocol):
+    """The services a compaction draws on (the Runtime has them, built on first use)."""
+
+    @property
+    def sessions(self) -> SessionManager: ...
+
+    @property
+    def turns(self) -> TurnManager: ...
+
+    @property
+    def engine(self) -> AgentEngine: ...
+
+    @property
+    def resources(self) -> RuntimeResources: ...
+
+
 class RuntimeCompaction:
-    def __init__(self, runtime: "Runtime", notify: Sink):
-        self._rt = runtime
+    def __init__(self, services: CompactionServices, notify: Sink):
+        self._rt = services
         self._notify = notify
 
     def settings(self) -> CompactionSettings:
@@ -46,7 +69,7 @@ class RuntimeCompaction:
         except KwardError:
             return False
 
-    def _emitter(self, session: Any, sink: Sink | None) -> Callable[[str, Any], None]:
+    def _emitter(self, session: SessionHandle, sink: Sink | None) -> Callable[[str, Any], None]:
         out = sink or self._notify
 
         def emit(type_: str, payload: Any) -> None:
@@ -73,7 +96,7 @@ class RuntimeCompaction:
                        self._emitter(session, sink), reason="manual", instructions=rt.resources.estimate(session),
                        focus=instructions, window=self._window(settings, selection, cancel))
 
-    def _window(self, settings: CompactionSettings, selection: Any, cancel: CancelToken) -> int | None:
+    def _window(self, settings: CompactionSettings, selection: Selection, cancel: CancelToken) -> int | None:
         """config `compaction.context_window`, else the model's (None: unknown)."""
         if settings.context_window:
             return settings.context_window
@@ -82,7 +105,8 @@ class RuntimeCompaction:
         except KwardError:
             return None
 
-    def guard(self, turn: Any, session: Any, provider: Any, selection: Any, effort: str | None) -> AutoCompaction:
+    def guard(self, turn: Turn, session: SessionHandle, provider: Provider, selection: Selection,
+              effort: str | None) -> AutoCompaction:
         """The automatic compaction of one turn, with the turn's provider and its selection
         (`kward.providers.select.Selection`: the model and the window); the turn's
         `compacting` is true while it runs (read by `TurnManager.compacting`). The
@@ -90,7 +114,7 @@ class RuntimeCompaction:
         settings = self.settings()
         window = self._window(settings, selection, turn.cancel) if settings.enabled else None
         summarize = model_summarizer(provider, selection.model, turn.cancel, reasoning_effort=effort,
-                                     headers=dict(getattr(turn, "headers", None) or {}),
+                                     headers=dict(turn.headers),
                                      session_key=session.persistent_id)
         def busy(on: bool) -> None:
             turn.compacting = on

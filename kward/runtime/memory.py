@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 from kward.errors import InvalidParams
 from kward.memory import infer, records, retrieval
@@ -38,7 +38,8 @@ from kward.sessions.messages import content_text
 from kward.settings import LiveSettings, MemorySettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.runtime.core import Runtime
+    from kward.config import ConfigStore
+    from kward.sessions.handle import SessionHandle
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +88,18 @@ class MemoryWhy(NamedTuple):
 
 
 class MemoryRuntime:
-    def __init__(self, runtime: "Runtime"):
-        self._runtime = runtime
-        self.store = MemoryStore(runtime.paths.memory_dir)
-        self._live = LiveSettings(runtime.config, runtime.env)
+    """`workspace(root)` resolves a workspace root (None: the default one); `session(id)`
+    gives an open session (SessionNotFound); `scrub` masks known secrets in a text."""
+
+    def __init__(self, memory_dir: Path, config: ConfigStore, env: Mapping[str, str], *,
+                 workspace: Callable[[str | None], Path], session: Callable[[str], SessionHandle],
+                 scrub: Callable[[str], str]):
+        self._config = config
+        self._resolve_workspace = workspace
+        self._session = session
+        self._scrub = scrub
+        self.store = MemoryStore(memory_dir)
+        self._live = LiveSettings(config, env)
         self._latest: RetrievalState | None = None  # the last retrieval of this process
         self._off: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
@@ -117,15 +126,15 @@ class MemoryRuntime:
             self.store.event("auto_summary_enable" if enabled else "auto_summary_disable")
 
     def _write(self, name: str, value: bool) -> None:
-        group = self._runtime.config.load().get("memory")
+        group = self._config.load().get("memory")
         group = dict(group) if isinstance(group, dict) else {}
         group[name] = value
-        self._runtime.config.update({"memory": group})
+        self._config.update({"memory": group})
 
     # --- the store ----------------------------------------------------------------------
 
     def _workspace(self, root: str | None) -> str:
-        return records.workspace_scope(str(self._runtime.resolve_workspace(root)))
+        return records.workspace_scope(str(self._resolve_workspace(root)))
 
     def _scope(self, scope: str | None, root: str | None) -> str:
         if (scope or "").strip() == "workspace":
@@ -139,7 +148,7 @@ class MemoryRuntime:
                                 "characters", data={"param": "tags"})
         return records.clean_tags(tags)
 
-    def list(self, workspace_root: str | None = None, include_inactive: bool = False) -> MemoryListing:
+    def listing(self, workspace_root: str | None = None, include_inactive: bool = False) -> MemoryListing:
         """Every memory (`core`, `soft`), and the hierarchy of one workspace."""
         workspace = self._workspace(workspace_root)
         core, soft = self.store.core(), self.store.soft(include_inactive)
@@ -176,7 +185,7 @@ class MemoryRuntime:
         by other processes), else this process's last one, else a no-retrieval message."""
         state = None
         if session_id is not None:
-            memory_state = self._runtime.session(session_id).memory_state
+            memory_state = self._session(session_id).memory_state
             state = retrieval.read_state(memory_state.get("lastRetrieval") if isinstance(memory_state, dict) else None)
         return self._explain(state if state is not None else self._latest)
 
@@ -192,14 +201,14 @@ class MemoryRuntime:
 
     def summarize(self, session_id: str) -> list[dict[str, Any]]:
         """Infer soft memories from the user's messages of the session (see kward.memory.infer)."""
-        return self._summarize(self._runtime.session(session_id))
+        return self._summarize(self._session(session_id))
 
     def _summarize(self, session: Any) -> list[dict[str, Any]]:
         text = "\n".join(content_text(m.content, "\n") for m in session.entry_messages() if isinstance(m, UserMessage))
         state = session.memory_state if isinstance(session.memory_state, dict) else {}
         known = [m for m in state.get("sessionMemories") or [] if isinstance(m, dict)]
         scope = records.workspace_scope(session.workspace_root)
-        scrub = self._runtime.secrets.scrub_output
+        scrub = self._scrub
         added = []
         for candidate in infer.candidates(text):
             candidate = redact_text(scrub(candidate))

@@ -43,3 +43,7 @@ class SessionEvent:
     type: str
     payload: Any
     timestamp: str
+
+
+#: What `notify` receives.
+Notice = QuestionAsked | LoginFinished | SessionEvent

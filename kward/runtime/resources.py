@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 
 from kward.resources import Resources
 from kward.resources.catalog import Catalog
 from kward.resources.context import CommandOutput
+from kward.resources.core import EventPayload
 from kward.resources.prompts import Warning_, parse_slash
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.runtime.core import Runtime
+    from kward.config import ConfigStore
+    from kward.sessions.handle import SessionHandle
 
 
 class Startup(NamedTuple):
@@ -38,18 +40,23 @@ class Startup(NamedTuple):
 
 
 class RuntimeResources:
-    def __init__(self, runtime: "Runtime"):
+    """`session(id)` gives an open session (SessionNotFound); `launch_cwd` is the default
+    workspace; `event_payload` what plugin observers see of an event (None: nothing)."""
+
+    def __init__(self, config_dir: Path, config: ConfigStore, env: Mapping[str, str], *, launch_cwd: Path,
+                 session: Callable[[str], SessionHandle], event_payload: EventPayload | None):
         from kward.settings import LiveSettings
 
-        self._rt = runtime
-        self._settings = LiveSettings(runtime.config, runtime.env)  # config.json edits apply at once
-        self.core = Resources(runtime.paths.config_dir, timeout=self._timeout, event_payload=runtime.event_payload)
+        self._session_of = session
+        self._launch_cwd = launch_cwd
+        self._settings = LiveSettings(config, env)  # config.json edits apply at once
+        self.core = Resources(config_dir, timeout=self._timeout, event_payload=event_payload)
 
     def _timeout(self) -> float:
         return self._settings.current().plugins.command_timeout_seconds
 
-    def _session(self, session_id: str | None) -> Any:
-        return self._rt.sessions.get(session_id) if session_id is not None else None
+    def _session(self, session_id: str | None) -> SessionHandle | None:
+        return self._session_of(session_id) if session_id is not None else None
 
     def catalog(self, session_id: str | None = None) -> Catalog:
         self._session(session_id)  # an unknown id is reported as such
@@ -58,7 +65,7 @@ class RuntimeResources:
     def startup(self, session_id: str | None = None) -> Startup:
         session = self._session(session_id)
         catalog = self.core.catalog()
-        root = session.workspace_root if session is not None else str(self._rt.launch_cwd)
+        root = session.workspace_root if session is not None else str(self._launch_cwd)
         home = os.path.expanduser("~")
         context = []
         for path in self.core.context_files(root):
@@ -76,7 +83,7 @@ class RuntimeResources:
         return self.core.expand(command, arguments)
 
     def run_command(self, session_id: str, name: str, arguments: str = "") -> CommandOutput:
-        session = self._rt.sessions.get(session_id)
+        session = self._session_of(session_id)
         return self.core.run_command(self.core.command(name), arguments, session)
 
     def reload(self) -> None:
@@ -100,7 +107,7 @@ class RuntimeResources:
             behavior = "followUp"
         return text, None, behavior
 
-    def estimate(self, session: Any) -> str:
+    def estimate(self, session: SessionHandle) -> str:
         return self.core.estimate(session)
 
     def shutdown(self) -> None:

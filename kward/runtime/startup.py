@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 from kward.errors import KwardError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.config import ConfigStore, Paths, Settings
+    from kward.config import ConfigStore, Paths
+    from kward.settings import Settings
     from kward.settings import LiveSettings
 
 # What `warm_up_modules` names besides the active provider's module: the services of the
@@ -48,7 +49,8 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths, credentials: 
     credentials the provider choice sees (None: the files and the environment of `live`,
     so that start-up never opens the keyring)."""
     warnings = [("invalid_config", w) for w in settings.warnings]
-    steering, categories = False, ()
+    steering = False
+    categories: tuple[str, ...] = ()
     env = live.env
     try:
         current = live.current()  # (one stat while config.json is what the runtime started with)

@@ -9,7 +9,7 @@ model's context window, use cached model data only. Any thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kward.errors import KwardError
 
@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.stats import ContextUsage, MessageCounts
     from kward.model import Usage
     from kward.providers.model_service import ModelChoice
-    from kward.runtime.core import Runtime
+    from kward.runtime.facade import Runtime
+    from kward.sessions.handle import SessionHandle
 
 DEFAULT_RESERVE_TOKENS = 16384
 
@@ -35,7 +36,7 @@ class ModelState:
     """The provider and model the next turn uses."""
 
     model: "ModelChoice"  # the current model (ModelService.current)
-    reasoning_effort: str  # as requested (`off` when none)
+    reasoning_effort: str | None  # as requested (None: no reasoning)
     effective_reasoning_effort: str | None  # what requests carry, when the model lacks the requested level
     steering: bool  # the provider steers a running turn in flight
     auto_retry: bool
@@ -67,16 +68,18 @@ class SessionStats:
     auto_compaction: bool = False  # config `compaction.enabled`
 
 
-def session_ids(session: Any) -> SessionIds:
+def session_ids(session: SessionHandle) -> SessionIds:
     return SessionIds(session.id, session.persistent_id, session.path, session.name)
 
 
-def session_state(rt: "Runtime", session: Any) -> SessionState:
+def session_state(rt: Runtime, session: SessionHandle) -> SessionState:
     from kward.agent.stats import message_counts
 
     turns = rt.turns if rt.has_service("turns") else None  # no turn was ever started: none runs
     config = rt.config.load()
-    compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
+    compaction = config.get("compaction")
+    if not isinstance(compaction, dict):
+        compaction = {}
     common = dict(ids=session_ids(session),
                   streaming=turns is not None and turns.running_turn(session) is not None,
                   pending=turns.pending_count(session) if turns is not None else 0,
@@ -97,7 +100,7 @@ def session_state(rt: "Runtime", session: Any) -> SessionState:
         provider=selection.label, model_id=selection.model, reason=selection.reason))
 
 
-def session_stats(rt: "Runtime", session: Any) -> SessionStats:
+def session_stats(rt: Runtime, session: SessionHandle) -> SessionStats:
     from kward.agent.stats import context_usage, message_counts, token_totals
 
     messages = session.entry_messages()

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping
 
+from kward.config import ConfigStore
 from kward.errors import LoggingDisabled
+from kward.secrets import KnownSecrets
 from kward.settings import LiveSettings
 from kward.telemetry import enabled_categories
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.runtime.core import Runtime
     from kward.telemetry.log import TelemetryLog
     from kward.telemetry.recorder import TurnRecorder
     from kward.telemetry.stats import Stats
@@ -33,10 +35,11 @@ def _utc_now() -> datetime:
 
 
 class TelemetryRuntime:
-    def __init__(self, runtime: "Runtime", *, clock: Any = _utc_now):
-        self.log_dir = runtime.paths.logs_dir
-        self._secrets = runtime.secrets
-        self._live = LiveSettings(runtime.config, runtime.env)
+    def __init__(self, log_dir: Path, config: ConfigStore, env: Mapping[str, str], secrets: KnownSecrets, *,
+                 clock: Callable[[], datetime] = _utc_now):
+        self.log_dir = log_dir
+        self._secrets = secrets
+        self._live = LiveSettings(config, env)
         self._clock = clock
         self._lock = threading.Lock()
         self._log: "TelemetryLog | None" = None

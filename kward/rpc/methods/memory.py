@@ -42,7 +42,7 @@ def auto_summary_disable(call: Call) -> dict[str, Any]:
 
 def list_(call: Call) -> dict[str, Any]:
     p = call.params
-    return wire.listing(call.runtime.memory.list(p.text("workspaceRoot"), p.flag("includeInactive", False)))
+    return wire.listing(call.runtime.memory.listing(p.text("workspaceRoot"), p.flag("includeInactive", False)))
 
 
 def add(call: Call) -> dict[str, Any]:

@@ -1,57 +1,92 @@
 """The Runtime: the one core object every face drives (see the package docstring).
 
 Construction is cheap: the services (session manager, question broker, model service,
-engine, turn manager; `kward.runtime.services`) are built on first use, so a face that
-only answers a handshake never imports the agent, the providers or `requests`. Once
-built, each service is thread-safe itself; every operation below may be called from any thread. The
-slow ones (resume, clone, fork, export, transcript, list of sessions, close and delete
-with running turns, compaction, model listings, model and reasoning changes, reload, stats) belong on
-a worker thread; the rest are quick (a lookup, a stat, one appended line).
+agent engine, turn manager, and the auth, memory, telemetry, resources and compaction
+parts) are built on first use (`Lazy`), each importing its module only then, so a face
+that only answers a handshake or lists sessions never imports the agent, the providers or
+`requests`. Once built, each service is thread-safe itself; every operation below may be
+called from any thread. The slow ones (resume, clone, fork, export, transcript, list of
+sessions, close and delete with running turns, compaction, model listings, model and
+reasoning changes, reload, stats) belong on a worker thread; the rest are quick (a lookup,
+a stat, one appended line).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, TypeVar
 
-from kward.config import ConfigStore, Paths, Settings
+from kward.config import ConfigStore, Paths
 from kward.errors import InvalidParams
-from kward.runtime.services import RuntimeServices
 from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
 from kward.secrets import KnownSecrets
-from kward.settings import LiveSettings
+from kward.settings import LiveSettings, Settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.agent.turns import Turn
+    from kward.agent.engine import AgentEngine
+    from kward.agent.questions import QuestionBroker
+    from kward.agent.turns import Turn, TurnManager
     from kward.compaction.run import CompactionResult
-    from kward.providers.model_service import ModelChoice, ModelListing
+    from kward.model import TurnEvent
+    from kward.providers.model_service import ModelChoice, ModelListing, ModelService
+    from kward.runtime.auth import RuntimeAuth
+    from kward.runtime.compaction import RuntimeCompaction
+    from kward.runtime.memory import MemoryRuntime
+    from kward.runtime.notices import Notice
+    from kward.runtime.resources import RuntimeResources
     from kward.runtime.state import SessionState, SessionStats
+    from kward.runtime.telemetry import TelemetryRuntime
     from kward.sessions.export import Exported
     from kward.sessions.handle import SessionHandle
     from kward.sessions.listing import SessionSummary
-    from kward.sessions.manager import ForkEntry
+    from kward.sessions.manager import ForkEntry, SessionManager
     from kward.sessions.transcript import Transcript
     from kward.workspace import WorkspaceInfo
-
-    EventSink = Callable[[Any], None]  # receives kward.model.TurnEvent
 
 log = logging.getLogger(__name__)
 
 STOP_WAIT = 5.0  # seconds a close/delete waits for the canceled turns to end
+
+EventSink = Callable[["TurnEvent"], None]
+_T = TypeVar("_T")
+
+
+class Lazy(Generic[_T]):
+    """A service built by `build` on first use, once: `get` builds it under the runtime's
+    lock (an RLock: a builder may use another service), `peek` never builds. Any thread."""
+
+    def __init__(self, lock: threading.RLock, build: Callable[[], _T]):
+        self._lock = lock
+        self._build = build
+        self._value: _T | None = None
+
+    def get(self) -> _T:
+        value = self._value
+        if value is None:
+            with self._lock:
+                value = self._value
+                if value is None:
+                    value = self._value = self._build()
+        return value
+
+    def peek(self) -> _T | None:
+        """The service if it was built (e.g. no turn was ever started: nothing to cancel)."""
+        return self._value
 
 
 def _nothing() -> None:
     return None
 
 
-def _drop(_item: Any) -> None:
+def _drop(_item: object) -> None:
     return None
 
 
-class Runtime(RuntimeServices):
+class Runtime:
     """Sessions, turns, models and settings of one process, for one face.
 
     What the face injects: `submit(job) -> bool` runs a job on its worker pool (False once
@@ -74,14 +109,14 @@ class Runtime(RuntimeServices):
     def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
                  submit: Callable[[Callable[[], None]], bool], env: Mapping[str, str] = os.environ,
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
-                 notify: Callable[[Any], None] = _drop, make_room: Callable[[], None] = _nothing,
+                 notify: Callable[[Notice], None] = _drop, make_room: Callable[[], None] = _nothing,
                  admit: Callable[[], None] = _nothing,
-                 event_payload: "Callable[[str, Any], dict[str, Any]] | None" = None,
+                 event_payload: Callable[[str, Any], dict[str, Any]] | None = None,
                  live_settings: LiveSettings | None = None):
         self.paths = paths
         self.config = config
         self.settings = settings
-        self._launch_cwd = Path(launch_cwd)
+        self.launch_cwd = Path(launch_cwd)  # the default workspace
         self.env = env
         self.secrets = secrets if secrets is not None else KnownSecrets(env, config, paths.auth_file)
         self._submit = submit
@@ -91,12 +126,140 @@ class Runtime(RuntimeServices):
         self._admit = admit
         self.event_payload = event_payload
         self._live_settings = live_settings
-        super().__init__()
+        lock = threading.RLock()
+        self._sessions = Lazy(lock, self._build_sessions)
+        self._questions = Lazy(lock, self._build_questions)
+        self._models = Lazy(lock, self._build_models)
+        self._engine = Lazy(lock, self._build_engine)
+        self._turns = Lazy(lock, self._build_turns)
+        self._auth = Lazy(lock, self._build_auth)
+        self._memory = Lazy(lock, self._build_memory)
+        self._telemetry = Lazy(lock, self._build_telemetry)
+        self._resources = Lazy(lock, self._build_resources)
+        self._compaction = Lazy(lock, self._build_compaction)
+
+    # --- the services, built on first use ----------------------------------------------
+
+    def has_service(self, name: str) -> bool:
+        """Whether the service `name` (sessions, engine, turns, auth, ...) was built."""
+        service: Lazy[object] | None = getattr(self, f"_{name}", None)
+        return isinstance(service, Lazy) and service.peek() is not None
 
     @property
-    def launch_cwd(self) -> Path:
-        """The default workspace."""
-        return self._launch_cwd
+    def sessions(self) -> SessionManager:
+        return self._sessions.get()
+
+    @property
+    def questions(self) -> QuestionBroker:
+        return self._questions.get()
+
+    @property
+    def models(self) -> ModelService:
+        return self._models.get()
+
+    @property
+    def engine(self) -> AgentEngine:
+        return self._engine.get()
+
+    @property
+    def turns(self) -> TurnManager:
+        return self._turns.get()
+
+    @property
+    def auth(self) -> RuntimeAuth:
+        """Credentials and logins (kward.runtime.auth)."""
+        return self._auth.get()
+
+    @property
+    def memory(self) -> MemoryRuntime:
+        """Memory operations and what turns get of them (kward.runtime.memory)."""
+        return self._memory.get()
+
+    @property
+    def telemetry(self) -> TelemetryRuntime:
+        """Telemetry records, stats and the token CSV (kward.runtime.telemetry)."""
+        return self._telemetry.get()
+
+    @property
+    def resources(self) -> RuntimeResources:
+        """Prompt templates, skills, plugins, AGENTS.md (kward.runtime.resources)."""
+        return self._resources.get()
+
+    @property
+    def compaction(self) -> RuntimeCompaction:
+        """Manual and automatic compaction (kward.runtime.compaction)."""
+        return self._compaction.get()
+
+    def _build_sessions(self) -> SessionManager:
+        from kward.sessions.manager import SessionManager
+
+        return SessionManager(self.paths.sessions_dir, str(self.launch_cwd))
+
+    def _build_questions(self) -> QuestionBroker:
+        from kward.agent.questions import QuestionBroker
+        from kward.runtime.notices import QuestionAsked
+
+        def asked(session_id: str, request_id: str, questions: list[dict[str, Any]]) -> None:
+            self._notify(QuestionAsked(session_id, request_id, questions))
+
+        return QuestionBroker(asked)
+
+    def _build_models(self) -> ModelService:
+        from kward.providers.model_service import ModelService
+
+        return ModelService(self.config)
+
+    def _build_engine(self) -> AgentEngine:
+        from kward.agent.engine import AgentEngine
+        from kward.runtime.planner import RuntimePlanner
+
+        return AgentEngine(paths=self.paths, config=self.config, questions=self.questions, env=self.env,
+                           secrets=self.secrets, models=self.models, credentials=self.auth.provider_credentials,
+                           planner=RuntimePlanner(self))
+
+    def _build_turns(self) -> TurnManager:
+        from kward.agent.turns import TurnManager
+
+        # (the engine is built when a turn first runs or steers)
+        return TurnManager(submit=self._submit, publish=self._event_sink, make_room=self._make_room,
+                           execute=lambda turn, session: self.engine.execute(turn, session),
+                           steering_supported=lambda: self.engine.steering_supported())
+
+    def _build_auth(self) -> RuntimeAuth:
+        from kward.runtime.auth import RuntimeAuth
+
+        return RuntimeAuth(self.paths, self.config, self.env, self.secrets, notify=self._notify,
+                           changed=self._credentials_changed)
+
+    def _credentials_changed(self) -> None:
+        """Credentials changed (a login or logout): select the provider again, list models again."""
+        engine, models = self._engine.peek(), self._models.peek()
+        if engine is not None:
+            engine.invalidate()
+        if models is not None:
+            models.catalog.clear()
+
+    def _build_memory(self) -> MemoryRuntime:
+        from kward.runtime.memory import MemoryRuntime
+
+        return MemoryRuntime(self.paths.memory_dir, self.config, self.env, workspace=self.resolve_workspace,
+                             session=self.session, scrub=self.secrets.scrub_output)
+
+    def _build_telemetry(self) -> TelemetryRuntime:
+        from kward.runtime.telemetry import TelemetryRuntime
+
+        return TelemetryRuntime(self.paths.logs_dir, self.config, self.env, self.secrets)
+
+    def _build_resources(self) -> RuntimeResources:
+        from kward.runtime.resources import RuntimeResources
+
+        return RuntimeResources(self.paths.config_dir, self.config, self.env, launch_cwd=self.launch_cwd,
+                                session=self.session, event_payload=self.event_payload)
+
+    def _build_compaction(self) -> RuntimeCompaction:
+        from kward.runtime.compaction import RuntimeCompaction
+
+        return RuntimeCompaction(self, self._notify)
 
     # --- the runtime as a whole -----------------------------------------------------
 
@@ -104,7 +267,8 @@ class Runtime(RuntimeServices):
         """What a face announces at start (`kward.runtime.startup.announce`). Never fails:
         problems become warnings. Cheap (reads config.json and the environment)."""
         # no keyring at start-up: the files and the environment, unless auth is in use already
-        credentials = self.auth.provider_credentials if self.has_service("auth") else None
+        auth = self._auth.peek()
+        credentials = auth.provider_credentials if auth is not None else None
         if self._live_settings is None:  # (a race builds two, harmlessly)
             self._live_settings = LiveSettings(self.config, self.env)
         return announce(self.settings, self._live_settings, self.paths, credentials)
@@ -135,23 +299,27 @@ class Runtime(RuntimeServices):
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools the model is given (with a UI to ask questions)."""
-        return self.resources.core.tools(self.engine.tools).schemas(True)
+        schemas: list[dict[str, Any]] = self.resources.core.tools(self.engine.tools).schemas(True)
+        return schemas
 
     def shutdown(self) -> None:
         """Once, at the end: cancel every turn, then close every session (a session whose
         turn still runs closes when that turn ends). Never raises."""
-        with self._lock:
-            services = dict(self._services)
-        steps = []
-        if "auth" in services:  # pending logins: their callback listeners and threads
-            steps.append(services["auth"].close)
-        if "turns" in services:
-            steps.append(services["turns"].shutdown)
-        if "sessions" in services:
-            steps.append(services["sessions"].shutdown_all)
-        steps += [services[n].shutdown for n in ("memory", "telemetry") if n in services]  # hit counts, log file
-        if "resources" in services:
-            steps.append(services["resources"].shutdown)
+        steps: list[Callable[[], None]] = []
+        auth, turns, sessions = self._auth.peek(), self._turns.peek(), self._sessions.peek()
+        memory, telemetry, resources = self._memory.peek(), self._telemetry.peek(), self._resources.peek()
+        if auth is not None:  # pending logins: their callback listeners and threads
+            steps.append(auth.close)
+        if turns is not None:
+            steps.append(turns.shutdown)
+        if sessions is not None:
+            steps.append(sessions.shutdown_all)
+        if memory is not None:  # hit counts
+            steps.append(memory.shutdown)
+        if telemetry is not None:  # the log file
+            steps.append(telemetry.shutdown)
+        if resources is not None:
+            steps.append(resources.shutdown)
         for step in steps:
             try:
                 step()
@@ -213,16 +381,17 @@ class Runtime(RuntimeServices):
         self._stop_turns(sessions.handles_on(session_id))
         return sessions.delete(session_id, force=force)
 
-    def _stop_turns(self, handles: list[Any]) -> None:
+    def _stop_turns(self, handles: list[SessionHandle]) -> None:
         """Cancel the queued and running turns started through these ids and wait for them
         to end (a canceled turn still records its last tool result and turnFinished)."""
-        if not self.has_service("turns"):  # no turn was ever started: nothing to stop
+        turns = self._turns.peek()
+        if turns is None:  # no turn was ever started: nothing to stop
             return
         for handle in handles:
-            self.turns.cancel_session(handle)
+            turns.cancel_session(handle)
         deadline = time.monotonic() + STOP_WAIT
         for handle in handles:
-            self.turns.wait_idle(handle, max(0.0, deadline - time.monotonic()))
+            turns.wait_idle(handle, max(0.0, deadline - time.monotonic()))
 
     # --- turns ------------------------------------------------------------------------
 
@@ -252,8 +421,9 @@ class Runtime(RuntimeServices):
         images = normalize_attachments(attachments)
         self._admit()
         display = None
-        if self.has_service("resources"):  # (else no catalog is loaded: slash input resolves when the turn runs)
-            text, display, behavior = self.resources.classify_input(text, bool(images), behavior)
+        resources = self._resources.peek()
+        if resources is not None:  # (else no catalog is loaded: slash input resolves when the turn runs)
+            text, display, behavior = resources.classify_input(text, bool(images), behavior)
         return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, display=display)
 
     def compact(self, session_id: str, instructions: str | None = None,
