@@ -22,9 +22,6 @@ from kward import jsonshape, rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
 
-# The settings read from config.json live in kward.settings; these names stay importable
-# from here, where the RPC server and the client look for them.
-from kward.settings import Settings, resolve_settings  # noqa: F401
 
 
 class Paths(NamedTuple):
@@ -121,6 +118,12 @@ def validate_values(values: Mapping[str, Any]) -> None:
                                     data={"key": key})
 
 
+def _copy(document: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON document (what json would read back)."""
+    copied: dict[str, Any] = json.loads(json.dumps(document))
+    return copied
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -142,7 +145,7 @@ class ConfigStore:
         """The current config (a fresh copy). Missing file = {}; invalid = ConfigError;
         unreadable = FilesystemError (permission denied, a part of the path is a file, ...)."""
         with self._lock:
-            return json.loads(json.dumps(self._load_locked()))
+            return _copy(self._load_locked())
 
     def stamp(self) -> object:
         """What changes whenever config.json may have: its (mtime, size, inode) now, None
@@ -204,4 +207,4 @@ class ConfigStore:
             data = (json.dumps(current, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
             atomic_write_bytes(path, data)
             self._cache_key = None
-            return json.loads(json.dumps(current))
+            return _copy(current)

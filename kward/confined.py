@@ -81,11 +81,11 @@ class Node:
 
     @property
     def is_dir(self) -> bool:
-        return self.fd is not None and stat.S_ISDIR(self.st.st_mode)
+        return self.fd is not None and self.st is not None and stat.S_ISDIR(self.st.st_mode)
 
     @property
     def is_file(self) -> bool:
-        return self.fd is not None and stat.S_ISREG(self.st.st_mode)
+        return self.fd is not None and self.st is not None and stat.S_ISREG(self.st.st_mode)
 
     def close(self) -> None:
         if self.fd is not None:

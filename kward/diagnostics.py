@@ -13,12 +13,13 @@ thread-safe (every handler holds its own lock while emitting).
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from kward.fsutil import FILE_MODE, ensure_private_dir
 from kward.redact import redact_text
@@ -56,7 +57,7 @@ class PrivateRotatingFileHandler(logging.FileHandler):
         self._path = path
         super().__init__(str(path), mode="a", encoding="utf-8", delay=True)
 
-    def _open(self) -> TextIO:
+    def _open(self) -> io.TextIOWrapper:
         ensure_private_dir(self._path.parent)
         fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
         return open(fd, "a", encoding="utf-8")
@@ -74,7 +75,7 @@ class PrivateRotatingFileHandler(logging.FileHandler):
             return
         logging.StreamHandler.emit(self, record)
 
-    def _rotate(self, stream: TextIO) -> None:
+    def _rotate(self, stream: io.TextIOWrapper) -> None:
         stream.close()
         for i in range(BACKUPS - 1, 0, -1):
             src = self._path.with_name(f"{self._path.name}.{i}")

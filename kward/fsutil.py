@@ -119,10 +119,9 @@ class file_lock:
             raise
         self._fd = fd
 
-    def __exit__(self, *exc_info: object) -> bool:
+    def __exit__(self, *exc_info: object) -> None:
         fd, self._fd = self._fd, -1
         os.close(fd)  # closing the descriptor releases the lock
-        return False
 
 
 def pid_alive(pid: int) -> bool:

@@ -71,7 +71,7 @@ def new_tag() -> str:
     return f"{_token}.{next(_sequence)}"
 
 
-def spawn(argv: list[str], **popen_kwargs: Any) -> "subprocess.Popen":
+def spawn(argv: list[str], **popen_kwargs: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **popen_kwargs)``, registered so that `reap_orphans` leaves
     it to its owner, who must reap it with `wait_child`. Raises OSError like Popen."""
     with _lock:
@@ -84,7 +84,7 @@ def spawn(argv: list[str], **popen_kwargs: Any) -> "subprocess.Popen":
     return proc
 
 
-def wait_child(proc: "subprocess.Popen") -> int:
+def wait_child(proc: subprocess.Popen[bytes]) -> int:
     """Reap a `spawn` child that has exited (``proc.wait()``) and forget it; returns its
     returncode."""
     with _lock:

@@ -91,7 +91,7 @@ def descendants(table: dict[int, Proc], roots: Iterable[int]) -> set[int]:
 
 def environ_has(pid: int, needle: bytes) -> bool:
     data = read_proc(f"/proc/{pid}/environ", 1 << 24)  # gone, a zombie's (empty), another user's
-    return bool(data) and needle in b"\0" + data
+    return data is not None and needle in b"\0" + data
 
 
 def tagged(table: dict[int, Proc], candidates: Iterable[int], needle: bytes) -> set[int]:

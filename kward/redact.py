@@ -95,7 +95,7 @@ def redact(value: Any, _secret: bool = False) -> Any:
             return REDACTED if value else value
         return redact_text(str(value))
     if isinstance(value, dict):
-        out = {}
+        out: dict[Any, Any] = {}
         for k, v in value.items():
             secret = _secret or (isinstance(k, str) and is_secret_key(k))
             if isinstance(v, str):

@@ -35,7 +35,7 @@ Pure functions over plain data; any thread; standard library only (imported at s
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, NoReturn
 
 from kward.errors import ConfigError
 from kward.providers import registry
@@ -85,7 +85,7 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
-def _fail() -> Any:
+def _fail() -> NoReturn:
     raise ValueError
 
 

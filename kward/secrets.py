@@ -118,7 +118,7 @@ class Snapshot(NamedTuple):
         return value
 
 
-def _stat_key(path: str) -> tuple[int, int, int] | None:
+def _stat_key(path: str | Path) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
     except OSError:

@@ -242,9 +242,12 @@ def _effort(value: Any, default: str | None) -> str | None:
 
 def _providers(r: _Reader) -> ProvidersSettings:
     provider = r.values["provider"]
-    base_urls, models, secrets, options = {}, {}, {}, {}
+    base_urls: dict[str, str | None] = {}
+    models: dict[str, ModelChoice] = {}
+    secrets: dict[str, str] = {}
+    options: dict[str, Mapping[str, Any]] = {}
     for spec in registry.PROVIDERS:
-        if spec.base_url is not None:
+        if spec.base_url is not None and spec.base_url.key is not None:
             base_urls[spec.key] = r.values[spec.base_url.key] or spec.default_base_url
         models[spec.key] = ModelChoice(r.first(spec.model) or spec.default_model,
                                        _effort(r.first(spec.effort), spec.default_effort))

@@ -13,13 +13,17 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.model import ImagePart
 
 
 @dataclass(frozen=True)
 class SteerInput:
     text: str
     created_at: str
-    attachments: list = field(default_factory=list)
+    attachments: list[ImagePart] = field(default_factory=list)
 
 
 class SteeringInbox:

@@ -98,7 +98,7 @@ def normalize_args(name: str, args: Any) -> dict[str, Any]:
         timeout = _first(args, "timeout", "timeout_seconds", "timeoutSeconds")
         out["timeout"] = DEFAULT_BASH_TIMEOUT if timeout is None else timeout
         return out
-    return camelize(args)
+    return {camelize_key(str(k)): camelize(v) for k, v in args.items()}
 
 
 class ArgumentsError(ValueError):

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from kward.config import ConfigStore, resolve_paths, resolve_settings
+from kward.config import ConfigStore, resolve_paths
+from kward.settings import resolve_settings
 from kward.errors import ConfigError, InvalidParams
 
 

@@ -77,10 +77,10 @@ def test_conversation_policies_pass_content_and_redact_the_rest():
 
 
 def test_every_policy_in_the_method_table_is_known():
-    from kward.rpc.redaction import CONTENT, EVENTS, FULL, NOTIFICATIONS, EVENT, SHAPED
+    from kward.rpc.redaction import CONTENT, EVENTS, FULL, NOTIFICATIONS, EVENT
     from kward.rpc.registry import METHODS
 
-    assert {m.redaction for m in METHODS.values()} <= {FULL, CONTENT, EVENTS, SHAPED}
-    assert [name for name, m in METHODS.items() if m.redaction == SHAPED] == ["initialize"]  # (tests/test_startup.py)
+    assert {m.redaction for m in METHODS.values()} <= {FULL, CONTENT, EVENTS}
+    assert METHODS["initialize"].redaction == FULL
     assert set(NOTIFICATIONS.values()) <= {CONTENT, EVENT}
     assert METHODS["config/read"].redaction == FULL and METHODS["sessions/transcript"].redaction == CONTENT

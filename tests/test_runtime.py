@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kward.config import ConfigStore, resolve_paths, resolve_settings
+from kward.config import ConfigStore, resolve_paths
+from kward.settings import resolve_settings
 from kward.errors import SessionNotFound
 from kward.model import TurnEvent
 from kward.rpc.wire import events as wire

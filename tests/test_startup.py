@@ -69,9 +69,8 @@ def test_initialize_is_answered_without_the_services(isolated_home):
 
 
 def test_initialize_masks_secret_looking_values_in_what_it_takes_from_outside_kward(isolated_home):
-    # initialize's result is not walked by the full redaction (kward.rpc.redaction.SHAPED):
-    # the handler masks the strings that do not come from kward's code, the config dir's path
-    # in the logs directory and in the warning of an unreadable config.json
+    # the strings that do not come from kward's code, the config dir's path in the logs
+    # directory and in the warning of an unreadable config.json, are masked
     planted = "sk-planted0123456789abcdef"
     config = isolated_home / planted / "config.json"
     config.parent.mkdir()
@@ -86,7 +85,7 @@ def test_initialize_masks_secret_looking_values_in_what_it_takes_from_outside_kw
     assert redact(result) == result  # what the full redaction would have sent
 
 
-def test_the_constants_of_initialize_are_what_the_full_redaction_would_send():
+def test_the_full_redaction_leaves_the_constants_of_initialize_as_they_are():
     from kward.redact import redact
     from kward.rpc import capabilities, registry
     from kward.rpc.methods.lifecycle import _result

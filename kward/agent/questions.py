@@ -33,7 +33,7 @@ class QuestionBroker:
         self._cond = threading.Condition()
         self._pending: dict[str, _Pending] = {}
 
-    def ask(self, session_id: str, questions: list[dict[str, Any]], cancel: CancelToken) -> list | None:
+    def ask(self, session_id: str, questions: list[dict[str, Any]], cancel: CancelToken) -> list[dict[str, str]] | None:
         request_id = str(uuid.uuid4())
         pending = _Pending(session_id, questions)
         with self._cond:

@@ -76,7 +76,8 @@ def context_usage(messages: list[Message], instructions: str, window: int | None
         return None
     tokens, start = len(instructions) // 4, 0
     for i in range(len(live) - 1, -1, -1):
-        usage = live[i].usage if isinstance(live[i], AssistantMessage) else None
+        message = live[i]
+        usage = message.usage if isinstance(message, AssistantMessage) else None
         if usage is not None and usage.total_tokens > 0:
             tokens, start = usage.total_tokens, i + 1
             break

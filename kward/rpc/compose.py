@@ -12,9 +12,9 @@ thread that will call `serve()`); nothing starts until `serve()`.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, BinaryIO, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Mapping, NamedTuple
 
-from kward.config import ConfigStore, Paths, Settings, resolve_paths, resolve_settings
+from kward.config import ConfigStore, Paths, resolve_paths
 from kward.errors import KwardError
 from kward.rpc.connection import Connection
 from kward.rpc.pool import WorkerPool
@@ -23,7 +23,7 @@ from kward.rpc.server import RpcServer
 from kward.rpc.transport import WRITER_FAILED, Transport
 from kward.runtime import Runtime
 from kward.secrets import KnownSecrets
-from kward.settings import LiveSettings
+from kward.settings import LiveSettings, Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover
 
@@ -44,7 +44,7 @@ class Setup(NamedTuple):
     live: LiveSettings  # the settings of config.json now (`settings` until it changes)
 
 
-def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike | None = None) -> Setup:
+def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike[str] | None = None) -> Setup:
     """Read the configuration a server runs with. An unreadable config.json is not fatal
     (initialize and config/read report it); a bad environment value raises ConfigError
     naming the variable (every one kward reads is checked here, once)."""
@@ -60,7 +60,7 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike |
                  launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()), live=live)
 
 
-def _event_payload(type_: str, payload: object) -> dict:
+def _event_payload(type_: str, payload: object) -> dict[str, Any]:
     """`kward.rpc.wire.events.event_payload`, imported when a plugin first observes an event."""
     from kward.rpc.wire.events import event_payload
 
@@ -68,7 +68,7 @@ def _event_payload(type_: str, payload: object) -> dict:
 
 
 def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, *,
-                 env: Mapping[str, str] | None = None, launch_cwd: str | os.PathLike | None = None,
+                 env: Mapping[str, str] | None = None, launch_cwd: str | os.PathLike[str] | None = None,
                  methods: MethodTable | None = None) -> RpcServer:
     """A server over `stdin`/`stdout` (binary streams; stdout unbuffered or flushed by the
     writer) serving `methods` (default: every method of kward.rpc.registry.METHODS).

@@ -59,7 +59,7 @@ class FrameReader:
             line = self._next_line()
             if line is None:
                 return None
-            if line is _TOO_LONG:
+            if isinstance(line, _TooLong):
                 started = True
                 fault = fault or FrameFault("header_too_long", f"Header line longer than {MAX_HEADER_LINE} bytes")
                 continue
@@ -108,7 +108,7 @@ class FrameReader:
         return None, FrameFault("invalid_content_length",
                                 "Content-Length must be a non-negative integer, got %r" % v[:40].decode("latin-1"))
 
-    def _next_line(self) -> bytes | object | None:
+    def _next_line(self) -> bytes | _TooLong | None:
         if self._pending is not None:
             line, self._pending = self._pending, None
             return line
@@ -135,4 +135,8 @@ class FrameReader:
         return True
 
 
-_TOO_LONG = object()
+class _TooLong:
+    """What `_next_line` gives for a header line longer than MAX_HEADER_LINE (skipped)."""
+
+
+_TOO_LONG = _TooLong()

@@ -40,8 +40,8 @@ def _claim_stdio() -> tuple[io.BufferedReader, io.FileIO]:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
-    sys.stdout = diagnostics.StrayOutput()  # type: ignore[assignment]
-    return io.open(proto_in, "rb", buffering=256 * 1024), io.FileIO(proto_out, "wb", closefd=True)
+    sys.stdout = diagnostics.StrayOutput()
+    return io.BufferedReader(io.FileIO(proto_in, "rb"), buffer_size=256 * 1024), io.FileIO(proto_out, "wb")
 
 
 def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:

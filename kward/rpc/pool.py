@@ -17,14 +17,12 @@ from typing import Callable
 
 log = logging.getLogger(__name__)
 
-_STOP = None
-
 
 class WorkerPool:
     def __init__(self, max_workers: int, name: str = "kward-worker"):
         self._max = max_workers
         self._name = name
-        self._jobs: SimpleQueue = SimpleQueue()
+        self._jobs: SimpleQueue[Callable[[], None] | None] = SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -45,7 +43,7 @@ class WorkerPool:
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
-            if job is _STOP:
+            if job is None:
                 return
             try:
                 job()
@@ -60,7 +58,7 @@ class WorkerPool:
             self._closed = True
             threads = list(self._threads)
             for _ in threads:
-                self._jobs.put(_STOP)
+                self._jobs.put(None)  # a worker's stop
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in threads if t.is_alive()]

@@ -13,12 +13,6 @@ on the encoded frame, `kward.secrets`). On top of that, the key and pattern rule
 - `EVENT`: a `turn/event`: events whose type carries conversation (`CONTENT_EVENTS`) pass
   unchanged, the others (`error`, `turnFinished`, `modelRetry`, ... and any new type)
   as `FULL`;
-- `SHAPED`: the handler has applied the key and pattern rules to every value it took from
-  outside kward (a path, a config warning); the rest of its result is kward's constants,
-  which those rules leave as they are (tests/test_startup.py checks it), so the result
-  passes unchanged (the response's `id` is the client's own, as with `CONTENT`): what
-  `FULL` would send, without walking it again. `initialize` (~6 KB of capability
-  constants: walking them, cold, was ~2.7 M instructions of the start-up).
 
 So a method or event that nobody marked is redacted in full: a mistake can alter text,
 never leak a secret. Pure functions, any thread.
@@ -34,7 +28,6 @@ FULL = "full"
 CONTENT = "content"
 EVENT = "event"
 EVENTS = "events"
-SHAPED = "shaped"
 
 #: turn/event types whose payload is conversation content.
 CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessage", "toolCall", "toolResult",
@@ -50,12 +43,17 @@ def _event(event: Any) -> Any:
     return redact(event)
 
 
+def _redacted(message: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = redact(message)
+    return out
+
+
 def apply(policy: str, message: dict[str, Any]) -> dict[str, Any]:
     """`message` (a whole JSON-RPC message) redacted as `policy` says; an error response is
     always redacted in full."""
     if "error" in message:
-        return redact(message)
-    if policy == CONTENT or policy == SHAPED:
+        return _redacted(message)
+    if policy == CONTENT:
         return message
     if policy == EVENT and "params" in message:
         return {**message, "params": _event(message["params"])}
@@ -64,4 +62,4 @@ def apply(policy: str, message: dict[str, Any]) -> dict[str, Any]:
         shaped = {k: [_event(e) for e in v] if k == "events" and isinstance(v, list) else redact(v)
                   for k, v in result.items()}
         return {**message, "result": shaped}
-    return redact(message)
+    return _redacted(message)

@@ -23,7 +23,7 @@ import pkgutil
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NamedTuple
 
 from kward.rpc.params import Params
-from kward.rpc.redaction import CONTENT, EVENTS, FULL, SHAPED
+from kward.rpc.redaction import CONTENT, EVENTS, FULL
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.connection import Connection
@@ -42,7 +42,7 @@ class Method(NamedTuple):
 
 METHODS: dict[str, Method] = {
     # lifecycle (methods/lifecycle.py)
-    "initialize": Method("kward.rpc.methods.lifecycle.initialize", redaction=SHAPED),
+    "initialize": Method("kward.rpc.methods.lifecycle.initialize"),
     "initialized": Method("kward.rpc.methods.lifecycle.initialized"),
     "shutdown": Method("kward.rpc.methods.lifecycle.shutdown"),
     # workspace (methods/workspace.py)

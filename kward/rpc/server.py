@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from queue import Empty
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kward.errors import (
     InternalError,
@@ -86,7 +86,7 @@ class RpcServer:
         """Signal-safe: end the session as soon as the dispatcher sees it."""
         self.transport.inbox.put_control(SIGNAL)
 
-    def _send(self, message: dict, *, urgent: bool) -> None:
+    def _send(self, message: dict[str, Any], *, urgent: bool) -> None:
         self.conn.send(message, urgent=urgent)
 
     # --- the dispatcher -------------------------------------------------------------
@@ -108,14 +108,14 @@ class RpcServer:
                 self.warm_up.pause()
             if item == EOF:
                 break
-            if item in (SIGNAL, WRITER_FAILED):
+            if isinstance(item, str):  # SIGNAL, WRITER_FAILED
                 graceful = False
                 break
             try:
                 if isinstance(item, FrameFault):
                     self._send(protocol.error_response(None, ParseError(item.message, reason=item.reason)), urgent=True)
                 else:
-                    self._dispatch(item)  # type: ignore[arg-type]
+                    self._dispatch(item)
             except Exception:  # a bug here must not end the session; the request was answered or logged
                 log.exception("dispatching a message failed")
             if self.conn.stop_requested:
@@ -146,16 +146,17 @@ class RpcServer:
             if not rejected.notification:
                 self._send(protocol.error_response(rejected.request_id, rejected.error), urgent=True)
             return
+        request_id = msg.id if isinstance(msg, protocol.Request) else None
         is_request = isinstance(msg, protocol.Request)
         spec = self.methods.get(msg.method)
         if spec is None:
             if is_request:
                 self._send(protocol.error_response(
-                    msg.id, MethodNotFound(f"Method not found: {msg.method}", data={"method": msg.method})),
+                    request_id, MethodNotFound(f"Method not found: {msg.method}", data={"method": msg.method})),
                     urgent=True)
             return
         call = Call(runtime=self.runtime, conn=self.conn, methods=self.methods, params=Params(msg.params),
-                    id=msg.id if is_request else None, trace=msg.trace)
+                    id=request_id, trace=msg.trace)
         if not spec.slow:
             self._execute(msg.method, spec, call, is_request)
             return

@@ -18,7 +18,7 @@ from collections import deque
 from queue import SimpleQueue
 from typing import BinaryIO, Callable
 
-from kward.rpc.framing import FrameReader
+from kward.rpc.framing import FrameFault, FrameReader
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,9 @@ BATCH_BYTES = 64 * 1024  # notifications written per writer batch
 EOF = "eof"  # control items on the inbox
 SIGNAL = "signal"
 WRITER_FAILED = "writer_failed"
+#: What the inbox holds: a frame's body, a frame the reader refused, or a control item
+#: (EOF, SIGNAL, WRITER_FAILED).
+InboxItem = bytes | FrameFault | str
 
 
 class Inbox:
@@ -36,17 +39,17 @@ class Inbox:
     thread, so Python runs the handler only when the main thread next runs bytecode."""
 
     def __init__(self, limit: int = 1024):
-        self._q: SimpleQueue = SimpleQueue()
+        self._q: SimpleQueue[tuple[bool, InboxItem]] = SimpleQueue()
         self._slots = threading.Semaphore(limit)
 
-    def put_frame(self, item: object) -> None:
+    def put_frame(self, item: bytes | FrameFault) -> None:
         self._slots.acquire()
         self._q.put((True, item))
 
     def put_control(self, item: str) -> None:
         self._q.put((False, item))
 
-    def get(self, block: bool = True, timeout: float | None = None) -> object:
+    def get(self, block: bool = True, timeout: float | None = None) -> InboxItem:
         """Next item; raises Empty (queue.Empty) when nothing arrives (non-blocking or timeout)."""
         counted, item = self._q.get(block, timeout)
         if counted:

@@ -25,7 +25,8 @@ class EnvironmentProblem(Exception):
 
 def check_environment(env: Mapping[str, str]) -> None:
     """Raise EnvironmentProblem naming the first bad variable (as `kward rpc` refuses it)."""
-    from kward.config import ConfigStore, resolve_paths, resolve_settings
+    from kward.config import ConfigStore, resolve_paths
+    from kward.settings import resolve_settings
 
     try:
         check_color_setting(env)
@@ -49,9 +50,10 @@ class Host:
 
     def __enter__(self) -> "Host":
         from kward import diagnostics, procs
-        from kward.config import ConfigStore, resolve_paths, resolve_settings
+        from kward.config import ConfigStore, resolve_paths
         from kward.fsutil import remove_stale_temps
         from kward.secrets import KnownSecrets
+        from kward.settings import resolve_settings
 
         check_environment(self.env)
         paths = resolve_paths(self.env)

@@ -1,9 +1,4 @@
-"""initialize, initialized, shutdown.
-
-`initialize` is served with the `SHAPED` redaction (kward.rpc.redaction): the values it
-takes from outside kward (the logs directory, the config warnings) go through the pattern
-rules here, the rest of the result is constants that the rules leave unchanged.
-"""
+"""initialize, initialized, shutdown."""
 
 from __future__ import annotations
 
@@ -11,7 +6,6 @@ from typing import Any, Iterable
 
 from kward import __version__
 from kward.errors import InvalidParams
-from kward.redact import redact_text
 from kward.rpc import capabilities
 from kward.rpc.registry import Call
 
@@ -34,13 +28,13 @@ def initialize(call: Call) -> dict[str, Any]:
         steering="native" if info.steering else "unsupported",
         tokens_stats=True,
         cost_stats=True,
-        logs_dir=redact_text(info.logs_dir),  # (the only string of the facts not kward's own)
+        logs_dir=info.logs_dir,
         max_frame_bytes=info.max_frame_bytes,
         max_input_chars=info.max_input_chars,
         logging_categories=info.logging_categories,
     )
-    return _result(facts, [{"reason": redact_text(reason), "message": redact_text(message)}
-                           for reason, message in info.warnings], call.methods)
+    return _result(facts, [{"reason": reason, "message": message} for reason, message in info.warnings],
+                   call.methods)
 
 
 def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], methods: Iterable[str]) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kward.rpc.registry import Call
 
 
-def list_(call: Call) -> dict:
+def list_(call: Call) -> dict[str, Any]:
     return {"tools": call.runtime.tool_schemas()}
