@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from kward.agent.loop import TurnSetup, run_agent, user_content
 from kward.agent.plan import BasePlanner, CommandTurn, ModelTurn, Planner
@@ -30,10 +30,11 @@ from kward.model import Answer, AssistantMessage, Delta, UserMessage
 from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
 from kward.secrets import KnownSecrets
-from kward.settings import LiveSettings
+from kward.settings import LiveSettings, Settings
 from kward.tools import ToolContext, ToolRegistry, default_registry
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.providers.base import Provider
     from kward.providers.select import CredentialSource
     from kward.sessions.handle import SessionHandle
 
@@ -70,8 +71,8 @@ class AgentEngine:
         self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
         self.planner = planner or BasePlanner(paths.config_dir)
         self._lock = threading.Lock()
-        self._built_from: Any = None  # the Settings and auth.json stat the selection was built from
-        self._auth: Any = None
+        self._built_from: Settings | None = None  # the Settings and auth.json stat the selection was built from
+        self._auth: tuple[int, int] | None = None
         self._selection: Selection | None = None
 
     def selection(self) -> Selection:
@@ -94,7 +95,7 @@ class AgentEngine:
         self.invalidate()
         return self.selection()
 
-    def openrouter_provider(self) -> Any:
+    def openrouter_provider(self) -> Provider:
         """An OpenRouter provider for the public catalog, whichever provider is active."""
         selection = self.selection()
         if selection.key == "openrouter":

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable
+from typing import Callable
 
 from kward.limits import EVENT_REPLAY_LIMIT as EVENT_LIMIT
-from kward.model import TurnEvent
+from kward.model import EventPayload, TurnEvent
 from kward.timefmt import now_iso
 
 #: Every `turn/event` type a turn emits (kward.agent.turns and kward.agent.loop), roughly in
@@ -43,7 +43,7 @@ class EventLog:
         self._finished = False
         self._recent: deque[TurnEvent] = deque(maxlen=EVENT_LIMIT)
 
-    def emit(self, type_: str, payload: Any, *, wait: bool = True) -> TurnEvent | None:
+    def emit(self, type_: str, payload: EventPayload, *, wait: bool = True) -> TurnEvent | None:
         """Sequence and publish one event; None (nothing sent) once turnFinished was emitted,
         so a late event (a cancel request racing the end of the turn) never follows it.
         `wait=False` for the dispatcher thread: never paced."""

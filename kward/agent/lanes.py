@@ -25,22 +25,26 @@ import contextlib
 import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kward.agent.turn import Turn
+from kward.cancel import CancelToken
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.session import OpenSession
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Lane:
-    shared: Any  # the session's `shared` object: one lane per session file
+    shared: OpenSession  # the session's `shared` object: one lane per session file
     queue: deque[Turn] = field(default_factory=deque)
     running: Turn | None = None
     draining: bool = False
     turn_lock: contextlib.ExitStack | None = None
     releasing: bool = False  # the drain job is releasing `turn_lock` (fsync, unlock)
-    held: Any = None  # the cancel token of exclusive work holding the lane (`exclusive`), or None
+    held: CancelToken | None = None  # the cancel token of exclusive work holding the lane (`exclusive`)
 
     def busy(self) -> bool:
         """Turns are queued or running on it, or it is letting go of its turn lock."""

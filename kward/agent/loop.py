@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
 from kward.model import (
     Answer,
     AssistantMessage,
+    Content,
     Delta,
+    EventPayload,
     ImagePart,
     Message,
     Steered,
@@ -58,7 +60,7 @@ log = logging.getLogger(__name__)
 
 #: The loop's event callback: `emit(type, payload)` with the typed payload of the type
 #: (`kward.model.EventPayload`).
-Emit = Callable[[str, Any], None]
+Emit = Callable[[str, EventPayload], None]
 DEFAULT_MAX_STEPS = 50
 
 
@@ -100,9 +102,9 @@ class TurnSetup:
 class ContextGuard(Protocol):
     """Keeps the conversation within the model's context window (see the module docstring)."""
 
-    def before_request(self, session: Any, instructions: str) -> None: ...
+    def before_request(self, session: SessionPort, instructions: str) -> None: ...
 
-    def after_overflow(self, session: Any, instructions: str) -> bool: ...
+    def after_overflow(self, session: SessionPort, instructions: str) -> bool: ...
 
 
 class _Sink:
@@ -226,7 +228,7 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         raise Canceled("Canceled.")
 
 
-def user_content(text: str, attachments: list[ImagePart]) -> Any:
+def user_content(text: str, attachments: list[ImagePart]) -> Content:
     """A user message's content: the text, or a text part and the images."""
     return text if not attachments else (TextPart(text), *attachments)
 

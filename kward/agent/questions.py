@@ -56,7 +56,7 @@ class QuestionBroker:
             with self._cond:
                 self._pending.pop(request_id, None)
 
-    def answer(self, session_id: str, request_id: str, answers: Any) -> None:
+    def answer(self, session_id: str, request_id: str, answers: object) -> None:
         """Deliver the UI's answers; `[]` (or null) means the user dismissed the questions."""
         with self._cond:
             pending = self._pending.get(request_id)

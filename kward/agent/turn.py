@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from kward.agent.eventlog import EventLog
 from kward.cancel import CancelToken
 from kward.errors import as_kward_error
-from kward.model import ImagePart, TurnError, TurnEvent
+from kward.model import EventPayload, ImagePart, TurnError, TurnEvent
 from kward.steering import SteeringInbox
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.handle import SessionHandle
 
 TERMINAL = ("completed", "failed", "canceled")
 
@@ -29,6 +32,8 @@ class Turn:
     attachments: list[ImagePart]
     created_at: str
     events: EventLog
+    session: SessionHandle = field(repr=False)  # what it was started through
+    publish: Callable[[TurnEvent], None] = field(repr=False)  # its event sink
     status: str = "queued"
     started_at: str | None = None
     finished_at: str | None = None
@@ -38,13 +43,11 @@ class Turn:
     steering: SteeringInbox | None = None
     headers: dict[str, str] = field(default_factory=dict)  # e.g. traceparent for model requests
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    session: Any = field(default=None, repr=False)  # what it was started through (see kward.agent.turns)
-    publish: Callable[[TurnEvent], None] | None = field(default=None, repr=False)  # its event sink
     compacting: bool = False  # an automatic compaction runs in it now (set by its worker, read by any thread)
     announced: bool = False  # turnFinished was emitted (set under TurnManager._lock)
     display: str | None = None  # what the user typed, when `input` is its expansion (a prompt template)
 
-    def emit(self, type_: str, payload: Any, *, wait: bool = True) -> None:
+    def emit(self, type_: str, payload: EventPayload, *, wait: bool = True) -> None:
         """One event of the turn: `payload` is the typed payload of `type_` (kward.model)."""
         self.events.emit(type_, payload, wait=wait)
 

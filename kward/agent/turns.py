@@ -45,15 +45,20 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from kward.agent.eventlog import EventLog
 from kward.agent.lanes import Lane
 from kward.agent.turn import TERMINAL, Turn, turn_error
+from kward.cancel import CancelToken
 from kward.errors import Canceled, InvalidParams, KwardError, TurnInProgress
 from kward.model import Finished, ImagePart, Status, TurnEvent
 from kward.steering import SteeringInbox, SteerInput
 from kward.timefmt import now_iso
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.handle import SessionHandle
+    from kward.sessions.session import OpenSession
 
 __all__ = ["BEHAVIORS", "TERMINAL", "Turn", "TurnManager"]
 
@@ -68,7 +73,7 @@ class TurnManager:
     pool worker and returns when it is done (raising Canceled or an error)."""
 
     def __init__(self, *, submit: Callable[[Callable[[], None]], bool], publish: Callable[[TurnEvent], None],
-                 make_room: Callable[[], None], execute: Callable[[Turn, Any], Any],
+                 make_room: Callable[[], None], execute: Callable[[Turn, SessionHandle], object],
                  steering_supported: Callable[[], bool]):
         self._submit = submit
         self._publish = publish  # must not block: see EventLog
@@ -78,12 +83,12 @@ class TurnManager:
         self._lock = threading.RLock()  # re-entered by _announce when a cancel finishes a queued turn
         self._released = threading.Condition(self._lock)  # a lane released its turn lock, or a turn was announced
         self._turns: OrderedDict[str, Turn] = OrderedDict()
-        self._lanes: dict[Any, Lane] = {}  # by session.shared
+        self._lanes: dict[OpenSession, Lane] = {}  # by session.shared
         self._closed = False
 
     # --- requests ---------------------------------------------------------------------
 
-    def start(self, session: Any, text: str, attachments: list[ImagePart],
+    def start(self, session: SessionHandle, text: str, attachments: list[ImagePart],
               behavior: str | None = None, headers: dict[str, str] | None = None,
               publish: Callable[[TurnEvent], None] | None = None, display: str | None = None) -> Turn:
         """Queue a turn (or steer the running one); returns the turn the input went to.
@@ -119,7 +124,7 @@ class TurnManager:
         return turn
 
     @contextlib.contextmanager
-    def exclusive(self, session: Any, cancel: Any) -> Iterator[None]:
+    def exclusive(self, session: SessionHandle, cancel: CancelToken) -> Iterator[None]:
         """Hold the session's lane for work that is not a turn (see the module docstring).
         `cancel` (a CancelToken) is cancelled by `shutdown`. Raises TurnInProgress,
         SessionBusy, or InvalidParams `shutting_down`."""
@@ -148,7 +153,7 @@ class TurnManager:
             if stack is not None:
                 self._release(lane, stack)
 
-    def compacting(self, session: Any) -> bool:
+    def compacting(self, session: SessionHandle) -> bool:
         """Whether exclusive work (a manual compaction) holds the session's lane, or the
         turn running on it compacts (an automatic compaction, `Turn.compacting`)."""
         with self._lock:
@@ -173,7 +178,7 @@ class TurnManager:
         turn.cancel.cancel()  # interrupts model requests, shell commands, questions
         return turn
 
-    def cancel_session(self, session: Any) -> None:
+    def cancel_session(self, session: SessionHandle) -> None:
         """Cancel every queued and running turn started through this RPC id (before it is
         closed); turns started through other ids on the same file go on."""
         with self._lock:
@@ -190,7 +195,7 @@ class TurnManager:
             raise InvalidParams(f"Unknown turn: {turn_id}", reason="turn_not_found", data={"turnId": turn_id})
         return turn
 
-    def running_turn(self, session: Any) -> Turn | None:
+    def running_turn(self, session: SessionHandle) -> Turn | None:
         """The turn running now on the session's file (started through any of its ids). A
         turn whose final status is settled is not running, even while its worker still
         syncs the file before turnFinished."""
@@ -199,13 +204,13 @@ class TurnManager:
             turn = lane.running if lane else None
         return turn if turn is not None and turn.status == "running" else None
 
-    def pending_count(self, session: Any) -> int:
+    def pending_count(self, session: SessionHandle) -> int:
         """Turns queued on the session's file (through any of its ids)."""
         with self._lock:
             lane = self._lanes.get(session.shared)
             return len(lane.queue) if lane else 0
 
-    def wait_idle(self, session: Any, timeout: float) -> bool:
+    def wait_idle(self, session: SessionHandle, timeout: float) -> bool:
         """Wait until every turn started through this RPC id has announced turnFinished
         and, unless turns of other ids on the file go on, the lane released the turn lock
         (after `cancel_session`, before the id is closed). True when idle in time."""
@@ -220,14 +225,14 @@ class TurnManager:
 
     # --- running ----------------------------------------------------------------------
 
-    def _lane(self, session: Any) -> Lane:
+    def _lane(self, session: SessionHandle) -> Lane:
         """The lane of the session's file, created when missing. Caller holds `_lock`."""
         lane = self._lanes.get(session.shared)
         if lane is None:
             lane = self._lanes[session.shared] = Lane(session.shared)
         return lane
 
-    def _settled_lane(self, session: Any) -> Lane:
+    def _settled_lane(self, session: SessionHandle) -> Lane:
         """The session's lane once it is not letting go of its turn lock (quick: taking a
         second flock on the file meanwhile would fail as session_busy). Caller holds `_lock`."""
         lane = self._lane(session)
@@ -244,7 +249,7 @@ class TurnManager:
             return False
         return True
 
-    def _enqueue(self, lane: Lane, session: Any, text: str, attachments: list[ImagePart],
+    def _enqueue(self, lane: Lane, session: SessionHandle, text: str, attachments: list[ImagePart],
                  headers: dict[str, str] | None = None,
                  publish: Callable[[TurnEvent], None] | None = None) -> Turn:
         """Create a queued turn of `session` on `lane` and emit turnQueued. Caller holds `_lock`."""
