@@ -93,13 +93,13 @@ def redact(value: Any, _secret: bool = False) -> Any:
     if isinstance(value, str):
         if _secret:
             return REDACTED if value else value
-        return redact_text(str(value))
+        return redact_text(value)
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for k, v in value.items():
             secret = _secret or (isinstance(k, str) and is_secret_key(k))
             if isinstance(v, str):
-                out[k] = (REDACTED if v else v) if secret else redact_text(str(v))
+                out[k] = (REDACTED if v else v) if secret else redact_text(v)
             elif v is None or isinstance(v, (int, float)):  # (bool is an int)
                 out[k] = v
             else:

@@ -49,6 +49,12 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# (one encoder and decoder each: json builds a new one per call given any option)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def _fail(exc: KwardError, request_id: Any = None) -> Rejected:
     return Rejected(exc, request_id)
 
@@ -66,7 +72,7 @@ def parse(body: bytes) -> Request | Notification:
     except UnicodeDecodeError as exc:
         raise _fail(ParseError(f"Parse error: body is not valid UTF-8 (byte {exc.start})", reason="invalid_utf8"))
     try:
-        msg = json.loads(text, parse_constant=_reject_constant)
+        msg = _DECODER.decode(text)
     except RecursionError:
         raise _fail(ParseError("Parse error: the JSON is nested too deeply")) from None
     except ValueError as exc:
@@ -109,7 +115,6 @@ def parse(body: bytes) -> Request | Notification:
     return Request(request_id, method, params, trace)
 
 
-_COMPACT = (",", ":")
 
 
 def _finite(value: Any) -> Any:
@@ -127,9 +132,9 @@ def encode(message: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON, always valid: lone surrogates (odd file names) fall back to
     \\u escapes, NaN and infinities become null."""
     try:
-        return json.dumps(message, ensure_ascii=False, separators=_COMPACT, allow_nan=False).encode("utf-8")
+        return _ENCODER.encode(message).encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(message, separators=_COMPACT, allow_nan=False).encode("ascii")
+        return _ASCII_ENCODER.encode(message).encode("ascii")
     except ValueError:
         return encode(_finite(message))
 
