@@ -3,7 +3,7 @@
 A `Rule` turns a value into the one kward uses (or refuses it) and says what is allowed.
 `KEYS` is the table of every config.json key kward reads, each with its rule and the
 environment variable that overrides it; the providers' own keys (models, reasoning levels,
-base URLs, credentials, options) come from `kward.providers.registry`. config/update
+base URLs, credentials, options) come from `kward.providers.specs`. config/update
 checks values with these rules (`kward.config.validate_values`), `kward.settings` resolves
 them, and `ENV` names every environment variable whose value is checked:
 `check_environment` runs those once when `kward rpc` starts, so a bad value stops the
@@ -38,7 +38,7 @@ import os
 from typing import Any, Callable, Mapping, NamedTuple, NoReturn
 
 from kward.errors import ConfigError
-from kward.providers import registry
+from kward.providers import specs
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")  # max: the model's highest level
@@ -90,7 +90,7 @@ def _fail() -> NoReturn:
 
 
 def _provider(v: Any) -> str:
-    spec = registry.find(v)
+    spec = specs.find(v)
     return spec.key if spec is not None else _fail()
 
 
@@ -162,7 +162,7 @@ def _url(v: Any) -> str:
     return v.rstrip("/")
 
 
-PROVIDER = Rule("one of " + ", ".join(spec.key for spec in registry.PROVIDERS), _provider)
+PROVIDER = Rule("one of " + ", ".join(spec.key for spec in specs.PROVIDERS), _provider)
 LOG_LEVEL = Rule("one of " + ", ".join(LOG_LEVELS), _log_level)
 EFFORT = Rule("one of " + ", ".join(EFFORTS), _effort)
 TEXT = Rule("a string", _text)
@@ -181,7 +181,7 @@ IDLE_TIMEOUT = seconds(0.05, 3600)
 URL = Rule("an http:// or https:// URL", _url)
 TOKENS = integer(0, 10_000_000)
 PLUGIN_TIMEOUT = seconds(0.05, 3600)
-#: The rule of each kind of `registry.Setting`.
+#: The rule of each kind of `specs.Setting`.
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
 
@@ -210,7 +210,7 @@ def _table() -> dict[str, Key]:
         Key("retry_delays", RETRY_DELAYS, "KWARD_RETRY_DELAYS", strict=True),
         Key("stream_idle_timeout", IDLE_TIMEOUT, "KWARD_STREAM_IDLE_TIMEOUT", strict=True),
     ]
-    for spec in registry.PROVIDERS:
+    for spec in specs.PROVIDERS:
         for s in (spec.base_url, *spec.model, *spec.effort, spec.secret, *spec.options):
             if s is not None and s.key is not None:
                 keys.append(Key(s.key, KINDS[s.kind], s.env, env_checked=s.kind == "url", strict=s.kind == "url"))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, TypeVar
 
 from kward import rules
 from kward.errors import ConfigError
-from kward.providers import registry
+from kward.providers import specs
 from kward.values import EMPTY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,7 +67,7 @@ class Problem(NamedTuple):
 
 
 class ProvidersSettings(NamedTuple):
-    """What selection needs, for every provider of `kward.providers.registry` (by key)."""
+    """What selection needs, for every provider of `kward.providers.specs` (by key)."""
 
     provider: str | None = None  # the `provider` setting; None: chosen by credentials
     provider_source: str | None = None  # "KWARD_PROVIDER" or "config provider"
@@ -221,7 +221,7 @@ class _Reader:
                 self.warnings.append(f"config.json: ignoring {path}: {exc}")
             return None
 
-    def first(self, settings: tuple[registry.Setting, ...]) -> Any:
+    def first(self, settings: tuple[specs.Setting, ...]) -> Any:
         """The first set value of a provider's settings, in their order."""
         for s in settings:
             value = self.values.get(s.key) if s.key else None
@@ -246,7 +246,7 @@ def _providers(r: _Reader) -> ProvidersSettings:
     models: dict[str, ModelChoice] = {}
     secrets: dict[str, str] = {}
     options: dict[str, Mapping[str, Any]] = {}
-    for spec in registry.PROVIDERS:
+    for spec in specs.PROVIDERS:
         if spec.base_url is not None and spec.base_url.key is not None:
             base_urls[spec.key] = r.values[spec.base_url.key] or spec.default_base_url
         models[spec.key] = ModelChoice(r.first(spec.model) or spec.default_model,

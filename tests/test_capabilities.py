@@ -78,8 +78,8 @@ def test_steering_table_matches_the_provider_classes():
     from kward.providers.openai_compat import OpenAICompatibleProvider
     from kward.providers.openrouter import OpenRouterProvider
     from kward.providers.scripted import ScriptedProvider
-    from kward.providers import registry as providers
-    from kward.providers.registry import STEERING
+    from kward.providers import specs as providers
+    from kward.providers.specs import STEERING
 
     classes = {"codex": CodexProvider, "openrouter": OpenRouterProvider,
                "openai-compatible": OpenAICompatibleProvider, "scripted": ScriptedProvider}

@@ -8,7 +8,7 @@ import pytest
 from kward.cancel import CancelToken
 from kward.errors import Canceled, ConfigError
 from kward.providers.base import ProviderError
-from kward.providers import registry
+from kward.providers import specs
 from kward.providers.retry import (RETRY_AFTER_CAP, RetryPolicy, classify, parse_retry_after, retry_hint_from_text,
                                    run_with_retries)
 from kward.providers.settings import for_provider
@@ -75,7 +75,7 @@ def test_try_again_hint():
 
 def resolve_retry_delays(config, env):
     """The delays a provider gets from config + env (a ConfigError as its turn would see)."""
-    return for_provider(registry.get("codex"), resolve_settings(config, env)).retry.delays
+    return for_provider(specs.get("codex"), resolve_settings(config, env)).retry.delays
 
 
 def test_delay_settings():
@@ -89,7 +89,7 @@ def test_delay_settings():
                                 {"KWARD_OPENROUTER_BASE_URL": "http://o/api/v1/"})
     urls = settings.providers.base_urls
     assert (urls["codex"], urls["openrouter"], urls["openai-compatible"]) == ("http://c", "http://o/api/v1", None)
-    assert for_provider(registry.get("codex"), settings).retry.max_attempts == 2
+    assert for_provider(specs.get("codex"), settings).retry.max_attempts == 2
 
 
 @pytest.mark.parametrize("configured", [["x"], [1e9], [-1], [True], "1,2", [0.1] * 21, {"a": 1}])

@@ -10,7 +10,7 @@ import pytest
 from kward import rules
 from kward.config import ConfigStore, resolve_paths, validate_values
 from kward.errors import ConfigError, InvalidParams
-from kward.providers import registry
+from kward.providers import specs
 from kward.settings import LiveSettings, ModelChoice, Settings, resolve_settings
 
 BAD = [[1]]  # refused by every rule: not a string, number, boolean, URL or list of numbers
@@ -40,7 +40,7 @@ def test_every_key_has_one_rule_for_config_update_and_for_resolution(path):
 
 
 def test_every_provider_setting_is_a_key_and_only_url_variables_are_checked():
-    for spec in registry.PROVIDERS:
+    for spec in specs.PROVIDERS:
         for setting in (spec.base_url, spec.secret, *spec.model, *spec.effort, *spec.options):
             if setting is not None and setting.key is not None:
                 key = rules.KEYS[setting.key]
@@ -117,13 +117,13 @@ def test_a_problem_fails_only_the_providers_that_need_the_key():
     s = resolve_settings({"codex_base_url": "ftp://x", "provider": "nonsense"}, {})
     assert sorted(s.problems) == ["codex_base_url", "provider"]
     with pytest.raises(ConfigError, match="codex_base_url"):
-        for_provider(registry.get("codex"), s)
-    assert for_provider(registry.get("openrouter"), s).base_url == "https://openrouter.ai/api/v1"
+        for_provider(specs.get("codex"), s)
+    assert for_provider(specs.get("openrouter"), s).base_url == "https://openrouter.ai/api/v1"
     s = resolve_settings({"stream_idle_timeout": "soon"}, {})
     for key in ("codex", "openrouter", "openai-compatible"):
         with pytest.raises(ConfigError, match="stream_idle_timeout"):
-            for_provider(registry.get(key), s)
-    assert registry.get("scripted").required_keys == ()  # no HTTP: the timeout is not its problem
+            for_provider(specs.get(key), s)
+    assert specs.get("scripted").required_keys == ()  # no HTTP: the timeout is not its problem
 
 
 def test_bad_environment_values_raise_naming_the_variable():

@@ -100,9 +100,9 @@ class AgentEngine:
         selection = self.selection()
         if selection.key == "openrouter":
             return selection.provider
-        from kward.providers import registry
+        from kward.providers import specs
 
-        return build(registry.get("openrouter"), self.settings.current(), self.credentials)
+        return build(specs.get("openrouter"), self.settings.current(), self.credentials)
 
     def steering_supported(self) -> bool:
         try:

@@ -24,7 +24,7 @@ from kward.providers.select import FileCredentials
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.auth.service import AuthService
-    from kward.providers.registry import ProviderSpec
+    from kward.providers.specs import ProviderSpec
     from kward.providers.select import Login, Secret
     from kward.settings import Settings
 

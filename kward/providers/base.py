@@ -119,7 +119,7 @@ class ProviderSetup:
 class Provider:
     """Base class of every provider. Subclasses set `name`, implement `complete`, and build
     themselves from a `ProviderSetup` in `create` (how `kward.providers.select` makes one
-    from the registry's spec)."""
+    from the spec in `kward.providers.specs`)."""
 
     name: str = "Provider"
     supports_steering: bool = False

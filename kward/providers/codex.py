@@ -80,7 +80,7 @@ class CodexProvider(StreamingProvider):
 
     @classmethod
     def create(cls, setup: ProviderSetup) -> "CodexProvider":
-        """Built by selection (`kward.providers.registry`): the setup's access token (its
+        """Built by selection (`kward.providers.specs`): the setup's access token (its
         account id from the JWT claims), else the stored login, read per attempt; the
         setup's refresh after a 401."""
 

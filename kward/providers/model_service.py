@@ -2,7 +2,7 @@
 
 The current provider/model/effort always comes from `AgentEngine.selection()` (the
 resolved settings); changing them writes config.json (the keys each provider's spec in
-`kward.providers.registry` names), after which the next selection picks the change up
+`kward.providers.specs` names), after which the next selection picks the change up
 (settings are re-resolved when config.json changes). Listings come from the functions the
 specs name (`kward.providers.catalog`) through a time-limited `ModelCatalog`; `list` and
 `openrouter_catalog` say where theirs came from (`source`: api, cache or builtin, and
@@ -32,7 +32,7 @@ from typing import Any
 from kward.cancel import CancelToken
 from kward.config import ConfigStore
 from kward.errors import InvalidParams
-from kward.providers import registry
+from kward.providers import specs
 from kward.providers.catalog import (
     ModelCatalog,
     ModelEntry,
@@ -41,7 +41,7 @@ from kward.providers.catalog import (
     find_entry,
     normalize_effort,
 )
-from kward.providers.registry import ProviderSpec
+from kward.providers.specs import ProviderSpec
 from kward.providers.select import Selection
 
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,199}$")
@@ -49,9 +49,9 @@ _MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,199}$")
 
 def provider_key(label: str, param: str = "provider") -> str:
     """`Codex`, `openrouter`, `OpenAICompatible`, `openai-compatible`, ... -> the selection key."""
-    spec = registry.find(label)
+    spec = specs.find(label)
     if spec is None:
-        raise InvalidParams(f"Unknown provider {label!r}; use one of: {', '.join(s.label for s in registry.PROVIDERS)}",
+        raise InvalidParams(f"Unknown provider {label!r}; use one of: {', '.join(s.label for s in specs.PROVIDERS)}",
                             data={"param": param})
     return spec.key
 
@@ -69,7 +69,7 @@ def known_entry(selection: Selection) -> ModelEntry | None:
     """The selected model from the provider's built-in knowledge (the Scripted model,
     whose levels are unknown, always), or None."""
     builtin = selection.spec.builtin
-    return registry.load(builtin)(selection.model) if builtin else None
+    return specs.load(builtin)(selection.model) if builtin else None
 
 
 def bare_entry(selection: Selection) -> ModelEntry:
@@ -139,12 +139,12 @@ class ModelService:
     def _listing(self, selection: Selection, refresh: bool = False, cancel: CancelToken | None = None) -> ModelList:
         if selection.spec.listing is None:
             return ModelList([self.describe(selection)], "builtin")
-        loader, provider = registry.load(selection.spec.listing), selection.provider
+        loader, provider = specs.load(selection.spec.listing), selection.provider
         return self.catalog.get(_listing_key(selection), lambda: loader(provider, cancel), refresh)
 
     def _wider_listing(self, spec: ProviderSpec, provider: Any, base_url: Any,
                        cancel: CancelToken | None = None) -> ModelList:
-        loader = registry.load(spec.wider_listing)
+        loader = specs.load(spec.wider_listing)
         return self.catalog.get(_wider_key(spec, base_url), lambda: loader(provider, cancel))
 
     def _cached_entries(self, selection: Selection) -> list[ModelEntry]:
@@ -186,7 +186,7 @@ class ModelService:
     def openrouter_catalog(self, provider: Any, selection: Selection) -> ModelListing:
         """OpenRouter's full public catalog (`provider` is an OpenRouter provider, whichever
         provider is active)."""
-        spec = registry.get("openrouter")
+        spec = specs.get("openrouter")
         listing = self._wider_listing(spec, provider, provider.settings.base_url)
         return _listed(listing.entries, listing, selection)
 
@@ -200,7 +200,7 @@ class ModelService:
         if not _MODEL_ID.match(model):
             raise InvalidParams(f"Invalid model id {model!r}", data={"param": "model"})
         key = provider_key(provider) if provider is not None else selection.key
-        values: dict[str, Any] = {_model_key(registry.get(key)): model}
+        values: dict[str, Any] = {_model_key(specs.get(key)): model}
         if key != selection.key:
             values["provider"] = key
         self.config.update(values)
@@ -217,7 +217,7 @@ class ModelService:
         provider, sep, model = value.partition("/") if isinstance(value, str) else ("", "", "")
         if not sep or not model:
             raise InvalidParams("defaultModel must look like Provider/model-id", data={"param": "value"})
-        spec = registry.get(provider_key(provider, "value"))
+        spec = specs.get(provider_key(provider, "value"))
         if not _MODEL_ID.match(model):
             raise InvalidParams(f"Invalid model id {model!r}", data={"param": "value"})
         self.config.update({"provider": spec.key, _model_key(spec): model})

@@ -43,7 +43,7 @@ class OpenRouterProvider(StreamingProvider):
 
     @classmethod
     def create(cls, setup: ProviderSetup) -> "OpenRouterProvider":
-        """Built by selection (`kward.providers.registry`): the key callable is the setup's."""
+        """Built by selection (`kward.providers.specs`): the key callable is the setup's."""
         return cls(setup.settings, setup.secret)
 
     def auth_headers(self) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Which provider, model and reasoning effort a turn uses, and why.
 
 Order: the `provider` setting (`KWARD_PROVIDER`, else config `provider`); else the first
-provider of `kward.providers.registry` marked `auto` whose credential exists, in table
+provider of `kward.providers.specs` marked `auto` whose credential exists, in table
 order: an OpenAI token (`OPENAI_ACCESS_TOKEN` or the stored login) -> Codex, an
 OpenRouter key (`OPENROUTER_API_KEY` or the stored key) -> OpenRouter; else Codex, which
 fails at request time with a clear "not logged in" error. The model and reasoning level
@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
-from kward.providers import registry
-from kward.providers.registry import ProviderSpec
+from kward.providers import specs
+from kward.providers.specs import ProviderSpec
 from kward.settings import Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
@@ -119,11 +119,11 @@ def choose_spec(settings: Settings, credentials: CredentialSource) -> tuple[Prov
     settings.check("provider")
     providers = settings.providers
     if providers.provider is not None:
-        return registry.get(providers.provider), providers.provider_source or "config provider"
-    for spec in registry.PROVIDERS:
+        return specs.get(providers.provider), providers.provider_source or "config provider"
+    for spec in specs.PROVIDERS:
         if spec.auto and credentials.available(spec, settings):
             return spec, spec.auto
-    return registry.get(registry.DEFAULT), "default (no credentials found)"
+    return specs.get(specs.DEFAULT), "default (no credentials found)"
 
 
 def choose(config: Mapping[str, Any], env: Mapping[str, str], credentials: CredentialSource) -> tuple[str, str]:
@@ -145,7 +145,7 @@ def build(spec: ProviderSpec, settings: Settings, credentials: CredentialSource)
         http = for_provider(spec, settings)
     setup = ProviderSetup(settings=http, secret=credentials.secret(spec, settings), login=credentials.login(spec),
                           options=settings.providers.options.get(spec.key, {}), refresh=credentials.refresh(spec))
-    return registry.load(spec.cls).create(setup)
+    return specs.load(spec.cls).create(setup)
 
 
 def select_provider(settings: Settings, credentials: CredentialSource) -> Selection:

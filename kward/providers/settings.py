@@ -1,6 +1,6 @@
 """What an HTTP provider needs besides credentials: its base URL, retry policy and timeouts.
 
-`for_provider` builds them for one provider of the registry from the resolved settings
+`for_provider` builds them for one provider of `kward.providers.specs` from the resolved settings
 (`kward.settings.ProvidersSettings`: base URLs, retry delays and the stream idle timeout,
 environment over config.json; see kward(1) ENVIRONMENT). A config value the provider
 needs that could not be used is a ConfigError naming the key (reason `invalid_config`).
@@ -16,7 +16,7 @@ from kward import __version__
 from kward.providers.retry import RetryPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.providers.registry import ProviderSpec
+    from kward.providers.specs import ProviderSpec
     from kward.settings import Settings
 
 ORIGINATOR = "kward"

@@ -59,7 +59,7 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths, credentials: 
         current = None
     if current is not None:
         try:
-            from kward.providers.registry import STEERING
+            from kward.providers.specs import STEERING
             from kward.providers.select import FileCredentials, choose_spec
 
             if credentials is None:
@@ -80,7 +80,7 @@ def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -
     on its first request)."""
     names = [*_WARM_MODULES]
     try:
-        from kward.providers.registry import get
+        from kward.providers.specs import get
         from kward.providers.select import FileCredentials, choose
 
         key, _ = choose(config.load(), env, FileCredentials(env, paths.auth_file))

@@ -133,7 +133,7 @@ def _keyring(report: Report) -> None:
 
 def _endpoints(report: Report, env: Mapping[str, str], config: Mapping[str, Any], provider: str | None) -> None:
     """The active provider's base URL and every base URL set explicitly, each HEAD-checked."""
-    from kward.providers.registry import PROVIDERS
+    from kward.providers.specs import PROVIDERS
     from kward.settings import resolve_settings
 
     base_urls = resolve_settings(config, env).providers.base_urls

@@ -1,4 +1,4 @@
-"""The provider registry (kward/providers/registry.py): one table that names, chooses,
+"""The provider table (kward/providers/specs.py): one table that names, chooses,
 builds and lists every provider. Adding a provider is one entry and one module: a copy of
 kward with an extra entry serves it through `kward rpc` (selection, its config keys and
 their check, models, a turn, the steering capability) with no other change."""
@@ -13,7 +13,7 @@ import pytest
 
 import kward
 from kward import rules
-from kward.providers import registry
+from kward.providers import specs
 from kward.providers.base import Provider
 from lib.rpc_client import RpcClient, kward_env
 from lib.rpc_models import create_session, deltas, finished, run_turn, workspace
@@ -24,24 +24,24 @@ from lib.rpc_models import create_session, deltas, finished, run_turn, workspace
     ("openai_compatible", "openai-compatible"), ("openai-compat", "openai-compatible"), ("Scripted", "scripted"),
 ])
 def test_every_spelling_of_a_provider_names_its_spec(name, key):
-    assert registry.find(name).key == key
+    assert specs.find(name).key == key
     assert rules.PROVIDER.normalize(name) == key  # the `provider` setting accepts the same names
 
 
 @pytest.mark.parametrize("name", ["", "copilot", "open ai", None, 5])
 def test_anything_else_names_no_provider(name):
-    assert registry.find(name) is None
+    assert specs.find(name) is None
     with pytest.raises(rules.Invalid, match="^must be one of codex, openrouter, openai-compatible, scripted$"):
         rules.PROVIDER.normalize(name)
 
 
 def test_every_spec_names_a_class_that_builds_itself_and_code_that_exists():
-    for spec in registry.PROVIDERS:
-        cls = registry.load(spec.cls)
+    for spec in specs.PROVIDERS:
+        cls = specs.load(spec.cls)
         assert cls.name == spec.label and cls.supports_steering == spec.steering
         assert cls.create.__func__ is not Provider.create.__func__, spec.key  # not the base class's
         for name in (spec.listing, spec.wider_listing, spec.builtin):
-            assert name is None or callable(registry.load(name)), name
+            assert name is None or callable(specs.load(name)), name
         assert spec.model and spec.model[0].key and [s for s in spec.effort if s.key]  # models/set has keys to write
 
 
@@ -64,7 +64,7 @@ ECHO_ENTRY = '''    ProviderSpec(
         effort=(Setting("echo_reasoning_effort", kind="effort"),),
         secret=Setting(env="ECHO_KEY"), auth_type="api_key", auto="Echo key"),
 '''
-ECHO_MODULE = '''"""A provider that answers every request with one line (a test of the registry)."""
+ECHO_MODULE = '''"""A provider that answers every request with one line (a test of the provider table)."""
 
 from kward.providers.scripted import ScriptedProvider, validate_script
 
@@ -82,10 +82,10 @@ class EchoProvider(ScriptedProvider):
 
 @pytest.fixture
 def kward_with_echo(tmp_path):
-    """A copy of this kward whose registry has one more entry, and that entry's module."""
+    """A copy of this kward whose provider table has one more entry, and that entry's module."""
     root = tmp_path / "src"
     shutil.copytree(Path(kward.__file__).parent, root / "kward", ignore=shutil.ignore_patterns("__pycache__"))
-    table = root / "kward" / "providers" / "registry.py"
+    table = root / "kward" / "providers" / "specs.py"
     text = table.read_text()
     assert text.count("\n)\nDEFAULT = ") == 1
     table.write_text(text.replace("\n)\nDEFAULT = ", "\n" + ECHO_ENTRY + ")\nDEFAULT = "))
