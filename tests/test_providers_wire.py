@@ -1,6 +1,6 @@
-"""What both wire formats share: usage parsing, tool fields, interrupted tool calls."""
+"""What both wire formats share: usage parsing, tool fields, interrupted tool calls (kward/providers/wire_common.py)."""
 
-from kward.providers import chat_wire, codex_wire, wire
+from kward.providers import chat_wire, codex_wire, wire_common
 from lib.messages import recorded, typed_all
 
 
@@ -10,8 +10,8 @@ def test_complete_histories_are_passed_through_untouched():
                {"role": "toolResult", "tool_call_id": "c1", "content": "ok"},
                {"role": "assistant", "content": "done"}]
     messages = typed_all(history)
-    assert wire.with_interrupted_results(messages) is messages
-    assert wire.with_interrupted_results([]) == []
+    assert wire_common.with_interrupted_results(messages) is messages
+    assert wire_common.with_interrupted_results([]) == []
 
 
 def test_each_missing_result_follows_its_own_tool_calls():
@@ -19,10 +19,10 @@ def test_each_missing_result_follows_its_own_tool_calls():
                {"role": "tool", "tool_call_id": "b", "content": "B"},
                {"role": "assistant", "content": "then"}]
     messages = typed_all(history)
-    fixed = recorded(wire.with_interrupted_results(messages))
+    fixed = recorded(wire_common.with_interrupted_results(messages))
     assert [(m["role"], m.get("tool_call_id"), m.get("name"), m.get("content")) for m in fixed] == [
         ("assistant", None, None, None), ("tool", "b", None, "B"),
-        ("tool", "a", "f", wire.INTERRUPTED_RESULT), ("assistant", None, None, "then")]
+        ("tool", "a", "f", wire_common.INTERRUPTED_RESULT), ("assistant", None, None, "then")]
     assert len(messages) == 3  # the stored conversation is not changed
 
 

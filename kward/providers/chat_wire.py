@@ -6,7 +6,7 @@ speaks too): text and reasoning deltas, tool-call fragments joined by `index`, t
 chunk (with `cost` on OpenRouter), mid-stream error chunks, and `[DONE]`.
 
 Tool calls without a stored result (kward was stopped between the two) get the result
-`wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).
+`wire_common.INTERRUPTED_RESULT`, so the request stays valid (`wire_common.with_interrupted_results`).
 An interrupted answer (`interrupted: true`: what a cancelled or failed call had streamed)
 goes out as ordinary assistant text; its marker, error and reasoning summary are not sent.
 
@@ -31,10 +31,11 @@ from kward.model import (
     TextPart,
     ToolResultMessage,
     UserMessage,
+    content_text,
 )
-from kward.providers import wire
+from kward.providers import wire_common
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
-from kward.providers.content import arguments_json, image_url, text_of
+from kward.providers.wire_common import arguments_json, image_url
 from kward.providers.retry import SERVER, classify
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
@@ -61,15 +62,15 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """System prompt first, then the conversation in chat completions form."""
     system = [request.instructions] if request.instructions else []
     out: list[dict[str, Any]] = []
-    for msg in wire.with_interrupted_results(request.messages):
+    for msg in wire_common.with_interrupted_results(request.messages):
         if isinstance(msg, SystemMessage):
-            text = text_of(msg.content)
+            text = content_text(msg.content)
             if text:
                 system.append(text)
         elif isinstance(msg, UserMessage):
             out.append({"role": "user", "content": _user_content(msg.content)})
         elif isinstance(msg, AssistantMessage):
-            text = text_of(msg.content)
+            text = content_text(msg.content)
             entry: dict[str, Any] = {"role": "assistant", "content": text}
             calls = [{"id": c.id or "", "type": "function",
                       "function": {"name": c.name or "", "arguments": arguments_json(c.arguments)}}
@@ -82,7 +83,7 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
             if text or calls:
                 out.append(entry)
         elif isinstance(msg, ToolResultMessage):
-            out.append({"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text_of(msg.content)})
+            out.append({"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": content_text(msg.content)})
         elif isinstance(msg, CompactionSummary):
             if msg.summary:
                 out.append({"role": "assistant", "content": msg.summary})
@@ -93,7 +94,7 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tools in the nested chat form `{type:"function", function:{name, description, parameters}}`."""
-    return [{"type": "function", "function": wire.tool_fields(tool)} for tool in tools]
+    return [{"type": "function", "function": wire_common.tool_fields(tool)} for tool in tools]
 
 
 def history_has_tool_calls(request: ModelRequest) -> bool:
@@ -102,7 +103,7 @@ def history_has_tool_calls(request: ModelRequest) -> bool:
 
 def parse_usage(raw: Any) -> Usage | None:
     """Chat usage -> Usage. prompt includes cached tokens; completion includes reasoning."""
-    return wire.parse_usage(raw, input_key="prompt_tokens", output_key="completion_tokens",
+    return wire_common.parse_usage(raw, input_key="prompt_tokens", output_key="completion_tokens",
                             input_details="prompt_tokens_details", output_details="completion_tokens_details")
 
 
@@ -133,7 +134,7 @@ class ChatAssembler(Assembler):
     def on_event(self, event: SSEEvent) -> bool:
         if event.data == "[DONE]":
             return True
-        data = wire.event_object(event.data, self.provider)
+        data = wire_common.event_object(event.data, self.provider)
         if data is None:
             return False
         if data.get("error") is not None or data.get("object") == "error":

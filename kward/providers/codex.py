@@ -23,11 +23,10 @@ import uuid
 from typing import Any, Callable
 
 from kward.errors import KwardError
-from kward.model import UserMessage
+from kward.model import UserMessage, content_text
 from kward.providers import jwt_claims
 from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
 from kward.providers.codex_wire import CodexAssembler, build_body
-from kward.providers.content import text_of
 from kward.providers.http import HttpClient
 from kward.providers.retry import classify, parse_retry_after, retry_hint_from_text
 from kward.providers.settings import ProviderSettings
@@ -61,7 +60,7 @@ def conversation_key(request: ModelRequest) -> str:
     if request.session_id:
         return request.session_id
     first = next((m for m in request.messages if isinstance(m, UserMessage)), None)
-    seed = json.dumps([request.instructions, text_of(first.content) if first is not None else None])
+    seed = json.dumps([request.instructions, content_text(first.content) if first is not None else None])
     return str(uuid.uuid5(_SESSION_NS, seed))
 
 

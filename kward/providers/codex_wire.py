@@ -6,7 +6,7 @@
 `ModelResponse`.
 
 Tool calls without a stored result (kward was stopped between the two) get the result
-`wire.INTERRUPTED_RESULT`, so the request stays valid (`wire.with_interrupted_results`).
+`wire_common.INTERRUPTED_RESULT`, so the request stays valid (`wire_common.with_interrupted_results`).
 An interrupted answer (`interrupted: true`: what a cancelled or failed call had streamed)
 goes out as ordinary assistant text; its marker, error and reasoning summary are not sent.
 
@@ -33,15 +33,11 @@ from kward.model import (
     TextPart,
     ToolResultMessage,
     UserMessage,
+    content_text,
 )
-from kward.providers import wire
+from kward.providers import wire_common
 from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
-from kward.providers.content import (
-    arguments_json,
-    image_url,
-    reasoning_enabled,
-    text_of,
-)
+from kward.providers.wire_common import arguments_json, image_url, reasoning_enabled
 from kward.providers.retry import SERVER, classify, retry_hint_from_text
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
@@ -76,9 +72,9 @@ def build_input(messages: list[Message], model: str) -> tuple[list[str], list[di
     """(system texts to add to the instructions, Responses input items)."""
     system: list[str] = []
     items: list[dict[str, Any]] = []
-    for msg in wire.with_interrupted_results(messages):
+    for msg in wire_common.with_interrupted_results(messages):
         if isinstance(msg, SystemMessage):
-            text = text_of(msg.content)
+            text = content_text(msg.content)
             if text:
                 system.append(text)
         elif isinstance(msg, UserMessage):
@@ -112,7 +108,7 @@ def build_input(messages: list[Message], model: str) -> tuple[list[str], list[di
 
 def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat-style `{type, function:{name, description, parameters}}` -> flat Responses tools."""
-    return [{"type": "function", **wire.tool_fields(tool), "strict": False} for tool in tools]
+    return [{"type": "function", **wire_common.tool_fields(tool), "strict": False} for tool in tools]
 
 
 def build_body(request: ModelRequest, cache_key: str) -> dict[str, Any]:
@@ -139,7 +135,7 @@ def build_body(request: ModelRequest, cache_key: str) -> dict[str, Any]:
 
 def parse_usage(raw: Any) -> Usage | None:
     """Responses usage -> Usage. input includes cached tokens; output includes reasoning."""
-    return wire.parse_usage(raw, input_key="input_tokens", output_key="output_tokens",
+    return wire_common.parse_usage(raw, input_key="input_tokens", output_key="output_tokens",
                             input_details="input_tokens_details", output_details="output_tokens_details")
 
 
@@ -158,7 +154,7 @@ class CodexAssembler(Assembler):
         self._reasoning_items: list[dict[str, Any]] = []
 
     def on_event(self, event: SSEEvent) -> bool:
-        data = wire.event_object(event.data, self.provider)
+        data = wire_common.event_object(event.data, self.provider)
         if data is None:
             return False
         kind = data.get("type") or event.event

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.providers.content import reasoning_enabled
 from kward.providers.http import HttpClient
 from kward.providers.openrouter import ApiKey, OpenRouterProvider
 from kward.providers.settings import ProviderSettings
+from kward.providers.wire_common import reasoning_enabled
 
 
 class OpenAICompatibleProvider(OpenRouterProvider):

@@ -22,11 +22,11 @@ from kward.providers.chat_wire import (
     error_detail,
     history_has_tool_calls,
 )
-from kward.providers.content import reasoning_enabled
 from kward.providers.http import HttpClient
 from kward.providers.retry import classify, parse_retry_after
 from kward.providers.settings import ProviderSettings
 from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider
+from kward.providers.wire_common import reasoning_enabled
 
 ApiKey = Callable[[], "str | None"]
 

@@ -1,6 +1,7 @@
 """What the two wire formats (`codex_wire`: Responses; `chat_wire`: chat completions) share:
-integer fields of usage objects, usage parsing, the fields of a tool schema, and the repair
-of tool calls that never got a result.
+reading stream events and usage objects, the fields of a tool schema, images and tool-call
+arguments as the formats carry them, whether reasoning is requested, and the repair of
+tool calls that never got a result.
 
 Interrupted tool calls: when kward stopped (a crash, a kill) after storing an assistant
 message with tool calls but before storing every result, each later request would carry
@@ -17,7 +18,7 @@ import json
 import logging
 from typing import Any
 
-from kward.model import AssistantMessage, Message, ToolResultMessage, Usage
+from kward.model import AssistantMessage, ImagePart, Message, ToolResultMessage, Usage
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +36,16 @@ def event_object(data: str, provider: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def int_field(value: Any) -> int:
+def int_field(value: object) -> int:
     """`value` when it is an int (not a bool), else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def parse_usage(raw: Any, *, input_key: str, output_key: str, input_details: str,
+def parse_usage(raw: object, *, input_key: str, output_key: str, input_details: str,
                 output_details: str) -> Usage | None:
     """A usage object -> Usage. Input counts include cached tokens, output counts include
     reasoning tokens (both formats); `cost` is kept when the server reports it (OpenRouter)."""
@@ -69,6 +70,25 @@ def tool_fields(tool: dict[str, Any]) -> dict[str, Any]:
             "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}
 
 
+def image_url(part: ImagePart) -> str | None:
+    """A URL (usually a data: URL) for an image part, or None."""
+    if part.url:
+        return part.url
+    if part.data:
+        return f"data:{part.mime_type or 'image/png'};base64,{part.data}"
+    return None
+
+
+def arguments_json(value: object) -> str:
+    """Tool-call arguments as the JSON string the wire formats carry."""
+    return value if isinstance(value, str) else json.dumps(value if value is not None else {})
+
+
+def reasoning_enabled(effort: str | None) -> bool:
+    """False for None, "" and "off" (no reasoning requested)."""
+    return bool(effort) and str(effort).lower() not in ("off", "none")
+
+
 def with_interrupted_results(messages: list[Message]) -> list[Message]:
     """`messages` with a synthetic tool result after every assistant tool call that has no
     result before the next non-result message (or the end). The same list when none is
@@ -77,7 +97,8 @@ def with_interrupted_results(messages: list[Message]) -> list[Message]:
     pending: dict[str, str] = {}  # call id -> tool name, of the last assistant message
     for index, msg in enumerate(messages):
         if isinstance(msg, ToolResultMessage):
-            pending.pop(msg.tool_call_id, None)  # type: ignore[arg-type]
+            if msg.tool_call_id is not None:
+                pending.pop(msg.tool_call_id, None)
         else:
             if pending:
                 out = messages[:index] if out is None else out
