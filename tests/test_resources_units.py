@@ -125,7 +125,8 @@ def test_read_skill_stays_inside_the_skill_folder(tmp_path):
 
 
 def test_read_skill_as_a_tool(tmp_path):
-    from kward.tools import ToolContext, default_registry
+    from kward.tools.base import ToolContext
+    from kward.tools.registry import default_registry
 
     write_skill(tmp_path, "pdf", "Main text.", description="d")
     found, _ = skills.discover_skills(tmp_path / "skills")

@@ -7,7 +7,8 @@ from kward.config import ConfigStore, resolve_paths
 from kward.redact import REDACTED
 from kward.rpc import protocol
 from kward.secrets import KnownSecrets, Snapshot, is_credential_variable
-from kward.tools import ToolContext, ToolRegistry, ToolResult, ToolSpec
+from kward.tools.base import ToolContext, ToolResult, ToolSpec
+from kward.tools.registry import ToolRegistry
 from lib.fake_codex import make_jwt
 
 TOKEN = make_jwt("acct_unit_1")

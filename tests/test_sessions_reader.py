@@ -168,7 +168,8 @@ def test_successful_writes_and_edits_count_as_read_after_a_resume(tmp_path):
     import json
 
     from kward.sessions.opening import create_session
-    from kward.tools import ToolContext, default_registry
+    from kward.tools.base import ToolContext
+    from kward.tools.registry import default_registry
 
     ws = tmp_path / "ws"
     ws.mkdir()

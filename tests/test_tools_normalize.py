@@ -2,7 +2,7 @@
 
 import pytest
 
-from kward.tools import extract_diff, normalize_args, normalize_tool_name, parse_arguments
+from kward.toolcalls import extract_diff, normalize_args, normalize_tool_name, parse_arguments
 from kward.tools.diff import truncated_diff, unified_diff
 from kward.toolcalls import camelize_key
 

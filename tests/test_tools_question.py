@@ -6,7 +6,8 @@ import threading
 import pytest
 
 from kward.errors import Canceled, InvalidParams
-from kward.tools import QuestionError, default_registry, normalize_answers, validate_questions
+from kward.tools.question import QuestionError, normalize_answers, validate_questions
+from kward.tools.registry import default_registry
 from lib.tools_helpers import call, make_ctx
 
 

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from kward.errors import Canceled
-from kward.tools import DEFAULT_SPECS, ToolRegistry, ToolResult, ToolSpec, default_registry, is_error_text
+from kward.tools.base import ToolResult, ToolSpec, is_error_text
+from kward.tools.registry import DEFAULT_SPECS, ToolRegistry, default_registry
 from lib.tools_helpers import call, ctx  # noqa: F401 (fixtures)
 
 EXPECTED = ["list_directory", "read_file", "write_file", "edit_file", "run_shell_command", "search_files"]

@@ -45,7 +45,7 @@ from kward.providers.base import ModelRequest  # noqa: E402
 from kward.providers.codex_wire import build_body  # noqa: E402
 from kward.sessions.opening import load_session  # noqa: E402
 from kward.settings import CompactionSettings  # noqa: E402
-from kward.tools import default_registry  # noqa: E402
+from kward.tools.registry import default_registry  # noqa: E402
 
 Row = dict
 SUMMARY = "## Goal\n- Benchmark the compaction\n\n## Files & Code\n### Read\n\n### Modified\n\n## Next Steps\n1. Go on"

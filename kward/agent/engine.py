@@ -31,7 +31,8 @@ from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
 from kward.secrets import KnownSecrets
 from kward.settings import LiveSettings, Settings
-from kward.tools import ToolContext, ToolRegistry, default_registry
+from kward.tools.base import ToolContext
+from kward.tools.registry import ToolRegistry, default_registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.base import Provider

@@ -54,7 +54,8 @@ from kward.providers.base import (
 )
 from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
-from kward.tools import CANCELLED, ToolContext, ToolRegistry
+from kward.tools.base import CANCELLED, ToolContext
+from kward.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 

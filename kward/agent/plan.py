@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Protocol
 
 from kward.agent.loop import ContextGuard, Emit
 from kward.providers.base import Provider
-from kward.tools import ToolRegistry
+from kward.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turn import Turn

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from kward.cancel import CancelToken
 from kward.errors import InvalidParams
-from kward.tools import normalize_answers
+from kward.tools.question import normalize_answers
 
 
 @dataclass

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.resources import RuntimeResources
     from kward.runtime.telemetry import TelemetryRuntime
     from kward.sessions.handle import SessionHandle
-    from kward.tools import ToolRegistry
+    from kward.tools.registry import ToolRegistry
 
 
 class PlanServices(Protocol):

@@ -1,21 +1,21 @@
 """The tools the model can call: a core library that knows nothing of JSON-RPC or sessions.
 
-Public API (all importable from ``kward.tools``)::
+Public API, imported from the module that defines each name::
 
-    ctx = ToolContext(workspace_root=Path, read_paths=set[str], cancel=CancelToken,
-                      ask_user=Callable[[list[dict]], list | None] | None, env=dict[str, str])
-    registry = default_registry()            # or ToolRegistry(specs)
-    registry.schemas(has_ui: bool) -> list[dict]   # {type:"function", function:{name, ...}}
-    registry.names(has_ui: bool) -> list[str]
-    registry.run(name: str, arguments: str | dict, ctx) -> ToolResult   # raises only Canceled
+    ctx = base.ToolContext(workspace_root=Path, read_paths=set[str], cancel=CancelToken,
+                           ask_user=Callable[[list[dict]], list | None] | None, env=dict[str, str])
+    tools = registry.default_registry()      # or registry.ToolRegistry(specs)
+    tools.schemas(has_ui: bool) -> list[dict]   # {type:"function", function:{name, ...}}
+    tools.names(has_ui: bool) -> list[str]
+    tools.run(name: str, arguments: str | dict, ctx) -> ToolResult   # raises only Canceled
     result.content, result.is_error, result.diff, result.changed_files, result.images
-    (ToolResult is kward.model's; the RPC face shapes it, kward.rpc.wire)
+    (ToolResult is kward.model's, also importable from base; the RPC face shapes it, kward.rpc.wire)
 
-    normalize_tool_name(name) -> str         # read_file -> read, ... (kward.toolcalls)
-    normalize_args(name, args: dict) -> dict # camelCase; bash -> {command, timeout}
-    parse_arguments(raw) -> dict             # lenient JSON decode for event payloads
-    validate_questions(questions) -> list[dict]     # raises QuestionError (InvalidParams)
-    normalize_answers(answers, questions) -> list[{question, answer}] | None
+    question.validate_questions(questions) -> list[dict]   # raises QuestionError (InvalidParams)
+    question.normalize_answers(answers, questions) -> list[{question, answer}] | None
+
+Call-name and argument normalization (`normalize_tool_name`, `normalize_args`,
+`parse_arguments`, `extract_diff`) lives below, in `kward.toolcalls`.
 
 Tools: list_directory, read_file, write_file, edit_file, run_shell_command, search_files,
 and ask_user_question (advertised only when a UI question bridge is attached, i.e.
@@ -37,30 +37,7 @@ one turn at a time (its `read_paths` is the session's set, unlocked: one turn pe
 
 Modules: base (types), paths (workspace confinement), diff (single-hunk unified diff),
 reading (list/read), writing (write/edit), process (child process runner), shell,
-search (and search_worker, its matcher run in a child process), question, registry;
-call-name and argument normalization lives below, in `kward.toolcalls`.
+search (and search_worker, its matcher run in a child process), question, registry.
+This package module imports none of them: the search worker's child interpreter imports
+`kward.tools.search_worker` alone.
 """
-
-import importlib
-from typing import Any
-
-# Public names and the module that defines each; imported on first use (PEP 562), so that
-# importing one of them does not load every tool.
-_EXPORTS = {
-    "CANCELLED": "base", "Args": "base", "ToolContext": "base", "ToolError": "base", "ToolResult": "base",
-    "ToolSpec": "base", "is_error_text": "base",
-    "extract_diff": "kward.toolcalls", "normalize_args": "kward.toolcalls",
-    "normalize_tool_name": "kward.toolcalls", "parse_arguments": "kward.toolcalls",
-    "QuestionError": "question", "normalize_answers": "question", "validate_questions": "question",
-    "DEFAULT_SPECS": "registry", "ToolRegistry": "registry", "default_registry": "registry",
-}
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kward.tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module if "." in module else f"kward.tools.{module}"), name)
-    globals()[name] = value
-    return value

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kward.tools import ToolContext, ToolResult, default_registry
+from kward.tools.base import ToolContext, ToolResult
+from kward.tools.registry import default_registry
 from lib.waiting import wait_until  # noqa: F401 (re-exported for the tools tests)
 
 
