@@ -34,14 +34,14 @@ from kward.model import (
     content_text,
 )
 from kward.providers import wire_common
-from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
+from kward.providers.base import ModelRequest, ModelResponse, ProviderError, StreamSink, ToolCall, Usage
 from kward.providers.wire_common import arguments_json, image_url
 from kward.providers.retry import SERVER, classify
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
 
 
-def _user_content(content: Content) -> Any:
+def _user_content(content: Content) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
@@ -101,13 +101,13 @@ def history_has_tool_calls(request: ModelRequest) -> bool:
     return any(isinstance(m, AssistantMessage) and m.tool_calls for m in request.messages)
 
 
-def parse_usage(raw: Any) -> Usage | None:
+def parse_usage(raw: object) -> Usage | None:
     """Chat usage -> Usage. prompt includes cached tokens; completion includes reasoning."""
     return wire_common.parse_usage(raw, input_key="prompt_tokens", output_key="completion_tokens",
                             input_details="prompt_tokens_details", output_details="completion_tokens_details")
 
 
-def error_detail(error: Any) -> tuple[str, str]:
+def error_detail(error: object) -> tuple[str, str]:
     """(code, message) of an OpenAI/OpenRouter error object, with upstream detail appended."""
     if not isinstance(error, dict):
         return "", str(error or "")
@@ -124,7 +124,7 @@ def error_detail(error: Any) -> tuple[str, str]:
 class ChatAssembler(Assembler):
     """Assembles one streamed chat completion; owned by the request's thread."""
 
-    def __init__(self, provider: str, model: str, sink: Any, auth_hint: str = ""):
+    def __init__(self, provider: str, model: str, sink: StreamSink, auth_hint: str = ""):
         super().__init__(provider=provider, model=model, sink=sink)
         self.auth_hint = auth_hint
         self.finish_reason: str | None = None
@@ -174,7 +174,7 @@ class ChatAssembler(Assembler):
         if fn.get("arguments"):
             slot["args"].append(fn["arguments"] if isinstance(fn["arguments"], str) else json.dumps(fn["arguments"]))
 
-    def _merge_details(self, items: list[Any]) -> None:
+    def _merge_details(self, items: list[object]) -> None:
         for item in items:
             if not isinstance(item, dict):
                 continue
@@ -198,7 +198,7 @@ class ChatAssembler(Assembler):
         if not self.done and self.finish_reason is None:
             super().end_of_stream()
 
-    def finish(self):  # type: ignore[override]
+    def finish(self) -> ModelResponse:
         for index in sorted(self._calls):
             slot = self._calls[index]
             self.tool_calls.append(ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"],

@@ -27,14 +27,14 @@ from kward.model import UserMessage, content_text
 from kward.providers import jwt_claims
 from kward.providers.base import ModelRequest, ProviderError, ProviderSetup, StreamSink
 from kward.providers.codex_wire import CodexAssembler, build_body
-from kward.providers.http import HttpClient
+from kward.providers.http import HttpTransport
 from kward.providers.retry import classify, parse_retry_after, retry_hint_from_text
 from kward.providers.settings import ProviderSettings
-from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider
+from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider, http_settings
 
 log = logging.getLogger(__name__)
 
-CodexCredentials = Callable[[], "tuple[str, str | None] | None"]
+CodexCredentials = Callable[[], tuple[str, str | None] | None]
 
 NOT_LOGGED_IN = ("Not logged in to Codex: no OpenAI login found. Run `kward login` (a UI: auth/startOpenAILogin) "
                  "or set OPENAI_ACCESS_TOKEN, or use OpenRouter instead: `kward login openrouter` or set "
@@ -72,13 +72,13 @@ class CodexProvider(StreamingProvider):
     auth_hint = "Log in again with `kward login` (a UI: auth/startOpenAILogin), or set OPENAI_ACCESS_TOKEN."
 
     def __init__(self, settings: ProviderSettings, credentials: CodexCredentials, *,
-                 refresh: Callable[[], bool] | None = None, http: HttpClient | None = None):
+                 refresh: Callable[[], bool] | None = None, http: HttpTransport | None = None):
         super().__init__(settings, http=http)
         self._credentials = credentials
         self._refresh = refresh
 
     @classmethod
-    def create(cls, setup: ProviderSetup) -> "CodexProvider":
+    def create(cls, setup: ProviderSetup) -> CodexProvider:
         """Built by selection (`kward.providers.specs`): the setup's access token (its
         account id from the JWT claims), else the stored login, read per attempt; the
         setup's refresh after a 401."""
@@ -87,7 +87,7 @@ class CodexProvider(StreamingProvider):
             token = setup.secret()
             return (token, jwt_claims.account_id(token)) if token else setup.login()
 
-        return cls(setup.settings, credentials, refresh=setup.refresh)
+        return cls(http_settings(setup), credentials, refresh=setup.refresh)
 
     @property
     def responses_url(self) -> str:

@@ -36,7 +36,7 @@ from kward.model import (
     content_text,
 )
 from kward.providers import wire_common
-from kward.providers.base import ModelRequest, ProviderError, ToolCall, Usage
+from kward.providers.base import ModelRequest, ProviderError, StreamSink, ToolCall, Usage
 from kward.providers.wire_common import arguments_json, image_url, reasoning_enabled
 from kward.providers.retry import SERVER, classify, retry_hint_from_text
 from kward.providers.sse import SSEEvent
@@ -133,7 +133,7 @@ def build_body(request: ModelRequest, cache_key: str) -> dict[str, Any]:
     return body
 
 
-def parse_usage(raw: Any) -> Usage | None:
+def parse_usage(raw: object) -> Usage | None:
     """Responses usage -> Usage. input includes cached tokens; output includes reasoning."""
     return wire_common.parse_usage(raw, input_key="input_tokens", output_key="output_tokens",
                             input_details="input_tokens_details", output_details="output_tokens_details")
@@ -142,7 +142,7 @@ def parse_usage(raw: Any) -> Usage | None:
 class CodexAssembler(Assembler):
     """Routes Responses events by `data.type`; owned by the request's thread."""
 
-    def __init__(self, provider: str, model: str, sink: Any, auth_hint: str = ""):
+    def __init__(self, provider: str, model: str, sink: StreamSink, auth_hint: str = ""):
         super().__init__(provider=provider, model=model, sink=sink)
         self.auth_hint = auth_hint
         # Messages whose text was streamed as deltas (by item id and by output index), and
@@ -150,7 +150,7 @@ class CodexAssembler(Assembler):
         self._streamed_ids: set[str] = set()
         self._streamed_indexes: set[int] = set()
         self._streamed_unkeyed = False
-        self._reasoning_key: tuple[Any, ...] | None = None
+        self._reasoning_key: tuple[object, ...] | None = None
         self._reasoning_items: list[dict[str, Any]] = []
 
     def on_event(self, event: SSEEvent) -> bool:
@@ -198,11 +198,11 @@ class CodexAssembler(Assembler):
         if not (isinstance(item_id, str) and item_id) and not isinstance(index, int):
             self._streamed_unkeyed = True
 
-    def _was_streamed(self, item: dict[str, Any], index: Any) -> bool:
+    def _was_streamed(self, item: dict[str, Any], index: object) -> bool:
         return (self._streamed_unkeyed or item.get("id") in self._streamed_ids
                 or (isinstance(index, int) and index in self._streamed_indexes))
 
-    def _item_done(self, item: dict[str, Any], index: Any) -> None:
+    def _item_done(self, item: dict[str, Any], index: object) -> None:
         kind = item.get("type")
         if kind == "function_call":
             self.tool_calls.append(ToolCall(id=str(item.get("call_id") or item.get("id") or ""),
@@ -219,7 +219,7 @@ class CodexAssembler(Assembler):
             self.emit_text("".join(p["text"] for p in item.get("content") or [] if isinstance(p, dict)
                                    and p.get("type") == "output_text" and isinstance(p.get("text"), str)))
 
-    def _stream_error(self, code: Any, message: Any) -> ProviderError:
+    def _stream_error(self, code: object, message: object) -> ProviderError:
         text = str(message or "the response failed")
         return classify(self.provider, status=None, code=str(code or ""), detail=text,
                         retry_after=retry_hint_from_text(text), auth_hint=self.auth_hint, fallback=SERVER)

@@ -10,6 +10,10 @@ socket read; shutting the socket down does. Every request runs with a
 ``kward.providers.tracking``), so a cancel shuts down the socket of the request, from the
 TLS handshake to the end of the body, and never touches a pooled connection.
 
+The seam: a streaming provider takes any `HttpTransport` (`http=`; `HttpClient` is the
+real one, tools/bench_providers.py passes a timed one), whose `open_stream` answers a
+`ResponseStream` (`HttpStream`).
+
 Thread contract: an `HttpClient` is shared by every thread of a provider; its session is
 created once under `_lock` and used concurrently (one connection per request from the
 pool). An `HttpStream` belongs to the thread that opened it; `Inflight.abort` may run on
@@ -23,7 +27,7 @@ import logging
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Protocol
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled
@@ -31,9 +35,12 @@ from kward.providers import tracking
 from kward.providers.tracking import Inflight
 from kward.redact import redact_text
 
+if TYPE_CHECKING:  # pragma: no cover - `requests` is imported on first use only
+    import requests
+
 log = logging.getLogger(__name__)
 
-__all__ = ["HttpClient", "HttpStream", "HttpResult", "TransportError"]
+__all__ = ["HttpClient", "HttpResult", "HttpStream", "HttpTransport", "ResponseStream", "TransportError"]
 
 READ_SIZE = 65536
 ERROR_BODY_LIMIT = 256 * 1024
@@ -51,7 +58,7 @@ class TransportError(Exception):
         self.phase = phase
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class HttpResult:
     """A complete (non-streamed) response: status, lower-cased headers, body text/JSON."""
 
@@ -60,17 +67,58 @@ class HttpResult:
     text: str
 
     def json(self) -> Any:
+        """The body decoded as JSON (any JSON value); ValueError when it is not JSON."""
         return json.loads(self.text)
 
 
+class ResponseStream(Protocol):
+    """An open streamed response, owned by the thread that opened it: its status and
+    lower-cased headers, then the body. A context manager; `close()` is idempotent."""
+
+    status: int
+    headers: dict[str, str]
+
+    def __enter__(self) -> ResponseStream: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def chunks(self) -> Generator[bytes, None, None]:
+        """Body bytes as they arrive; closing the generator abandons the body. Raises
+        `Canceled` or `TransportError` (idle timeout, broken connection)."""
+        ...
+
+    def set_read_timeout(self, seconds: float) -> None: ...
+
+    def read_text(self, limit: int = ...) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class HttpTransport(Protocol):
+    """What a streaming provider and the model listings need of HTTP (`HttpClient`).
+    Shared by every thread of a provider."""
+
+    def open_stream(self, url: str, *, headers: Mapping[str, str], body: dict[str, Any], cancel: CancelToken,
+                    connect_timeout: float = ..., idle_timeout: float = ...) -> ResponseStream:
+        """POST `body` as JSON; the open response once its headers arrived (any status)."""
+        ...
+
+    def get(self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = ...,
+            cancel: CancelToken | None = None, limit: int = ...) -> HttpResult:
+        """GET `url` and read the whole body; HTTP error statuses are returned, not raised."""
+        ...
+
+
 class HttpStream:
-    """An open streamed response. Use as a context manager; read with `chunks()`.
+    """An open streamed response (a `ResponseStream`). Use as a context manager; read with
+    `chunks()`.
 
     Owned by the thread that opened it. `close()` is idempotent and returns the
     connection to the pool (or discards it when the body was not fully read).
     """
 
-    def __init__(self, resp: Any, inflight: Inflight, unregister: Any, idle_timeout: float):
+    def __init__(self, resp: requests.Response, inflight: Inflight, unregister: Callable[[], None],
+                 idle_timeout: float):
         self._resp = resp
         self._inflight = inflight
         self._unregister = unregister
@@ -79,13 +127,13 @@ class HttpStream:
         self.headers: dict[str, str] = {k.lower(): v for k, v in resp.headers.items()}
         self._closed = False
 
-    def __enter__(self) -> "HttpStream":
+    def __enter__(self) -> HttpStream:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Generator[bytes, None, None]:
         """Yield body bytes as they arrive (one HTTP chunk at a time for chunked bodies).
 
         Raises `Canceled` when the cancel token fired, `TransportError` on an idle timeout
@@ -168,11 +216,11 @@ class HttpClient:
     def __init__(self, *, pool_maxsize: int = 32, user_agent: str | None = None):
         self._pool_maxsize = pool_maxsize
         self._user_agent = user_agent
-        self._session: Any = None
+        self._session: requests.Session | None = None
         self._lock = threading.Lock()
 
     @property
-    def session(self) -> Any:
+    def session(self) -> requests.Session:
         """The shared session, created (and `requests` imported) on first use."""
         with self._lock:
             if self._session is None:
@@ -195,7 +243,7 @@ class HttpClient:
 
     def _send(self, method: str, url: str, *, headers: Mapping[str, str], data: bytes | None,
               stream: bool, timeout: tuple[float, float], cancel: CancelToken | None,
-              idle_timeout: float) -> tuple[Any, Inflight, Any]:
+              idle_timeout: float) -> tuple[requests.Response, Inflight, Callable[[], None]]:
         session = self.session
         inflight = Inflight()
         unregister = cancel.on_cancel(inflight.abort) if cancel is not None else (lambda: None)
@@ -214,17 +262,14 @@ class HttpClient:
             raise _transport_error(exc, "headers", idle_timeout) from None
         finally:
             tracking.local.inflight = None
-        with inflight.lock:
-            inflight.resp = resp
-            cancelled = inflight.cancelled
-        if cancelled:  # cancelled between the headers and now: the socket may be intact
+        if inflight.responded(resp):  # cancelled between the headers and now: the socket may be intact
             unregister()
             inflight.detach()
             resp.close()
             raise Canceled("Canceled.")
         return resp, inflight, unregister
 
-    def open_stream(self, url: str, *, headers: Mapping[str, str], body: Any, cancel: CancelToken,
+    def open_stream(self, url: str, *, headers: Mapping[str, str], body: dict[str, Any], cancel: CancelToken,
                     connect_timeout: float = 10.0, idle_timeout: float = 300.0) -> HttpStream:
         """POST `body` as JSON and return the open response (any status) once headers arrived.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.providers.http import HttpClient
+from kward.providers.http import HttpTransport
 from kward.providers.openrouter import ApiKey, OpenRouterProvider
 from kward.providers.settings import ProviderSettings
 from kward.providers.wire_common import reasoning_enabled
@@ -27,7 +27,7 @@ class OpenAICompatibleProvider(OpenRouterProvider):
                    "config key openai_compat_base_url (for example http://127.0.0.1:8080/v1).")
 
     def __init__(self, settings: ProviderSettings, api_key: ApiKey | None = None, *,
-                 http: HttpClient | None = None):
+                 http: HttpTransport | None = None):
         super().__init__(settings, api_key or (lambda: None), http=http)
 
     def auth_headers(self) -> dict[str, str]:

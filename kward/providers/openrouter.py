@@ -22,13 +22,13 @@ from kward.providers.chat_wire import (
     error_detail,
     history_has_tool_calls,
 )
-from kward.providers.http import HttpClient
+from kward.providers.http import HttpTransport
 from kward.providers.retry import classify, parse_retry_after
 from kward.providers.settings import ProviderSettings
-from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider
+from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider, http_settings
 from kward.providers.wire_common import reasoning_enabled
 
-ApiKey = Callable[[], "str | None"]
+ApiKey = Callable[[], str | None]
 
 
 class OpenRouterProvider(StreamingProvider):
@@ -37,14 +37,14 @@ class OpenRouterProvider(StreamingProvider):
     name = "OpenRouter"
     auth_hint = "Check your OpenRouter API key (`kward login openrouter`, or OPENROUTER_API_KEY)."
 
-    def __init__(self, settings: ProviderSettings, api_key: ApiKey, *, http: HttpClient | None = None):
+    def __init__(self, settings: ProviderSettings, api_key: ApiKey, *, http: HttpTransport | None = None):
         super().__init__(settings, http=http)
         self._api_key = api_key
 
     @classmethod
-    def create(cls, setup: ProviderSetup) -> "OpenRouterProvider":
+    def create(cls, setup: ProviderSetup) -> OpenRouterProvider:
         """Built by selection (`kward.providers.specs`): the key callable is the setup's."""
-        return cls(setup.settings, setup.secret)
+        return cls(http_settings(setup), setup.secret)
 
     def auth_headers(self) -> dict[str, str]:
         """Authorization (and attribution) headers; raises `not_logged_in` without a key."""

@@ -5,6 +5,8 @@ attempt), `_assembler` (turns SSE events into sink calls and a `ModelResponse`) 
 `_http_error` (classifies a non-2xx response). `StreamingProvider.complete` does the rest:
 credentials per attempt, the POST, one re-authorization on 401 when the provider has a
 hook for it, SSE parsing, retries through `retry.run_with_retries`, and cancellation.
+HTTP goes through the injected `http=` transport (`kward.providers.http.HttpTransport`;
+an `HttpClient` by default).
 
 After the terminal event the rest of the body is drained so the connection can go back to
 the pool, but at most `DRAIN_MAX_BYTES` and `DRAIN_TIMEOUT` seconds in all; past either
@@ -33,11 +35,12 @@ from kward.providers.base import (
     ModelResponse,
     Provider,
     ProviderError,
+    ProviderSetup,
     StreamSink,
     ToolCall,
     Usage,
 )
-from kward.providers.http import HttpClient, HttpStream, TransportError
+from kward.providers.http import HttpClient, HttpTransport, ResponseStream, TransportError
 from kward.providers.retry import run_with_retries, transport_failure
 from kward.providers.settings import ProviderSettings
 from kward.providers.sse import SSEError, SSEEvent, SSEParser
@@ -48,13 +51,13 @@ DRAIN_TIMEOUT = 2.0  # after the final event, wait at most this long in all for 
 DRAIN_MAX_BYTES = 256 * 1024  # ... and read at most this much of it
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class PreparedRequest:
     """One attempt's HTTP request. `headers` must not be logged unredacted."""
 
     url: str
     headers: dict[str, str]
-    body: dict[str, Any]
+    body: dict[str, Any]  # the JSON body
     secrets: tuple[str, ...] = ()  # credential values scrubbed from any error message
 
 
@@ -73,7 +76,7 @@ class Assembler:
     reasoning: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)  # ModelResponse.message_extras (JSON)
     emitted: bool = False
     done: bool = False
 
@@ -106,12 +109,21 @@ class Assembler:
                              provider=self.provider, model=self.model, message_extras=dict(self.extras))
 
 
-@dataclass
+@dataclass(slots=True)
 class _CallState:
     """Per-call state shared by the attempts of one `complete` call (one thread)."""
 
     reauthorized: bool = False
     secrets: tuple[str, ...] = ()
+
+
+def http_settings(setup: ProviderSetup) -> ProviderSettings:
+    """The HTTP settings selection gives every provider whose spec has a base URL
+    (`kward.providers.settings.for_provider`); ValueError for a spec that names a streaming
+    provider without one (a mistake in `kward.providers.specs`)."""
+    if setup.settings is None:
+        raise ValueError("a streaming provider's spec needs a base_url (kward.providers.specs)")
+    return setup.settings
 
 
 def _scrub(err: ProviderError, secrets: tuple[str, ...]) -> None:
@@ -128,9 +140,9 @@ class StreamingProvider(Provider):
     auth_hint = "Check your credentials."
     no_base_url = "No base URL is configured for this provider."
 
-    def __init__(self, settings: ProviderSettings, *, http: HttpClient | None = None):
+    def __init__(self, settings: ProviderSettings, *, http: HttpTransport | None = None):
         self.settings = settings
-        self.http = http or HttpClient(user_agent=settings.user_agent)
+        self.http: HttpTransport = http or HttpClient(user_agent=settings.user_agent)
 
     @property
     def base_url(self) -> str:
@@ -174,7 +186,7 @@ class StreamingProvider(Provider):
                                 model=request.model, sink=sink, cancel=cancel)
 
     def _attempt(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken,
-                 state: "_CallState") -> ModelResponse:
+                 state: _CallState) -> ModelResponse:
         while True:
             prepared = self._prepare(request)
             state.secrets = prepared.secrets
@@ -196,14 +208,14 @@ class StreamingProvider(Provider):
                     raise self._error_from_response(stream)
                 return self._read_stream(stream, request, sink)
 
-    def _error_from_response(self, stream: HttpStream) -> ProviderError:
+    def _error_from_response(self, stream: ResponseStream) -> ProviderError:
         body = _error_body(stream)
         request_id = stream.headers.get("x-request-id") or stream.headers.get("x-oai-request-id")
         log.warning("%s answered HTTP %s%s", self.name, stream.status,
                     f" (request id {request_id})" if request_id else "")
         return self._http_error(stream.status, stream.headers, body)
 
-    def _read_stream(self, stream: HttpStream, request: ModelRequest, sink: StreamSink) -> ModelResponse:
+    def _read_stream(self, stream: ResponseStream, request: ModelRequest, sink: StreamSink) -> ModelResponse:
         asm = self._assembler(request, sink)
         parser = SSEParser()
         chunks = stream.chunks()
@@ -250,7 +262,7 @@ class StreamingProvider(Provider):
         return asm.finish()
 
 
-def _error_body(stream: HttpStream) -> str:
+def _error_body(stream: ResponseStream) -> str:
     """The start of an error response's body; a note when it cannot be read."""
     try:
         return stream.read_text(64 * 1024)
@@ -258,14 +270,14 @@ def _error_body(stream: HttpStream) -> str:
         return f"(the error body could not be read: {exc})"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Drain:
     """The budget for reading a body's rest after its terminal event."""
 
     deadline: float
     left: int
 
-    def more(self, size: int, stream: HttpStream) -> bool:
+    def more(self, size: int, stream: ResponseStream) -> bool:
         """Count `size` more bytes; False when the budget is spent (drop the connection).
         Otherwise the next read may wait only for what is left of the time."""
         self.left -= size

@@ -25,7 +25,15 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover - `requests` and `urllib3` are imported on first use only
+    from requests import Response
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection
+    from urllib3.connectionpool import HTTPConnectionPool
+
+C = TypeVar("C")  # a urllib3 connection class
 
 local = threading.local()  # .inflight: the Inflight of the request made on this thread
 
@@ -36,8 +44,8 @@ class Inflight:
     __slots__ = ("conn", "resp", "raw", "cancelled", "detached", "lock")
 
     def __init__(self) -> None:
-        self.conn: Any = None
-        self.resp: Any = None
+        self.conn: HTTPConnection | None = None
+        self.resp: Response | None = None
         self.raw: socket.socket | None = None  # a dup of a connecting plain socket (ours)
         self.cancelled = False
         self.detached = False
@@ -64,7 +72,7 @@ class Inflight:
         if raw is not None:
             raw.close()
 
-    def attach(self, conn: Any) -> None:
+    def attach(self, conn: HTTPConnection) -> None:
         """Called on the requesting thread when a connection is used or connected."""
         with self.lock:
             if self.detached:
@@ -72,6 +80,13 @@ class Inflight:
             self.conn = conn
             if self.cancelled:
                 _shutdown(conn)
+
+    def responded(self, resp: Response) -> bool:
+        """On the requesting thread, when the headers arrived: keep the response (a cancel
+        now targets the connection it owns); True when the request was cancelled already."""
+        with self.lock:
+            self.resp = resp
+            return self.cancelled
 
     def abort(self) -> None:
         with self.lock:
@@ -97,25 +112,25 @@ class Inflight:
             raw.close()
 
 
-def _shutdown(conn: Any) -> None:
+def _shutdown(conn: HTTPConnection | None) -> None:
     sock = getattr(conn, "sock", None)
     if sock is not None:
         _shutdown_socket(sock)
 
 
-def _shutdown_socket(sock: Any) -> None:
+def _shutdown_socket(sock: socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:  # already closed, or detached by a TLS wrap
         pass
 
 
-def _tracked(base: type) -> type:
+def _tracked(base: type[C]) -> type[C]:
     """A subclass of a urllib3 connection class that reports itself to `local.inflight`."""
 
-    class Tracked(base):  # type: ignore[misc, valid-type]
-        def _new_conn(self) -> Any:
-            sock = super()._new_conn()
+    class Tracked(base):  # type: ignore[misc, valid-type]  # a base chosen at run time (HTTP or HTTPS)
+        def _new_conn(self) -> socket.socket:
+            sock: socket.socket = super()._new_conn()
             inflight = getattr(local, "inflight", None)
             if inflight is not None:
                 inflight.connecting(sock)
@@ -135,16 +150,16 @@ def _tracked(base: type) -> type:
             inflight = getattr(local, "inflight", None)
             if inflight is not None:
                 inflight.attach(self)
-            return super().putrequest(*args, **kwargs)
+            super().putrequest(*args, **kwargs)
 
     Tracked.__name__ = "Tracked" + base.__name__
     return Tracked
 
 
-_POOL_CLASSES: dict[str, type] | None = None
+_POOL_CLASSES: dict[str, type[HTTPConnectionPool]] | None = None
 
 
-def _pool_classes() -> dict[str, type]:
+def _pool_classes() -> dict[str, type[HTTPConnectionPool]]:
     global _POOL_CLASSES
     if _POOL_CLASSES is None:
         from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -159,7 +174,7 @@ def _pool_classes() -> dict[str, type]:
     return _POOL_CLASSES
 
 
-def make_adapter(pool_maxsize: int) -> Any:
+def make_adapter(pool_maxsize: int) -> HTTPAdapter:
     """A requests adapter whose pools (direct and through HTTP proxies) use the tracked
     connection classes."""
     from requests.adapters import HTTPAdapter
