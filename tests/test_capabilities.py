@@ -84,7 +84,7 @@ def test_steering_table_matches_the_provider_classes():
     classes = {"codex": CodexProvider, "openrouter": OpenRouterProvider,
                "openai-compatible": OpenAICompatibleProvider, "scripted": ScriptedProvider}
     assert {k: c.supports_steering for k, c in classes.items()} == STEERING
-    assert {s.key: providers.load(s.cls) for s in providers.PROVIDERS} == classes  # every spec names its class
+    assert {s.key: providers.provider_class(s) for s in providers.PROVIDERS} == classes  # every spec names its class
 
 
 def test_capabilities_report_the_limits_the_code_enforces(tmp_path):

@@ -37,11 +37,12 @@ def test_anything_else_names_no_provider(name):
 
 def test_every_spec_names_a_class_that_builds_itself_and_code_that_exists():
     for spec in specs.PROVIDERS:
-        cls = specs.load(spec.cls)
-        assert cls.name == spec.label and cls.supports_steering == spec.steering
+        cls = specs.provider_class(spec)
+        assert issubclass(cls, Provider) and cls.name == spec.label and cls.supports_steering == spec.steering
         assert cls.create.__func__ is not Provider.create.__func__, spec.key  # not the base class's
-        for name in (spec.listing, spec.wider_listing, spec.builtin):
-            assert name is None or callable(specs.load(name)), name
+        for name in (spec.listing, spec.wider_listing):
+            assert name is None or callable(specs.listing(name)), name
+        assert spec.builtin is None or callable(specs.builtin(spec.builtin)), spec.builtin
         assert spec.model and spec.model[0].key and [s for s in spec.effort if s.key]  # models/set has keys to write
 
 

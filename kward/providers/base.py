@@ -8,7 +8,9 @@ JSON-RPC or session files; they report progress through a `StreamSink`.
 
 Thread contract: `Provider.complete` runs on a turn's worker thread and blocks until the
 model answered, failed, or `cancel` fired (it must return or raise `Canceled` within
-200 ms of cancellation). A provider object may serve several sessions at once.
+200 ms of cancellation). A provider object may serve several sessions at once. Requests,
+responses and setups are frozen values; the sink is called on the provider's (the turn's)
+thread.
 """
 
 from __future__ import annotations
@@ -21,27 +23,37 @@ from kward.errors import KwardError
 from kward.model import Message, RetryInfo, ToolCall, Usage
 
 __all__ = ["KIND_REASONS", "Message", "ModelRequest", "ModelResponse", "Provider", "ProviderError", "ProviderSetup",
-           "RetryInfo", "StreamSink", "ToolCall", "Usage"]
+           "QuietSink", "RetryInfo", "Steering", "StreamSink", "ToolCall", "Usage"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.settings import ProviderSettings
 
 
-@dataclass
+class Steering(Protocol):
+    """The running turn's steering inbox as a provider sees it (`kward.steering.SteeringInbox`):
+    `wait` blocks the turn's thread until input is pending (True), the inbox closed or
+    `timeout` seconds passed; `close` (any thread) closes the inbox and wakes the waiter."""
+
+    def wait(self, timeout: float) -> bool: ...
+
+    def close(self) -> object: ...
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     instructions: str
     messages: list[Message]  # the conversation (kward.model), system messages included
-    tools: list[dict[str, Any]]  # [{"type": "function", "function": {name, description, parameters}}]
+    tools: list[dict[str, Any]]  # JSON schemas: [{"type": "function", "function": {name, description, parameters}}]
     model: str
     reasoning_effort: str | None = None  # None or "off": no reasoning requested
     headers: dict[str, str] = field(default_factory=dict)  # extra headers, e.g. traceparent
     session_id: str | None = None  # stable per conversation (Codex session_id / prompt_cache_key)
-    steering: Any = None  # kward.steering.SteeringInbox of the running turn (Scripted's waitForSteer)
+    steering: Steering | None = None  # the running turn's inbox (Scripted's waitForSteer)
     purpose: str = "turn"  # or "compaction": a summarizer call (kward.compaction), no tools
     max_output_tokens: int | None = None  # a cap on the answer, where the wire format has one
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ModelResponse:
     text: str
     reasoning: str
@@ -49,8 +61,8 @@ class ModelResponse:
     usage: Usage | None
     provider: str
     model: str
-    # Provider fields to store on the assistant message so the next request can replay
-    # them (Codex `reasoning_items`, OpenRouter `reasoning_details`); may be empty.
+    # Provider fields (JSON) to store on the assistant message so the next request can
+    # replay them (Codex `reasoning_items`, OpenRouter `reasoning_details`); may be empty.
     message_extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -100,7 +112,7 @@ class ProviderError(KwardError):
         self.retry_after = retry_after
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderSetup:
     """What selection hands to `Provider.create`. The callables are read per request, on the
     request's thread: `secret` the API key or access token (its variable, else the value
@@ -109,11 +121,11 @@ class ProviderSetup:
     `refresh` (None: none) is called once after an HTTP 401: True when fresh credentials
     are available; it raises a KwardError (`not_logged_in`) when they cannot be had."""
 
-    settings: "ProviderSettings | None"  # None for a provider without a base URL
-    secret: Callable[[], "str | None"] = lambda: None
-    login: Callable[[], "tuple[str, str | None] | None"] = lambda: None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    refresh: "Callable[[], bool] | None" = None
+    settings: ProviderSettings | None  # None for a provider without a base URL
+    secret: Callable[[], str | None] = lambda: None
+    login: Callable[[], tuple[str, str | None] | None] = lambda: None
+    options: Mapping[str, str | None] = field(default_factory=dict)
+    refresh: Callable[[], bool] | None = None
 
 
 class Provider:
@@ -126,7 +138,7 @@ class Provider:
     model: str = ""  # the provider's own model, used when none is configured (Scripted: the script's)
 
     @classmethod
-    def create(cls, setup: ProviderSetup) -> "Provider":
+    def create(cls, setup: ProviderSetup) -> Provider:
         raise NotImplementedError
 
     def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:

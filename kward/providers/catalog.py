@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 from urllib.parse import urljoin
 
 from kward.cancel import CancelToken
@@ -36,7 +36,7 @@ from kward.rules import EFFORTS
 
 if TYPE_CHECKING:  # pragma: no cover - mapping levels must not load the provider modules
     from kward.providers.codex import CodexProvider
-    from kward.providers.http import HttpClient
+    from kward.providers.http import HttpTransport
     from kward.providers.openai_compat import OpenAICompatibleProvider
     from kward.providers.openrouter import OpenRouterProvider
 
@@ -48,7 +48,7 @@ HIGHEST_KNOWN = REASONING_EFFORTS[-1]  # what `max` means for a model whose leve
 _FULL = ("low", "medium", "high", "xhigh")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelEntry:
     """One model. `efforts` None = unknown (any effort accepted); () = no reasoning."""
 
@@ -94,7 +94,7 @@ OPENROUTER_DEFAULTS: tuple[ModelEntry, ...] = (
 FALLBACKS = ("builtin", "defaults", "none")  # sources that are not a fetched listing (never cached)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelList:
     """A listing and where it came from: endpoint | user | catalog (fetched) or builtin |
     defaults | none (fallbacks); `cached` when `ModelCatalog` served it from its cache."""
@@ -114,8 +114,9 @@ class _Failed(Exception):
     pass
 
 
-def _get_json(http: HttpClient, url: str, headers: dict[str, str], timeout: float,
-              cancel: CancelToken | None) -> Any:
+def _get_json(http: HttpTransport, url: str, headers: dict[str, str], timeout: float,
+              cancel: CancelToken | None) -> object:
+    """The JSON value of a GET answered 200; `_Failed` for anything else."""
     from kward.providers.http import TransportError
 
     try:
@@ -130,7 +131,7 @@ def _get_json(http: HttpClient, url: str, headers: dict[str, str], timeout: floa
         raise _Failed("the answer is not JSON") from None
 
 
-def _efforts(raw: Any) -> tuple[str, ...]:
+def _efforts(raw: object) -> tuple[str, ...]:
     out = []
     for level in raw if isinstance(raw, list) else []:
         effort = level.get("effort") if isinstance(level, dict) else level
@@ -139,11 +140,16 @@ def _efforts(raw: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def parse_codex_models(payload: Any) -> list[ModelEntry]:
+def _priority(model: dict[str, Any]) -> int:
+    priority = model.get("priority")
+    return priority if isinstance(priority, int) else 1 << 30
+
+
+def parse_codex_models(payload: object) -> list[ModelEntry]:
     """Entries from a Codex `/models` answer, hidden ones dropped, by priority."""
     models = payload.get("models") if isinstance(payload, dict) else None
     rows = [m for m in models or [] if isinstance(m, dict) and m.get("slug") and m.get("visibility") != "hide"]
-    rows.sort(key=lambda m: m.get("priority") if isinstance(m.get("priority"), int) else 1 << 30)
+    rows.sort(key=_priority)
     out = []
     for m in rows:
         ctx = m.get("context_window")
@@ -172,7 +178,7 @@ def codex_models(provider: CodexProvider, cancel: CancelToken | None = None) -> 
     return ModelList(list(CODEX_MODELS), "builtin", error)
 
 
-def parse_openrouter_models(payload: Any, provider: str = "OpenRouter") -> list[ModelEntry]:
+def parse_openrouter_models(payload: object, provider: str = "OpenRouter") -> list[ModelEntry]:
     """Entries from an OpenRouter-style `{"data": [...]}` answer."""
     rows = payload.get("data") if isinstance(payload, dict) else None
     out = []
@@ -192,7 +198,7 @@ def parse_openrouter_models(payload: Any, provider: str = "OpenRouter") -> list[
     return out
 
 
-def _paged(http: HttpClient, url: str, headers: dict[str, str], timeout: float,
+def _paged(http: HttpTransport, url: str, headers: dict[str, str], timeout: float,
            cancel: CancelToken | None, provider: str) -> list[ModelEntry]:
     entries: list[ModelEntry] = []
     for _ in range(20):  # follow `links.next` when the API pages
@@ -208,7 +214,7 @@ def _paged(http: HttpClient, url: str, headers: dict[str, str], timeout: float,
 def openrouter_models(provider: OpenRouterProvider, cancel: CancelToken | None = None) -> ModelList:
     """Models for the key (`/models/user`), else the public catalog, else defaults."""
     timeout = provider.settings.catalog_timeout
-    errors = []
+    errors: list[str] = []
     try:
         headers = provider.auth_headers()
         entries = _paged(provider.http, provider.base_url + "/models/user", headers, timeout, cancel, provider.name)
@@ -253,7 +259,7 @@ def compat_models(provider: OpenAICompatibleProvider, cancel: CancelToken | None
         return ModelList([], "none", str(exc))
 
 
-def find_entry(entries: list[ModelEntry] | tuple[ModelEntry, ...], model_id: str) -> ModelEntry | None:
+def find_entry(entries: Sequence[ModelEntry], model_id: str) -> ModelEntry | None:
     return next((e for e in entries if e.id == model_id), None)
 
 
@@ -267,7 +273,7 @@ def openrouter_entry(model_id: str) -> ModelEntry | None:
     return find_entry(OPENROUTER_DEFAULTS, model_id)
 
 
-def normalize_effort(effort: Any, param: str = "effort") -> str:
+def normalize_effort(effort: object, param: str = "effort") -> str:
     """The lower-case level, or InvalidParams (-32602, naming `param`) for anything not in
     `EFFORTS`. Every level is accepted for every model; see `effective_effort`."""
     value = effort.strip().lower() if isinstance(effort, str) else ""
@@ -318,9 +324,9 @@ class ModelCatalog:
         self._ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()
-        self._cache: dict[Any, tuple[float, ModelList]] = {}
+        self._cache: dict[Hashable, tuple[float, ModelList]] = {}
 
-    def get(self, key: Any, loader: Callable[[], ModelList], refresh: bool = False) -> ModelList:
+    def get(self, key: Hashable, loader: Callable[[], ModelList], refresh: bool = False) -> ModelList:
         """The fresh cached listing (marked `cached`), else `loader()` (cached unless a fallback)."""
         now = self._clock()
         with self._lock:
@@ -333,7 +339,7 @@ class ModelCatalog:
                 self._cache[key] = (now, listing)
         return listing
 
-    def peek(self, key: Any) -> ModelList | None:
+    def peek(self, key: Hashable) -> ModelList | None:
         """The cached, still fresh listing for `key`, or None; never loads (no I/O)."""
         now = self._clock()
         with self._lock:

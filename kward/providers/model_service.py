@@ -4,8 +4,8 @@ The current provider/model/effort always comes from `AgentEngine.selection()` (t
 resolved settings); changing them writes config.json (the keys each provider's spec in
 `kward.providers.specs` names), after which the next selection picks the change up
 (settings are re-resolved when config.json changes). Listings come from the functions the
-specs name (`kward.providers.catalog`) through a time-limited `ModelCatalog`; `list` and
-`openrouter_catalog` say where theirs came from (`source`: api, cache or builtin, and
+specs name (`kward.providers.catalog`) through a time-limited `ModelCatalog`; `list_models`
+and `openrouter_catalog` say where theirs came from (`source`: api, cache or builtin, and
 `sourceError` for a fallback).
 
 Reasoning levels: every level of `EFFORTS` is accepted and stored as requested, for
@@ -19,15 +19,16 @@ this order, from a fresh cached listing, the spec's built-in entries, the provid
 listing and then its wider one (only when loading is allowed and the first two do not
 know the model), else a bare entry whose levels are unknown.
 
-Thread contract: any thread; `list`, `openrouter_catalog`, `describe(load=True)` and
-`request_effort` may do network I/O and belong on worker threads.
+Thread contract: any thread; `list_models`, `openrouter_catalog`, `describe(load=True)` and
+`request_effort` may do network I/O and belong on worker threads. The catalog's lock guards
+only its cache; the service holds no other state.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Hashable, Sequence
 
 from kward.cancel import CancelToken
 from kward.config import ConfigStore
@@ -41,8 +42,10 @@ from kward.providers.catalog import (
     find_entry,
     normalize_effort,
 )
-from kward.providers.specs import ProviderSpec
+from kward.providers.base import Provider
 from kward.providers.select import Selection
+from kward.providers.specs import ProviderSpec
+from kward.providers.streaming import StreamingProvider
 
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,199}$")
 
@@ -69,7 +72,7 @@ def known_entry(selection: Selection) -> ModelEntry | None:
     """The selected model from the provider's built-in knowledge (the Scripted model,
     whose levels are unknown, always), or None."""
     builtin = selection.spec.builtin
-    return specs.load(builtin)(selection.model) if builtin else None
+    return specs.builtin(builtin)(selection.model) if builtin else None
 
 
 def bare_entry(selection: Selection) -> ModelEntry:
@@ -77,7 +80,7 @@ def bare_entry(selection: Selection) -> ModelEntry:
     return ModelEntry(selection.label, selection.model, selection.model, None, None, None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelChoice:
     """A model as a listing shows it: the current one carries the requested level (`off`
     when none) and, when the model does not offer it, the level requests carry
@@ -89,7 +92,7 @@ class ModelChoice:
     effective_effort: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelListing:
     """`models/list`, `openrouter/catalog`: the models and where they came from (`source`:
     api, cache or builtin; `source_error` why a fallback was used)."""
@@ -109,16 +112,16 @@ def choice(entry: ModelEntry, selection: Selection) -> ModelChoice:
     return ModelChoice(entry, True, requested, effective if effective != requested else None)
 
 
-def _listed(entries: Any, listing: ModelList, selection: Selection) -> ModelListing:
+def _listed(entries: Sequence[ModelEntry], listing: ModelList, selection: Selection) -> ModelListing:
     return ModelListing([choice(e, selection) for e in entries], listing.origin, listing.error or None)
 
 
-def _listing_key(selection: Selection) -> tuple[str, Any]:
+def _listing_key(selection: Selection) -> tuple[str, str | None]:
     """Cache key of a provider's listing: the provider and its configured base URL."""
     return selection.key, selection.base_url
 
 
-def _wider_key(spec: ProviderSpec, base_url: Any) -> tuple[str, str, Any]:
+def _wider_key(spec: ProviderSpec, base_url: str | None) -> tuple[str, str, str | None]:
     return "wider", spec.key, base_url
 
 
@@ -127,7 +130,7 @@ class ModelService:
         self.config = config
         self.catalog = ModelCatalog()
 
-    def list(self, selection: Selection, refresh: bool = False) -> ModelListing:
+    def list_models(self, selection: Selection, refresh: bool = False) -> ModelListing:
         """The models of the active provider; the current model is added first when the
         listing lacks it."""
         listing = self._listing(selection, refresh)
@@ -139,17 +142,17 @@ class ModelService:
     def _listing(self, selection: Selection, refresh: bool = False, cancel: CancelToken | None = None) -> ModelList:
         if selection.spec.listing is None:
             return ModelList([self.describe(selection)], "builtin")
-        loader, provider = specs.load(selection.spec.listing), selection.provider
+        loader, provider = specs.listing(selection.spec.listing), selection.provider
         return self.catalog.get(_listing_key(selection), lambda: loader(provider, cancel), refresh)
 
-    def _wider_listing(self, spec: ProviderSpec, provider: Any, base_url: Any,
+    def _wider_listing(self, spec: ProviderSpec, wider: str, provider: Provider, base_url: str | None,
                        cancel: CancelToken | None = None) -> ModelList:
-        loader = specs.load(spec.wider_listing)
+        loader = specs.listing(wider)
         return self.catalog.get(_wider_key(spec, base_url), lambda: loader(provider, cancel))
 
     def _cached_entries(self, selection: Selection) -> list[ModelEntry]:
         """Entries of the fresh cached listings for the selected provider (no I/O)."""
-        keys: list[Any] = [_listing_key(selection)]
+        keys: list[Hashable] = [_listing_key(selection)]
         if selection.spec.wider_listing:
             keys.append(_wider_key(selection.spec, selection.base_url))
         out: list[ModelEntry] = []
@@ -165,7 +168,8 @@ class ModelService:
             return []
         entries = list(self._listing(selection, cancel=cancel).entries)
         if spec.wider_listing and find_entry(entries, selection.model) is None:  # e.g. models the key cannot use yet
-            entries += self._wider_listing(spec, selection.provider, selection.base_url, cancel).entries
+            entries += self._wider_listing(spec, spec.wider_listing, selection.provider, selection.base_url,
+                                           cancel).entries
         return entries
 
     def describe(self, selection: Selection, load: bool = False, cancel: CancelToken | None = None) -> ModelEntry:
@@ -183,11 +187,13 @@ class ModelService:
             return None
         return effective_effort(selection.reasoning_effort, self.describe(selection, load=True, cancel=cancel))
 
-    def openrouter_catalog(self, provider: Any, selection: Selection) -> ModelListing:
+    def openrouter_catalog(self, provider: Provider, selection: Selection) -> ModelListing:
         """OpenRouter's full public catalog (`provider` is an OpenRouter provider, whichever
         provider is active)."""
         spec = specs.get("openrouter")
-        listing = self._wider_listing(spec, provider, provider.settings.base_url)
+        if spec.wider_listing is None or not isinstance(provider, StreamingProvider):
+            raise TypeError(f"not an OpenRouter provider: {provider.name}")
+        listing = self._wider_listing(spec, spec.wider_listing, provider, provider.settings.base_url)
         return _listed(listing.entries, listing, selection)
 
     def current(self, selection: Selection, load: bool = False) -> ModelChoice:
@@ -200,19 +206,19 @@ class ModelService:
         if not _MODEL_ID.match(model):
             raise InvalidParams(f"Invalid model id {model!r}", data={"param": "model"})
         key = provider_key(provider) if provider is not None else selection.key
-        values: dict[str, Any] = {_model_key(specs.get(key)): model}
+        values: dict[str, str] = {_model_key(specs.get(key)): model}
         if key != selection.key:
             values["provider"] = key
         self.config.update(values)
 
-    def set_effort(self, selection: Selection, effort: Any, param: str = "effort") -> str:
+    def set_effort(self, selection: Selection, effort: object, param: str = "effort") -> str:
         """Store the requested level (any of `EFFORTS`, case-insensitive) for the active
         provider; InvalidParams naming `param` for anything else, writing nothing."""
         value = normalize_effort(effort, param)
         self.config.update({_effort_key(selection.spec): value})
         return value
 
-    def set_default_model(self, value: str) -> tuple[str, str]:
+    def set_default_model(self, value: object) -> tuple[str, str]:
         """`Provider/model-id` (slashes after the provider kept) -> writes provider and model."""
         provider, sep, model = value.partition("/") if isinstance(value, str) else ("", "", "")
         if not sep or not model:

@@ -21,39 +21,41 @@ file; any thread.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
 from kward.providers import specs
 from kward.providers.specs import ProviderSpec
 from kward.settings import Settings, resolve_settings
 
-if TYPE_CHECKING:  # pragma: no cover - the base module is not needed to choose a provider
-    from pathlib import Path
-
+if TYPE_CHECKING:  # pragma: no cover - choosing a provider must not load the base module
     from kward.providers.base import Provider
 
-    Secret = Callable[[], "str | None"]
-    Login = Callable[[], "tuple[str, str | None] | None"]
+#: The API key or access token of a provider, read per request (None: none).
+Secret = Callable[[], str | None]
+#: A stored OpenAI login, read per request: (access token, account id), or None.
+Login = Callable[[], tuple[str, str | None] | None]
 
-    class CredentialSource(Protocol):
-        """Where selection and the providers it builds get credentials (any thread).
 
-        `available` says whether `spec` has a credential now, without a network call;
-        `secret` and `login` give the getters a `ProviderSetup` carries (read per request);
-        `refresh` the getter called once after an HTTP 401 (None: nothing to refresh)."""
+class CredentialSource(Protocol):
+    """Where selection and the providers it builds get credentials (any thread).
 
-        def available(self, spec: ProviderSpec, settings: Settings) -> bool: ...
+    `available` says whether `spec` has a credential now, without a network call;
+    `secret` and `login` give the getters a `ProviderSetup` carries (read per request);
+    `refresh` the getter called once after an HTTP 401 (None: nothing to refresh)."""
 
-        def secret(self, spec: ProviderSpec, settings: Settings) -> Secret: ...
+    def available(self, spec: ProviderSpec, settings: Settings) -> bool: ...
 
-        def login(self, spec: ProviderSpec) -> Login: ...
+    def secret(self, spec: ProviderSpec, settings: Settings) -> Secret: ...
 
-        def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None": ...
+    def login(self, spec: ProviderSpec) -> Login: ...
+
+    def refresh(self, spec: ProviderSpec) -> Callable[[], bool] | None: ...
 
 
 class Selection(NamedTuple):
     spec: ProviderSpec
-    provider: "Provider"
+    provider: Provider
     model: str
     reasoning_effort: str | None
     reason: str  # why this provider was chosen, for runtime/state and logs
@@ -71,8 +73,7 @@ class Selection(NamedTuple):
 def stored_openai_tokens(auth_file: str | Path) -> tuple[str, str | None] | None:
     """(access token, account id) from a stored login, or None."""
     try:
-        with open(auth_file, encoding="utf-8") as f:  # (not Path.read_text: no pathlib at start-up)
-            data = json.loads(f.read())
+        data = json.loads(Path(auth_file).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None
@@ -86,7 +87,7 @@ class FileCredentials:
     """Credentials from the environment (read per call), config.json (the settings) and a
     login file; never the OS keyring, never a refresh."""
 
-    def __init__(self, env: Mapping[str, str], auth_file: "str | Path"):
+    def __init__(self, env: Mapping[str, str], auth_file: str | Path):
         self.env = env
         self.auth_file = auth_file
 
@@ -106,7 +107,7 @@ class FileCredentials:
         auth_file = self.auth_file
         return (lambda: stored_openai_tokens(auth_file)) if spec.stored_login else (lambda: None)
 
-    def refresh(self, spec: ProviderSpec) -> "Callable[[], bool] | None":
+    def refresh(self, spec: ProviderSpec) -> Callable[[], bool] | None:
         return None
 
     def available(self, spec: ProviderSpec, settings: Settings) -> bool:
@@ -133,10 +134,10 @@ def choose(config: Mapping[str, Any], env: Mapping[str, str], credentials: Crede
     return spec.key, why
 
 
-def build(spec: ProviderSpec, settings: Settings, credentials: CredentialSource) -> "Provider":
+def build(spec: ProviderSpec, settings: Settings, credentials: CredentialSource) -> Provider:
     """The provider of `spec` (imports its module). ConfigError for a bad config value it
     needs; ScriptError (also -32002, `invalid_config`) for an unusable script."""
-    from kward.providers.base import ProviderSetup
+    from kward.providers.base import ProviderSetup  # (building, unlike choosing, loads the provider modules)
 
     http = None
     if spec.base_url is not None:
@@ -145,7 +146,7 @@ def build(spec: ProviderSpec, settings: Settings, credentials: CredentialSource)
         http = for_provider(spec, settings)
     setup = ProviderSetup(settings=http, secret=credentials.secret(spec, settings), login=credentials.login(spec),
                           options=settings.providers.options.get(spec.key, {}), refresh=credentials.refresh(spec))
-    return specs.load(spec.cls).create(setup)
+    return specs.provider_class(spec).create(setup)
 
 
 def select_provider(settings: Settings, credentials: CredentialSource) -> Selection:

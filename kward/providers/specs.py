@@ -7,17 +7,29 @@ selection and construction (`kward.providers.select`), the model service (listin
 built-in entries, the keys `models/set` writes) and the steering capability. Adding a
 provider means adding one entry to `PROVIDERS` and one module holding its class.
 
-The table is pure data and imports nothing from kward: `kward.rules` reads it when
-`kward rpc` starts, and answering `initialize` must not load a provider module (nor
-`requests`). Code is named by full dotted names, resolved by `load` on first use.
-Rows are frozen dataclasses. Any thread.
+The table is pure data and imports nothing from kward at run time: `kward.rules` reads
+it when `kward rpc` starts, and answering `initialize` must not load a provider module
+(nor `requests`). Code is named by full dotted names, resolved on first use by
+`provider_class`, `listing` and `builtin`, which give what they resolve its type (a test
+checks that every name resolves to what its field says). Rows are NamedTuples.
+Any thread.
 """
 
 from __future__ import annotations
 
 import pkgutil
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
+
+if TYPE_CHECKING:  # pragma: no cover - the table must not load the modules it names
+    from kward.cancel import CancelToken
+    from kward.providers.base import Provider
+    from kward.providers.catalog import ModelEntry, ModelList
+
+    #: `f(provider, cancel) -> ModelList`: a listing of the spec's own provider.
+    Listing = Callable[[Provider, CancelToken | None], ModelList]
+    #: `f(model_id) -> ModelEntry | None`: what is known about a model without a request.
+    Builtin = Callable[[str], ModelEntry | None]
 
 
 class Setting(NamedTuple):
@@ -35,7 +47,7 @@ class ProviderSpec(NamedTuple):
     """How kward knows, chooses, builds and lists one provider.
 
     `cls` is the class's full dotted name; the class builds itself from the resolved settings with
-    `Class.create(setup)` (`kward.providers.select.ProviderSetup`) and its `supports_steering`
+    `Class.create(setup)` (`kward.providers.base.ProviderSetup`) and its `supports_steering`
     must equal `steering` (a test checks). `model` and `effort` are read in order, the first
     set value winning (the first key is the one `models/set` / `reasoning/set` write);
     without one the default applies (`default_model` None: the provider's own, e.g. the
@@ -123,7 +135,7 @@ def get(key: str) -> ProviderSpec:
     return _BY_KEY[key]
 
 
-def find(name: Any) -> ProviderSpec | None:
+def find(name: object) -> ProviderSpec | None:
     """The spec a user's spelling names: the key, the label or an alias in any case, with
     `_` for `-` and surrounding blanks allowed (`Scripted`, `openai_compatible`,
     `OpenAICompatible`, `openai-compat`); None for anything else."""
@@ -136,6 +148,19 @@ def find(name: Any) -> ProviderSpec | None:
     return None
 
 
-def load(name: str) -> Any:
-    """The object a full dotted name names (imports its module)."""
-    return pkgutil.resolve_name(name)
+def provider_class(spec: ProviderSpec) -> type[Provider]:
+    """The class `spec.cls` names (imports its module)."""
+    cls: type[Provider] = pkgutil.resolve_name(spec.cls)
+    return cls
+
+
+def listing(name: str) -> Listing:
+    """The listing function `name` names (a spec's `listing` or `wider_listing`)."""
+    function: Listing = pkgutil.resolve_name(name)
+    return function
+
+
+def builtin(name: str) -> Builtin:
+    """The built-in entries function `name` names (a spec's `builtin`)."""
+    function: Builtin = pkgutil.resolve_name(name)
+    return function

@@ -459,7 +459,7 @@ class Runtime:
     # --- models and settings ----------------------------------------------------------
 
     def list_models(self, refresh: bool = False) -> "ModelListing":
-        return self.models.list(self.engine.selection(), refresh=refresh)
+        return self.models.list_models(self.engine.selection(), refresh=refresh)
 
     def openrouter_catalog(self) -> "ModelListing":
         engine = self.engine
