@@ -21,9 +21,10 @@ one, writes a short checkpoint of its own from the conversation it was given. Af
 compaction the step count goes on where it was: a summary carries how many assistant
 messages it replaced (`SUMMARIZED_ASSISTANTS`).
 
-Fields are type-checked when the script loads (a null field counts as absent); a script
-that is not JSON or breaks the format fails the turn with a ScriptError naming the file,
-the step, the event and the problem.
+Fields are type-checked when the script loads (a null field counts as absent) into a
+frozen `Script` of `Step`s (each event stays the checked JSON object); a script that is
+not JSON or breaks the format fails the turn with a ScriptError naming the file, the step,
+the event and the problem.
 
 Without a script it runs a built-in demo that explores the workspace with the real tools
 (list the root, read a README-like file) and summarizes what it found.
@@ -36,8 +37,9 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from kward.cancel import CancelToken
 from kward.errors import CONFIG_ERROR, Canceled
@@ -60,12 +62,37 @@ from kward.providers.base import (
     RetryInfo,
     StreamSink,
 )
+from kward.providers.catalog import ModelEntry
+from kward.providers.scripted_demo import demo_events
 
 NAME = "Scripted"
 DEMO_MODEL = "scripted-demo"
 CONTEXT_WINDOW = 200_000  # the nominal window of the scripted "model" (for context-usage figures)
 EVENT_TYPES = {"reasoning", "text", "toolCall", "delay", "retry", "error", "waitForSteer"}
 _CHECK_EVERY = 256  # deltas between cancellation checks in a repeat run
+
+#: One event of a step: the script's JSON object, its fields checked by `validate_script`.
+ScriptEvent = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one model call plays: its events, and the usage it reports (the fields of
+    `_USAGE_FIELDS` it sets; None: estimated from the characters)."""
+
+    events: tuple[ScriptEvent, ...]
+    usage: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A checked script: the steps in order, whether they start over past the last one,
+    the model name it declares, and the step a compaction's summarizer call plays."""
+
+    steps: tuple[Step, ...]
+    loop: bool = False
+    model: str | None = None
+    compaction: Step | None = None
 
 
 class ScriptError(ProviderError):
@@ -78,7 +105,7 @@ class ScriptError(ProviderError):
         super().__init__(message, provider=NAME, kind="bad_request", reason="invalid_config")
 
 
-def load_script(path: str | os.PathLike) -> dict[str, Any]:
+def load_script(path: str | os.PathLike[str]) -> Script:
     """Read and validate a script file; ScriptError names the file and the problem."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -89,6 +116,26 @@ def load_script(path: str | os.PathLike) -> dict[str, Any]:
     return validate_script(data, str(path))
 
 
+def _count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _integer(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _seconds(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+
+def _string(v: object) -> bool:
+    return isinstance(v, str)
+
+
+def _arguments(v: object) -> bool:
+    return isinstance(v, (dict, str))
+
+
 # Optional fields of each event type and what they must hold (checked when the script loads).
 _FIELDS: dict[str, dict[str, str]] = {
     "reasoning": {"repeat": "count", "interval": "seconds"}, "text": {"repeat": "count", "interval": "seconds"},
@@ -97,18 +144,18 @@ _FIELDS: dict[str, dict[str, str]] = {
     "retry": {"delaySeconds": "seconds", "attempt": "count", "maxAttempts": "count", "error": "string"},
     "error": {"message": "string", "kind": "string", "status": "integer"},
 }
-_KINDS = {
-    "count": ("a positive integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
-    "integer": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    "seconds": ("a number >= 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0),
-    "string": ("a string", lambda v: isinstance(v, str)),
-    "arguments": ("an object or a JSON string", lambda v: isinstance(v, (dict, str))),
+_KINDS: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "count": ("a positive integer", _count),
+    "integer": ("an integer", _integer),
+    "seconds": ("a number >= 0", _seconds),
+    "string": ("a string", _string),
+    "arguments": ("an object or a JSON string", _arguments),
 }
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
                  "total_tokens", "cost")
 
 
-def validate_script(data: Any, where: str = "script") -> dict[str, Any]:
+def validate_script(data: object, where: str = "script") -> Script:
     """Check a decoded script; ScriptError names `where`, the step, the event and the problem."""
     if isinstance(data, list):
         data = {"steps": data}
@@ -120,35 +167,40 @@ def validate_script(data: Any, where: str = "script") -> dict[str, Any]:
             step = {"events": step}
         if not isinstance(step, dict) or not isinstance(step.get("events"), list):
             raise ScriptError(f"{where}: steps[{i}] must be an array of events or {{\"events\": [...]}}")
-        for j, event in enumerate(step["events"]):
-            _check_event(event, f"{where}: steps[{i}].events[{j}]")
         usage = step.get("usage")
         if usage is not None and not (isinstance(usage, dict) and all(
-                _KINDS["seconds"][1](usage[k]) for k in _USAGE_FIELDS if k in usage)):
+                _seconds(usage[k]) for k in _USAGE_FIELDS if k in usage)):
             raise ScriptError(f"{where}: steps[{i}].usage must be an object of numbers >= 0 "
                               f"({', '.join(_USAGE_FIELDS)})")
-        steps.append(step)
+        events = _events(step["events"], f"{where}: steps[{i}]")
+        steps.append(Step(events, None if usage is None else {k: usage[k] for k in _USAGE_FIELDS if k in usage}))
     compaction = data.get("compaction")
     if compaction is not None:
         if isinstance(compaction, list):
             compaction = {"events": compaction}
         if not isinstance(compaction, dict) or not isinstance(compaction.get("events"), list):
             raise ScriptError(f"{where}: \"compaction\" must be an array of events or {{\"events\": [...]}}")
-        for j, event in enumerate(compaction["events"]):
-            _check_event(event, f"{where}: compaction.events[{j}]")
-    return {"steps": steps, "loop": bool(data.get("loop", False)), "model": data.get("model"),
-            "compaction": compaction}
+        compaction = Step(_events(compaction["events"], f"{where}: compaction"))
+    model = data.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ScriptError(f"{where}: \"model\" must be a string, not {model!r}")
+    return Script(tuple(steps), bool(data.get("loop", False)), model, compaction)
 
 
-def _opt(event: dict[str, Any], name: str, default: Any) -> Any:
-    """An optional event field (validated by `_check_event`); null means absent."""
+def _events(events: list[object], at: str) -> tuple[ScriptEvent, ...]:
+    """The checked events of a step (`at` names the step)."""
+    return tuple(_checked_event(event, f"{at}.events[{j}]") for j, event in enumerate(events))
+
+
+def _opt(event: ScriptEvent, name: str, default: Any) -> Any:
+    """An optional event field (validated by `_checked_event`); null means absent."""
     value = event.get(name)
     return default if value is None else value
 
 
-def _check_event(event: Any, at: str) -> None:
+def _checked_event(event: object, at: str) -> ScriptEvent:
     kind = event.get("type") if isinstance(event, dict) else None
-    if kind not in EVENT_TYPES:
+    if not isinstance(event, dict) or not isinstance(kind, str) or kind not in EVENT_TYPES:
         raise ScriptError(f"{at} has unknown type {kind!r}; expected one of {', '.join(sorted(EVENT_TYPES))}")
     if kind == "toolCall" and not isinstance(event.get("name"), str):
         raise ScriptError(f"{at} (toolCall) needs a \"name\"")
@@ -157,6 +209,7 @@ def _check_event(event: Any, at: str) -> None:
     for name, rule in _FIELDS[kind].items():
         if event.get(name) is not None and not _KINDS[rule][1](event[name]):
             raise ScriptError(f"{at} ({kind}) \"{name}\" must be {_KINDS[rule][0]}, not {event[name]!r}")
+    return event
 
 
 def message_chars(message: Message) -> int:
@@ -189,10 +242,11 @@ def assistant_count(messages: list[Message]) -> int:
     return count
 
 
-def checkpoint_step(messages: list[Message]) -> dict[str, Any]:
+def checkpoint_step(messages: list[Message]) -> Step:
     """The built-in answer to a summarizer call: a checkpoint naming the first request and
     how much was summarized (the caller fills in the files)."""
-    prompt = content_text(messages[-1].content) if messages and isinstance(messages[-1], UserMessage) else ""
+    last = messages[-1] if messages else None
+    prompt = content_text(last.content) if isinstance(last, UserMessage) else ""
     lines = prompt.split("\n")
     first = next((line[len("[User]: "):] for line in lines if line.startswith("[User]: ")), "")
     answers = sum(1 for line in lines if line.startswith("[Assistant"))
@@ -200,13 +254,11 @@ def checkpoint_step(messages: list[Message]) -> dict[str, Any]:
     text = (f"## Goal\n- {goal}\n\n## Progress\n### Done\n- [x] {answers} assistant entries summarized "
             "(Scripted checkpoint)\n\n## Files & Code\n### Read\n\n### Modified\n\n## Next Steps\n"
             "1. Continue from the kept messages.")
-    return {"events": [{"type": "text", "text": text}]}
+    return Step(({"type": "text", "text": text},))
 
 
-def model_entry(model_id: str) -> Any:
+def model_entry(model_id: str) -> ModelEntry:
     """The catalog entry of the scripted model: its nominal context window, levels unknown."""
-    from kward.providers.catalog import ModelEntry
-
     return ModelEntry(NAME, model_id, model_id, CONTEXT_WINDOW, None, None)
 
 
@@ -214,12 +266,12 @@ class ScriptedProvider(Provider):
     name = NAME
     supports_steering = True
 
-    def __init__(self, script: dict[str, Any] | None = None):
+    def __init__(self, script: Script | None = None):
         self.script = script
-        self.model = (script or {}).get("model") or ("scripted" if script else DEMO_MODEL)
+        self.model = (script.model if script else None) or ("scripted" if script else DEMO_MODEL)
 
     @classmethod
-    def create(cls, setup: ProviderSetup) -> "ScriptedProvider":
+    def create(cls, setup: ProviderSetup) -> ScriptedProvider:
         """Built by selection: the script of option `scripted_script` (KWARD_SCRIPT wins),
         read and checked now (ScriptError), else the demo."""
         path = setup.options.get("scripted_script")
@@ -228,20 +280,19 @@ class ScriptedProvider(Provider):
     def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
         cancel.raise_if_cancelled()
         if request.purpose == "compaction":
-            step = (self.script or {}).get("compaction") or checkpoint_step(request.messages)
+            step = (self.script.compaction if self.script else None) or checkpoint_step(request.messages)
         elif self.script is None:
-            from kward.providers.scripted_demo import demo_step
-
-            step = demo_step(request.messages)
+            step = Step(tuple(demo_events(request.messages)))
         else:
-            step = self._step(request.messages)
+            step = self._step(self.script, request.messages)
         return _Player(self, request, sink, cancel).play(step)
 
-    def _step(self, messages: list[Message]) -> dict[str, Any]:
-        steps = self.script["steps"]
+    @staticmethod
+    def _step(script: Script, messages: list[Message]) -> Step:
+        steps = script.steps
         index = assistant_count(messages)
         if index >= len(steps):
-            if not self.script["loop"]:
+            if not script.loop:
                 raise ProviderError(f"The script has no step {index + 1} (it has {len(steps)}); "
                                     "add steps or set \"loop\": true", provider=NAME, kind="bad_request")
             index %= len(steps)
@@ -260,17 +311,31 @@ class _Player:
         self.reasoning: list[str] = []
         self.calls: list[ToolCall] = []
 
-    def play(self, step: dict[str, Any]) -> ModelResponse:
-        for event in step["events"]:
+    def play(self, step: Step) -> ModelResponse:
+        for event in step.events:
             self.cancel.raise_if_cancelled()
-            getattr(self, "_" + event["type"])(event)
+            match event["type"]:
+                case "reasoning":
+                    self._deltas(event, self.reasoning, self.sink.reasoning_delta)
+                case "text":
+                    self._deltas(event, self.text, self.sink.text_delta)
+                case "toolCall":
+                    self._tool_call(event)
+                case "delay":
+                    self._delay(float(_opt(event, "seconds", 0)))
+                case "retry":
+                    self._retry(event)
+                case "error":
+                    self._error(event)
+                case "waitForSteer":
+                    self._wait_for_steer(event)
         self.cancel.raise_if_cancelled()
         text, reasoning = "".join(self.text), "".join(self.reasoning)
         return ModelResponse(text=text, reasoning=reasoning, tool_calls=self.calls,
-                             usage=self._usage(step.get("usage"), text, reasoning),
+                             usage=self._usage(step.usage, text, reasoning),
                              provider=NAME, model=self.request.model or self.provider.model)
 
-    def _deltas(self, event: dict[str, Any], out: list[str], emit) -> None:
+    def _deltas(self, event: ScriptEvent, out: list[str], emit: Callable[[str], None]) -> None:
         text, repeat = event["text"], _opt(event, "repeat", 1)
         interval = float(_opt(event, "interval", 0))
         for i in range(repeat):
@@ -281,54 +346,56 @@ class _Player:
             out.append(text)
             emit(text)
 
-    def _reasoning(self, event: dict[str, Any]) -> None:
-        self._deltas(event, self.reasoning, self.sink.reasoning_delta)
-
-    def _text(self, event: dict[str, Any]) -> None:
-        self._deltas(event, self.text, self.sink.text_delta)
-
-    def _toolCall(self, event: dict[str, Any]) -> None:
+    def _tool_call(self, event: ScriptEvent) -> None:
         args = _opt(event, "arguments", {})
         raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         call_id = event.get("id") or f"call_{len(self.calls) + 1}_{os.urandom(4).hex()}"
         self.calls.append(ToolCall(id=str(call_id), name=event["name"], arguments=raw))
 
-    def _delay(self, event: dict[str, Any]) -> None:
-        if self.cancel.wait(float(_opt(event, "seconds", 0))):
+    def _delay(self, seconds: float) -> None:
+        if self.cancel.wait(seconds):
             raise Canceled("Canceled.")
 
-    def _retry(self, event: dict[str, Any]) -> None:
+    def _retry(self, event: ScriptEvent) -> None:
         delay = float(_opt(event, "delaySeconds", 0))
         self.sink.retry(RetryInfo(provider=NAME, model=self.request.model or self.provider.model,
                                   attempt=_opt(event, "attempt", 2), max_attempts=_opt(event, "maxAttempts", 3),
                                   delay_seconds=delay, error=_opt(event, "error", "Scripted transient error")))
-        self._delay({"seconds": delay})
+        self._delay(delay)
 
-    def _error(self, event: dict[str, Any]) -> None:
+    def _error(self, event: ScriptEvent) -> None:
         raise ProviderError(_opt(event, "message", "Scripted provider error"), provider=NAME,
                             kind=_opt(event, "kind", "server"), status=event.get("status"))
 
-    def _waitForSteer(self, event: dict[str, Any]) -> None:
+    def _wait_for_steer(self, event: ScriptEvent) -> None:
         steering = self.request.steering
         if steering is None:
             return
-        unregister = self.cancel.on_cancel(steering.close)
+
+        def wake() -> None:  # a cancel closes the inbox, which ends the wait
+            steering.close()
+
+        unregister = self.cancel.on_cancel(wake)
         try:
             steering.wait(float(_opt(event, "timeout", 30)))
         finally:
             unregister()
         self.cancel.raise_if_cancelled()
 
-    def _usage(self, declared: Any, text: str, reasoning: str) -> Usage:
-        if isinstance(declared, dict):
-            fields = {k: int(v) for k, v in declared.items() if k in _USAGE_FIELDS and k != "cost"}
-            usage = Usage(**fields)
-            if "cost" in declared:
-                usage.cost = float(declared["cost"])
-            if not usage.total_tokens:
-                usage.total_tokens = usage.input_tokens + usage.output_tokens
-            return usage
+    def _usage(self, declared: Mapping[str, float] | None, text: str, reasoning: str) -> Usage:
+        if declared is not None:
+            return _declared_usage(declared)
         prompt_chars = len(self.request.instructions) + sum(message_chars(m) for m in self.request.messages)
         output = (len(text) + len(reasoning) + sum(len(c.arguments) for c in self.calls)) // 4
         return Usage(input_tokens=prompt_chars // 4, output_tokens=output, reasoning_tokens=len(reasoning) // 4,
                      total_tokens=prompt_chars // 4 + output, estimated=True)
+
+
+def _declared_usage(declared: Mapping[str, float]) -> Usage:
+    """The usage a step declares; a missing count is 0, a missing total the sum of input and output."""
+    counts = {name: int(declared.get(name, 0)) for name in _USAGE_FIELDS if name != "cost"}
+    return Usage(input_tokens=counts["input_tokens"], output_tokens=counts["output_tokens"],
+                 cache_read_tokens=counts["cache_read_tokens"], cache_write_tokens=counts["cache_write_tokens"],
+                 reasoning_tokens=counts["reasoning_tokens"],
+                 total_tokens=counts["total_tokens"] or counts["input_tokens"] + counts["output_tokens"],
+                 cost=float(declared["cost"]) if "cost" in declared else None)

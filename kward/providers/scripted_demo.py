@@ -24,8 +24,9 @@ def _artefact(entry: str) -> bool:
 
 def _since_last_user(messages: list[Message]) -> tuple[str, list[Message]]:
     for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], UserMessage):
-            return content_text(messages[i].content, " "), messages[i + 1:]
+        message = messages[i]
+        if isinstance(message, UserMessage):
+            return content_text(message.content, " "), messages[i + 1:]
     return "", messages
 
 
@@ -44,26 +45,27 @@ def _pick_file(listing: str) -> str | None:
     return files[0] if files else None
 
 
-def demo_step(messages: list[Message]) -> dict[str, Any]:
+def demo_events(messages: list[Message]) -> list[dict[str, Any]]:
+    """The events (in the script format, `kward.providers.scripted`) of the demo's next step."""
     request, after = _since_last_user(messages)
     results = [m for m in after if isinstance(m, ToolResultMessage)]
     if not results:
         ask = " ".join(request.split())[:80] or "a look around"
-        return {"events": [
+        return [
             {"type": "reasoning", "text": f"The user asked: {ask}" + ("" if ask[-1:] in ".?!" else ".") + " "},
             {"type": "reasoning", "text": "I will look at the workspace before answering."},
             *_words("Let me look around the workspace first."),
             {"type": "toolCall", "name": "list_directory", "arguments": {"path": "."}},
-        ]}
+        ]
     listing = content_text(results[0].content)
     if len(results) == 1 and not listing.startswith("Error"):
         chosen = _pick_file(listing)
         if chosen:
-            return {"events": [
+            return [
                 {"type": "reasoning", "text": f"{chosen} should say what this project is."},
                 {"type": "toolCall", "name": "read_file", "arguments": {"path": chosen, "limit": 40}},
-            ]}
-    return {"events": _words(_summary(listing, results[1:]))}
+            ]
+    return _words(_summary(listing, results[1:]))
 
 
 def _summary(listing: str, reads: list[ToolResultMessage]) -> str:
