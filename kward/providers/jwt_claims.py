@@ -30,14 +30,13 @@ def decode_claims(token: str) -> dict[str, Any]:
 def account_id_from_claims(claims: dict[str, Any]) -> str | None:
     """chatgpt_account_id from the namespaced auth claim, top level, or first organization."""
     auth = claims.get(AUTH_CLAIM)
-    if isinstance(auth, dict) and isinstance(auth.get("chatgpt_account_id"), str) and auth["chatgpt_account_id"]:
-        return auth["chatgpt_account_id"]
-    if isinstance(claims.get("chatgpt_account_id"), str) and claims["chatgpt_account_id"]:
-        return claims["chatgpt_account_id"]
+    for value in (auth.get("chatgpt_account_id") if isinstance(auth, dict) else None, claims.get("chatgpt_account_id")):
+        if isinstance(value, str) and value:
+            return value
     orgs = claims.get("organizations")
-    if isinstance(orgs, list) and orgs and isinstance(orgs[0], dict) and isinstance(orgs[0].get("id"), str):
-        return orgs[0]["id"]
-    return None
+    first = orgs[0] if isinstance(orgs, list) and orgs else None
+    org_id = first.get("id") if isinstance(first, dict) else None
+    return org_id if isinstance(org_id, str) else None
 
 
 def account_id(token: str) -> str | None:
