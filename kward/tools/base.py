@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping, overload
 
 from kward.cancel import CancelToken
 from kward.model import ERROR_PREFIXES, ToolResult, is_error_text
@@ -116,7 +116,7 @@ class Args:
     def __init__(self, data: Mapping[str, Any]):
         self.data = data
 
-    def _get(self, key: str, required: bool) -> Any:
+    def _get(self, key: str, required: bool) -> object:
         value = self.data.get(key, _MISSING)
         if value is None:
             value = _MISSING
@@ -124,7 +124,14 @@ class Args:
             raise ToolError(f"{key} is required")
         return value
 
+    @overload
+    def string(self, key: str, *, required: Literal[True] = True) -> str: ...
+
+    @overload
+    def string(self, key: str, *, required: bool, default: str | None = None) -> str | None: ...
+
     def string(self, key: str, *, required: bool = True, default: str | None = None) -> str | None:
+        """A string; `required` (the default) raises when it is missing, else `default`."""
         value = self._get(key, required)
         if value is _MISSING:
             return default

@@ -39,7 +39,7 @@ def _text(obj: dict[str, Any], key: str) -> str:
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
 
 
-def validate_questions(questions: Any) -> list[dict[str, Any]]:
+def validate_questions(questions: object) -> list[dict[str, Any]]:
     """Validate and normalize a question list (see the module doc)."""
     if not isinstance(questions, list):
         raise QuestionError("questions must be an array")
@@ -84,7 +84,7 @@ def tool_error_message(message: str) -> str:
             .replace("preview is unsupported", "uses unsupported preview"))
 
 
-def normalize_answers(answers: Any, questions: list[dict[str, Any]] | None = None) -> list[dict[str, str]] | None:
+def normalize_answers(answers: object, questions: list[dict[str, Any]] | None = None) -> list[dict[str, str]] | None:
     """``[{question, answer}]`` strings from a UI answer list; None stays None.
 
     An entry may be a ``{question, answer}`` object or a bare string (then paired with

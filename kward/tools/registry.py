@@ -47,7 +47,7 @@ def decode_arguments(name: str, arguments: str | dict[str, Any] | None) -> dict[
         raise ToolError(f"arguments for {name} must be a JSON object") from None
 
 
-def os_error_text(exc: OSError, given_path: Any = None) -> str:
+def os_error_text(exc: OSError, given_path: object = None) -> str:
     """``<OS words>: <path>``: the OS's own message and the file it concerns. The path is
     the absolute name the failing call used; a relative one (a step relative to a
     directory descriptor, a temporary name) means nothing to the model, so the path the
