@@ -113,7 +113,7 @@ def open_confined_dir(root: Path, directory: str, path: str, *, create: bool = F
     root, `ToolError` when a component is not a directory.
     """
     node = _walk(root, split_below(str(root), directory), path, follow=False, create=create)
-    if not node.is_dir:
+    if not node.is_dir or node.fd is None:
         node.close()
         raise ToolError(f"not a directory: {'/'.join(node.parts)}")
     return node.fd

@@ -107,7 +107,7 @@ class _Group:
     """The child process, its process group (id == leader pid) and every process carrying
     its tag."""
 
-    def __init__(self, proc: subprocess.Popen, tag: str):
+    def __init__(self, proc: subprocess.Popen[bytes], tag: str):
         self.proc = proc
         self.pid = proc.pid
         self.members = procs.CommandProcesses(proc.pid, tag)
@@ -194,11 +194,11 @@ class _Group:
 
 
 def _pidfd(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
+    """A pidfd of the child (readable once it exited), or None where the OS has none."""
+    if not hasattr(os, "pidfd_open"):  # Linux only
         return None
     try:
-        return opener(pid)
+        return os.pidfd_open(pid)
     except OSError:
         return None
 
@@ -257,7 +257,7 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
     )
 
 
-def _pump(group: _Group, proc: subprocess.Popen, pidfd: int | None, out: _Capture, err: _Capture,
+def _pump(group: _Group, proc: subprocess.Popen[bytes], pidfd: int | None, out: _Capture, err: _Capture,
           deadline: float, cancel: CancelToken) -> str:
     """Read both pipes until the command is over; returns "exit", "timeout" or "cancel"."""
     assert proc.stdout is not None and proc.stderr is not None
@@ -289,9 +289,9 @@ def _pump(group: _Group, proc: subprocess.Popen, pidfd: int | None, out: _Captur
                 if key.data == "wake":
                     os.read(group.wake_fd, 64)
                 elif key.data == "exit":
-                    sel.unregister(pidfd)
+                    sel.unregister(key.fd)
                     exited_at = time.monotonic()
-                else:
+                elif isinstance(key.data, _Capture):
                     try:
                         chunk = os.read(key.fd, _READ_SIZE)
                     except BlockingIOError:

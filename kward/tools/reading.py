@@ -18,7 +18,8 @@ import logging
 import os
 from pathlib import Path
 
-from kward.confined import Escape, Node, open_below, read_fd
+from kward.confined import Escape, Node, open_below
+from kward.fsutil import read_fd
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.paths import open_existing
 
@@ -33,7 +34,7 @@ def list_directory(args: Args, ctx: ToolContext) -> ToolResult:
     """Sorted children of a directory, directories suffixed ``/``, one per line."""
     path = args.string("path", required=False, default=".") or "."
     with open_existing(ctx.workspace_root, path) as node:
-        if not node.is_dir:
+        if not node.is_dir or node.fd is None:
             raise ToolError(f"not a directory: {path}")
         try:
             with os.scandir(node.fd) as it:
@@ -57,7 +58,7 @@ def list_directory(args: Args, ctx: ToolContext) -> ToolResult:
     return ToolResult.text(out)
 
 
-def _shows_as_dir(root: Path, parent: Node, entry: os.DirEntry) -> bool:
+def _shows_as_dir(root: Path, parent: Node, entry: os.DirEntry[str]) -> bool:
     """A directory, or a symlink resolving (confined) to a directory inside the root."""
     try:
         if not entry.is_symlink():
@@ -77,12 +78,20 @@ def open_text_file(root: Path, path: str) -> Node:
     return node
 
 
+def file_of(node: Node, path: str) -> tuple[int, int]:
+    """(descriptor, size) of the regular file open in `node`; ToolError ``not a file: <path>``
+    for anything else (shared with write_file)."""
+    if not node.is_file or node.fd is None or node.st is None:
+        raise ToolError(f"not a file: {path}")
+    return node.fd, node.st.st_size
+
+
 def load_text_file(path: str, node: Node) -> bytes:
     """The bytes of the text file open in `node` within the size cap (shared with edit_file)."""
-    size = node.st.st_size
+    fd, size = file_of(node, path)
     if size > MAX_FILE_BYTES:
         raise ToolError(f"file too large: {path} is {size} bytes; limit is {MAX_FILE_BYTES} bytes")
-    data = read_fd(node.fd, MAX_FILE_BYTES + 1)
+    data = read_fd(fd, MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:  # grew since the stat
         raise ToolError(f"file too large: {path} is over {MAX_FILE_BYTES} bytes; limit is {MAX_FILE_BYTES} bytes")
     if b"\x00" in data:

@@ -31,7 +31,7 @@ import sys
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.paths import open_existing, outside
 from kward.tools.process import child_environment, run_command
-from kward.tools.search_worker import MAX_OUTPUT_BYTES, glob_matches
+from kward.tools.search_worker import MAX_OUTPUT_BYTES, SearchConfig, glob_matches
 
 __all__ = ["SPECS", "glob_matches", "search_files"]
 
@@ -53,7 +53,7 @@ def _package_parent() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(kward.__file__)))
 
 
-def _run_worker(config: dict, path: str, ctx: ToolContext) -> tuple[list[str], str | None, bool]:
+def _run_worker(config: SearchConfig, path: str, ctx: ToolContext) -> tuple[list[str], str | None, bool]:
     """Run the worker; (hit lines, stop reason, timed out). Raises Canceled, ToolError or
     PathNotAllowed (the start was swapped for a symlink pointing out)."""
     payload = json.dumps(config)
@@ -112,8 +112,8 @@ def search_files(args: Args, ctx: ToolContext) -> ToolResult:
             raise ToolError(f"not a directory: {path}")
         start = node.path
 
-    config = {"root": str(ctx.workspace_root), "start": start, "pattern": pattern,
-              "ignore_case": not case_sensitive, "glob": glob, "max_results": max_results}
+    config: SearchConfig = {"root": str(ctx.workspace_root), "start": start, "pattern": pattern,
+                            "ignore_case": not case_sensitive, "glob": glob, "max_results": max_results}
     lines, stop, timed_out = _run_worker(config, path, ctx)
     limit = f"{SEARCH_TIMEOUT_SECONDS:g}"
     if timed_out and not lines:

@@ -39,23 +39,27 @@ import os
 import re
 import stat
 import sys
-from typing import Callable, Iterator
+from typing import Callable, Generator, Iterator, TypedDict
 
-from kward.confined import (
-    DIR_FLAGS,
-    FILE_FLAGS,
-    Escape,
-    Node,
-    open_below,
-    read_fd,
-    split_below,
-)
+from kward.confined import DIR_FLAGS, FILE_FLAGS, Escape, Node, open_below, split_below
+from kward.fsutil import read_fd
 
 MAX_FILE_BYTES = 1024 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024
 MAX_LINE_CHARS = 300
 MAX_OUTPUT_BYTES = 50 * 1024
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj"})
+
+
+class SearchConfig(TypedDict):
+    """The JSON object `main` takes (built by search.py)."""
+
+    root: str  # the workspace realpath
+    start: str  # the resolved path to search, inside `root`
+    pattern: str
+    ignore_case: bool
+    glob: str | None
+    max_results: int
 
 
 class Hits:
@@ -107,12 +111,15 @@ def files(root: str, start: Node, wanted: Callable[[str], bool]) -> Iterator[tup
     `start` (or `start` itself) whose relative path is `wanted`, sorted, confined to
     `root`; the consumer closes each descriptor, this closes `start`."""
     with start:
+        fd = start.fd
+        if fd is None:  # neither a file nor a directory
+            return
         if start.is_file:
             if wanted("/".join(start.parts)):
-                yield "/".join(start.parts), start.fd
+                yield "/".join(start.parts), fd
                 start.fd = None  # handed over
         elif start.is_dir:
-            yield from _walk(root, start.fd, start.parts, wanted)
+            yield from _walk(root, fd, start.parts, wanted)
 
 
 def _walk(root: str, top_fd: int, top_parts: list[str], wanted: Callable[[str], bool]) -> Iterator[tuple[str, int]]:
@@ -143,7 +150,8 @@ def _walk(root: str, top_fd: int, top_parts: list[str], wanted: Callable[[str], 
                 os.close(fd)
 
 
-def _files_in(root: str, dir_fd: int, parts: list[str], wanted: Callable[[str], bool]):
+def _files_in(root: str, dir_fd: int, parts: list[str],
+              wanted: Callable[[str], bool]) -> Generator[tuple[str, int], None, list[str]]:
     """Yield the wanted files of one directory (sorted); return its subdirectory names
     to walk (sorted, VCS directories left out)."""
     try:
@@ -151,7 +159,7 @@ def _files_in(root: str, dir_fd: int, parts: list[str], wanted: Callable[[str], 
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return []
-    subdirs = []
+    subdirs: list[str] = []
     for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
@@ -217,7 +225,7 @@ def shorten(text: str) -> str:
     return text[:MAX_LINE_CHARS] + f"... [{len(text) - MAX_LINE_CHARS} more chars]"
 
 
-def search(config: dict, emit: Callable[[list[str]], None]) -> None:
+def search(config: SearchConfig, emit: Callable[[list[str]], None]) -> None:
     """Walk and match as the module doc says, emitting protocol lines through `emit`."""
     root, start, glob = config["root"], config["start"], config.get("glob")
     regex = re.compile(config["pattern"], re.IGNORECASE if config.get("ignore_case") else 0)
@@ -251,5 +259,6 @@ def main(argv: list[str] | None = None) -> int:
         out.write(json.dumps(item).encode("ascii") + b"\n")
         out.flush()
 
-    search(json.loads(args[0]), emit)
+    config: SearchConfig = json.loads(args[0])
+    search(config, emit)
     return 0

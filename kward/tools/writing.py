@@ -23,9 +23,9 @@ import logging
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
-from kward.confined import read_fd, replace_file
+from kward.confined import replace_file
+from kward.fsutil import read_fd
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.diff import truncated_diff
 from kward.tools.paths import (
@@ -34,7 +34,7 @@ from kward.tools.paths import (
     open_resolved,
     resolve_for_write,
 )
-from kward.tools.reading import load_text_file, open_text_file
+from kward.tools.reading import file_of, load_text_file, open_text_file
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,10 @@ def write_file(args: Args, ctx: ToolContext) -> ToolResult:
     old: bytes | None = None
     with open_resolved(ctx.workspace_root, target, path, missing_ok=True) as node:
         if node.exists:
-            if not node.is_file:
-                raise ToolError(f"not a file: {path}")
+            fd, size = file_of(node, path)
             if target not in ctx.read_paths:
                 raise ToolError(f"existing file must be read before writing: {path}")
-            old = read_fd(node.fd, node.st.st_size + 1)
+            old = read_fd(fd, size + 1)
     if old is None:
         ensure_parent_dirs(ctx.workspace_root, target, path)
     data = content.encode("utf-8", "surrogateescape")
@@ -102,7 +101,7 @@ def write_file(args: Args, ctx: ToolContext) -> ToolResult:
     return ToolResult.text(out, diff=diff, changed_files=[path])
 
 
-def apply_edits(path: str, content: str, edits: list[Any]) -> tuple[str, int]:
+def apply_edits(path: str, content: str, edits: list[object]) -> tuple[str, int]:
     """Apply exact replacements to `content`; returns (new content, block count).
 
     Raises `ToolError` with the original's messages (indices are 0-based, as the model
