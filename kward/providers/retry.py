@@ -50,7 +50,7 @@ RETRY_AFTER_CAP = 60.0  # a longer Retry-After is not waited for: the error is s
 DETAIL_LIMIT = 600
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Delays between attempts; `len(delays) + 1` attempts in all."""
 
@@ -100,7 +100,7 @@ def retry_hint_from_text(text: str) -> float | None:
 
 # --- the table ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rule:
     kind: str
     retryable: bool

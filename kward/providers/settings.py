@@ -24,7 +24,7 @@ APP_URL = ""  # sent as HTTP-Referer to OpenRouter when set
 APP_TITLE = "kward"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderSettings:
     """Everything an HTTP provider needs besides credentials."""
 

@@ -33,7 +33,7 @@ class SSEError(ValueError):
     """The stream broke a limit of the parser (a line or an event too long)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SSEEvent:
     """One dispatched event: `data` is the joined data lines; `event` is "" when absent."""
 

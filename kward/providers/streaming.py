@@ -61,7 +61,7 @@ class PreparedRequest:
     secrets: tuple[str, ...] = ()  # credential values scrubbed from any error message
 
 
-@dataclass
+@dataclass(slots=True)
 class Assembler:
     """Collects one streamed answer; owned by the request's thread.
 

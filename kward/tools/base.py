@@ -40,7 +40,7 @@ class ToolError(Exception):
         self.message = message
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolContext:
     """What a tool call may touch.
 
@@ -73,7 +73,7 @@ class ToolContext:
 CANCELLED = "Cancelled."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool: its wire name, description, JSON-schema parameters and handler.
 

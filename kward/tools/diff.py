@@ -27,7 +27,7 @@ CONTEXT_LINES = 3
 MAX_DIFF_BYTES = 8 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Diff:
     """A computed diff: its full text and its added/removed line counts."""
 

@@ -70,7 +70,7 @@ def child_environment(overrides: Mapping[str, str] | None = None) -> dict[str, s
     return env
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommandOutcome:
     """What a finished command left: exit status (128+N when killed by signal N, None on
     timeout), the kept bytes of each stream and whether each was cut."""
