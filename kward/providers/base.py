@@ -25,7 +25,7 @@ from kward.model import Message, RetryInfo, ToolCall, Usage
 __all__ = ["KIND_REASONS", "Message", "ModelRequest", "ModelResponse", "Provider", "ProviderError", "ProviderSetup",
            "QuietSink", "RetryInfo", "Steering", "StreamSink", "ToolCall", "Usage"]
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - settings imports retry, which imports this module
     from kward.providers.settings import ProviderSettings
 
 

@@ -10,14 +10,11 @@ Pure data and pure functions; any thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kward import __version__
 from kward.providers.retry import RetryPolicy
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kward.providers.specs import ProviderSpec
-    from kward.settings import Settings
+from kward.providers.specs import ProviderSpec
+from kward.settings import Settings
 
 ORIGINATOR = "kward"
 APP_URL = ""  # sent as HTTP-Referer to OpenRouter when set
@@ -39,7 +36,7 @@ class ProviderSettings:
     app_title: str = APP_TITLE
 
 
-def for_provider(spec: "ProviderSpec", settings: "Settings") -> ProviderSettings:
+def for_provider(spec: ProviderSpec, settings: Settings) -> ProviderSettings:
     """The HTTP settings of provider `spec`; ConfigError for a bad config value it needs."""
     settings.check(*spec.required_keys)
     providers = settings.providers
