@@ -13,9 +13,9 @@ import pytest
 from kward.errors import SessionFileGone, SessionInUse
 from kward.sessions import store
 from kward.sessions.descriptors import DescriptorPool, default_limit, retrying
+from kward.sessions.format import SessionHeader
 from kward.sessions.paths import new_session_name
 from kward.sessions.presence import PRESENCE_NAME, PresenceTable
-from kward.sessions.records import SessionHeader
 from kward.sessions.store import SessionFile
 from lib.sessions_helpers import file_records, new_manager, user
 

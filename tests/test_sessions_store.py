@@ -15,9 +15,9 @@ import pytest
 
 from kward.errors import SessionBusy
 from kward.sessions import store as store_mod
+from kward.sessions.format import SessionHeader
 from kward.sessions.paths import new_session_name, safe_cwd
 from kward.sessions.presence import PRESENCE_NAME
-from kward.sessions.records import SessionHeader
 from kward.sessions.opening import load_session
 from kward.sessions.store import SessionFile
 from lib.sessions_helpers import child, file_records

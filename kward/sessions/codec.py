@@ -1,5 +1,5 @@
 """The one converter between the typed core model (`kward.model`) and the JSONL records of
-session files (the linear "version 1" format, `kward.sessions.records`).
+session files (the linear "version 1" format, `kward.sessions.format`).
 
 `encode(message)` gives the `message` of a ``{type:"message"}`` record; `decode(raw)`
 the typed message of one. The shapes kward writes (the original kward's version 1):

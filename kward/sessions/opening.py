@@ -14,10 +14,10 @@ from typing import Callable, Iterator
 from kward.errors import PathNotAllowed
 from kward.model import Message
 from kward.sessions.descriptors import out_of_descriptors
+from kward.sessions.format import SessionHeader
 from kward.sessions.paths import new_session_name, workspace_session_dir
 from kward.sessions.presence import PROCESS_TABLE, PresenceTable
 from kward.sessions.reader import SessionReader
-from kward.sessions.records import SessionHeader
 from kward.sessions.replay import Replay, clean_name
 from kward.sessions.session import OpenSession
 from kward.sessions.store import SessionFile

@@ -23,8 +23,8 @@ from typing import Any, BinaryIO, Iterator
 
 from kward.errors import InvalidParams
 from kward.sessions.descriptors import retrying
+from kward.sessions.format import BODY_TYPES, SessionHeader, header_problem
 from kward.sessions.lines import HEADER_MAX, MAX_DEPTH, LineScanner, too_deep
-from kward.sessions.records import BODY_TYPES, SessionHeader, header_problem
 
 log = logging.getLogger(__name__)
 

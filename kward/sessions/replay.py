@@ -30,8 +30,8 @@ from kward.model import (
 )
 from kward.readstate import READ_TOOLS, realpath_below
 from kward.sessions.codec import decode
+from kward.sessions.format import SessionHeader
 from kward.sessions.messages import compacted, message_ident, role_of
-from kward.sessions.records import SessionHeader
 from kward.toolcalls import parse_arguments
 
 

@@ -30,15 +30,15 @@ from typing import Any, Callable, Iterator
 from kward.errors import SessionFileGone, SessionNotFound
 from kward.model import MESSAGE_TYPES, Message, ToolCall, ToolResult
 from kward.sessions.codec import encode, tool_execution_fields
-from kward.sessions.lines import LineScanner, range_reader
-from kward.sessions.reader import SkipReport, body_records
-from kward.sessions.records import (
+from kward.sessions.format import (
     EXTRA_TYPES,
     SessionHeader,
     make_record,
     message_record,
     session_info_record,
 )
+from kward.sessions.lines import LineScanner, range_reader
+from kward.sessions.reader import SkipReport, body_records
 from kward.sessions.removal import SessionRemoval
 from kward.sessions.replay import Replay, clean_name
 from kward.sessions.store import SessionFile

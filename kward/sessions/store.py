@@ -53,9 +53,9 @@ from kward.sessions.descriptors import (
     PooledFile,
     retrying,
 )
+from kward.sessions.format import SessionHeader, encode_line
 from kward.sessions.paths import lock_path_for, presence_path_for
 from kward.sessions.presence import PROCESS_TABLE, Presence, PresenceTable
-from kward.sessions.records import SessionHeader, encode_line
 
 #: The temp names of `SessionFile.create`: ``.<name>.jsonl.<pid>.<8 hex>.creating`` (never
 #: listed as sessions; `fsutil.remove_stale_files` removes those of dead processes).

@@ -1,4 +1,5 @@
-"""Record shapes of the linear ("version 1") session format.
+"""The linear ("version 1") session file format: its header, its record shapes, and how
+a record becomes a line.
 
 A session file is JSONL: a header line, then one record per line. The shapes follow the
 original kward's (its version 1 files load unchanged); a message record's `message` is
