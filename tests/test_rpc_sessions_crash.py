@@ -185,7 +185,7 @@ def check_final_name(names: list[str | None], acked: Acked) -> None:
 
 CREATE_AND_DIE = """
     import os, signal, sys
-    from kward.sessions import SessionManager
+    from kward.sessions.manager import SessionManager
     sessions_dir, workspace, point = sys.argv[1:4]
     real = getattr(os, point)
 

@@ -165,7 +165,7 @@ def _execute(turn, session) -> None:
 
 def test_the_turn_lock_is_free_when_turn_finished_is_published(tmp_path):
     """Another process starting a turn from inside the publish of turnFinished succeeds."""
-    from kward.sessions import SessionManager
+    from kward.sessions.manager import SessionManager
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -202,7 +202,7 @@ def test_the_turn_lock_is_free_when_turn_finished_is_published(tmp_path):
 def test_a_turn_started_while_the_lane_releases_its_lock_is_queued(tmp_path):
     """A turn started while the lane is releasing the lock (fsync, close) waits for the
     release and runs, instead of failing session_busy on this process's own lock."""
-    from kward.sessions import SessionManager
+    from kward.sessions.manager import SessionManager
 
     ws = tmp_path / "ws"
     ws.mkdir()

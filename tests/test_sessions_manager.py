@@ -92,7 +92,7 @@ def test_a_second_resume_shares_the_file_through_symlinked_paths(tmp_path):
     real.mkdir()
     os.symlink(real, tmp_path / "link-home")
     (tmp_path / "ws").mkdir()
-    from kward.sessions import SessionManager
+    from kward.sessions.manager import SessionManager
     manager = SessionManager(tmp_path / "link-home" / "sessions", default_workspace=str(tmp_path / "ws"))
     s = manager.create(name="n")
     for alias in (s.path, s.path.replace(str(tmp_path / "link-home"), str(real)),
@@ -499,7 +499,7 @@ TWO_PROCESS = """
     import json, sys
     from pathlib import Path
     from kward.rpc.wire.sessions import session as session_payload
-    from kward.sessions import SessionManager
+    from kward.sessions.manager import SessionManager
     from kward.sessions.codec import decode as typed, encode
     payload = lambda handle: session_payload(handle.info())
     recorded = lambda messages: [encode(m) for m in messages]

@@ -1,26 +1,31 @@
 """Sessions: the JSONL store, live session state, listing, clone/fork, export, transcript.
 
-Public entry points:
+This package imports nothing itself: import what you use from the module that defines it,
+so that a process that only lists sessions loads only the listing (`listing`).
 
-- `SessionManager` (``kward.sessions.manager``): the process-wide registry of open RPC
-  sessions and every ``sessions/*`` operation, in Python terms.
-- `SessionHandle` (``kward.sessions.handle``): one RPC session id; what the agent loop and
-  the RPC methods use (``append_message``, ``append_record``, ``conversation``,
-  ``read_paths``, ``turn_lock``...). Several ids may share one file.
-- `OpenSession` (``kward.sessions.session``): one session file this process has open
-  (descriptor, live state, locks), shared by every handle on it.
-- ``kward.sessions.opening``: `create_session`, `load_session`, `derive_session` (no registry).
-- `SessionFile` (``kward.sessions.store``): the append-only file with its locks.
-- ``kward.sessions.codec``: the one converter between the typed messages of
-  ``kward.model`` and the records of session files.
+- ``manager``: `SessionManager`, the process-wide registry of open RPC sessions and every
+  ``sessions/*`` operation, in Python terms.
+- ``handle``: `SessionHandle`, one RPC session id; what the agent loop and the RPC methods
+  use (``append_message``, ``append_record``, ``conversation``, ``read_paths``,
+  ``turn_lock``...). Several ids may share one file.
+- ``session``: `OpenSession`, one session file this process has open (its file, live
+  state, busy/closing bookkeeping), shared by every handle on it; `SessionInfo`, what the
+  faces show of a session. ``removal``: its closing and deleting.
+- ``opening``: `create_session`, `load_session`, `derive_session` (no registry).
+- ``store``: `SessionFile`, the append-only file with its presence and turn locks.
+- ``descriptors``: the process-wide bound on the descriptors of open session files
+  (`DescriptorPool`, `PooledFile`), and `retrying` when the process runs out.
+- ``presence``: the presence locks that tell other processes a session is open.
+- ``format``: the version-1 file format (header, record shapes, one line per record).
+- ``codec``: the one converter between the typed messages of ``kward.model`` and the
+  records of session files.
+- ``lines``, ``reader``: bounded, forgiving reading of session files.
+- ``replay``: the live state rebuilt from records (`Replay`).
+- ``listing``: recent sessions of a workspace as a tree (`list_sessions`).
+- ``messages``: helpers over a conversation (entry ids, texts shown, compaction).
+- ``paths``: where session files live, and resolving user-given paths.
+- ``export``, ``export_target``: Markdown/HTML exports and where they may go.
+- ``transcript``: what ``sessions/transcript`` reads of a session.
 
 This package knows nothing of JSON-RPC; it raises the classes of ``kward.errors``.
 """
-
-from kward.sessions.handle import SessionHandle
-from kward.sessions.manager import SessionManager
-from kward.sessions.opening import create_session, derive_session, load_session
-from kward.sessions.session import OpenSession
-from kward.sessions.store import SessionFile
-
-__all__ = ["OpenSession", "SessionFile", "SessionHandle", "SessionManager", "create_session", "derive_session", "load_session"]

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Iterable
 
-from kward.sessions import SessionManager
+from kward.sessions.manager import SessionManager
 
 
 def user(text: str, **extra: Any) -> dict[str, Any]:
