@@ -9,8 +9,8 @@ so that a process that only lists sessions loads only the listing (`listing`).
   use (``append_message``, ``append_record``, ``conversation``, ``read_paths``,
   ``turn_lock``...). Several ids may share one file.
 - ``session``: `OpenSession`, one session file this process has open (its file, live
-  state, busy/closing bookkeeping), shared by every handle on it; `SessionInfo`, what the
-  faces show of a session. ``removal``: its closing and deleting.
+  state, busy/closing bookkeeping, closing and deleting), shared by every handle on it;
+  `SessionInfo`, what the faces show of a session.
 - ``opening``: `create_session`, `load_session`, `derive_session` (no registry).
 - ``store``: `SessionFile`, the append-only file with its presence and turn locks.
 - ``descriptors``: the process-wide bound on the descriptors of open session files

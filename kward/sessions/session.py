@@ -1,6 +1,7 @@
-"""An open session file: its descriptor, its live state, and the busy/idle bookkeeping
-cleanup needs. This process opens each session file once: every RPC id on it is a
-`kward.sessions.handle.SessionHandle` over the same OpenSession (one writer, one turn lock).
+"""An open session file: its file, its live state, the busy/idle bookkeeping cleanup
+needs, and closing and deleting it. This process opens each session file once: every RPC
+id on it is a `kward.sessions.handle.SessionHandle` over the same OpenSession (one writer,
+one turn lock).
 
 Thread contract: one `threading.RLock` per OpenSession (``_lock``) guards the live state
 (conversation, name, read paths, the file offset the state reflects), the busy/closing
@@ -13,6 +14,14 @@ for one record or one check at a time, never for a whole turn.
 
 A file that vanished (deleted, moved, replaced by another file) makes every append,
 `rename` and `sync` raise SessionFileGone; cleanup never deletes what is at its path.
+
+Closing and deleting: a closed session is fsynced and its descriptor released (at once,
+or when its running turn ends: `end_work`); an unused one (idle, empty, unnamed, still
+ours at its path, and open in no other process) is deleted instead. `delete` removes the
+file whatever it holds, refused (`session_in_use`) while another process has it open
+unless forced; a file another one replaced at the path is never deleted
+(`session_file_gone`). Whether another process has it open is asked under the turn lock
+(`SessionFile.exclusive_presence`).
 
 Messages are treated as immutable once appended: they are shared, not copied, between the
 live list, clones and forks.
@@ -27,7 +36,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from kward.errors import SessionFileGone, SessionNotFound
+from kward.errors import SessionFileGone, SessionInUse, SessionNotFound
 from kward.model import MESSAGE_TYPES, Message, ToolCall, ToolResult
 from kward.sessions.codec import encode, tool_execution_fields
 from kward.sessions.format import (
@@ -39,9 +48,8 @@ from kward.sessions.format import (
 )
 from kward.sessions.lines import LineScanner, range_reader
 from kward.sessions.reader import SkipReport, body_records
-from kward.sessions.removal import SessionRemoval
 from kward.sessions.replay import Replay, clean_name
-from kward.sessions.store import SessionFile
+from kward.sessions.store import SessionFile, remove_session_files, try_turn_lock
 from kward.timefmt import iso_from_ns, normalize_iso
 
 log = logging.getLogger(__name__)
@@ -64,10 +72,9 @@ class SessionInfo:
     parent_path: str | None
 
 
-class OpenSession(SessionRemoval):
+class OpenSession:
     """One session file opened by this process. Build with ``kward.sessions.opening``
-    (`create_session`, `load_session`, `derive_session`). Closing and deleting it:
-    `kward.sessions.removal`."""
+    (`create_session`, `load_session`, `derive_session`)."""
 
     def __init__(self, file: SessionFile, header: SessionHeader, replay: Replay, offset: int,
                  workspace_root: str, *, skipping: bool = False):
@@ -129,7 +136,11 @@ class OpenSession(SessionRemoval):
     def is_empty(self) -> bool:
         """No user/assistant/tool message was ever written and no name is set."""
         with self._lock:
-            return self._replay.content_messages == 0 and self._replay.name is None
+            return self._empty()
+
+    def _empty(self) -> bool:
+        """Under `_lock`: see `is_empty`."""
+        return self._replay.content_messages == 0 and self._replay.name is None
 
     @property
     def busy(self) -> bool:
@@ -312,3 +323,132 @@ class OpenSession(SessionRemoval):
                            cwd=header.cwd or self.workspace_root, name=self.name, created_at=created,
                            modified_at=max(mtime, created) if mtime and created else mtime,
                            parent_id=header.parent_id, parent_path=header.parent_path)
+
+    # --- closing and deleting ---------------------------------------------------------
+
+    def close(self, *, delete_if_unused: bool = True) -> bool:
+        """Stop accepting work; fsync and close the file (at once, or when the running
+        turn ends). Returns True when the file was deleted as unused (idle, empty,
+        unnamed, no other process has it open)."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._closing = True
+            if self._busy:
+                return False
+            return self._finalize(delete_if_unused=delete_if_unused)
+
+    def delete_if_unused(self) -> bool:
+        """Close and delete the file if idle, empty and unnamed, re-checked against the
+        file under the turn lock (skipped if another process holds it). When it returns
+        False the session stays open and usable."""
+        with self._lock:
+            if self._closing or self._busy or not self._try_delete_unused():
+                return False
+            self._closing = True
+            self._finalized = True
+            return True
+
+    def check_deletable(self, *, force: bool = False) -> None:
+        """Raise what `delete` would (SessionFileGone when another file is at the path now;
+        unless `force`, SessionInUse when another process has it open); changes nothing."""
+        with self._lock:
+            if self._finalized:  # deleted or closed by a concurrent request
+                raise SessionNotFound(self.path)
+            if self._gone_state() is None and not force:
+                with self._alone() as alone:
+                    if not alone:
+                        raise self._in_use()
+
+    def delete(self, *, force: bool = False) -> str:
+        """Close and remove the file and its sidecars, whatever they hold. Without `force`,
+        SessionInUse when another process has it open; SessionFileGone when another file
+        is at the path now (both change nothing); a missing file only loses its sidecars."""
+        with self._lock:
+            if self._finalized:  # deleted or closed by a concurrent request
+                raise SessionNotFound(self.path)
+            if self._gone_state() == "missing":
+                self._closing = self._finalized = True
+                self._close_gone()
+            elif force:
+                self._closing = self._finalized = True
+                self._file.delete()
+            else:
+                with self._alone() as alone:
+                    if not alone:
+                        raise self._in_use()
+                    self._closing = self._finalized = True
+                    self._file.delete()  # while nobody else can open it
+            return self.path
+
+    def _gone_state(self) -> str | None:
+        """Under `_lock`: None while the file is ours at its path, ``missing`` when
+        nothing is there; SessionFileGone when another file is there now."""
+        state = self._file.state()
+        if state == "replaced":
+            self._file.check_present()  # raises, naming the path
+        return None if state == "present" else state
+
+    def _close_gone(self) -> None:
+        """Close a session whose file is missing, removing the sidecars left beside it."""
+        try:
+            with contextlib.suppress(OSError):  # tidying only
+                remove_session_files(self._file.path, sidecars_only=True)
+        finally:
+            self._file.close()
+
+    def _in_use(self) -> SessionInUse:
+        return SessionInUse(f"Session is open in another process: {self.path}; close it there, "
+                            "or pass force: true to delete it anyway", data={"path": self.path})
+
+    @contextlib.contextmanager
+    def _alone(self) -> Iterator[bool]:
+        """Under `_lock`: yield True when no other process has the file open or runs a
+        turn on it; while the block runs with True nobody can open it.
+
+        The presence check must run under the turn lock (see
+        ``SessionFile.exclusive_presence``): ours when a turn of this process holds it,
+        else taken for the check (busy elsewhere: not alone)."""
+        lock_fd = None
+        if self._turn_lock_fd is None:
+            lock_fd = try_turn_lock(self._file.lock_path)
+            if lock_fd is None:
+                yield False
+                return
+        try:
+            with self._file.exclusive_presence() as alone:
+                yield alone
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)
+
+    def _finalize(self, *, delete_if_unused: bool) -> bool:
+        """Under `_lock`, closing and not busy: delete when unused, else fsync and close."""
+        try:
+            deleted = delete_if_unused and self._try_delete_unused()
+        except OSError as exc:  # e.g. the directory became read-only: keep the file
+            log.warning("Could not remove unused session %s: %s", self.path, exc)
+            deleted = False
+        self._finalized = True
+        if not deleted:
+            if delete_if_unused and self._file.state() == "missing":
+                self._close_gone()
+            else:
+                self._file.close()
+        return deleted
+
+    def _try_delete_unused(self) -> bool:
+        """Under `_lock`: delete the file when empty and unnamed, still ours (not gone)
+        and no other process runs a turn on it or has it open, re-checking emptiness
+        against the file meanwhile. True when deleted."""
+        if not self._empty() or not self.present():
+            return False
+        with self._alone() as alone:
+            if not alone:
+                return False  # another process has it open or runs a turn on it
+            self.refresh()
+            if not self._empty():
+                return False
+            self._file.delete()
+        log.info("Deleted unused session %s", self.path)
+        return True
