@@ -46,20 +46,20 @@ def test_the_limit_is_a_quarter_of_the_soft_descriptor_limit():
 
 def test_idle_files_give_their_descriptors_back_and_reopen_on_use(tmp_path, pool):
     files = [new_file(tmp_path / "s") for _ in range(10)]
-    assert len(pool) == 4 and sum(f.holds_descriptor for f in files) == 4
-    assert not files[0].holds_descriptor and files[-1].holds_descriptor
+    assert len(pool) == 4 and sum(f.descriptor.holds_fd for f in files) == 4
+    assert not files[0].descriptor.holds_fd and files[-1].descriptor.holds_fd
     files[0].append({"type": "message", "message": user("back")})  # reopens, another one gives way
-    assert files[0].holds_descriptor and len(pool) == 4
+    assert files[0].descriptor.holds_fd and len(pool) == 4
     assert [r["type"] for r in file_records(files[0].path)] == ["session", "message"]
-    assert files[1].size() == files[1].path.stat().st_size and not files[1].holds_descriptor  # a stat, no open
-    assert files[1].state() == "present" and not files[1].holds_descriptor
+    assert files[1].descriptor.size() == files[1].path.stat().st_size and not files[1].descriptor.holds_fd  # a stat, no open
+    assert files[1].descriptor.state() == "present" and not files[1].descriptor.holds_fd
     for f in files[:6]:
-        f.pin()
+        f.descriptor.pin()
     for f in files[:6]:
         f.append({"type": "message", "message": user("pinned")})
-    assert all(f.holds_descriptor for f in files[:6]) and len(pool) == 6  # pinned: kept over the limit
+    assert all(f.descriptor.holds_fd for f in files[:6]) and len(pool) == 6  # pinned: kept over the limit
     for f in files[:6]:
-        f.unpin()
+        f.descriptor.unpin()
     files[9].append({"type": "message", "message": user("x")})
     assert len(pool) == 4
     for f in files:
@@ -70,7 +70,7 @@ def test_idle_files_give_their_descriptors_back_and_reopen_on_use(tmp_path, pool
 @pytest.mark.parametrize("how", ["replace", "delete", "fifo"])
 def test_a_released_file_reopens_only_if_it_is_still_the_same_file(tmp_path, pool, how):
     f = new_file(tmp_path / "s")
-    assert f.release_descriptor() and not f.holds_descriptor
+    assert f.descriptor.release() and not f.descriptor.holds_fd
     before = f.path.read_bytes()
     if how == "replace":
         other = tmp_path / "other.jsonl"
@@ -82,7 +82,7 @@ def test_a_released_file_reopens_only_if_it_is_still_the_same_file(tmp_path, poo
         os.unlink(f.path)
         os.mkfifo(f.path)  # opening it for writing would block: it must never be opened
     state = "missing" if how == "delete" else "replaced"
-    assert f.state() == state
+    assert f.descriptor.state() == state
     with pytest.raises(SessionFileGone) as err:
         f.append({"type": "message", "message": user("lost")})
     assert err.value.data == {"path": str(f.path), "state": state}
@@ -93,7 +93,7 @@ def test_a_released_file_reopens_only_if_it_is_still_the_same_file(tmp_path, poo
 
 def test_out_of_descriptors_gives_idle_ones_back_and_retries(tmp_path, pool):
     files = [new_file(tmp_path / "s") for _ in range(3)]
-    files[0].pin()
+    files[0].descriptor.pin()
     calls = []
 
     def opener():
@@ -119,7 +119,7 @@ def test_an_idle_session_without_a_descriptor_is_still_open_to_other_processes(t
     other, _ = new_manager(tmp_path)
     sessions = [mine.create(name=f"s{i}") for i in range(8)]
     idle = sessions[0]
-    assert not idle.shared._file.holds_descriptor
+    assert not idle.shared._file.descriptor.holds_fd
     theirs = other.resume(idle.path)
     with pytest.raises(SessionInUse):
         other.delete(theirs.id)

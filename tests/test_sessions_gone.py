@@ -44,7 +44,7 @@ def test_appends_to_a_vanished_file_fail_and_write_nothing(env, how):
         os.rename(s.path, s.path + ".moved")
     else:
         replacement = replace_with_copy(s.path)
-    size = s.shared._file.size()
+    size = s.shared._file.descriptor.size()
     with pytest.raises(SessionFileGone) as err:
         s.append_message(typed(user("lost")))
     assert err.value.reason == "session_file_gone" and s.path in err.value.message
@@ -53,7 +53,7 @@ def test_appends_to_a_vanished_file_fail_and_write_nothing(env, how):
         s.rename("lost too")
     with pytest.raises(SessionFileGone):
         s.sync()
-    assert s.shared._file.size() == size  # nothing was written, not even to the old inode
+    assert s.shared._file.descriptor.size() == size  # nothing was written, not even to the old inode
     assert [m["content"] for m in recorded(s.conversation)] == ["kept"] and s.name == "x"
     if how == "replace":
         assert Path(s.path).read_bytes() == replacement

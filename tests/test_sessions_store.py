@@ -85,11 +85,11 @@ def test_sync_fsyncs_only_after_appends(tmp_path, monkeypatch):
     calls = []
     real = os.fsync
     monkeypatch.setattr(store_mod.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
-    f.sync()
+    f.descriptor.sync()
     assert calls == []
     f.append({"type": "memory_state", "sessionMemories": []})
-    f.sync()
-    f.sync()
+    f.descriptor.sync()
+    f.descriptor.sync()
     assert len(calls) == 1
     f.close()
 

@@ -12,9 +12,10 @@ so that a process that only lists sessions loads only the listing (`listing`).
   state, busy/closing bookkeeping, closing and deleting), shared by every handle on it;
   `SessionInfo`, what the faces show of a session.
 - ``opening``: `create_session`, `load_session`, `derive_session` (no registry).
-- ``store``: `SessionFile`, the append-only file with its presence and turn locks.
+- ``store``: `SessionFile`, the append-only file with its presence and turn locks; it has
+  a `PooledDescriptor`.
 - ``descriptors``: the process-wide bound on the descriptors of open session files
-  (`DescriptorPool`, `PooledFile`), and `retrying` when the process runs out.
+  (`DescriptorPool`, `PooledDescriptor`), and `retrying` when the process runs out.
 - ``presence``: the presence locks that tell other processes a session is open.
 - ``format``: the version-1 file format (header, record shapes, one line per record).
 - ``codec``: the one converter between the typed messages of ``kward.model`` and the

@@ -1,13 +1,14 @@
 """A process-wide bound on the descriptors that open session files hold.
 
 Every open session file needs a descriptor only while it is used (an append, a read of
-what another process appended, a turn). `DescriptorPool` keeps the files holding one in
+what another process appended, a turn). A `kward.sessions.store.SessionFile` has a
+`PooledDescriptor`; `DescriptorPool` keeps the descriptors that are open in
 least-recently-used order and, past its limit, makes the oldest idle ones give theirs
-back (`PooledFile.release_descriptor`: fsync, close); they reopen on their next use and
-check that the file at their path is still theirs (device and inode, else
-SessionFileGone), and answer stat-like questions from the path meanwhile, never opening
-for them. A pinned file (a queued or running turn holds its turn lock) is never asked. The limit is a quarter of the
-soft RLIMIT_NOFILE (at least 16, at most 1024), so however many sessions are open the
+back (`PooledDescriptor.release`: fsync, close). They reopen on their next use and check
+that the file at their path is still theirs (device and inode, else SessionFileGone), and
+answer stat-like questions from the path meanwhile, never opening for them. A pinned one
+(a queued or running turn holds its turn lock) is never asked. The limit is a quarter of
+the soft RLIMIT_NOFILE (at least 16, at most 1024), so however many sessions are open the
 rest of the process keeps its descriptors: with the macOS default of 256, 64 idle files.
 
 When the process runs out anyway (EMFILE: a file opened elsewhere, many turns running),
@@ -16,10 +17,11 @@ too the OSError goes up (the boundaries answer ``too_many_open_files``) and noth
 left half-done, so the next request works as soon as descriptors are free again.
 
 Thread contract: the pool's `_lock` guards the LRU table only and is never held while a
-file is asked to release (that takes the file's own lock, without waiting: a file busy in
-another thread is simply passed over). Files call `opened`/`used`/`forget` holding their
-own lock (lock order: file lock -> pool lock). A PooledFile's `_lock` guards its
-descriptor; its subclass holds it for every use of the descriptor. Any thread.
+descriptor is asked to release (that takes the descriptor's own lock, without waiting: one
+busy in another thread is simply passed over). Descriptors call `opened`/`used`/`forget`
+holding their own lock (lock order: descriptor lock -> pool lock). A PooledDescriptor's
+`_lock` guards its descriptor and is held for every use of it (`writing`, `pread`). Any
+thread.
 """
 
 from __future__ import annotations
@@ -32,11 +34,15 @@ import stat
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, Literal, TypeVar
 
 from kward.errors import SessionFileGone
 
 T = TypeVar("T")
+
+#: Where a file is against its path: still there, gone (deleted or moved away), or
+#: another file is at the path now.
+FileState = Literal["present", "missing", "replaced"]
 
 MIN_LIMIT = 16
 MAX_LIMIT = 1024
@@ -60,7 +66,7 @@ class DescriptorPool:
     def __init__(self, limit: int | None = None):
         self._limit = limit
         self._lock = threading.Lock()
-        self._open: OrderedDict[int, PooledFile] = OrderedDict()  # id -> file, oldest first
+        self._open: OrderedDict[int, PooledDescriptor] = OrderedDict()  # id -> descriptor, oldest first
 
     @property
     def limit(self) -> int:
@@ -72,34 +78,34 @@ class DescriptorPool:
         with self._lock:
             return len(self._open)
 
-    def opened(self, file: PooledFile) -> None:
-        """`file` now holds a descriptor (caller holds the file's lock): the oldest idle
-        files past the limit give theirs back."""
+    def opened(self, descriptor: PooledDescriptor) -> None:
+        """`descriptor` is open now (caller holds its lock): the oldest idle ones past
+        the limit give theirs back."""
         limit = self.limit
         with self._lock:
-            self._open[id(file)] = file
-            self._open.move_to_end(id(file))
+            self._open[id(descriptor)] = descriptor
+            self._open.move_to_end(id(descriptor))
             excess = len(self._open) - limit
-            victims = [f for f in self._open.values() if f is not file and not f.pinned][:max(0, excess)]
+            victims = [d for d in self._open.values() if d is not descriptor and not d.pinned][:max(0, excess)]
         for victim in victims:
-            victim.release_descriptor()
+            victim.release()
 
-    def used(self, file: PooledFile) -> None:
-        """`file` used its descriptor: it is the most recently used now."""
+    def used(self, descriptor: PooledDescriptor) -> None:
+        """`descriptor` was used: it is the most recently used now."""
         with self._lock:
-            if id(file) in self._open:
-                self._open.move_to_end(id(file))
+            if id(descriptor) in self._open:
+                self._open.move_to_end(id(descriptor))
 
-    def forget(self, file: PooledFile) -> None:
-        """`file` closed its descriptor (caller holds the file's lock)."""
+    def forget(self, descriptor: PooledDescriptor) -> None:
+        """`descriptor` was released or closed (caller holds its lock)."""
         with self._lock:
-            self._open.pop(id(file), None)
+            self._open.pop(id(descriptor), None)
 
     def shrink(self) -> int:
-        """Ask every idle file to give its descriptor back; how many did."""
+        """Ask every idle descriptor to be released; how many were."""
         with self._lock:
-            idle = [f for f in self._open.values() if not f.pinned]
-        return sum(1 for f in idle if f.release_descriptor())
+            idle = [d for d in self._open.values() if not d.pinned]
+        return sum(1 for d in idle if d.release())
 
 
 DEFAULT_POOL = DescriptorPool()
@@ -119,20 +125,22 @@ def retrying(fn: Callable[..., T], *args: Any, pool: DescriptorPool = DEFAULT_PO
     return fn(*args)
 
 
-class PooledFile:
-    """A regular file known by its path and identity (device, inode), on a descriptor the
-    pool may close while the file is idle. `_descriptor` reopens it with `reopen_flags`,
-    only if the path still names the same file; `fstat`, `size` and the presence checks
-    look at the path instead while it is released (they never open). Subclasses do their
-    I/O under `_lock` (see `kward.sessions.store.SessionFile`)."""
+class PooledDescriptor:
+    """A descriptor on one regular file, known by its `path` and identity (device, inode),
+    that the pool may close while it is idle (`release`). The file's user (a
+    `kward.sessions.store.SessionFile` has one) writes through `writing` and reads through
+    `pread`; both reopen a released descriptor with `reopen_flags`, only if the path
+    still names the same file. `fstat`, `size` and the presence checks look at the path
+    instead while it is released: they never open. `_lock` guards the descriptor, its
+    pins and whether it was written since the last fsync."""
 
-    def __init__(self, path: Path, fd: int, reopen_flags: int, pool: DescriptorPool | None = None):
+    def __init__(self, path: Path, fd: int, reopen_flags: int, pool: DescriptorPool):
         self.path = Path(path)
         st = os.fstat(fd)
         self._identity = (st.st_dev, st.st_ino)
         self._fd: int | None = fd
         self._reopen_flags = reopen_flags | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK  # never wait on a FIFO
-        self._pool = pool if pool is not None else DEFAULT_POOL
+        self._pool = pool
         self._lock = threading.Lock()
         self._closed = False
         self._dirty = False  # written since the last fsync
@@ -150,7 +158,8 @@ class PooledFile:
         return self._pins > 0
 
     @property
-    def holds_descriptor(self) -> bool:
+    def holds_fd(self) -> bool:
+        """Whether it holds an open descriptor now (False while released, and once closed)."""
         return self._fd is not None
 
     def pin(self) -> None:
@@ -171,7 +180,7 @@ class PooledFile:
         finally:
             self.unpin()
 
-    def release_descriptor(self) -> bool:
+    def release(self) -> bool:
         """Give the descriptor back (fsynced first) unless pinned, closed or busy in
         another thread (never waits); True when released. The pool calls this."""
         if not self._lock.acquire(blocking=False):
@@ -192,7 +201,43 @@ class PooledFile:
         finally:
             self._lock.release()
 
-    def _descriptor(self) -> int:
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[int]:
+        """The descriptor for a write, reopened when it was released, held under `_lock`
+        for the block (nothing releases or closes it meanwhile); a block that ends without
+        an exception marks it written, for the next `sync`, `release` or `close` to fsync.
+        ValueError when closed; SessionFileGone when the file at the path is no longer ours."""
+        with self._lock:
+            yield self._open_fd()
+            self._dirty = True
+
+    def pread(self, size: int, offset: int) -> bytes:
+        """At most `size` bytes from `offset` (lines already written never change)."""
+        with self._lock:  # held so that a concurrent close or release cannot recycle the descriptor
+            return os.pread(self._open_fd(), size, offset)
+
+    def sync(self) -> None:
+        """fsync if written since the last sync (no-op when closed; a released descriptor
+        was fsynced when it was released)."""
+        with self._lock:
+            if self._fd is not None and self._dirty:
+                os.fsync(self._fd)
+                self._dirty = False
+
+    def close(self) -> None:
+        """Closed for good (fsynced first if written to); idempotent."""
+        with self._lock:
+            self._closed = True
+            fd, self._fd = self._fd, None
+            self._pool.forget(self)
+            try:
+                if fd is not None and self._dirty:
+                    os.fsync(fd)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+
+    def _open_fd(self) -> int:
         """Under `_lock`: our descriptor, reopened when it was released. ValueError when
         closed; SessionFileGone when the file at the path is no longer ours."""
         if self._closed:
@@ -255,18 +300,20 @@ class PooledFile:
                 self._stat_path()
                 return
             st = os.fstat(self._fd)
-        self._check_present(st)
+        self.check_at_path(st)
 
-    def state(self) -> str:
+    def state(self) -> FileState:
         """``present``, ``missing`` (deleted or moved away) or ``replaced`` (another file
         is at the path now). ValueError when closed."""
         try:
             self.check_present()
         except SessionFileGone as exc:
-            return exc.data["state"]
+            return "missing" if exc.data["state"] == "missing" else "replaced"
         return "present"
 
-    def _check_present(self, st: os.stat_result) -> None:
+    def check_at_path(self, st: os.stat_result) -> None:
+        """Raise SessionFileGone unless `st`, an ``os.fstat`` of our descriptor, is the
+        file at `path` (a writer checks this under its append lock)."""
         how = "deleted" if st.st_nlink == 0 else "moved away"
         try:
             here = os.stat(self.path)
@@ -279,24 +326,7 @@ class PooledFile:
         if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
             raise _gone(self.path, "replaced", "replaced by another file")
 
-    def pread(self, size: int, offset: int) -> bytes:
-        """At most `size` bytes from `offset` (lines already written never change)."""
-        with self._lock:  # held so that a concurrent close or release cannot recycle the descriptor
-            return os.pread(self._descriptor(), size, offset)
 
-    def _close_descriptor(self) -> None:
-        """Under `_lock`: closed for good (fsync first if written to)."""
-        self._closed = True
-        fd, self._fd = self._fd, None
-        self._pool.forget(self)
-        try:
-            if fd is not None and self._dirty:
-                os.fsync(fd)
-        finally:
-            if fd is not None:
-                os.close(fd)
-
-
-def _gone(path: Path, state: str, how: str) -> SessionFileGone:
+def _gone(path: Path, state: Literal["missing", "replaced"], how: str) -> SessionFileGone:
     return SessionFileGone(f"Session file was {how}: {path}; nothing more can be saved to this session",
                            data={"path": str(path), "state": state})

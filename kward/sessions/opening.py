@@ -33,7 +33,7 @@ def create_session(sessions_dir: Path, workspace_root: str, *, name: str | None 
                            parent_id=parent.persistent_id if parent else None,
                            parent_path=parent.path if parent else None)
     file = SessionFile.create(workspace_session_dir(sessions_dir, workspace_root), file_name, header, presence)
-    session = OpenSession(file, header, Replay(header, workspace_root), file.size(), workspace_root)
+    session = OpenSession(file, header, Replay(header, workspace_root), file.descriptor.size(), workspace_root)
     if clean_name(name) is not None:
         session.rename(name)
         session.sync()

@@ -212,13 +212,13 @@ class OpenSession:
         """fsync what was appended (end of a turn), then confirm that the file is still
         the one at its path: SessionFileGone when it was deleted, moved or replaced, since
         what was appended is then lost."""
-        self._file.sync()
-        self._file.check_present()
+        self._file.descriptor.sync()
+        self._file.descriptor.check_present()
 
     def present(self) -> bool:
         """Whether the file is still open and the one at its path."""
         try:
-            return self._file.state() == "present"
+            return self._file.descriptor.state() == "present"
         except ValueError:  # closed
             return False
 
@@ -236,12 +236,12 @@ class OpenSession:
 
     def refresh(self) -> None:
         """Fold in complete records other processes appended since our last look (nothing
-        when the file is gone: see `SessionFile.size`)."""
+        when the file is gone: see `PooledDescriptor.size`)."""
         with self._lock:
             if self._finalized:
                 return
             try:
-                size = self._file.size()
+                size = self._file.descriptor.size()
             except SessionFileGone:
                 return
             if size > self._offset:
@@ -251,7 +251,7 @@ class OpenSession:
         """Apply the complete records in [_offset, upto), in bounded memory (an
         unterminated last line is left for a later look)."""
         report = SkipReport(self.path)
-        scanner = LineScanner(range_reader(self._file.pread, self._offset, upto), self._offset,
+        scanner = LineScanner(range_reader(self._file.descriptor.pread, self._offset, upto), self._offset,
                               skipping=self._skipping)
         for record in body_records(scanner, report):
             if not self._replay.apply(record):
@@ -291,7 +291,7 @@ class OpenSession:
         when another process holds it, SessionFileGone when the file is gone. Catches up
         with others' records on entry and fsyncs on exit. The session counts as busy
         meanwhile, and its file keeps its descriptor (pinned)."""
-        with self.work(), self._file.pinning():
+        with self.work(), self._file.descriptor.pinning():
             fd = self._file.take_turn_lock(label=self.path)
             with self._lock:
                 self._turn_lock_fd = fd
@@ -300,7 +300,7 @@ class OpenSession:
                 yield self
             finally:
                 try:
-                    self._file.sync()
+                    self._file.descriptor.sync()
                 finally:
                     with self._lock:  # `_alone` reads it under the lock
                         self._turn_lock_fd = None
@@ -314,7 +314,7 @@ class OpenSession:
         from another clock)."""
         self.refresh()
         try:
-            mtime = iso_from_ns(self._file.fstat().st_mtime_ns)
+            mtime = iso_from_ns(self._file.descriptor.fstat().st_mtime_ns)
         except (OSError, ValueError, SessionFileGone):  # closed, or gone
             mtime = None
         header = self.header
@@ -384,9 +384,9 @@ class OpenSession:
     def _gone_state(self) -> str | None:
         """Under `_lock`: None while the file is ours at its path, ``missing`` when
         nothing is there; SessionFileGone when another file is there now."""
-        state = self._file.state()
+        state = self._file.descriptor.state()
         if state == "replaced":
-            self._file.check_present()  # raises, naming the path
+            self._file.descriptor.check_present()  # raises, naming the path
         return None if state == "present" else state
 
     def _close_gone(self) -> None:
@@ -431,7 +431,7 @@ class OpenSession:
             deleted = False
         self._finalized = True
         if not deleted:
-            if delete_if_unused and self._file.state() == "missing":
+            if delete_if_unused and self._file.descriptor.state() == "missing":
                 self._close_gone()
             else:
                 self._file.close()

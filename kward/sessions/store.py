@@ -6,14 +6,16 @@ Concurrency contract (stricter than the original kward's, which had no guard at 
   while holding a short ``flock(LOCK_EX)`` on the session file itself (serializes writers
   of all processes) and this object's ``threading.Lock`` (serializes threads of this
   process). Lines never interleave, and a line is in the file (page cache) when
-  ``append`` returns; ``sync`` makes it durable (fsync).
+  ``append`` returns; ``descriptor.sync`` makes it durable (fsync).
 - If the file does not end in a newline when we append (a writer crashed mid-line), the
   line we write starts with ``\\n`` so the torn fragment stays a separate, skippable line.
-- Descriptors are bounded (`kward.sessions.descriptors`): an idle file gives its
-  descriptor back when the process-wide pool is full (fsynced first) and reopens it on its
-  next use, checking that the file at the path is still the one it opened (device and
-  inode; SessionFileGone otherwise). A pinned file (`pin`: a turn is queued or running)
-  keeps its descriptor.
+- Descriptors are bounded (`kward.sessions.descriptors`): a SessionFile has a
+  `PooledDescriptor` (`descriptor`), which an idle file gives back when the process-wide
+  pool is full (fsynced first) and reopens on its next use, checking that the file at the
+  path is still the one it opened (device and inode; SessionFileGone otherwise). A pinned
+  descriptor (`descriptor.pin`: a turn is queued or running) stays open. What concerns
+  only the descriptor is asked of it: `descriptor.size`, `state`, `check_present`,
+  `pread`, `sync` (fsync of what was appended), `pinning`.
 - Turn lock: ``flock(LOCK_EX|LOCK_NB)`` on the sidecar ``<file>.lock``, held for a whole
   turn or compaction. Another holder (any process, or another descriptor in this one)
   makes ``turn_lock`` raise SessionBusy at once.
@@ -26,13 +28,14 @@ Concurrency contract (stricter than the original kward's, which had no guard at 
 - The file may vanish under us (another process deleted it, a user moved it, something
   renamed another file over it). Every append first compares the descriptor (``fstat``:
   link count, device and inode) with the path (``os.stat``) and raises SessionFileGone
-  instead of writing to a file nobody will read again; ``check_present`` does the same
-  check on its own (before a turn is reported completed).
+  instead of writing to a file nobody will read again; ``descriptor.check_present`` does
+  the same check on its own (before a turn is reported completed).
 
-Any thread may call any method; the internal lock makes appends, reads, sync, release and
-close atomic with respect to each other. Lock order: this file's lock -> the descriptor
-pool's; a directory's presence lock -> this file's lock (``delete`` inside
-``exclusive_presence``), never the other way round.
+Any thread may call any method. The descriptor's lock makes appends, reads, sync, release
+and close atomic with respect to each other (an append holds it for its whole write); this
+object's own lock guards only its presence lock. Lock order: this file's lock -> the
+descriptor's -> the descriptor pool's; a directory's presence lock -> this file's lock
+(``delete`` inside ``exclusive_presence``), never the other way round.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import errno
 import fcntl
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -50,7 +54,7 @@ from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
 from kward.sessions.descriptors import (
     DEFAULT_POOL,
     DescriptorPool,
-    PooledFile,
+    PooledDescriptor,
     retrying,
 )
 from kward.sessions.format import SessionHeader, encode_line
@@ -64,13 +68,15 @@ CREATING = re.compile(r"^\..+\.jsonl\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.creating$")
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
 
 
-class SessionFile(PooledFile):
-    """An append descriptor (released while idle, see `PooledFile`) on one session file,
-    and its presence lock. Build with `create` or `open`."""
+class SessionFile:
+    """One session file: its append `descriptor` (released while idle, see
+    `PooledDescriptor`) and its presence lock. Build with `create` or `open`."""
 
     def __init__(self, path: Path, fd: int, presence: Presence, pool: DescriptorPool | None = None):
+        self.path = Path(path)
+        self._lock = threading.Lock()
         self._presence: Presence | None = presence
-        super().__init__(path, fd, _APPEND_FLAGS, pool if pool is not None else DEFAULT_POOL)
+        self.descriptor = PooledDescriptor(self.path, fd, _APPEND_FLAGS, pool if pool is not None else DEFAULT_POOL)
 
     # --- construction ----------------------------------------------------------------
 
@@ -150,36 +156,26 @@ class SessionFile(PooledFile):
 
     def append_line(self, line: bytes) -> tuple[int, int]:
         """Append pre-encoded bytes that end in ``\\n`` (one JSON record)."""
-        with self._lock:
-            fd = self._descriptor()
+        with self.descriptor.writing() as fd:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 st = os.fstat(fd)
                 size = st.st_size
-                self._check_present(st)
+                self.descriptor.check_at_path(st)
                 data = line
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     data = b"\n" + line  # terminate a torn line left by a crashed writer
                 _write_all(fd, data, self.path)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-            self._dirty = True
         end = size + len(data)
         return end - len(line), end
 
-    def sync(self) -> None:
-        """fsync the file if anything was appended since the last sync (no-op when closed;
-        a released descriptor was fsynced when it was released)."""
-        with self._lock:
-            if self._fd is not None and self._dirty:
-                os.fsync(self._fd)
-                self._dirty = False
-
     def close(self) -> None:
-        """fsync, close, and drop the presence lock; idempotent."""
+        """fsync, close the descriptor, and drop the presence lock; idempotent."""
         with self._lock:
             presence, self._presence = self._presence, None
-            self._close_descriptor()
+            self.descriptor.close()
         if presence is not None:  # outside our lock: see the lock order
             presence.release()
 
@@ -196,14 +192,14 @@ class SessionFile(PooledFile):
         behind) when the session file is no longer at its path. `label` names the session
         in the error message (defaults to the file path).
         """
-        self.check_present()
+        self.descriptor.check_present()
         fd = try_turn_lock(self.lock_path)
         if fd is None:
             name = label or str(self.path)
             raise SessionBusy(f"Session is busy: another process is running a turn on {name}",
                               data={"path": str(self.path)})
         try:
-            self.check_present()  # deleted meanwhile: our open re-created the sidecar
+            self.descriptor.check_present()  # deleted meanwhile: our open re-created the sidecar
         except BaseException:
             with contextlib.suppress(OSError):
                 if not os.path.lexists(self.path):
