@@ -12,7 +12,8 @@ import pytest
 
 from kward.errors import SessionFileGone, SessionInUse
 from kward.sessions import store
-from kward.sessions.descriptors import DescriptorPool, default_limit, retrying
+from kward.sessions.descriptors import DescriptorPool, default_limit
+from kward.sessions.fdretry import retrying
 from kward.sessions.format import SessionHeader
 from kward.sessions.paths import new_session_name
 from kward.sessions.presence import PRESENCE_NAME, PresenceTable
@@ -108,7 +109,7 @@ def test_out_of_descriptors_gives_idle_ones_back_and_retries(tmp_path, pool):
         retrying(lambda: (_ for _ in ()).throw(OSError(errno.EMFILE, "Too many open files")), pool=pool)
     assert err.value.errno == errno.EMFILE
     with pytest.raises(FileNotFoundError):  # other errors are not retried
-        retrying(os.open, str(tmp_path / "missing"), os.O_RDONLY, pool=pool)
+        retrying(lambda: os.open(str(tmp_path / "missing"), os.O_RDONLY), pool=pool)
     for f in files:
         f.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -10,7 +11,7 @@ from kward.rpc.wire import sessions as wire
 from kward.sessions import listing
 from kward.sessions.paths import workspace_session_dir
 from lib.messages import typed
-from lib.sessions_helpers import assistant, header, message_rec, new_manager, tool, user, write_lines
+from lib.sessions_helpers import assistant, header, message_rec, new_manager, run_child, tool, user, write_lines
 
 
 def list_sessions(*args, **kwargs):
@@ -92,7 +93,8 @@ def test_reads_only_what_the_limit_needs_and_skips_bad_files(tmp_path, monkeypat
     (d / "dir.jsonl").mkdir()
     opened = []
     real = listing.summarize
-    monkeypatch.setattr(listing, "summarize", lambda path, mtime: (opened.append(path), real(path, mtime))[1])
+    monkeypatch.setattr(listing, "summarize",
+                        lambda path, mtime, pool: (opened.append(path), real(path, mtime, pool))[1])
     items = list_sessions(str(d), "/r", limit=5)
     assert len(items) == 5 and len(opened) == 6  # the bad newest file, then five sessions
     assert all(i["id"].endswith(("49", "48", "47", "46", "45")) for i in items)
@@ -146,7 +148,7 @@ def test_manager_list_hides_own_empty_sessions_and_deletes_nothing(tmp_path):
     used = manager.create()  # the first, empty one is cleaned up here
     used.append_message(typed(user("hello")))
     blank = manager.create(name="")  # empty and open: hidden from the list, not deleted by it
-    items = [wire.listed_session(s) for s in manager.list()]
+    items = [wire.listed_session(s) for s in manager.list_workspace()]
     assert [i["path"] for i in items] == [used.path]
     assert os.path.exists(blank.path) and not os.path.exists(empty.path)
     assert items[0]["workspaceRoot"] == str(ws.resolve())
@@ -160,5 +162,32 @@ def test_manager_list_limit(tmp_path, limit):
     manager, _ = new_manager(tmp_path)
     for n in range(3):
         manager.create(name=f"s{n}")
-    assert len(manager.list(limit=limit)) == limit
+    assert len(manager.list_workspace(limit=limit)) == limit
+    manager.shutdown_all()
+
+
+def test_a_process_that_only_lists_needs_no_store_and_no_open_session_state(tmp_path):
+    """`list_workspace` is what a UI's list-refresh process calls: it lists what the
+    manager lists (minus that process's own unused sessions) and imports neither the
+    store, the descriptor pool, the presence locks nor the open-session state."""
+    manager, ws = new_manager(tmp_path)
+    root = str(ws.resolve())
+    used = manager.create(name="used")
+    manager.create()  # empty and open in this process: the manager hides it, another process does not
+    out = run_child("""
+        import json, sys
+        from kward.sessions.listing import list_workspace
+        items = list_workspace(sys.argv[1], sys.argv[2], 20)
+        print(json.dumps({"names": [i.name for i in items],
+                          "modules": sorted(m for m in sys.modules if m.startswith("kward."))}))
+    """, str(manager.sessions_dir), root)
+    seen = json.loads(out)
+    assert seen["names"] == [None, "used"]
+    everything = listing.list_workspace(manager.sessions_dir, root)
+    assert [s.name for s in everything] == [None, "used"]
+    assert [s.path for s in listing.list_workspace(manager.sessions_dir, root, skip=[everything[0].path])] == \
+        [s.path for s in manager.list_workspace()] == [used.path]
+    needless = {"kward.sessions." + m for m in ("session", "store", "descriptors", "presence", "manager", "handle",
+                                                  "opening", "replay", "export", "export_target", "transcript")}
+    assert needless.isdisjoint(seen["modules"]), seen["modules"]
     manager.shutdown_all()

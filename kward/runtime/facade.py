@@ -344,7 +344,7 @@ class Runtime:
         return self.sessions.resume(path, workspace_root)
 
     def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> "list[SessionSummary]":
-        return self.sessions.list(workspace_root, limit)
+        return self.sessions.list_workspace(workspace_root, limit)
 
     def rename_session(self, session_id: str, name: str | None) -> "SessionHandle":
         """A blank name removes the name."""

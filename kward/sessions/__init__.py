@@ -15,14 +15,16 @@ so that a process that only lists sessions loads only the listing (`listing`).
 - ``store``: `SessionFile`, the append-only file with its presence and turn locks; it has
   a `PooledDescriptor`.
 - ``descriptors``: the process-wide bound on the descriptors of open session files
-  (`DescriptorPool`, `PooledDescriptor`), and `retrying` when the process runs out.
+  (`DescriptorPool`, `PooledDescriptor`).
+- ``fdretry``: `out_of_descriptors`, and `retrying` an open once idle descriptors were
+  given back (the pool is passed in).
 - ``presence``: the presence locks that tell other processes a session is open.
 - ``format``: the version-1 file format (header, record shapes, one line per record).
 - ``codec``: the one converter between the typed messages of ``kward.model`` and the
   records of session files.
 - ``lines``, ``reader``: bounded, forgiving reading of session files.
 - ``replay``: the live state rebuilt from records (`Replay`).
-- ``listing``: recent sessions of a workspace as a tree (`list_sessions`).
+- ``listing``: recent sessions of a workspace as a tree (`list_workspace`: no open session needed).
 - ``messages``: helpers over a conversation (entry ids, texts shown, compaction).
 - ``paths``: where session files live, and resolving user-given paths.
 - ``export``, ``export_target``: Markdown/HTML exports and where they may go.

@@ -12,9 +12,10 @@ the soft RLIMIT_NOFILE (at least 16, at most 1024), so however many sessions are
 rest of the process keeps its descriptors: with the macOS default of 256, 64 idle files.
 
 When the process runs out anyway (EMFILE: a file opened elsewhere, many turns running),
-`retrying` gives back every idle descriptor and tries the open once more; if that fails
-too the OSError goes up (the boundaries answer ``too_many_open_files``) and nothing is
-left half-done, so the next request works as soon as descriptors are free again.
+`kward.sessions.fdretry.retrying` with a pool makes it give back every idle descriptor
+(`DescriptorPool.shrink`) and tries the open once more; if that fails too the OSError
+goes up (the boundaries answer ``too_many_open_files``) and nothing is left half-done, so
+the next request works as soon as descriptors are free again.
 
 Thread contract: the pool's `_lock` guards the LRU table only and is never held while a
 descriptor is asked to release (that takes the descriptor's own lock, without waiting: one
@@ -34,11 +35,10 @@ import stat
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, TypeVar
+from typing import Iterator, Literal
 
 from kward.errors import SessionFileGone
-
-T = TypeVar("T")
+from kward.sessions.fdretry import retrying
 
 #: Where a file is against its path: still there, gone (deleted or moved away), or
 #: another file is at the path now.
@@ -46,7 +46,6 @@ FileState = Literal["present", "missing", "replaced"]
 
 MIN_LIMIT = 16
 MAX_LIMIT = 1024
-_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 
 
 def default_limit() -> int:
@@ -108,21 +107,8 @@ class DescriptorPool:
         return sum(1 for d in idle if d.release())
 
 
+#: The pool of the process (a test may use its own).
 DEFAULT_POOL = DescriptorPool()
-
-
-def out_of_descriptors(exc: BaseException) -> bool:
-    return isinstance(exc, OSError) and exc.errno in _OUT_OF_DESCRIPTORS
-
-
-def retrying(fn: Callable[..., T], *args: Any, pool: DescriptorPool = DEFAULT_POOL) -> T:
-    """``fn(*args)``; on EMFILE/ENFILE give back the idle descriptors and try once more."""
-    try:
-        return fn(*args)
-    except OSError as exc:
-        if not out_of_descriptors(exc) or not pool.shrink():
-            raise
-    return fn(*args)
 
 
 class PooledDescriptor:
@@ -248,7 +234,7 @@ class PooledDescriptor:
             return fd
         self._stat_path()  # gone or replaced: say so without opening what is there now
         try:
-            fd = retrying(os.open, self.path, self._reopen_flags, pool=self._pool)
+            fd = retrying(lambda: os.open(self.path, self._reopen_flags), pool=self._pool)
         except (FileNotFoundError, NotADirectoryError):
             raise _gone(self.path, "missing", "deleted or moved away") from None
         except OSError as exc:

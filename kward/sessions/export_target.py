@@ -49,7 +49,7 @@ from kward.confined import (
 )
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.fsutil import FILE_MODE
-from kward.sessions.descriptors import out_of_descriptors
+from kward.sessions.fdretry import out_of_descriptors
 from kward.sessions.lines import HEADER_MAX
 from kward.sessions.paths import lock_path_for, presence_path_for
 from kward.sessions.presence import PRESENCE_NAME

@@ -99,6 +99,14 @@ def message_record(message: dict[str, Any]) -> dict[str, Any]:
     return make_record("message", message=message)
 
 
+def clean_name(value: object) -> str | None:
+    """A stored or requested session name: stripped; empty or not a string -> None."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    return value or None
+
+
 def session_info_record(name: str | None, **runtime: Any) -> dict[str, Any]:
     """A rename (``name`` may be None to clear) or a runtime change carrying the name."""
     fields: dict[str, Any] = {"name": name}

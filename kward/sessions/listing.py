@@ -1,9 +1,16 @@
 """Recent sessions of one workspace, decorated as a parent/child tree.
 
+`list_workspace` is what ``sessions/list`` shows, without any session being open: a
+process that only lists (a UI's list refresh: ``initialize``, ``sessions/list``, exit)
+calls it directly and imports only this module's few dependencies (the reader, the
+codec, no store, no open-session state). `kward.sessions.manager.SessionManager.list`
+uses it too, leaving out that process's own unused sessions and passing its descriptor
+pool.
+
 Cost model: one ``scandir`` plus one ``stat`` per ``*.jsonl`` file to order them by mtime;
 only the newest files needed to fill `limit` items are opened and read. A file that is not
 a readable kward session is passed over (and the next one read). Reading never writes:
-listing deletes nothing.
+listing deletes no session (only the temp files of dead processes' creates it came across).
 
 Pure functions over the file system: safe from any thread.
 """
@@ -13,20 +20,23 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from pathlib import Path
+from typing import Iterable, NamedTuple
 
 from kward.errors import KwardError
-from kward.model import CompactionSummary
+from kward.fsutil import remove_stale_files
+from kward.model import CompactionSummary, Message
 from kward.sessions.codec import decode, record_role
-from kward.sessions.descriptors import out_of_descriptors
+from kward.sessions.fdretry import Reclaimer, out_of_descriptors
+from kward.sessions.format import clean_name
 from kward.sessions.messages import (
     CONTENT_ROLES,
     COUNTED_ROLES,
     compacted,
     display_text,
 )
+from kward.sessions.paths import CREATING, workspace_session_dir
 from kward.sessions.reader import SessionReader
-from kward.sessions.replay import clean_name
 from kward.timefmt import iso_from_ns, normalize_iso
 
 log = logging.getLogger(__name__)
@@ -36,7 +46,7 @@ DEFAULT_LIMIT = 20
 _SKIP_PREFIXES = (b'{"type":"tool_execution_end"', b'{"type":"memory_state"')
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionSummary:
     """What a listing shows about one file, plus its tree decoration."""
 
@@ -58,24 +68,34 @@ class SessionSummary:
     workspace_root: str = ""  # the workspace it was listed for
 
 
-def _role(item: tuple[str, Any, Any]) -> str:
-    return item[0]
+class _Entry(NamedTuple):
+    """A light stand-in for a live message: its role, its own id (None when it has
+    none) and the message itself when a listing may show it (user messages, summaries)."""
+
+    role: str
+    ident: object
+    shown: Message | None
 
 
-def _ident(item: tuple[str, Any, Any]) -> Any:
-    return item[1]
+def _role(entry: _Entry) -> str:
+    return entry.role
 
 
-def summarize(path: str, mtime_ns: int) -> SessionSummary:
-    """Read one file into a summary (InvalidParams when it is not a kward session).
+def _ident(entry: _Entry) -> object:
+    return entry.ident
 
-    The live list is replayed with light stand-ins ``(role, id, message-if-shown)`` so a
-    big session costs no more memory than its user messages.
+
+def summarize(path: str, mtime_ns: int, pool: Reclaimer | None = None) -> SessionSummary:
+    """Read one file into a summary (InvalidParams when it is not a kward session);
+    `pool` as for `SessionReader`.
+
+    The live list is replayed with light stand-ins (`_Entry`) so a big session costs no
+    more memory than its user messages.
     """
-    live: list[tuple[str, Any, Any]] = []
+    live: list[_Entry] = []
     name: str | None = None
     content = 0
-    with SessionReader(path) as reader:
+    with SessionReader(path, pool) as reader:
         header = reader.header
         assert header is not None
         for record in reader.records(_SKIP_PREFIXES):
@@ -85,14 +105,14 @@ def summarize(path: str, mtime_ns: int) -> SessionSummary:
                 role = record_role(message)
                 content += role in CONTENT_ROLES
                 shown = decode(message) if role in ("user", "compactionSummary") else None
-                live.append((role, message.get("id"), shown))
+                live.append(_Entry(role, message.get("id"), shown))
             elif kind == "compaction" and isinstance(message, dict):
                 summary = decode(message)
                 first = summary.first_kept_entry_id if isinstance(summary, CompactionSummary) else None
-                live = compacted(live, ("compactionSummary", message.get("id"), summary), first, _role, _ident)
+                live = compacted(live, _Entry("compactionSummary", message.get("id"), summary), first, _role, _ident)
             elif kind == "session_info":
                 name = clean_name(record.get("name"))
-    first = next((item[2] for item in live if item[2] is not None), None)
+    first_shown = next((entry.shown for entry in live if entry.shown is not None), None)
     modified = iso_from_ns(mtime_ns)
     created = normalize_iso(header.timestamp) or modified
     return SessionSummary(
@@ -103,8 +123,8 @@ def summarize(path: str, mtime_ns: int) -> SessionSummary:
         modified_at=max(modified, created),  # the header's clock may run ahead of the file system's
         mtime_ns=mtime_ns,
         name=name,
-        first_message=display_text(first) if first is not None else "",
-        message_count=sum(1 for item in live if item[0] in COUNTED_ROLES),
+        first_message=display_text(first_shown) if first_shown is not None else "",
+        message_count=sum(1 for entry in live if entry.role in COUNTED_ROLES),
         content_messages=content,
         parent_id=header.parent_id,
         parent_path=header.parent_path,
@@ -141,9 +161,10 @@ def newest_files(directory: str, temps: list[str] | None = None) -> list[tuple[i
 
 
 def recent_sessions(directory: str, limit: int = DEFAULT_LIMIT, skip: Iterable[str] = (),
-                    temps: list[str] | None = None) -> list[SessionSummary]:
+                    temps: list[str] | None = None, pool: Reclaimer | None = None) -> list[SessionSummary]:
     """The newest `limit` readable sessions in `directory`, undecorated, newest first.
-    Paths in `skip` are passed over without being read; see `newest_files` for `temps`."""
+    Paths in `skip` are passed over without being read; see `newest_files` for `temps`,
+    `SessionReader` for `pool`."""
     skipped = set(skip)
     result: list[SessionSummary] = []
     for mtime_ns, path in newest_files(directory, temps):
@@ -152,7 +173,7 @@ def recent_sessions(directory: str, limit: int = DEFAULT_LIMIT, skip: Iterable[s
         if path in skipped:
             continue
         try:
-            result.append(summarize(path, mtime_ns))
+            result.append(summarize(path, mtime_ns, pool))
         except (OSError, KwardError) as exc:
             if out_of_descriptors(exc):
                 raise  # nothing wrong with the file: the listing would be silently short
@@ -194,12 +215,31 @@ def decorate_tree(sessions: list[SessionSummary]) -> list[SessionSummary]:
 
 
 def list_sessions(directory: str, workspace_root: str, limit: int | None = DEFAULT_LIMIT,
-                  skip: Iterable[str] = (), temps: list[str] | None = None) -> list[SessionSummary]:
+                  skip: Iterable[str] = (), temps: list[str] | None = None,
+                  pool: Reclaimer | None = None) -> list[SessionSummary]:
     """What ``sessions/list`` shows of one workspace's session directory, as a tree (see
-    `newest_files` for `temps`); the RPC face shapes it (`kward.rpc.wire.listed_session`)."""
+    `newest_files` for `temps`, `SessionReader` for `pool`); the RPC face shapes it
+    (`kward.rpc.wire.listed_session`)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
         limit = DEFAULT_LIMIT  # as the original: a non-positive limit means the default
-    listed = decorate_tree(recent_sessions(directory, limit, skip, temps))
+    listed = decorate_tree(recent_sessions(directory, limit, skip, temps, pool))
     for summary in listed:
         summary.workspace_root = workspace_root
     return listed
+
+
+def list_workspace(sessions_dir: str | os.PathLike[str], workspace_root: str, limit: int | None = DEFAULT_LIMIT,
+                   skip: Iterable[str] = (), *, pool: Reclaimer | None = None) -> list[SessionSummary]:
+    """``sessions/list`` of one workspace: the sessions kward filed in `sessions_dir`
+    (``Paths.sessions_dir``) for `workspace_root` (an existing workspace's real path, as
+    `kward.workspace.resolve_root` gives it), newest first as a tree; `limit` items at
+    most (not a positive int: `DEFAULT_LIMIT`). Session files whose path is in `skip`
+    are left out unread. The temp files of creates that dead processes left there and
+    the listing came across are removed. `pool`: the descriptor pool of a process that
+    has sessions open (see `SessionReader`); None in one that has not."""
+    directory = workspace_session_dir(Path(os.path.realpath(sessions_dir)), workspace_root)
+    temps: list[str] = []
+    items = list_sessions(str(directory), workspace_root, limit, skip, temps, pool)
+    if temps:  # hidden temp files seen by the listing's scandir: remove those of dead processes
+        remove_stale_files(directory, CREATING, names=temps)
+    return items

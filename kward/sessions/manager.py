@@ -39,18 +39,19 @@ from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
 from kward.model import Message, UserMessage
 from kward.sessions.export import Exported, export_conversation
+from kward.sessions.descriptors import DEFAULT_POOL
 from kward.sessions.handle import SessionHandle
-from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_sessions
+from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_workspace
 from kward.sessions.messages import compact, entry_id, full_text, parse_entry_id
 from kward.sessions.opening import create_session, derive_session, load_session
 from kward.sessions.paths import (
+    CREATING,
     resolve_session_path,
     resume_root,
     workspace_session_dir,
 )
 from kward.sessions.presence import PresenceTable
 from kward.sessions.session import OpenSession
-from kward.sessions.store import CREATING
 from kward.sessions.transcript import (
     Transcript,
     tool_details_from_file,
@@ -161,7 +162,7 @@ class SessionManager:
 
     def _tidy(self, directory: Path) -> None:
         """Remove the ``.creating`` temp files killed processes left in `directory`, the
-        first time this process writes there (`list` removes those it comes across)."""
+        first time this process writes there (`list_workspace` removes those it comes across)."""
         with self._lock:
             if str(directory) in self._tidied:
                 return
@@ -270,9 +271,11 @@ class SessionManager:
 
     # --- reading ---------------------------------------------------------------------
 
-    def list(self, workspace_root: str | None = None, limit: int | None = DEFAULT_LIMIT) -> list[SessionSummary]:
-        """Recent sessions of a workspace as a tree. This process's own idle, empty,
-        unnamed sessions are left out (as the original); nothing is deleted."""
+    def list_workspace(self, workspace_root: str | None = None,
+                       limit: int | None = DEFAULT_LIMIT) -> list[SessionSummary]:
+        """Recent sessions of a workspace as a tree (`kward.sessions.listing.list_workspace`).
+        This process's own idle, empty, unnamed sessions are left out (as the original);
+        no session is deleted."""
         root = self.workspace(workspace_root)
         skip = []
         for s in self._open_sessions():
@@ -280,12 +283,7 @@ class SessionManager:
                 s.refresh()  # another process may have written to it
                 if s.is_empty:
                     skip.append(s.path)
-        directory = workspace_session_dir(self.sessions_dir, root)
-        temps: list[str] = []
-        items = list_sessions(str(directory), root, limit, skip, temps)
-        if temps:  # hidden temp files seen by the listing's scandir: remove those of dead processes
-            remove_stale_files(directory, CREATING, names=temps)
-        return items
+        return list_workspace(self.sessions_dir, root, limit, skip, pool=DEFAULT_POOL)
 
     def transcript(self, session_id: str) -> Transcript:
         """The live conversation with what the file's tool_execution_end records add."""

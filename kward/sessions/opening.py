@@ -13,12 +13,13 @@ from typing import Callable, Iterator
 
 from kward.errors import PathNotAllowed
 from kward.model import Message
-from kward.sessions.descriptors import out_of_descriptors
-from kward.sessions.format import SessionHeader
+from kward.sessions.descriptors import DEFAULT_POOL
+from kward.sessions.fdretry import out_of_descriptors
+from kward.sessions.format import SessionHeader, clean_name
 from kward.sessions.paths import new_session_name, workspace_session_dir
 from kward.sessions.presence import PROCESS_TABLE, PresenceTable
 from kward.sessions.reader import SessionReader
-from kward.sessions.replay import Replay, clean_name
+from kward.sessions.replay import Replay
 from kward.sessions.session import OpenSession
 from kward.sessions.store import SessionFile
 
@@ -79,7 +80,7 @@ def load_session(path: str, root: str | Callable[[SessionHeader], str], *,
     workspace root, or a function of the header that decides it (`paths.resume_root`).
     An unopenable file (e.g. not writable) is PathNotAllowed.
     """
-    reader = SessionReader(path)
+    reader = SessionReader(path, DEFAULT_POOL)
     with _opening(path):
         reader.__enter__()
     try:

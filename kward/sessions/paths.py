@@ -5,6 +5,8 @@ Layout (the original kward's)::
     <config>/sessions/--<workspace path, leading slash removed, / \\ : replaced by ->--/
         <UTC ISO time with ms, ':' -> '-'>_<uuid>.jsonl
 
+A session file being created has a hidden temp name there first (`CREATING`).
+
 Pure functions over the file system (they stat, never write): safe from any thread.
 """
 
@@ -21,6 +23,11 @@ from kward.errors import InvalidParams, PathNotAllowed
 from kward.timefmt import iso_ms
 
 _SEPARATORS = re.compile(r"[/\\:]")
+
+#: The temp names of `kward.sessions.store.SessionFile.create`:
+#: ``.<name>.jsonl.<pid>.<8 hex>.creating`` (never listed as sessions;
+#: `fsutil.remove_stale_files` removes those of dead processes).
+CREATING = re.compile(r"^\..+\.jsonl\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.creating$")
 
 
 def safe_cwd(workspace_root: str) -> str:

@@ -9,7 +9,9 @@ with a broken shape are skipped; everything around them loads. What was skipped 
 in a `SkipReport` and logged once per read through this module's logger (never stderr).
 
 Files are streamed in bounded chunks (`kward.sessions.lines`); nothing here keeps the raw
-lines. Safe from any thread (each call opens its own file object).
+lines. Safe from any thread (each call opens its own file object). A reader given the
+process's descriptor pool (`kward.sessions.descriptors`) opens through
+`kward.sessions.fdretry.retrying` with it; the module imports no pool.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
+from io import BufferedReader
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, Iterator
 
 from kward.errors import InvalidParams
-from kward.sessions.descriptors import retrying
+from kward.sessions.fdretry import Reclaimer, retrying
 from kward.sessions.format import BODY_TYPES, SessionHeader, header_problem
 from kward.sessions.lines import HEADER_MAX, MAX_DEPTH, LineScanner, too_deep
 
@@ -191,7 +194,8 @@ def header_ok(data: bytes) -> bool:
 
 
 class SessionReader:
-    """Iterate the records of one file: the header first, then body records.
+    """Iterate the records of one file: the header first, then body records. `pool`: where
+    idle descriptors may be taken back when the process has none left (see `retrying`).
 
     Usage::
 
@@ -204,22 +208,23 @@ class SessionReader:
             reader.report.emit()
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, pool: Reclaimer | None = None):
         self.path = str(path)
         self.report = SkipReport(self.path)
         self.end_offset = 0
         self.skipping = False
-        self._file: BinaryIO | None = None
+        self._pool = pool
+        self._file: BufferedReader | None = None
         self._lineno = 1
         self.header: SessionHeader | None = None
 
     def __enter__(self) -> "SessionReader":
-        self._file = retrying(open, self.path, "rb")
+        self._file = file = retrying(lambda: open(self.path, "rb"), pool=self._pool)
         try:
-            self.header, self.end_offset = parse_header(self._file.read(HEADER_MAX), self.path)
-            self._file.seek(self.end_offset)
+            self.header, self.end_offset = parse_header(file.read(HEADER_MAX), self.path)
+            file.seek(self.end_offset)
         except BaseException:
-            self._file.close()
+            file.close()
             raise
         return self
 

@@ -30,7 +30,7 @@ from kward.model import (
 )
 from kward.readstate import READ_TOOLS, realpath_below
 from kward.sessions.codec import decode
-from kward.sessions.format import SessionHeader
+from kward.sessions.format import SessionHeader, clean_name
 from kward.sessions.messages import compacted, message_ident, role_of
 from kward.toolcalls import parse_arguments
 
@@ -124,10 +124,3 @@ class Replay:
         self.read_paths.clear()
         self._pending_reads.clear()
 
-
-def clean_name(value: Any) -> str | None:
-    """A stored/requested name: stripped; empty or not a string -> None."""
-    if not isinstance(value, str):
-        return None
-    value = value.strip()
-    return value or None

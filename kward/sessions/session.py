@@ -44,11 +44,12 @@ from kward.sessions.format import (
     SessionHeader,
     make_record,
     message_record,
+    clean_name,
     session_info_record,
 )
 from kward.sessions.lines import LineScanner, range_reader
 from kward.sessions.reader import SkipReport, body_records
-from kward.sessions.replay import Replay, clean_name
+from kward.sessions.replay import Replay
 from kward.sessions.store import SessionFile, remove_session_files, try_turn_lock
 from kward.timefmt import iso_from_ns, normalize_iso
 

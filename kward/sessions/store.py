@@ -44,26 +44,17 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
 import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 from kward.errors import InvalidParams, SessionBusy
 from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
-from kward.sessions.descriptors import (
-    DEFAULT_POOL,
-    DescriptorPool,
-    PooledDescriptor,
-    retrying,
-)
+from kward.sessions.descriptors import DEFAULT_POOL, DescriptorPool, PooledDescriptor
+from kward.sessions.fdretry import retrying
 from kward.sessions.format import SessionHeader, encode_line
 from kward.sessions.paths import lock_path_for, presence_path_for
 from kward.sessions.presence import PROCESS_TABLE, Presence, PresenceTable
-
-#: The temp names of `SessionFile.create`: ``.<name>.jsonl.<pid>.<8 hex>.creating`` (never
-#: listed as sessions; `fsutil.remove_stale_files` removes those of dead processes).
-CREATING = re.compile(r"^\..+\.jsonl\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.creating$")
 
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
 
@@ -87,7 +78,7 @@ class SessionFile:
         presence lock is taken in the table `presence`.
 
         Atomic: the header is written and fsynced under a hidden temporary name
-        (``.<name>.<pid>.<8 hex>.creating``, see `CREATING`), then hard-linked into place,
+        (``.<name>.<pid>.<8 hex>.creating``, see `paths.CREATING`), then hard-linked into place,
         which (like O_EXCL) fails with FileExistsError when the name is taken. A crash at
         any moment therefore leaves either no session file or one with a complete header
         (never an empty or torn-header ``.jsonl`` that cannot be resumed). The directory
@@ -96,7 +87,7 @@ class SessionFile:
         ensure_private_dir(directory)
         path = Path(directory) / file_name
         tmp = Path(directory) / f".{file_name}.{os.getpid()}.{os.urandom(4).hex()}.creating"
-        fd = retrying(os.open, tmp, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        fd = retrying(lambda: os.open(tmp, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, FILE_MODE), pool=DEFAULT_POOL)
         try:
             os.fchmod(fd, FILE_MODE)
             _write_all(fd, encode_line(header.to_record()), path)
@@ -110,7 +101,7 @@ class SessionFile:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         try:
-            session = cls(path, fd, retrying(presence.take, path))
+            session = cls(path, fd, retrying(lambda: presence.take(path), pool=DEFAULT_POOL))
         except BaseException:
             os.close(fd)
             remove_session_files(path)
@@ -129,13 +120,13 @@ class SessionFile:
         too when the file was deleted while we opened it.
         """
         path = Path(path)
-        fd = retrying(os.open, path, _APPEND_FLAGS)
+        fd = retrying(lambda: os.open(path, _APPEND_FLAGS), pool=DEFAULT_POOL)
         try:
             st = os.fstat(fd)
             if identity is not None and (st.st_dev, st.st_ino) != identity:
                 raise InvalidParams(f"Session file was replaced while it was opened: {path}",
                                     data={"path": str(path)})
-            lock = retrying(presence.take, path)  # waits while another process deletes it
+            lock = retrying(lambda: presence.take(path), pool=DEFAULT_POOL)  # waits while another process deletes it
         except BaseException:
             os.close(fd)
             raise
@@ -269,7 +260,7 @@ def _link_exclusive(tmp: Path, path: Path) -> None:
 
 def try_turn_lock(lock_path: Path) -> int | None:
     """Open `lock_path` (0600) and take LOCK_EX|LOCK_NB; the fd, or None when held elsewhere."""
-    fd = retrying(os.open, lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    fd = retrying(lambda: os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE), pool=DEFAULT_POOL)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -13,7 +13,8 @@ import logging
 from typing import Any, Iterable, Iterator, NamedTuple
 
 from kward.model import Message, ToolResultMessage
-from kward.sessions.descriptors import out_of_descriptors, retrying
+from kward.sessions.descriptors import DEFAULT_POOL
+from kward.sessions.fdretry import out_of_descriptors, retrying
 from kward.sessions.lines import LineScanner, too_deep
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def tool_details_from_file(path: str, wanted: set[str]) -> dict[str, ToolDetails
     if not wanted:
         return found
     try:
-        with retrying(open, path, "rb") as f:
+        with retrying(lambda: open(path, "rb"), pool=DEFAULT_POOL) as f:
             for line in _all_lines(LineScanner(f.read)):
                 if _TOOL_END_MARK not in line:
                     continue
