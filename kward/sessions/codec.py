@@ -31,10 +31,10 @@ converter reuses. Pure functions, any thread.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from kward.model import (
-    EMPTY,
     AssistantMessage,
     CompactionSummary,
     Content,
@@ -42,6 +42,7 @@ from kward.model import (
     Message,
     OtherMessage,
     OtherPart,
+    Part,
     SystemMessage,
     TextPart,
     ThinkingPart,
@@ -52,6 +53,7 @@ from kward.model import (
     UserMessage,
 )
 from kward.toolcalls import normalize_args, normalize_tool_name, parse_arguments
+from kward.values import EMPTY
 
 _TEXT_TYPES = ("text", "input_text", "output_text")
 _IMAGE_TYPES = ("image", "image_url", "input_image")
@@ -77,7 +79,7 @@ _ROLES = {r: r for r in ("system", "developer", "user", "assistant", "tool", "to
 
 # --- content -----------------------------------------------------------------------------
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
@@ -93,7 +95,7 @@ def _image(part: dict[str, Any]) -> ImagePart:
                      alt=_str(part.get("alt")) or None, path=_str(part.get("path")) or None, url=url)
 
 
-def _part(part: Any) -> Any:
+def _part(part: object) -> Part:
     if isinstance(part, str):
         return TextPart(part)
     if not isinstance(part, dict):
@@ -109,11 +111,11 @@ def _part(part: Any) -> Any:
         if value is not None:
             return ThinkingPart(str(value))
     elif kind == "toolCall":
-        return ToolCall(part.get("id"), part.get("name"), part.get("arguments"))
+        return _tool_call(part.get("id"), part.get("name"), part.get("arguments"))
     return OtherPart(part, None if text is None else str(text))
 
 
-def content_from(value: Any) -> Content:
+def content_from(value: object) -> Content:
     """Record content -> typed: a string stays one; a list becomes a tuple of parts."""
     if isinstance(value, str):
         return value
@@ -125,7 +127,7 @@ def content_from(value: Any) -> Content:
     return () if value is None else str(value)
 
 
-def _part_record(part: Any) -> Any:
+def _part_record(part: Part) -> object:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ImagePart):
@@ -142,23 +144,26 @@ def _part_record(part: Any) -> Any:
     return part.value
 
 
-def content_record(content: Content) -> Any:
+def content_record(content: Content) -> str | list[object]:
     """Typed content -> record content (a string, or a list of part objects)."""
     return content if isinstance(content, str) else [_part_record(p) for p in content]
 
 
 # --- usage and tool calls ----------------------------------------------------------------
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else 0
 
 
-def usage_from(value: Any) -> Usage | None:
+def usage_from(value: object) -> Usage | None:
     if not isinstance(value, dict):
         return None
     cost = value.get("cost")
     extras = {k: v for k, v in value.items() if k not in _USAGE_KEYS and k not in ("cost", "estimated")}
-    return Usage(*(_count(value.get(k)) for k in _USAGE_KEYS),
+    return Usage(input_tokens=_count(value.get("input_tokens")), output_tokens=_count(value.get("output_tokens")),
+                 cache_read_tokens=_count(value.get("cache_read_tokens")),
+                 cache_write_tokens=_count(value.get("cache_write_tokens")),
+                 reasoning_tokens=_count(value.get("reasoning_tokens")), total_tokens=_count(value.get("total_tokens")),
                  cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
                  estimated=value.get("estimated") is True, extras=extras or EMPTY)
 
@@ -180,11 +185,19 @@ def usage_record(usage: Usage) -> dict[str, Any]:
     return out
 
 
+def _tool_call(call_id: object, name: object, arguments: object) -> ToolCall:
+    """A call as another writer stored it: its id and name are kept as read (a record may
+    hold null or no id or name, which the transcript shows as such)."""
+    # kward.model types ToolCall.id and .name as str, but a call read from a file may hold
+    # any JSON value there; replacing it would change what a transcript shows and a clone writes.
+    return ToolCall(call_id, name, arguments)  # type: ignore[arg-type]
+
+
 def _call(raw: dict[str, Any]) -> ToolCall:
     function = raw.get("function")
     if isinstance(function, dict):
-        return ToolCall(raw.get("id"), function.get("name"), function.get("arguments"))
-    return ToolCall(raw.get("id"), raw.get("name"), raw.get("arguments"))
+        return _tool_call(raw.get("id"), function.get("name"), function.get("arguments"))
+    return _tool_call(raw.get("id"), raw.get("name"), raw.get("arguments"))
 
 
 def tool_call_record(call: ToolCall) -> dict[str, Any]:
@@ -218,13 +231,13 @@ def tool_execution_fields(call: ToolCall, result: ToolResult) -> dict[str, Any]:
 
 # --- messages ----------------------------------------------------------------------------
 
-def _extras(raw: dict[str, Any], known: frozenset[str]) -> Any:
+def _extras(raw: dict[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
     if raw.keys() <= known:  # the common case, without building a dict
         return EMPTY
     return {k: v for k, v in raw.items() if k not in known}
 
 
-def _calls(calls: Any) -> tuple[ToolCall, ...]:
+def _calls(calls: object) -> tuple[ToolCall, ...]:
     return tuple(_call(c) for c in calls if isinstance(c, dict)) if isinstance(calls, list) else ()
 
 
@@ -239,10 +252,8 @@ def decode(raw: dict[str, Any]) -> Message:
     order, the same strings), so a clone still writes it byte for byte."""
     size = len(raw)
     if size == 2:
-        for first in raw:  # the first key (cheaper than tuple(raw))
-            break
         content = raw.get("content")
-        if first == "role" and content.__class__ is str:
+        if next(iter(raw)) == "role" and isinstance(content, str):
             role = raw["role"]
             if role == "user":
                 return UserMessage(content)
@@ -250,7 +261,7 @@ def decode(raw: dict[str, Any]) -> Message:
                 return AssistantMessage(content)
     elif size == 4 and tuple(raw) == _PLAIN_TOOL and raw["role"] == "tool":
         call_id, name, content = raw["tool_call_id"], raw["name"], raw["content"]
-        if call_id.__class__ is str and name.__class__ is str and content.__class__ is str:
+        if isinstance(call_id, str) and isinstance(name, str) and isinstance(content, str):
             return ToolResultMessage(call_id, name, content)
     role = raw.get("role")
     shared = _ROLES.get(role) if isinstance(role, str) else None
@@ -281,13 +292,13 @@ def decode(raw: dict[str, Any]) -> Message:
                                  other_name)
     if role == "compactionSummary":
         summary = raw.get("summary", raw.get("content"))
-        first = raw.get("first_kept_entry_id")
-        if first is None:
-            first = raw.get("firstKeptEntryId")
+        first_kept = raw.get("first_kept_entry_id")
+        if first_kept is None:
+            first_kept = raw.get("firstKeptEntryId")
         from_hook = raw.get("from_hook")
         return CompactionSummary(
             "" if summary is None else summary if isinstance(summary, str) else _summary_text(summary),
-            first if isinstance(first, str) and first else None, raw.get("tokensBefore", raw.get("tokens_before")),
+            first_kept if isinstance(first_kept, str) and first_kept else None, raw.get("tokensBefore", raw.get("tokens_before")),
             from_hook if isinstance(from_hook, bool) else None, raw.get("details"), _extras(raw, _KNOWN_SUMMARY), raw)
     if role == "system" or role == "developer":
         return SystemMessage(content_from(raw.get("content")), role, _extras(raw, _KNOWN_OTHER), raw)
@@ -295,7 +306,7 @@ def decode(raw: dict[str, Any]) -> Message:
                         _extras(raw, _KNOWN_OTHER), raw)
 
 
-def _summary_text(value: Any) -> str:
+def _summary_text(value: object) -> str:
     content = content_from(value)
     if isinstance(content, str):
         return content
@@ -305,7 +316,7 @@ def _summary_text(value: Any) -> str:
 def encode(message: Message) -> dict[str, Any]:
     """The record object of `message`: the one it was decoded from, else the shape kward
     writes (module docstring). The result is shared: never change it."""
-    if message.record is not None:
+    if isinstance(message.record, dict):  # (a record is always a dict: `decode` keeps its `raw`)
         return message.record
     out: dict[str, Any]
     if isinstance(message, UserMessage):
@@ -354,7 +365,7 @@ def encode(message: Message) -> dict[str, Any]:
     return out
 
 
-def record_role(raw: Any) -> str:
+def record_role(raw: object) -> str:
     """The role of a record's message object as the typed model names it (`tool` for
     `toolResult`), without decoding it; "" when it is none."""
     role = raw.get("role") if isinstance(raw, dict) else None
@@ -367,10 +378,9 @@ def stored_chars(message: Message) -> int:
     """Characters the message takes in its record: its content (a string's length, else
     its JSON's), its `tool_calls` JSON and its summary (the context estimate of
     runtime/stats, chars / 4)."""
-    content = getattr(message, "content", None)
-    if message.record is None and content.__class__ is str and type(message) in _PLAIN_TYPES \
-            and not message.extras and not getattr(message, "tool_calls", ()):
-        return len(content)  # what encode would write: the string, no calls, no summary
+    if message.record is None and isinstance(message, _PLAIN_TYPES) and isinstance(message.content, str) \
+            and not message.extras and not (isinstance(message, AssistantMessage) and message.tool_calls):
+        return len(message.content)  # what encode would write: the string, no calls, no summary
     raw = encode(message)
     content = raw.get("content")
     size = len(content) if isinstance(content, str) else len(json.dumps(content or ""))

@@ -36,19 +36,18 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from kward.confined import (
     FILE_FLAGS,
     Escape,
     open_below,
-    read_fd,
     remove_dead_temps,
     replace_file,
     split_below,
 )
 from kward.errors import InvalidParams, PathNotAllowed
-from kward.fsutil import FILE_MODE
+from kward.fsutil import FILE_MODE, read_fd
 from kward.sessions.fdretry import out_of_descriptors
 from kward.sessions.lines import HEADER_MAX
 from kward.sessions.paths import lock_path_for, presence_path_for
@@ -58,7 +57,7 @@ from kward.sessions.reader import header_ok
 TEMP_NAME = re.compile(r"\.exp-(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExportTarget:
     """A resolved export destination: `name` in the directory `parent` (components below
     the real directory `root`); `shown` is the path the result reports; `given` the path
@@ -71,7 +70,7 @@ class ExportTarget:
     given: str
 
 
-def resolve_target(path: Any, suffix: str, session_suffixes: Iterable[str], *, session_path: str,
+def resolve_target(path: object, suffix: str, session_suffixes: Iterable[str], *, session_path: str,
                    workspace_root: str) -> ExportTarget:
     """Where an export goes (the module doc's location rules; the overwrite rules are
     applied by `write_export`, through the directory's descriptor)."""
@@ -118,11 +117,12 @@ def write_export(target: ExportTarget, data: bytes) -> None:
             raise _refused(target.given, target.shown) from None
         raise _unusable(target, exc) from None
     with node:
-        if not node.is_dir:
+        dir_fd = node.fd
+        if dir_fd is None or not node.is_dir:
             raise _refused(target.given, target.shown)
-        _check_replaceable(node.fd, target)
-        remove_dead_temps(node.fd, TEMP_NAME)
-        replace_file(node.fd, target.name, data, FILE_MODE, f".exp-{os.getpid()}-{os.urandom(4).hex()}.tmp")
+        _check_replaceable(dir_fd, target)
+        remove_dead_temps(dir_fd, TEMP_NAME)
+        replace_file(dir_fd, target.name, data, FILE_MODE, f".exp-{os.getpid()}-{os.urandom(4).hex()}.tmp")
 
 
 def _check_replaceable(dir_fd: int, target: ExportTarget) -> None:

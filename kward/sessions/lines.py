@@ -149,9 +149,10 @@ class LineScanner:
                     break
                 start = self.consumed
                 self.lines += 1
-                if size + nl - pos > max_line:
+                too_long = size + nl - pos > max_line
+                if too_long:
                     self.oversized += 1
-                    line = None
+                    line = b""
                 elif parts:
                     parts.append(chunk[pos:nl])
                     line = b"".join(parts)
@@ -160,7 +161,7 @@ class LineScanner:
                 parts, size = [], 0
                 pos = nl + 1
                 self.consumed = base + pos
-                if line is None:
+                if too_long:
                     continue
                 if not line.strip():
                     self.blank += 1
@@ -186,13 +187,13 @@ def range_reader(pread: Callable[[int, int], bytes], start: int, end: int) -> Ca
     return read
 
 
-def too_deep(value: Any, raw: bytes, max_depth: int = MAX_DEPTH) -> bool:
+def too_deep(value: object, raw: bytes, max_depth: int = MAX_DEPTH) -> bool:
     """True when the decoded JSON `value` (from the bytes `raw`) nests more than
     `max_depth` levels of arrays and objects. Free for nearly every record: only a line
     with more brackets than `max_depth` is walked (iteratively, containers only)."""
-    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+    if raw.count(b"[") + raw.count(b"{") <= max_depth or not isinstance(value, (dict, list)):
         return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[dict[Any, Any] | list[Any], int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > max_depth:

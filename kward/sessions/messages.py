@@ -7,7 +7,7 @@ Pure functions: safe from any thread. Nothing here changes a message.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from kward.model import (
     CompactionSummary,
@@ -44,7 +44,8 @@ def content_text(content: Content, joiner: str = " ") -> str:
     """The text of a message's content: the string, or the text of each part that has one."""
     if isinstance(content, str):
         return content
-    return joiner.join(p.text for p in content if isinstance(p, TextPart) or (isinstance(p, OtherPart) and p.text is not None))
+    texts = (p.text for p in content if isinstance(p, (TextPart, OtherPart)))
+    return joiner.join(text for text in texts if text is not None)
 
 
 def display_text(message: Message) -> str:
@@ -65,7 +66,7 @@ def entry_id(index: int) -> str:
     return f"{ENTRY_PREFIX}{index}"
 
 
-def parse_entry_id(value: Any) -> int | None:
+def parse_entry_id(value: object) -> int | None:
     """``message:<n>`` -> n, else None."""
     if isinstance(value, str) and value.startswith(ENTRY_PREFIX):
         digits = value[len(ENTRY_PREFIX):]
@@ -79,7 +80,7 @@ def compacted(
     summary: T,
     first_kept: str | None,
     role: Callable[[T], str],
-    ident: Callable[[T], Any],
+    ident: Callable[[T], object],
 ) -> list[T]:
     """The live list after a compaction: ``[summary] + messages from first_kept``.
 
@@ -111,5 +112,5 @@ def compacted(
     return [summary] + (messages[found:] if found is not None else [])
 
 
-def message_ident(message: Message) -> Any:
+def message_ident(message: Message) -> object:
     return message_id(message)

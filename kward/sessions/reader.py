@@ -32,10 +32,10 @@ from kward.sessions.lines import HEADER_MAX, MAX_DEPTH, LineScanner, too_deep
 log = logging.getLogger(__name__)
 
 _MAX_WHERE = 10  # positions remembered per kind of problem (counts are exact)
-_SCAN = json.JSONDecoder().scan_once  # (text, index) -> (object, end); the C scanner
+_DECODER = json.JSONDecoder()
 
 
-@dataclass
+@dataclass(slots=True)
 class SkipReport:
     """What a read skipped. `where` lists hold 'line N' (or 'byte N' for tail reads)."""
 
@@ -137,9 +137,7 @@ def body_records(scanner: LineScanner, report: SkipReport, skip_types: tuple[byt
     ``b'{"type":"tool_execution_end"'``) are passed over without decoding. Problems are
     noted as 'line N' (`first_line` is the number of the line before the first scanned
     one) or, without it, 'byte N'. Hot loop of every resume: a well-formed line costs one
-    UTF-8 decode and one call of the C scanner; anything unusual takes `decode_line`."""
-    scan = _SCAN
-    body = BODY_TYPES
+    UTF-8 decode and one ``raw_decode``; anything unusual takes `decode_line`."""
     deep_min = 2 * MAX_DEPTH  # a shorter line cannot nest that deep
 
     def where(start: int) -> str:
@@ -150,10 +148,10 @@ def body_records(scanner: LineScanner, report: SkipReport, skip_types: tuple[byt
             continue
         try:
             text = line.decode("utf-8")
-            record, end = scan(text, 0)
-        except (ValueError, StopIteration, RecursionError):  # UnicodeDecodeError is a ValueError
+            record, end = _DECODER.raw_decode(text)
+        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             record = None
-        if record.__class__ is not dict or (end < len(text) and not text[end:].isspace()):
+        if not isinstance(record, dict) or (end < len(text) and not text[end:].isspace()):
             record = decode_line(line, where(start), report)
             if record is None:
                 continue
@@ -161,7 +159,7 @@ def body_records(scanner: LineScanner, report: SkipReport, skip_types: tuple[byt
             report.note("invalid", where(start))
             continue
         kind = record.get("type")
-        if kind.__class__ is str and kind in body:
+        if isinstance(kind, str) and kind in BODY_TYPES:
             yield record
         else:
             check_body_record(record, where(start), report)
@@ -172,13 +170,14 @@ def parse_header(data: bytes, path: str) -> tuple[SessionHeader, int]:
     that is the whole file) and the length of its line (with the newline);
     InvalidParams when the first line is not a usable v1 header."""
     nl = data.find(b"\n", 0, HEADER_MAX)
+    problem: str | None
     if nl < 0 and len(data) >= HEADER_MAX:
         problem = f"no line break in its first {HEADER_MAX // 1024} KiB"
     else:
         line = data if nl < 0 else data[:nl]
         record = decode_line(line, "line 1", SkipReport(path))
         problem = "no session header" if record is None else header_problem(record)
-        if problem is None:
+        if record is not None and problem is None:
             return SessionHeader.from_record(record), len(line) if nl < 0 else nl + 1
     raise InvalidParams(f"Not a Kward session file: {path}: {problem}", data={"path": path})
 
@@ -228,7 +227,7 @@ class SessionReader:
             raise
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._file is not None:
             self._file.close()
 
@@ -259,10 +258,10 @@ class SessionReader:
         self._lineno = 2 + scanner.lines
         if skip_types and scanner.tail.startswith(skip_types):
             return  # not decoded: complete or not, it changes nothing for this reader
-        record = decode_line(scanner.tail, self.where, self.report, final=True)
-        if record is None:
+        last = decode_line(scanner.tail, self.where, self.report, final=True)
+        if last is None:
             return
         self.end_offset += len(scanner.tail)  # a whole record without its newline: it is complete
-        if check_body_record(record, self.where, self.report):
-            yield record
+        if check_body_record(last, self.where, self.report):
+            yield last
 
