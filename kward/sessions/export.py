@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, Iterable, NamedTuple
+from typing import Iterable, NamedTuple
 
 from kward.errors import InvalidParams
 from kward.model import (
@@ -52,7 +52,7 @@ class Exported(NamedTuple):
     format: str
 
 
-def export_format(value: Any) -> str:
+def export_format(value: object) -> str:
     """``markdown`` (default; alias ``md``) or ``html``, in any case; InvalidParams otherwise."""
     if value is None:
         return "markdown"
@@ -152,11 +152,12 @@ def _markdown_part(part: Part) -> str | None:
     return None
 
 
-def export_conversation(messages: Iterable[Message], *, fmt: Any, path: Any, session_path: str,
+def export_conversation(messages: Iterable[Message], *, fmt: object, path: object, session_path: str,
                         workspace_root: str) -> Exported:
-    """Write the export; where it went and its format."""
-    fmt = export_format(fmt)
-    target = resolve_target(path, FORMATS[fmt], FORMATS.values(), session_path=session_path,
+    """Write the export; where it went and its format (`fmt` and `path` as a client sent
+    them: `export_format`, `export_target.resolve_target`)."""
+    checked = export_format(fmt)
+    target = resolve_target(path, FORMATS[checked], FORMATS.values(), session_path=session_path,
                             workspace_root=workspace_root)
-    write_export(target, render(messages, fmt).encode("utf-8"))
-    return Exported(target.shown, fmt)
+    write_export(target, render(messages, checked).encode("utf-8"))
+    return Exported(target.shown, checked)

@@ -31,7 +31,7 @@ BODY_TYPES = frozenset({"message", "compaction", "tool_execution_end", "memory_s
 EXTRA_TYPES = frozenset({"compaction", "tool_execution_end", "memory_state", "session_info"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SessionHeader:
     """The first record of a session file."""
 
@@ -76,7 +76,7 @@ class SessionHeader:
         )
 
 
-def header_problem(record: Any) -> str | None:
+def header_problem(record: object) -> str | None:
     """Why `record` is not a usable v1 header, or None when it is one."""
     if not isinstance(record, dict) or record.get("type") != "session":
         return "the first record is not a session header"
@@ -88,7 +88,7 @@ def header_problem(record: Any) -> str | None:
     return None
 
 
-def make_record(record_type: str, **fields: Any) -> dict[str, Any]:
+def make_record(record_type: str, **fields: object) -> dict[str, Any]:
     """``{type, timestamp, **fields}`` with the type first (readers may peek at it)."""
     record: dict[str, Any] = {"type": record_type, "timestamp": now_iso()}
     record.update(fields)
@@ -107,9 +107,9 @@ def clean_name(value: object) -> str | None:
     return value or None
 
 
-def session_info_record(name: str | None, **runtime: Any) -> dict[str, Any]:
+def session_info_record(name: str | None, **runtime: object) -> dict[str, Any]:
     """A rename (``name`` may be None to clear) or a runtime change carrying the name."""
-    fields: dict[str, Any] = {"name": name}
+    fields: dict[str, object] = {"name": name}
     fields.update({k: v for k, v in runtime.items() if v not in (None, "")})
     if name is None and runtime:
         fields.pop("name")  # as the original: empty values are omitted on runtime records

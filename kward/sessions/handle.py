@@ -13,11 +13,13 @@ else delegates to the OpenSession, whose own lock guards the state (any thread).
 from __future__ import annotations
 
 import uuid
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, ContextManager
+from typing import Any
 
 from kward.errors import SessionNotFound
 from kward.model import Message, ToolCall, ToolResult
+from kward.sessions.replay import MemoryState
 from kward.sessions.session import OpenSession, SessionInfo
 
 
@@ -73,7 +75,7 @@ class SessionHandle:
         return self.shared.read_paths
 
     @property
-    def memory_state(self) -> dict[str, Any] | None:
+    def memory_state(self) -> MemoryState | None:
         return self.shared.memory_state
 
     @property
@@ -109,7 +111,7 @@ class SessionHandle:
     def append_tool_execution(self, call: ToolCall, result: ToolResult) -> None:
         self.shared.append_tool_execution(call, result)
 
-    def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]:
+    def append_record(self, record_type: str, **fields: object) -> dict[str, Any]:
         return self.shared.append_record(record_type, **fields)
 
     def rename(self, name: str | None) -> None:
@@ -119,7 +121,7 @@ class SessionHandle:
         """fsync; SessionFileGone when the file is no longer at its path."""
         self.shared.sync()
 
-    def turn_lock(self) -> ContextManager[OpenSession]:
+    def turn_lock(self) -> AbstractContextManager[OpenSession]:
         """The shared session's cross-process turn lock (kward.agent.turns takes it once
         per lane, for every id on the file)."""
         return self.shared.turn_lock()

@@ -33,7 +33,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
@@ -90,15 +90,16 @@ class SessionManager:
 
     # --- registry --------------------------------------------------------------------
 
-    def get(self, session_id: Any) -> SessionHandle:
-        """The open session with that RPC id; SessionNotFound (``Unknown session: <id>``)."""
+    def get(self, session_id: object) -> SessionHandle:
+        """The open session with that RPC id (any value a client sent: a non-string is no
+        id); SessionNotFound (``Unknown session: <id>``)."""
         with self._lock:
             handle = self._handles.get(session_id) if isinstance(session_id, str) else None
         if handle is None or handle.closed:
             raise SessionNotFound(str(session_id))
         return handle
 
-    def handles_on(self, session_id: Any) -> list[SessionHandle]:
+    def handles_on(self, session_id: object) -> list[SessionHandle]:
         """Every open RPC id on the file of `session_id` (itself first)."""
         handle = self.get(session_id)
         with self._lock:
@@ -248,9 +249,10 @@ class SessionManager:
         return [ForkEntry(entry_id(i), compact(full_text(m)))
                 for i, m in enumerate(session.entry_messages()) if isinstance(m, UserMessage)]
 
-    def fork(self, session_id: str, entry: Any) -> tuple[SessionHandle, str]:
-        """A new session holding the messages before the chosen user message; returns it
-        and that message's text (for the composer)."""
+    def fork(self, session_id: str, entry: object) -> tuple[SessionHandle, str]:
+        """A new session holding the messages before the chosen user message (`entry`, a
+        ``message:<n>`` entry id; anything else is InvalidParams); returns it and that
+        message's text (for the composer)."""
         source = self.get(session_id)
         index = parse_entry_id(entry)
         if index is None:
@@ -292,8 +294,9 @@ class SessionManager:
         messages = session.entry_messages()
         return Transcript(info, messages, tool_details_from_file(session.path, wanted_tool_call_ids(messages)))
 
-    def export(self, session_id: str, path: Any = None, format: Any = None) -> Exported:
-        """Write Markdown/HTML of the live conversation; where it went and its format."""
+    def export(self, session_id: str, path: object = None, format: object = None) -> Exported:
+        """Write Markdown/HTML of the live conversation; where it went and its format
+        (`path` and `format` as a client sent them, checked by `kward.sessions.export`)."""
         session = self.get(session_id)
         session.refresh()
         return export_conversation(session.entry_messages(), fmt=format, path=path,

@@ -17,7 +17,7 @@ Not thread-safe by itself: the owner (OpenSession) serializes calls under its lo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from kward.model import (
     AssistantMessage,
@@ -44,6 +44,15 @@ def resolve_read_path(workspace_root: str, path: str) -> str | None:
         return None
 
 
+class MemoryState(TypedDict):
+    """What the last ``memory_state`` record says (`kward.runtime.memory` reads it): the
+    session's memories (``[]`` when the record has none) and its last retrieval, as the
+    record holds them (JSON values, checked by the reader)."""
+
+    sessionMemories: object
+    lastRetrieval: object
+
+
 class Replay:
     """Live conversation, name, read paths and runtime metadata of one session."""
 
@@ -53,7 +62,7 @@ class Replay:
         self.name: str | None = None
         self.content_messages = 0  # user/assistant/tool message records ever seen
         self.read_paths: set[str] = set()
-        self.memory_state: dict[str, Any] | None = None
+        self.memory_state: MemoryState | None = None
         self.model = header.model
         self.reasoning_effort = header.reasoning_effort
         self._pending_reads: dict[str, str] = {}
@@ -63,7 +72,7 @@ class Replay:
         record_type = record.get("type")
         if record_type == "message":
             message = record.get("message")
-            if message.__class__ is not dict:
+            if not isinstance(message, dict):
                 return False
             self.add_message(decode(message))
         elif record_type == "compaction":
@@ -82,8 +91,8 @@ class Replay:
             if isinstance(record.get("reasoningEffort"), str) and record["reasoningEffort"]:
                 self.reasoning_effort = record["reasoningEffort"]
         elif record_type == "memory_state":
-            self.memory_state = {"sessionMemories": record.get("sessionMemories") or [],
-                                 "lastRetrieval": record.get("lastRetrieval")}
+            self.memory_state = MemoryState(sessionMemories=record.get("sessionMemories") or [],
+                                            lastRetrieval=record.get("lastRetrieval"))
         return True
 
     def add_message(self, message: Message) -> None:

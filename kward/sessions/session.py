@@ -49,14 +49,14 @@ from kward.sessions.format import (
 )
 from kward.sessions.lines import LineScanner, range_reader
 from kward.sessions.reader import SkipReport, body_records
-from kward.sessions.replay import Replay
+from kward.sessions.replay import MemoryState, Replay
 from kward.sessions.store import SessionFile, remove_session_files, try_turn_lock
 from kward.timefmt import iso_from_ns, normalize_iso
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     """A session as the faces show it (the protocol's session payload). `id` is the RPC id
     (None from `OpenSession.info`: the handle adds it); None fields are unknown."""
@@ -122,7 +122,7 @@ class OpenSession:
         return self._replay.read_paths
 
     @property
-    def memory_state(self) -> dict[str, Any] | None:
+    def memory_state(self) -> MemoryState | None:
         return self._replay.memory_state
 
     @property
@@ -181,7 +181,7 @@ class OpenSession:
         """Persist the ``tool_execution_end`` audit record of a finished tool call."""
         self.append_record("tool_execution_end", **tool_execution_fields(call, result))
 
-    def append_record(self, record_type: str, **fields: Any) -> dict[str, Any]:
+    def append_record(self, record_type: str, **fields: object) -> dict[str, Any]:
         """Persist a ``compaction``, ``tool_execution_end``, ``memory_state`` or
         ``session_info`` record and apply it to the live state; return the record.
 
@@ -223,7 +223,7 @@ class OpenSession:
         except ValueError:  # closed
             return False
 
-    def _append(self, record: dict[str, Any], apply: Callable[[], Any]) -> None:
+    def _append(self, record: dict[str, Any], apply: Callable[[], object]) -> None:
         if self._finalized:
             raise SessionNotFound(self.path)
         start, end = self._file.append(record)

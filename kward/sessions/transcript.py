@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 from kward.model import Message, ToolResultMessage
 from kward.sessions.descriptors import DEFAULT_POOL
 from kward.sessions.fdretry import out_of_descriptors, retrying
 from kward.sessions.lines import LineScanner, too_deep
+from kward.sessions.session import SessionInfo
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +27,14 @@ class ToolDetails(NamedTuple):
     """What a tool_execution_end record adds to a tool result: its diff and changed files."""
 
     diff: str | None
-    changed_files: list[Any] | None
+    changed_files: list[object] | None
 
 
 class Transcript(NamedTuple):
     """A session's live conversation for `sessions/transcript`: the session, its
     non-system messages, and the details of their tool results by call id."""
 
-    session: Any  # kward.sessions.session.SessionInfo
+    session: SessionInfo
     messages: list[Message]
     tool_details: dict[str, ToolDetails]
 
@@ -79,4 +80,5 @@ def _all_lines(scanner: LineScanner) -> Iterator[bytes]:
 
 def wanted_tool_call_ids(messages: Iterable[Message]) -> set[str]:
     """Tool-call ids of the tool results among `messages` (what to look up in the file)."""
-    return {m.shown_call_id() for m in messages if isinstance(m, ToolResultMessage) and m.shown_call_id() is not None}
+    ids = (m.shown_call_id() for m in messages if isinstance(m, ToolResultMessage))
+    return {call_id for call_id in ids if call_id is not None}
