@@ -135,10 +135,6 @@ class PooledDescriptor:
             self._pool.opened(self)
 
     @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
     def pinned(self) -> bool:
         """Keeps its descriptor (read by the pool without the lock: a hint)."""
         return self._pins > 0

@@ -42,9 +42,9 @@ from kward.sessions.codec import encode, tool_execution_fields
 from kward.sessions.format import (
     EXTRA_TYPES,
     SessionHeader,
+    clean_name,
     make_record,
     message_record,
-    clean_name,
     session_info_record,
 )
 from kward.sessions.lines import LineScanner, range_reader
