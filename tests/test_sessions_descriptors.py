@@ -52,7 +52,8 @@ def test_idle_files_give_their_descriptors_back_and_reopen_on_use(tmp_path, pool
     files[0].append({"type": "message", "message": user("back")})  # reopens, another one gives way
     assert files[0].descriptor.holds_fd and len(pool) == 4
     assert [r["type"] for r in file_records(files[0].path)] == ["session", "message"]
-    assert files[1].descriptor.size() == files[1].path.stat().st_size and not files[1].descriptor.holds_fd  # a stat, no open
+    assert files[1].descriptor.size() == files[1].path.stat().st_size  # a stat, no open
+    assert not files[1].descriptor.holds_fd
     assert files[1].descriptor.state() == "present" and not files[1].descriptor.holds_fd
     for f in files[:6]:
         f.descriptor.pin()

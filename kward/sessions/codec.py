@@ -298,7 +298,8 @@ def decode(raw: dict[str, Any]) -> Message:
         from_hook = raw.get("from_hook")
         return CompactionSummary(
             "" if summary is None else summary if isinstance(summary, str) else _summary_text(summary),
-            first_kept if isinstance(first_kept, str) and first_kept else None, raw.get("tokensBefore", raw.get("tokens_before")),
+            first_kept if isinstance(first_kept, str) and first_kept else None,
+            raw.get("tokensBefore", raw.get("tokens_before")),
             from_hook if isinstance(from_hook, bool) else None, raw.get("details"), _extras(raw, _KNOWN_SUMMARY), raw)
     if role == "system" or role == "developer":
         return SystemMessage(content_from(raw.get("content")), role, _extras(raw, _KNOWN_OTHER), raw)

@@ -3,9 +3,9 @@
 `list_workspace` is what ``sessions/list`` shows, without any session being open: a
 process that only lists (a UI's list refresh: ``initialize``, ``sessions/list``, exit)
 calls it directly and imports only this module's few dependencies (the reader, the
-codec, no store, no open-session state). `kward.sessions.manager.SessionManager.list`
-uses it too, leaving out that process's own unused sessions and passing its descriptor
-pool.
+codec, no store, no open-session state).
+`kward.sessions.manager.SessionManager.list_workspace` uses it too, leaving out that
+process's own unused sessions and passing its descriptor pool.
 
 Cost model: one ``scandir`` plus one ``stat`` per ``*.jsonl`` file to order them by mtime;
 only the newest files needed to fill `limit` items are opened and read. A file that is not

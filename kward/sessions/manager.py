@@ -22,7 +22,7 @@ Cleanup rule: sessions this process opened that are idle, empty and
 unnamed are closed (every id on them) and their files deleted when the client creates,
 resumes, clones or forks into another session, on close, and at `shutdown_all`; never a
 session with content or a name, never one another process has open or runs a turn on,
-never one whose file is gone. Listing deletes nothing. A session being opened counts as
+never one whose file is gone. Listing deletes no session. A session being opened counts as
 busy until what its answer shows (`SessionHandle.opened`) is taken, so pipelined creates
 each answer with a complete view of a session that existed then.
 """
@@ -38,8 +38,8 @@ from typing import NamedTuple
 from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
 from kward.model import Message, UserMessage
-from kward.sessions.export import Exported, export_conversation
 from kward.sessions.descriptors import DEFAULT_POOL
+from kward.sessions.export import Exported, export_conversation
 from kward.sessions.handle import SessionHandle
 from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_workspace
 from kward.sessions.messages import compact, entry_id, full_text, parse_entry_id

@@ -47,7 +47,7 @@ def resolve_read_path(workspace_root: str, path: str) -> str | None:
 class MemoryState(TypedDict):
     """What the last ``memory_state`` record says (`kward.runtime.memory` reads it): the
     session's memories (``[]`` when the record has none) and its last retrieval, as the
-    record holds them (JSON values, checked by the reader)."""
+    record holds them (JSON values of any shape: whoever reads them checks them)."""
 
     sessionMemories: object
     lastRetrieval: object
@@ -132,4 +132,3 @@ class Replay:
                                       message_ident)
         self.read_paths.clear()
         self._pending_reads.clear()
-
