@@ -343,8 +343,15 @@ class Runtime:
     def resume_session(self, path: str, workspace_root: str | None = None) -> "SessionHandle":
         return self.sessions.resume(path, workspace_root)
 
-    def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> "list[SessionSummary]":
-        return self.sessions.list_workspace(workspace_root, limit)
+    def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> list[SessionSummary]:
+        """Recent sessions of the workspace as a tree. In a process that has no session open
+        (a UI's list refresh) the listing reads the files without the session manager."""
+        sessions = self._sessions.peek()
+        if sessions is not None:  # (it leaves out this process's own idle, empty sessions)
+            return sessions.list_workspace(workspace_root, limit)
+        from kward.sessions.listing import list_workspace
+
+        return list_workspace(self.paths.sessions_dir, str(self.resolve_workspace(workspace_root)), limit)
 
     def rename_session(self, session_id: str, name: str | None) -> "SessionHandle":
         """A blank name removes the name."""
