@@ -36,13 +36,15 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from kward import proctable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import subprocess
 
 TAG_VARIABLE = "KWARD_COMMAND_ID"
 EXIT_GRACE_SECONDS = 0.2  # after SIGTERM at exit, before SIGKILL
@@ -74,6 +76,8 @@ def new_tag() -> str:
 def spawn(argv: list[str], **popen_kwargs: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **popen_kwargs)``, registered so that `reap_orphans` leaves
     it to its owner, who must reap it with `wait_child`. Raises OSError like Popen."""
+    import subprocess  # (when a tool first starts a process: `kward rpc` starts and lists sessions without it)
+
     with _lock:
         if _owner and not _subreaper:
             _install_subreaper()

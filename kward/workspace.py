@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kward.errors import InvalidParams
 
 
-@dataclass(frozen=True)
-class WorkspaceInfo:
+class WorkspaceInfo(NamedTuple):
     root: Path
     basename: str
     writable: bool

@@ -57,3 +57,50 @@ def test_a_clone_of_a_loaded_session_copies_every_message_as_written(tmp_path):
         assert clone.conversation == source.conversation
     finally:
         clone.close()
+
+
+# --- the texts a listing reads from records agree with the decoded messages ----------
+
+def _typed_text(content) -> str:
+    from kward.model import OtherPart, TextPart
+
+    if isinstance(content, str):
+        return content
+    return " ".join(p.text for p in content if isinstance(p, (TextPart, OtherPart)) and p.text is not None)
+
+
+def _decoded_shown(message) -> str:
+    from kward.model import CompactionSummary
+
+    if isinstance(message, CompactionSummary):
+        return message.summary
+    if isinstance(message, UserMessage) and message.display is not None:
+        return _typed_text(message.display)
+    return _typed_text(getattr(message, "content", ""))
+
+
+PARTS = ["plain", 7, None, True, {"type": "text", "text": "a"}, {"type": "text", "text": 5},
+         {"type": "input_text", "text": "b"}, {"type": "output_text", "text": "c"},
+         {"type": "image", "data": "xx", "mimeType": "image/png", "text": "alt"}, {"type": "image_url", "image_url": "u"},
+         {"type": "thinking", "thinking": "hm", "text": "t"}, {"type": "reasoning", "text": "r"},
+         {"type": "thinking", "text": None}, {"type": "toolCall", "id": "1", "name": "x", "text": "tc"},
+         {"type": "odd", "text": "kept"}, {"type": "odd"}, {"text": 3.5}, ["nested"]]
+CONTENTS = ["text", "", None, 3, {"a": 1}, [], *([p] for p in PARTS), PARTS]
+
+
+def test_the_text_a_listing_reads_from_a_record_is_the_decoded_message_s():
+    from kward.sessions.format import first_kept_entry_id, shown_text
+
+    records = []
+    for content in CONTENTS:
+        records += [{"role": "user", "content": content}, {"role": "user", "content": "typed", "display_content": content},
+                    {"role": "assistant", "content": content}, {"role": "toolResult", "content": content},
+                    {"role": "odd", "content": content}, {"role": 5, "content": content},
+                    {"role": "compactionSummary", "summary": content, "first_kept_entry_id": "message:3"},
+                    {"role": "compactionSummary", "content": content, "firstKeptEntryId": "m"},
+                    {"role": "compactionSummary", "summary": content, "first_kept_entry_id": 4}]
+    for record in records:
+        message = decode(json.loads(json.dumps(record)))
+        assert shown_text(record) == _decoded_shown(message), record
+        kept = getattr(message, "first_kept_entry_id", None) if record["role"] == "compactionSummary" else None
+        assert first_kept_entry_id(record) == kept, record

@@ -9,16 +9,16 @@ import os
 import sys
 
 import pytest
+from lib.sessions_helpers import file_records, new_manager, user
 
 from kward.errors import SessionFileGone, SessionInUse
 from kward.sessions import store
 from kward.sessions.descriptors import DescriptorPool, default_limit
 from kward.sessions.fdretry import retrying
 from kward.sessions.format import SessionHeader
-from kward.sessions.paths import new_session_name
+from kward.sessions.opening import new_session_name
 from kward.sessions.presence import PRESENCE_NAME, PresenceTable
 from kward.sessions.store import SessionFile
-from lib.sessions_helpers import file_records, new_manager, user
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="two tables in one process act as two processes only with OFD locks")

@@ -12,16 +12,16 @@ import threading
 from pathlib import Path
 
 import pytest
+from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from lib.sessions_helpers import child, file_records
 
 from kward.errors import SessionBusy
 from kward.sessions import store as store_mod
 from kward.sessions.format import SessionHeader
-from kward.sessions.paths import new_session_name, safe_cwd
+from kward.sessions.opening import load_session, new_session_name
+from kward.sessions.paths import safe_cwd
 from kward.sessions.presence import PRESENCE_NAME
-from kward.sessions.opening import load_session
 from kward.sessions.store import SessionFile
-from lib.sessions_helpers import child, file_records
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 NAME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z_[0-9a-f-]{36}\.jsonl$")
 

@@ -17,7 +17,7 @@ valid cut):
 A cut is never at a tool result, and is moved back to the assistant message that made a
 call when a kept result's call would be summarized: the kept context never holds a
 result without its call. The kept part is exactly what a reload rebuilds (`kward.sessions.
-messages.compacted`: the messages from `first_kept_entry_id`).
+entries.compacted`: the messages from `first_kept_entry_id`).
 
 Pure functions: any thread.
 """
@@ -36,7 +36,7 @@ from kward.model import (
     UserMessage,
     message_id,
 )
-from kward.sessions.messages import entry_id
+from kward.sessions.entries import entry_id
 
 
 @dataclass(frozen=True)

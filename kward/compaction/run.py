@@ -49,7 +49,8 @@ from kward.model import AssistantMessage, CompactionSummary, Message, UserMessag
 from kward.providers.base import ModelRequest, Provider, QuietSink
 from kward.providers.scripted import SUMMARIZED_ASSISTANTS
 from kward.sessions.codec import encode
-from kward.sessions.messages import compacted, message_ident, role_of
+from kward.sessions.entries import compacted
+from kward.sessions.messages import message_ident, role_of
 from kward.settings import CompactionSettings
 
 #: One summarizer call: (system prompt, user message, max answer tokens) -> answer text.

@@ -17,9 +17,9 @@ Any thread.
 
 from __future__ import annotations
 
-import pkgutil
+import importlib
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover - the table must not load the modules it names
     from kward.cancel import CancelToken
@@ -148,19 +148,25 @@ def find(name: object) -> ProviderSpec | None:
     return None
 
 
+def _resolve(dotted: str) -> Any:
+    """The object a full dotted name (``package.module.name``) names, its module imported."""
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
 def provider_class(spec: ProviderSpec) -> type[Provider]:
     """The class `spec.cls` names (imports its module)."""
-    cls: type[Provider] = pkgutil.resolve_name(spec.cls)
+    cls: type[Provider] = _resolve(spec.cls)
     return cls
 
 
 def listing(name: str) -> Listing:
     """The listing function `name` names (a spec's `listing` or `wider_listing`)."""
-    function: Listing = pkgutil.resolve_name(name)
+    function: Listing = _resolve(name)
     return function
 
 
 def builtin(name: str) -> Builtin:
     """The built-in entries function `name` names (a spec's `builtin`)."""
-    function: Builtin = pkgutil.resolve_name(name)
+    function: Builtin = _resolve(name)
     return function

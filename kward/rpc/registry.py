@@ -19,7 +19,7 @@ redaction=...)`. The capabilities of `initialize` are derived from the table ser
 
 from __future__ import annotations
 
-import pkgutil
+import importlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NamedTuple
 
 from kward.rpc.params import Params
@@ -169,8 +169,9 @@ class MethodTable:
             target = self._methods[name].target
             if callable(target):
                 fn = target
-            else:
-                fn = pkgutil.resolve_name(target)
+            else:  # a full dotted name
+                module, _, function = target.rpartition(".")
+                fn = getattr(importlib.import_module(module), function)
             self._handlers[name] = fn
         return fn
 

@@ -52,12 +52,10 @@ from kward.model import (
     Usage,
     UserMessage,
 )
+from kward.sessions.format import IMAGE_TYPES, TEXT_TYPES, THINKING_TYPES
 from kward.toolcalls import normalize_args, normalize_tool_name, parse_arguments
 from kward.values import EMPTY
 
-_TEXT_TYPES = ("text", "input_text", "output_text")
-_IMAGE_TYPES = ("image", "image_url", "input_image")
-_THINKING_TYPES = ("thinking", "reasoning")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
                "total_tokens")
 
@@ -102,11 +100,11 @@ def _part(part: object) -> Part:
         return OtherPart(part, None if part is None else str(part))
     kind = part.get("type")
     text = part.get("text")
-    if kind in _TEXT_TYPES and isinstance(text, str):
+    if kind in TEXT_TYPES and isinstance(text, str):
         return TextPart(text)
-    if kind in _IMAGE_TYPES:
+    if kind in IMAGE_TYPES:
         return _image(part)
-    if kind in _THINKING_TYPES:
+    if kind in THINKING_TYPES:
         value = part.get("thinking", part.get("reasoning", text))
         if value is not None:
             return ThinkingPart(str(value))
@@ -364,15 +362,6 @@ def encode(message: Message) -> dict[str, Any]:
         out = {"role": message.role, "content": content_record(message.content)}
     out.update(message.extras)
     return out
-
-
-def record_role(raw: object) -> str:
-    """The role of a record's message object as the typed model names it (`tool` for
-    `toolResult`), without decoding it; "" when it is none."""
-    role = raw.get("role") if isinstance(raw, dict) else None
-    if not isinstance(role, str):
-        return ""
-    return "tool" if role == "toolResult" else role
 
 
 def stored_chars(message: Message) -> int:

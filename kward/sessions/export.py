@@ -36,8 +36,8 @@ from kward.model import (
     ToolResultMessage,
     UserMessage,
 )
+from kward.sessions.entries import compact
 from kward.sessions.export_target import resolve_target, write_export
-from kward.sessions.messages import compact
 
 FORMATS = {"markdown": ".md", "html": ".html"}
 TITLES = {"compactionSummary": "Compaction summary"}

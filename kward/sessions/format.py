@@ -18,8 +18,7 @@ Pure functions and immutable data: safe from any thread.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kward.timefmt import now_iso
 
@@ -31,8 +30,7 @@ BODY_TYPES = frozenset({"message", "compaction", "tool_execution_end", "memory_s
 EXTRA_TYPES = frozenset({"compaction", "tool_execution_end", "memory_state", "session_info"})
 
 
-@dataclass(frozen=True, slots=True)
-class SessionHeader:
+class SessionHeader(NamedTuple):
     """The first record of a session file."""
 
     id: str
@@ -122,3 +120,82 @@ def encode_line(record: dict[str, Any]) -> bytes:
         return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     except UnicodeEncodeError:
         return (json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")
+
+
+# --- the text a record shows, without decoding it ------------------------------------
+# What `kward.sessions.codec` makes of the parts of a stored content value, for the texts a
+# listing shows (tests/test_sessions_codec.py checks them against the decoded messages).
+
+TEXT_TYPES = ("text", "input_text", "output_text")
+IMAGE_TYPES = ("image", "image_url", "input_image")
+THINKING_TYPES = ("thinking", "reasoning")
+
+
+def record_role(raw: object) -> str:
+    """The role of a record's message object as the typed model names it (`tool` for
+    `toolResult`), without decoding it; "" when it is none."""
+    role = raw.get("role") if isinstance(raw, dict) else None
+    if not isinstance(role, str):
+        return ""
+    return "tool" if role == "toolResult" else role
+
+
+def part_text(part: object) -> str | None:
+    """The text of one stored content part (None: it has none): a bare string, a text part,
+    or the `text` of a part kward does not interpret."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return None if part is None else str(part)
+    kind, text = part.get("type"), part.get("text")
+    if kind in TEXT_TYPES and isinstance(text, str):
+        return text
+    if kind in IMAGE_TYPES or kind == "toolCall":
+        return None
+    if kind in THINKING_TYPES and part.get("thinking", part.get("reasoning", text)) is not None:
+        return None
+    return None if text is None else str(text)
+
+
+def content_text(value: object, joiner: str = " ") -> str:
+    """The text of a stored content value: the string, or its parts' texts joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return joiner.join(text for text in (part_text(p) for p in value) if text is not None)
+    return "" if value is None else str(value)
+
+
+def summary_text(message: dict[str, Any]) -> str:
+    """The summary of a stored compactionSummary message (`summary`, else `content`; of a
+    list, the text parts only, joined)."""
+    summary = message.get("summary", message.get("content"))
+    if summary is None or isinstance(summary, str):
+        return summary or ""
+    if not isinstance(summary, list):
+        return str(summary)
+    return "".join(p if isinstance(p, str) else p["text"] for p in summary
+                   if isinstance(p, str) or (isinstance(p, dict) and p.get("type") in TEXT_TYPES
+                                             and isinstance(p.get("text"), str)))
+
+
+def shown_text(message: dict[str, Any]) -> str:
+    """The whole text a stored message shows: a compaction's summary, a user message's
+    `display_content` when it has one, else its content's text."""
+    role = message.get("role")
+    if role == "compactionSummary":
+        return summary_text(message)
+    display = message.get("display_content")
+    if role == "user" and display is not None:
+        return content_text(display)
+    return content_text(message.get("content"))
+
+
+def first_kept_entry_id(message: dict[str, Any]) -> str | None:
+    """The entry a stored compactionSummary message keeps from (None: none or not a summary)."""
+    if message.get("role") != "compactionSummary":
+        return None
+    first = message.get("first_kept_entry_id")
+    if first is None:
+        first = message.get("firstKeptEntryId")
+    return first if isinstance(first, str) and first else None

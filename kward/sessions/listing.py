@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from kward.errors import KwardError
 from kward.fsutil import remove_stale_files
-from kward.model import CompactionSummary, Message
-from kward.sessions.codec import decode, record_role
+from kward.sessions.entries import CONTENT_ROLES, COUNTED_ROLES, compact, compacted
 from kward.sessions.fdretry import Reclaimer, out_of_descriptors
-from kward.sessions.format import clean_name
-from kward.sessions.messages import (
-    CONTENT_ROLES,
-    COUNTED_ROLES,
-    compacted,
-    display_text,
+from kward.sessions.format import (
+    clean_name,
+    first_kept_entry_id,
+    record_role,
+    shown_text,
 )
 from kward.sessions.paths import CREATING, workspace_session_dir
 from kward.sessions.reader import SessionReader
@@ -46,8 +43,7 @@ DEFAULT_LIMIT = 20
 _SKIP_PREFIXES = (b'{"type":"tool_execution_end"', b'{"type":"memory_state"')
 
 
-@dataclass(slots=True)
-class SessionSummary:
+class SessionSummary(NamedTuple):
     """What a listing shows about one file, plus its tree decoration."""
 
     id: str
@@ -64,17 +60,17 @@ class SessionSummary:
     parent_path: str | None
     depth: int = 0
     is_last: bool = True
-    ancestor_continues: list[bool] = field(default_factory=list)
+    ancestor_continues: tuple[bool, ...] = ()
     workspace_root: str = ""  # the workspace it was listed for
 
 
 class _Entry(NamedTuple):
     """A light stand-in for a live message: its role, its own id (None when it has
-    none) and the message itself when a listing may show it (user messages, summaries)."""
+    none) and the text it shows when a listing may show it (user messages, summaries)."""
 
     role: str
     ident: object
-    shown: Message | None
+    shown: str | None
 
 
 def _role(entry: _Entry) -> str:
@@ -89,8 +85,9 @@ def summarize(path: str, mtime_ns: int, pool: Reclaimer | None = None) -> Sessio
     """Read one file into a summary (InvalidParams when it is not a kward session);
     `pool` as for `SessionReader`.
 
-    The live list is replayed with light stand-ins (`_Entry`) so a big session costs no
-    more memory than its user messages.
+    The live list is replayed with light stand-ins (`_Entry`), read from the records
+    without decoding their messages (`kward.sessions.format.shown_text`), so a big
+    session costs no more memory than its user messages' texts.
     """
     live: list[_Entry] = []
     name: str | None = None
@@ -104,12 +101,11 @@ def summarize(path: str, mtime_ns: int, pool: Reclaimer | None = None) -> Sessio
             if kind == "message" and isinstance(message, dict):
                 role = record_role(message)
                 content += role in CONTENT_ROLES
-                shown = decode(message) if role in ("user", "compactionSummary") else None
+                shown = shown_text(message) if role in ("user", "compactionSummary") else None
                 live.append(_Entry(role, message.get("id"), shown))
             elif kind == "compaction" and isinstance(message, dict):
-                summary = decode(message)
-                first = summary.first_kept_entry_id if isinstance(summary, CompactionSummary) else None
-                live = compacted(live, _Entry("compactionSummary", message.get("id"), summary), first, _role, _ident)
+                summary = _Entry("compactionSummary", message.get("id"), shown_text(message))
+                live = compacted(live, summary, first_kept_entry_id(message), _role, _ident)
             elif kind == "session_info":
                 name = clean_name(record.get("name"))
     first_shown = next((entry.shown for entry in live if entry.shown is not None), None)
@@ -123,7 +119,7 @@ def summarize(path: str, mtime_ns: int, pool: Reclaimer | None = None) -> Sessio
         modified_at=max(modified, created),  # the header's clock may run ahead of the file system's
         mtime_ns=mtime_ns,
         name=name,
-        first_message=display_text(first_shown) if first_shown is not None else "",
+        first_message=compact(first_shown) if first_shown is not None else "",
         message_count=sum(1 for entry in live if entry.role in COUNTED_ROLES),
         content_messages=content,
         parent_id=header.parent_id,
@@ -196,21 +192,20 @@ def decorate_tree(sessions: list[SessionSummary]) -> list[SessionSummary]:
     for group in children.values():
         group.sort(key=lambda s: s.mtime_ns, reverse=True)
     result: list[SessionSummary] = []
-    seen: set[int] = set()
+    seen: set[str] = set()  # (paths: one file is listed once)
 
-    def visit(group: list[SessionSummary], depth: int, continues: list[bool]) -> None:
-        group = [s for s in group if id(s) not in seen]
+    def visit(group: list[SessionSummary], depth: int, continues: tuple[bool, ...]) -> None:
+        group = [s for s in group if s.path not in seen]
         for index, s in enumerate(group):
-            seen.add(id(s))
-            s.depth, s.is_last = depth, index == len(group) - 1
-            s.ancestor_continues = list(continues)
-            result.append(s)
-            visit(children.get(s.id, []), depth + 1, [] if depth == 0 else continues + [not s.is_last])
+            seen.add(s.path)
+            last = index == len(group) - 1
+            result.append(s._replace(depth=depth, is_last=last, ancestor_continues=continues))
+            visit(children.get(s.id, []), depth + 1, () if depth == 0 else (*continues, not last))
 
-    visit(children.get(None, []), 0, [])
+    visit(children.get(None, []), 0, ())
     for s in sorted(sessions, key=lambda s: s.mtime_ns, reverse=True):
-        if id(s) not in seen:  # only rows caught in a parent cycle end up here
-            visit([s], 0, [])
+        if s.path not in seen:  # only rows caught in a parent cycle end up here
+            visit([s], 0, ())
     return result
 
 
@@ -223,9 +218,7 @@ def list_sessions(directory: str, workspace_root: str, limit: int | None = DEFAU
     if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
         limit = DEFAULT_LIMIT  # as the original: a non-positive limit means the default
     listed = decorate_tree(recent_sessions(directory, limit, skip, temps, pool))
-    for summary in listed:
-        summary.workspace_root = workspace_root
-    return listed
+    return [summary._replace(workspace_root=workspace_root) for summary in listed]
 
 
 def list_workspace(sessions_dir: str | os.PathLike[str], workspace_root: str, limit: int | None = DEFAULT_LIMIT,

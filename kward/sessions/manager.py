@@ -39,10 +39,11 @@ from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
 from kward.model import Message, UserMessage
 from kward.sessions.descriptors import DEFAULT_POOL
+from kward.sessions.entries import compact, entry_id, parse_entry_id
 from kward.sessions.export import Exported, export_conversation
 from kward.sessions.handle import SessionHandle
 from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_workspace
-from kward.sessions.messages import compact, entry_id, full_text, parse_entry_id
+from kward.sessions.messages import full_text
 from kward.sessions.opening import create_session, derive_session, load_session
 from kward.sessions.paths import (
     CREATING,
@@ -64,7 +65,7 @@ log = logging.getLogger(__name__)
 
 class ForkEntry(NamedTuple):
     """A user message a session can be forked before: its `entry_id` (``message:<n>``, the
-    id form of `kward.sessions.messages.entry_id`, as a compaction's `first_kept_entry_id`)
+    id form of `kward.sessions.entries.entry_id`, as a compaction's `first_kept_entry_id`)
     and its text, compacted for a menu."""
 
     entry_id: str

@@ -1,43 +1,24 @@
-"""Helpers over the conversation of a session (typed messages, `kward.model`): entry ids,
-the texts listings and forks show, and the live list after a compaction.
+"""Helpers over the conversation of a session (typed messages, `kward.model`): roles, ids
+and the texts forks and memory read (entry ids and the live list after a compaction are
+`kward.sessions.entries`'; the texts a listing shows, read from records,
+`kward.sessions.format`'s).
 
 Pure functions: safe from any thread. Nothing here changes a message.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Callable, Sequence, TypeVar
-
 from kward.model import (
-    CompactionSummary,
     Content,
     Message,
     OtherPart,
     TextPart,
-    UserMessage,
     message_id,
 )
-
-#: Roles that make a session "used" (never cleaned up automatically).
-CONTENT_ROLES = frozenset({"user", "assistant", "tool"})
-#: Roles counted by ``messageCount`` in listings.
-COUNTED_ROLES = frozenset({"user", "assistant", "tool", "compactionSummary"})
-ENTRY_PREFIX = "message:"
-FIRST_MESSAGE_CHARS = 120
-
-_WS = re.compile(r"\s+")
-
-T = TypeVar("T")
 
 
 def role_of(message: Message) -> str:
     return message.role
-
-
-def compact(text: str, limit: int = FIRST_MESSAGE_CHARS) -> str:
-    """Whitespace collapsed, stripped, cut to `limit` characters."""
-    return _WS.sub(" ", text).strip()[:limit]
 
 
 def content_text(content: Content, joiner: str = " ") -> str:
@@ -48,68 +29,9 @@ def content_text(content: Content, joiner: str = " ") -> str:
     return joiner.join(text for text in texts if text is not None)
 
 
-def display_text(message: Message) -> str:
-    """The compact one-line text shown in listings (``firstMessage``)."""
-    if isinstance(message, CompactionSummary):
-        return compact(message.summary)
-    if isinstance(message, UserMessage) and message.display is not None:
-        return compact(content_text(message.display))
-    return compact(content_text(getattr(message, "content", "")))
-
-
 def full_text(message: Message) -> str:
     """A user message's whole text (parts joined by newlines, stripped): for fork."""
     return content_text(getattr(message, "content", ""), "\n").strip()
-
-
-def entry_id(index: int) -> str:
-    return f"{ENTRY_PREFIX}{index}"
-
-
-def parse_entry_id(value: object) -> int | None:
-    """``message:<n>`` -> n, else None."""
-    if isinstance(value, str) and value.startswith(ENTRY_PREFIX):
-        digits = value[len(ENTRY_PREFIX):]
-        if digits.isdigit() and digits.isascii():
-            return int(digits)
-    return None
-
-
-def compacted(
-    live: Sequence[T],
-    summary: T,
-    first_kept: str | None,
-    role: Callable[[T], str],
-    ident: Callable[[T], object],
-) -> list[T]:
-    """The live list after a compaction: ``[summary] + messages from first_kept``.
-
-    As the original: system messages are dropped; ids are a message's own ``id`` or
-    ``message:<index>`` positional within the current compaction branch (the messages from
-    the last compactionSummary on); when not found there, the whole list is searched; when
-    not found at all only the summary remains. Generic over the item type so listings can
-    replay light-weight stand-ins instead of whole messages.
-    """
-    if first_kept is None:
-        return [summary]
-    messages = [m for m in live if role(m) != "system"]
-    start = 0
-    for i in range(len(messages) - 1, -1, -1):
-        if role(messages[i]) == "compactionSummary":
-            start = i
-            break
-
-    def find(offset: int) -> int | None:
-        for index in range(offset, len(messages)):
-            item = messages[index]
-            if ident(item) == first_kept or entry_id(index - offset) == first_kept:
-                return index
-        return None
-
-    found = find(start)
-    if found is None and start:
-        found = find(0)
-    return [summary] + (messages[found:] if found is not None else [])
 
 
 def message_ident(message: Message) -> object:

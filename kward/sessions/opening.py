@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -16,13 +18,21 @@ from kward.model import Message
 from kward.sessions.descriptors import DEFAULT_POOL
 from kward.sessions.fdretry import out_of_descriptors
 from kward.sessions.format import SessionHeader, clean_name
-from kward.sessions.paths import new_session_name, workspace_session_dir
+from kward.sessions.paths import workspace_session_dir
 from kward.sessions.presence import PROCESS_TABLE, PresenceTable
 from kward.sessions.reader import SessionReader
 from kward.sessions.replay import Replay
 from kward.sessions.session import OpenSession
 from kward.sessions.store import SessionFile
+from kward.timefmt import iso_ms
 
+
+def new_session_name(now: datetime | None = None) -> tuple[str, str, str]:
+    """(file name, session uuid, header timestamp) for a session created now."""
+    now = now or datetime.now(timezone.utc)
+    stamp = iso_ms(now)
+    session_id = str(uuid.uuid4())
+    return f"{stamp.replace(':', '-')}_{session_id}.jsonl", session_id, stamp
 
 def create_session(sessions_dir: Path, workspace_root: str, *, name: str | None = None,
                    model: str | None = None, reasoning_effort: str | None = None,

@@ -15,12 +15,9 @@ from __future__ import annotations
 import os
 import re
 import stat
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 
 from kward.errors import InvalidParams, PathNotAllowed
-from kward.timefmt import iso_ms
 
 _SEPARATORS = re.compile(r"[/\\:]")
 
@@ -41,14 +38,6 @@ def safe_cwd(workspace_root: str) -> str:
 def workspace_session_dir(sessions_dir: Path, workspace_root: str) -> Path:
     """The directory holding every session of one workspace (not created here)."""
     return Path(sessions_dir) / safe_cwd(workspace_root)
-
-
-def new_session_name(now: datetime | None = None) -> tuple[str, str, str]:
-    """(file name, session uuid, header timestamp) for a session created now."""
-    now = now or datetime.now(timezone.utc)
-    stamp = iso_ms(now)
-    session_id = str(uuid.uuid4())
-    return f"{stamp.replace(':', '-')}_{session_id}.jsonl", session_id, stamp
 
 
 def resolve_session_path(path: str | os.PathLike[str], workspace_root: str) -> str:

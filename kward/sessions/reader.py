@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, field
 from io import BufferedReader
 from pathlib import Path
 from typing import Any, Iterator
@@ -35,18 +34,21 @@ _MAX_WHERE = 10  # positions remembered per kind of problem (counts are exact)
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(slots=True)
 class SkipReport:
-    """What a read skipped. `where` lists hold 'line N' (or 'byte N' for tail reads)."""
+    """What a read skipped. `where` lists hold 'line N' (or 'byte N' for tail reads).
+    Filled by one reader on one thread."""
 
-    path: str
-    torn_last_line: bool = False
-    undecodable: int = 0
-    blank: int = 0
-    invalid: int = 0
-    oversized: int = 0
-    unknown_types: dict[str, int] = field(default_factory=dict)
-    where: list[str] = field(default_factory=list)
+    __slots__ = ("path", "torn_last_line", "undecodable", "blank", "invalid", "oversized", "unknown_types", "where")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.torn_last_line = False
+        self.undecodable = 0
+        self.blank = 0
+        self.invalid = 0
+        self.oversized = 0
+        self.unknown_types: dict[str, int] = {}
+        self.where: list[str] = []
 
     @property
     def skipped(self) -> int:

@@ -30,8 +30,9 @@ from kward.model import (
 )
 from kward.readstate import READ_TOOLS, realpath_below
 from kward.sessions.codec import decode
+from kward.sessions.entries import compacted
 from kward.sessions.format import SessionHeader, clean_name
-from kward.sessions.messages import compacted, message_ident, role_of
+from kward.sessions.messages import message_ident, role_of
 from kward.toolcalls import parse_arguments
 
 
