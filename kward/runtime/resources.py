@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 from kward.resources import Resources
 from kward.resources.catalog import Catalog
 from kward.resources.context import CommandOutput
-from kward.resources.core import EventPayload
+from kward.resources.extensions import EventPayload
 from kward.resources.prompts import Warning_, parse_slash
 
 if TYPE_CHECKING:  # pragma: no cover
