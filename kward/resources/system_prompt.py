@@ -20,6 +20,7 @@ Pure functions apart from the cached base prompt: any thread.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources as _resources
 from pathlib import Path
 from typing import NamedTuple
@@ -27,15 +28,12 @@ from typing import NamedTuple
 from kward.resources.text import MAX_PROMPT_FILE, FileCache, truncation_note
 
 AGENTS_FILE = "AGENTS.md"
-_base: str | None = None
 
 
+@functools.cache
 def base_prompt() -> str:
     """kward's own instructions (the bundled base_prompt.md), read once."""
-    global _base
-    if _base is None:
-        _base = _resources.files("kward.resources").joinpath("base_prompt.md").read_text(encoding="utf-8").strip()
-    return _base
+    return _resources.files("kward.resources").joinpath("base_prompt.md").read_text(encoding="utf-8").strip()
 
 
 def capped(text: str | None, limit: int = MAX_PROMPT_FILE) -> str | None:
