@@ -17,7 +17,7 @@ import hashlib
 import os
 import secrets
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 DEFAULT_ISSUER = "https://auth.openai.com"
@@ -47,7 +47,7 @@ class OAuthSettings:
         return self.issuer.rstrip("/") + "/oauth/token"
 
 
-def resolve_oauth_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> OAuthSettings:
+def resolve_oauth_settings(config: Mapping[str, object], env: Mapping[str, str] = os.environ) -> OAuthSettings:
     """Settings from env (wins) and config (`kward.settings`). A bad variable is a
     ConfigError naming it; a bad config value a ConfigError naming the key."""
     from kward.settings import resolve_settings
