@@ -289,7 +289,7 @@ def in_zipapp() -> bool:
     keyring backends: the Secret Service one needs a compiled library it leaves out. Either
     from the archive itself or from the tree it extracted into its cache, whose root holds
     the marker `.kward-pyz` (tools/zipapp_main.py)."""
-    if isinstance(getattr(kward, "__loader__", None), zipimport.zipimporter):
+    if isinstance(kward.__loader__, zipimport.zipimporter):
         return True
     root = os.path.dirname(os.path.dirname(os.path.abspath(kward.__file__)))
     return os.path.isfile(os.path.join(root, ".kward-pyz"))
