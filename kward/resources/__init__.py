@@ -15,7 +15,8 @@ Modules, lowest first:
 - `extensions`: `Resources`, the user's extensions of one process: the catalog, the
   AGENTS.md cache, and what a turn's plan needs of them.
 
-Nothing here imports `kward.rpc`, the agent or the runtime: the runtime
+Nothing here imports `kward.rpc`, the agent or the runtime at run time (the agent's turn
+and emit types are imported for the type checker only): the runtime
 (kward/runtime/resources.py) wires `Resources` to sessions and the engine.
 """
 
