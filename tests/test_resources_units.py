@@ -202,7 +202,8 @@ def test_observers_that_raise_or_block_never_hold_up_the_emitter():
         gate.wait()
 
     watchers = [observers.Observer("p", good), observers.Observer("p", bad), observers.Observer("p", stuck, 5)]
-    emit = observers.observing(lambda t, p: emitted.append(t), watchers, ctx=None, session_id="s", turn_id="t")
+    emit = observers.observing(lambda t, p: emitted.append(t), watchers, ctx=None, session_id="s", turn_id="t",
+                               fields=lambda type_, payload: payload)  # the payloads are the fields already
     for _ in range(20):  # more than the stuck observer's queue holds
         emit("assistantDelta", {"delta": "x"})
     emit("turnQueued", {})  # not an observed type

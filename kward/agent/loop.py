@@ -101,11 +101,12 @@ class TurnSetup:
 
 
 class ContextGuard(Protocol):
-    """Keeps the conversation within the model's context window (see the module docstring)."""
+    """Keeps the conversation of the turn's session within the model's context window (see
+    the module docstring); made for that session, which it may compact."""
 
-    def before_request(self, session: SessionPort, instructions: str) -> None: ...
+    def before_request(self, instructions: str) -> None: ...
 
-    def after_overflow(self, session: SessionPort, instructions: str) -> bool: ...
+    def after_overflow(self, instructions: str) -> bool: ...
 
 
 class _Sink:
@@ -146,7 +147,7 @@ def run_agent(session: SessionPort, user_message: UserMessage, setup: TurnSetup)
         if setup.refresh_instructions is not None:  # e.g. an AGENTS.md the last tool call edited
             setup.instructions = setup.refresh_instructions()
         if setup.context is not None:
-            setup.context.before_request(session, setup.instructions)
+            setup.context.before_request(setup.instructions)
         request = ModelRequest(instructions=setup.instructions, messages=session.entry_messages(), tools=schemas,
                                model=setup.model, reasoning_effort=setup.reasoning_effort, headers=setup.headers,
                                session_id=setup.session_key, steering=setup.steering)
@@ -154,7 +155,7 @@ def run_agent(session: SessionPort, user_message: UserMessage, setup: TurnSetup)
         try:
             response = setup.provider.complete(request, sink, setup.cancel)
         except Exception as exc:  # Canceled, ProviderError, or a provider bug
-            if _overflow_recovered(session, sink, setup, exc):
+            if _overflow_recovered(sink, setup, exc):
                 continue
             _keep_interrupted(session, sink, setup, exc)
             raise
@@ -184,13 +185,13 @@ def interrupted_message(text: str, reasoning: str, provider: str, model: str,
                             error=error or None)
 
 
-def _overflow_recovered(session: SessionPort, sink: _Sink, setup: TurnSetup, exc: Exception) -> bool:
+def _overflow_recovered(sink: _Sink, setup: TurnSetup, exc: Exception) -> bool:
     """True when a context overflow (before any output) was answered by a compaction."""
     if not (isinstance(exc, ProviderError) and exc.kind == "context_overflow") or setup.context is None:
         return False
     if sink.text or sink.reasoning:
         return False
-    return setup.context.after_overflow(session, setup.instructions)
+    return setup.context.after_overflow(setup.instructions)
 
 
 def _keep_interrupted(session: SessionPort, sink: _Sink, setup: TurnSetup, exc: Exception) -> None:

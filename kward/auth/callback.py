@@ -24,7 +24,7 @@ import selectors
 import socket
 import socketserver
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, Callable
+from typing import Callable
 from urllib.parse import urlsplit
 
 from kward.auth.oauth import DEFAULT_PORT, FALLBACK_PORT
@@ -50,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     timeout = REQUEST_TIMEOUT
 
-    def log_message(self, format: str, *args: Any) -> None:  # the request line holds the code
+    def log_message(self, format: str, *args: object) -> None:  # the request line holds the code
         pass
 
     def do_GET(self) -> None:
@@ -74,9 +74,10 @@ class _Server(HTTPServer):
     def server_bind(self) -> None:
         # HTTPServer.server_bind resolves the host's FQDN (a DNS lookup); not needed here.
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         log.warning("OAuth callback: a request failed", exc_info=True)
 
 

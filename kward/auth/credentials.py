@@ -34,7 +34,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 from kward.auth.oauth import OAuthSettings, resolve_oauth_settings
 from kward.auth.stores import (
@@ -108,7 +108,7 @@ class LoggedOut(NamedTuple):
     message: str
 
 
-def check_api_key(value: Any) -> str:
+def check_api_key(value: object) -> str:
     """The key to store (surrounding whitespace, e.g. a pasted newline, removed), or
     InvalidParams naming `apiKey`. The message never quotes the key."""
     if not isinstance(value, str):
@@ -125,7 +125,7 @@ def check_api_key(value: Any) -> str:
     return key
 
 
-def check_provider_id(value: Any, allowed: tuple[str, ...]) -> str:
+def check_provider_id(value: object, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in allowed:
         raise InvalidParams(f"Invalid params: 'providerId' must be one of {', '.join(allowed)}",
                             data={"param": "providerId"})
@@ -268,7 +268,7 @@ class Credentials:
     def _where(self) -> str:
         return "in the OS keyring" if self.store.name == "keyring" else "in a 0600 file"
 
-    def login_with_api_key(self, provider_id: Any, api_key: Any) -> ApiKeySaved:
+    def login_with_api_key(self, provider_id: object, api_key: object) -> ApiKeySaved:
         """Store an API key (`auth/loginWithApiKey`). InvalidParams for a provider without
         API-key login or a malformed key; nothing is stored then."""
         provider = check_provider_id(provider_id, (OPENROUTER,))
@@ -281,7 +281,7 @@ class Credentials:
         self.changed(provider)
         return ApiKeySaved(provider, self.store.name, message)
 
-    def logout(self, provider_id: Any) -> LoggedOut:
+    def logout(self, provider_id: object) -> LoggedOut:
         """Remove stored credentials only (`auth/logoutProvider`); environment ones stay."""
         provider = check_provider_id(provider_id, PROVIDER_IDS)
         if provider == OPENAI:
@@ -315,7 +315,7 @@ class Credentials:
         """Sources and the store (`auth/status`); never a secret."""
         f = self._facts()
         choice = self.choice
-        degraded = getattr(choice.store, "degraded", None)  # a keyring that failed while in use
+        degraded = choice.store.degraded  # a keyring that failed while in use
         reason = f"the OS keyring failed ({degraded}); using 0600 files for the rest of this process" \
             if degraded else choice.reason
         return CredentialStatus(self._source(False, f["openai_stored"]), self._source(f["openai_env"], False),

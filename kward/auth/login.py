@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple
+from typing import Callable, Final, Literal, NamedTuple
 
 from kward.auth.callback import CallbackServer
 from kward.auth.credentials import OPENAI, Credentials
@@ -54,13 +54,17 @@ from kward.redact import redact_text
 
 log = logging.getLogger(__name__)
 
-PENDING, COMPLETED, FAILED, CANCELLED = "pending", "completed", "failed", "cancelled"
+#: Where a login stands: pending until it completed, failed or was cancelled.
+LoginStatus = Literal["pending", "completed", "failed", "cancelled"]
+PENDING: Final = "pending"
+COMPLETED: Final = "completed"
+FAILED: Final = "failed"
+CANCELLED: Final = "cancelled"
 DEFAULT_TIMEOUT = 300.0
 MAX_TIMEOUT = 3600.0
 POLL_SECONDS = 0.5  # the longest wait between checks of the deadline
 JOIN_SECONDS = 2.0
 SUCCESS_PAGE = "Signed in to kward. You can close this window."
-
 
 
 class LoginState(NamedTuple):
@@ -69,14 +73,24 @@ class LoginState(NamedTuple):
 
     provider_id: str
     login_id: str
-    status: str
+    status: LoginStatus
     authorization_url: str
     redirect_uri: str
     message: str | None = None
     error: str | None = None
 
 
+class _Outcome(NamedTuple):
+    """A login's status and its words for people (error, message), changed as one value."""
+
+    status: LoginStatus = PENDING
+    error: str | None = None
+    message: str | None = None
+
+
+#: The code exchange: (settings, code, PKCE verifier, redirect URI) -> the tokens.
 Exchange = Callable[[OAuthSettings, str, str, str], OpenAITokens]
+#: Called once with a login's final state, on the login's thread.
 Finished = Callable[[LoginState], None]
 
 
@@ -119,7 +133,7 @@ class OAuthLogin:
             if redact_text(self.authorization_url) == self.authorization_url:
                 break
         self._lock = threading.Lock()  # serializes transitions; readers take `_outcome` as it is
-        self._outcome: tuple[str, str | None, str | None] = (PENDING, None, None)  # status, error, message
+        self._outcome = _Outcome()
         self._exchanging = False
         self._stop = threading.Event()
         self._done = threading.Event()
@@ -128,12 +142,12 @@ class OAuthLogin:
     # --- state --------------------------------------------------------------------------
 
     @property
-    def status(self) -> str:
-        return self._outcome[0]
+    def status(self) -> LoginStatus:
+        return self._outcome.status
 
     @property
     def error(self) -> str | None:
-        return self._outcome[1]
+        return self._outcome.error
 
     @property
     def listen_address(self) -> tuple[str, int]:
@@ -141,21 +155,21 @@ class OAuthLogin:
 
     def state(self) -> LoginState:
         """The login as it stands (never blocks)."""
-        status, error, message = self._outcome
-        return LoginState(self.provider_id, self.login_id, status, self.authorization_url, self.redirect_uri,
-                          message, error)
+        outcome = self._outcome
+        return LoginState(self.provider_id, self.login_id, outcome.status, self.authorization_url,
+                          self.redirect_uri, outcome.message, outcome.error)
 
-    def _finish_locked(self, status: str, *, error: str | None = None, message: str | None = None) -> bool:
-        if self._outcome[0] != PENDING:
+    def _finish_locked(self, status: LoginStatus, *, error: str | None = None, message: str | None = None) -> bool:
+        if self._outcome.status != PENDING:
             return False
-        self._outcome = (status, error, message)
+        self._outcome = _Outcome(status, error, message)
         self._stop.set()
         self._server.wake()
         return True
 
-    def _finish(self, status: str, **kw: Any) -> bool:
+    def _finish(self, status: LoginStatus, *, error: str | None = None, message: str | None = None) -> bool:
         with self._lock:
-            return self._finish_locked(status, **kw)
+            return self._finish_locked(status, error=error, message=message)
 
     # --- the thread ---------------------------------------------------------------------
 
@@ -200,7 +214,7 @@ class OAuthLogin:
     def _complete(self, code: str) -> bool:
         """Exchange `code` and save the tokens; True when the login completed."""
         with self._lock:
-            if self.status != PENDING or self._exchanging:
+            if self._outcome.status != PENDING or self._exchanging:
                 return False
             self._exchanging = True
         try:
@@ -248,7 +262,7 @@ class OAuthLogin:
             return 200, SUCCESS_PAGE
         return 400, f"Login failed: {self.error or 'the login ended'} You can close this window."
 
-    def submit(self, text: Any) -> LoginState:
+    def submit(self, text: object) -> LoginState:
         """Complete the login with a pasted code or callback URL (on the caller's thread).
         Raises LoginError (`login_finished`, `login_state_mismatch`, `login_failed`) or
         InvalidParams naming `code`."""
@@ -317,7 +331,7 @@ class LoginManager:
                     del self._logins[old_id]
             return login.start()
 
-    def get(self, login_id: Any) -> OAuthLogin:
+    def get(self, login_id: object) -> OAuthLogin:
         if not isinstance(login_id, str) or not login_id:
             raise InvalidParams("Invalid params: 'loginId' must be a non-empty string", data={"param": "loginId"})
         with self._lock:
@@ -327,13 +341,13 @@ class LoginManager:
                              data={"loginId": login_id[:100]})
         return login
 
-    def status(self, login_id: Any) -> LoginState:
+    def status(self, login_id: object) -> LoginState:
         return self.get(login_id).state()
 
-    def submit(self, login_id: Any, code: Any) -> LoginState:
+    def submit(self, login_id: object, code: object) -> LoginState:
         return self.get(login_id).submit(code)
 
-    def cancel(self, login_id: Any) -> LoginState:
+    def cancel(self, login_id: object) -> LoginState:
         return self.get(login_id).cancel()
 
     def close(self) -> None:

@@ -17,8 +17,10 @@ import hashlib
 import os
 import secrets
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+from kward.settings import resolve_settings
 
 DEFAULT_ISSUER = "https://auth.openai.com"
 DEFAULT_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
@@ -47,11 +49,9 @@ class OAuthSettings:
         return self.issuer.rstrip("/") + "/oauth/token"
 
 
-def resolve_oauth_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> OAuthSettings:
+def resolve_oauth_settings(config: Mapping[str, object], env: Mapping[str, str] = os.environ) -> OAuthSettings:
     """Settings from env (wins) and config (`kward.settings`). A bad variable is a
     ConfigError naming it; a bad config value a ConfigError naming the key."""
-    from kward.settings import resolve_settings
-
     settings = resolve_settings(config, env)
     settings.check("openai_auth_issuer")
     auth = settings.auth

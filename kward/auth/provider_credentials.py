@@ -36,16 +36,16 @@ def _none() -> None:
 class AuthCredentials:
     """See the module docstring."""
 
-    def __init__(self, auth: "AuthService"):
+    def __init__(self, auth: AuthService):
         self.auth = auth
         credentials = auth.credentials
         self._files = FileCredentials(credentials.env, credentials.paths.auth_file)
 
     @staticmethod
-    def _keyed(spec: "ProviderSpec") -> bool:
+    def _keyed(spec: ProviderSpec) -> bool:
         return spec.secret is not None and spec.secret.key == OPENROUTER_API_KEY
 
-    def available(self, spec: "ProviderSpec", settings: "Settings") -> bool:
+    def available(self, spec: ProviderSpec, settings: Settings) -> bool:
         credentials = self.auth.credentials
         if spec.stored_login:
             return credentials.openai_env_token() is not None or credentials.stored_openai() is not None
@@ -53,7 +53,7 @@ class AuthCredentials:
             return credentials.openrouter_key() is not None
         return self._files.available(spec, settings)
 
-    def secret(self, spec: "ProviderSpec", settings: "Settings") -> Secret:
+    def secret(self, spec: ProviderSpec, settings: Settings) -> Secret:
         if spec.stored_login:
             return _none  # the token source reads OPENAI_ACCESS_TOKEN itself
         if self._keyed(spec):
@@ -66,10 +66,10 @@ class AuthCredentials:
             return key
         return self._files.secret(spec, settings)
 
-    def login(self, spec: "ProviderSpec") -> Login:
+    def login(self, spec: ProviderSpec) -> Login:
         return self.auth.tokens.get if spec.stored_login else _none
 
-    def refresh(self, spec: "ProviderSpec") -> "Callable[[], bool] | None":
+    def refresh(self, spec: ProviderSpec) -> Callable[[], bool] | None:
         if not spec.stored_login:
             return None
         tokens = self.auth.tokens

@@ -37,15 +37,24 @@ import logging
 import os
 import threading
 import time
+import zipimport
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, Union
 
+import kward
 from kward.config import ConfigStore, Paths
 from kward.fsutil import atomic_write_bytes
 
+if TYPE_CHECKING:  # pragma: no cover
+    from keyring.backend import KeyringBackend
+
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+#: What a store keeps under a credential's name: the OpenAI login as its auth.json record
+#: (`OPENAI_OAUTH`), the OpenRouter key as a string (`OPENROUTER_API_KEY`).
+Credential = Union[dict[str, object], str]
 
 OPENAI_OAUTH = "openai_oauth"
 OPENROUTER_API_KEY = "openrouter_api_key"
@@ -54,7 +63,7 @@ SERVICE = "kward"
 MAX_AUTH_FILE_BYTES = 4 << 20
 
 
-def timestamp(value: Any) -> float | None:
+def timestamp(value: object) -> float | None:
     """Unix seconds from a number or an ISO-8601 string (`saved_at`, `expires_at`), else None."""
     if isinstance(value, bool):
         return None
@@ -73,31 +82,34 @@ def _check_name(credential: str) -> None:
         raise ValueError(f"unknown credential {credential!r}")
 
 
-class CredentialStore:
+class CredentialStore(Protocol):
     """get/set/delete of named credentials (see the module docstring). `name` is
-    ``keyring`` or ``file``; `describe()` is a sentence for status reports. Values never
-    appear in logs or exception messages."""
+    ``keyring`` or ``file`` (where credentials are kept now); `degraded` says why a keyring
+    was given up for this process (None: it was not); `describe()` is a sentence for status
+    reports. Values never appear in logs or exception messages."""
 
-    name = "store"
+    @property
+    def name(self) -> str: ...
 
-    def get(self, credential: str) -> Any:
-        raise NotImplementedError
+    @property
+    def degraded(self) -> str | None: ...
 
-    def set(self, credential: str, value: Any) -> None:
-        raise NotImplementedError
+    def get(self, credential: str) -> Credential | None: ...
+
+    def set(self, credential: str, value: Credential) -> None: ...
 
     def delete(self, credential: str) -> bool:
         """Remove a stored credential; True when there was one."""
-        raise NotImplementedError
+        ...
 
-    def describe(self) -> str:
-        raise NotImplementedError
+    def describe(self) -> str: ...
 
 
 class FileStore(CredentialStore):
     """auth.json for the login, config.json for the OpenRouter key."""
 
     name = "file"
+    degraded = None
 
     def __init__(self, paths: Paths, config: ConfigStore):
         self.paths = paths
@@ -110,7 +122,7 @@ class FileStore(CredentialStore):
     def describe(self) -> str:
         return f"files: {self.auth_file} (OpenAI login), {self.config.path} (OpenRouter key), mode 0600"
 
-    def get(self, credential: str) -> Any:
+    def get(self, credential: str) -> Credential | None:
         _check_name(credential)
         if credential == OPENROUTER_API_KEY:
             value = self.config.load().get(OPENROUTER_API_KEY)
@@ -130,7 +142,7 @@ class FileStore(CredentialStore):
             return None
         return data if isinstance(data, dict) else None
 
-    def set(self, credential: str, value: Any) -> None:
+    def set(self, credential: str, value: Credential) -> None:
         _check_name(credential)
         if credential == OPENROUTER_API_KEY:
             self.config.update({OPENROUTER_API_KEY: value})
@@ -152,11 +164,13 @@ class FileStore(CredentialStore):
         return True
 
 
-def backend_label(backend: Any) -> str:
+def backend_label(backend: KeyringBackend) -> str:
     """``module.Class`` of a keyring backend; a chainer lists what it chains."""
+    from keyring.backends.chainer import ChainerBackend
+
     cls = type(backend)
     label = f"{cls.__module__}.{cls.__name__}"
-    chained = getattr(backend, "backends", None) if cls.__name__ == "ChainerBackend" else None
+    chained = backend.backends if isinstance(backend, ChainerBackend) else None
     if chained:
         label += "(" + ", ".join(f"{type(b).__module__}.{type(b).__name__}" for b in chained) + ")"
     return label
@@ -165,7 +179,7 @@ def backend_label(backend: Any) -> str:
 class KeyringStore(CredentialStore):
     """The OS keyring, with a `FileStore` fallback (see the module docstring)."""
 
-    def __init__(self, backend: Any, fallback: FileStore):
+    def __init__(self, backend: KeyringBackend, fallback: FileStore):
         self.backend = backend
         self.fallback = fallback
         self.label = backend_label(backend)
@@ -173,7 +187,7 @@ class KeyringStore(CredentialStore):
         self._degraded: str | None = None
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return "file" if self._degraded else "keyring"
 
     @property
@@ -186,7 +200,7 @@ class KeyringStore(CredentialStore):
             return f"{self.fallback.describe()} (the OS keyring {self.label} failed: {self._degraded})"
         return f"OS keyring ({self.label}), service {SERVICE!r}"
 
-    def _call(self, what: str, fn: Any, *args: Any) -> tuple[bool, Any]:
+    def _call(self, what: str, fn: Callable[..., _T], *args: str) -> tuple[bool, _T | None]:
         """(True, result) or (False, None) once the keyring has failed (now or before)."""
         with self._lock:
             if self._degraded:
@@ -200,7 +214,7 @@ class KeyringStore(CredentialStore):
                 return False, None
 
     @staticmethod
-    def _decode(raw: Any, credential: str) -> Any:
+    def _decode(raw: str | None, credential: str) -> Credential | None:
         if not isinstance(raw, str) or not raw:
             return None
         try:
@@ -211,19 +225,19 @@ class KeyringStore(CredentialStore):
             return value if isinstance(value, dict) else None
         return value if isinstance(value, str) and value.strip() else None
 
-    def get(self, credential: str) -> Any:
+    def get(self, credential: str) -> Credential | None:
         _check_name(credential)
         ok, raw = self._call("get_password", self.backend.get_password, SERVICE, credential)
         kept = self._decode(raw, credential) if ok else None
         on_file = self.fallback.get(credential)
         if kept is None or on_file is None:
             return kept if kept is not None else on_file
-        if credential == OPENAI_OAUTH:
+        if isinstance(kept, dict) and isinstance(on_file, dict):  # the login: the newer copy wins
             newer = (timestamp(on_file.get("saved_at")) or 0.0) > (timestamp(kept.get("saved_at")) or 0.0)
             return on_file if newer else kept
         return kept
 
-    def set(self, credential: str, value: Any) -> None:
+    def set(self, credential: str, value: Credential) -> None:
         _check_name(credential)
         encoded = json.dumps(value, ensure_ascii=False)
         ok, _ = self._call("set_password", self.backend.set_password, SERVICE, credential, encoded)
@@ -275,15 +289,13 @@ def in_zipapp() -> bool:
     keyring backends: the Secret Service one needs a compiled library it leaves out. Either
     from the archive itself or from the tree it extracted into its cache, whose root holds
     the marker `.kward-pyz` (tools/zipapp_main.py)."""
-    import kward
-
-    if type(getattr(kward, "__loader__", None)).__name__ == "zipimporter":
+    if isinstance(kward.__loader__, zipimport.zipimporter):
         return True
     root = os.path.dirname(os.path.dirname(os.path.abspath(kward.__file__)))
     return os.path.isfile(os.path.join(root, ".kward-pyz"))
 
 
-def select_store(paths: Paths, config: ConfigStore, *, backend: Any = None) -> StoreChoice:
+def select_store(paths: Paths, config: ConfigStore, *, backend: KeyringBackend | None = None) -> StoreChoice:
     """Choose the keyring when it has a usable backend, else the file store. `backend`
     overrides `keyring.get_keyring()` (tests). Imports `keyring` (~60 ms); call once."""
     files = FileStore(paths, config)

@@ -22,7 +22,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Mapping
 from urllib.parse import urlsplit
 
 from kward.auth.oauth import OAuthSettings
@@ -49,7 +49,7 @@ class OpenAITokens:
     def expires_within(self, seconds: float, now: float) -> bool:
         return self.expires_at is not None and self.expires_at <= now + seconds
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         saved = datetime.fromtimestamp(self.saved_at if self.saved_at is not None else time.time(), timezone.utc)
         return {
             "auth_mode": "openai_oauth",
@@ -61,13 +61,15 @@ class OpenAITokens:
         }
 
     @classmethod
-    def from_record(cls, record: Any) -> "OpenAITokens | None":
+    def from_record(cls, record: object) -> OpenAITokens | None:
         """The login in an auth.json-shaped dict, or None when it holds no access token."""
-        tokens = record.get("tokens") if isinstance(record, dict) else None
+        if not isinstance(record, dict):
+            return None
+        tokens = record.get("tokens")
         if not isinstance(tokens, dict):
             return None
 
-        def text(value: Any) -> str | None:
+        def text(value: object) -> str | None:
             return value if isinstance(value, str) and value.strip() else None
 
         access = text(tokens.get("access_token"))
@@ -101,7 +103,7 @@ class TokenEndpointError(Exception):
         return self.status is not None and 400 <= self.status < 500 and self.status not in (408, 429)
 
 
-def _error_of(payload: Any) -> tuple[str | None, str | None]:
+def _error_of(payload: object) -> tuple[str | None, str | None]:
     """(code, description) of an OAuth error body: `{"error": "...", "error_description"}`
     or `{"error": {"code", "message"}}` or a top-level `code`."""
     if not isinstance(payload, dict):
@@ -117,15 +119,16 @@ def _error_of(payload: Any) -> tuple[str | None, str | None]:
             str(desc)[:500] if isinstance(desc, str) and desc else None)
 
 
-def post_token(url: str, fields: Mapping[str, str], *, as_json: bool) -> dict[str, Any]:
-    """POST `fields` to the token endpoint; the JSON object it answers, or TokenEndpointError."""
+def post_token(url: str, fields: Mapping[str, str], *, as_json: bool) -> dict[str, object]:
+    """POST `fields` to the token endpoint (as JSON, else form-encoded); the JSON object it
+    answers, or TokenEndpointError."""
     import requests
 
     host = urlsplit(url).netloc
-    kwargs: dict[str, Any] = {"json": dict(fields)} if as_json else {"data": dict(fields)}
     try:
-        resp = requests.post(url, headers={"Accept": "application/json"}, timeout=TIMEOUT, allow_redirects=False,
-                             stream=True, **kwargs)
+        resp = requests.post(url, data=None if as_json else dict(fields), json=dict(fields) if as_json else None,
+                             headers={"Accept": "application/json"}, timeout=TIMEOUT, allow_redirects=False,
+                             stream=True)
         try:
             raw = resp.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True) or b""
         finally:
@@ -147,7 +150,7 @@ def post_token(url: str, fields: Mapping[str, str], *, as_json: bool) -> dict[st
     return payload
 
 
-def tokens_from_response(payload: Mapping[str, Any], *, now: float,
+def tokens_from_response(payload: Mapping[str, object], *, now: float,
                          previous: OpenAITokens | None = None) -> OpenAITokens:
     """The bundle a token response describes; what it leaves out is kept from `previous`."""
 

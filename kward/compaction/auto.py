@@ -1,5 +1,5 @@
 """Automatic compaction during a turn: the guard the agent loop runs with
-(`kward.agent.loop.TurnSetup.context`).
+(`kward.agent.loop.TurnSetup.context`), made for the session the turn runs on.
 
 - `before_request`: before each model request of the turn (the first one is "before the
   turn"), when the context estimate crosses the threshold (`kward.compaction.estimate`)
@@ -22,24 +22,29 @@ Thread contract: one guard per turn, used on the turn's worker thread only.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from kward.compaction.estimate import context_tokens, over_threshold
 from kward.compaction.prompt import Profile
-from kward.compaction.run import Emit, Summarize, run
+from kward.compaction.run import CompactionEmit, Summarize, run
 from kward.errors import AlreadyCompacted, Canceled, KwardError, NothingToCompact
 from kward.settings import CompactionSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.handle import SessionHandle
 
 log = logging.getLogger(__name__)
 
 
 class AutoCompaction:
-    """`profile` is the workspace's language profile, or a callable that finds it: called
-    once, when a compaction first starts (most turns never compact, so it is not looked
-    for up front)."""
+    """The guard of one turn on `session`. `profile` is the workspace's language profile,
+    or a callable that finds it: called once, when a compaction first starts (most turns
+    never compact, so it is not looked for up front)."""
 
-    def __init__(self, settings: CompactionSettings, window: int | None, summarize: Summarize,
-                 profile: Profile | Callable[[], Profile], emit: Emit, busy: Callable[[bool], None] | None = None):
+    def __init__(self, session: SessionHandle, settings: CompactionSettings, window: int | None,
+                 summarize: Summarize, profile: Profile | Callable[[], Profile], emit: CompactionEmit,
+                 busy: Callable[[bool], None] | None = None):
+        self.session = session
         self.settings = settings
         self.window = settings.context_window or window
         self._summarize = summarize
@@ -48,30 +53,30 @@ class AutoCompaction:
         self._busy = busy
         self._overflow_used = False
 
-    def needed(self, session: Any, instructions: str) -> bool:
+    def needed(self, instructions: str) -> bool:
         """Whether the context estimate crosses the threshold."""
         if not self.settings.enabled or not self.window:
             return False
-        tokens = context_tokens(session.entry_messages(), instructions)
+        tokens = context_tokens(self.session.entry_messages(), instructions)
         return over_threshold(tokens, self.window, self.settings.reserve_tokens)
 
-    def before_request(self, session: Any, instructions: str) -> None:
-        if self.needed(session, instructions):
-            self._compact(session, instructions, "threshold")
+    def before_request(self, instructions: str) -> None:
+        if self.needed(instructions):
+            self._compact(instructions, "threshold")
 
-    def after_overflow(self, session: Any, instructions: str) -> bool:
+    def after_overflow(self, instructions: str) -> bool:
         if self._overflow_used or not self.settings.enabled:
             return False
         self._overflow_used = True
-        return self._compact(session, instructions, "overflow")
+        return self._compact(instructions, "overflow")
 
-    def _compact(self, session: Any, instructions: str, reason: str) -> bool:
+    def _compact(self, instructions: str, reason: str) -> bool:
         if self._busy is not None:
             self._busy(True)
         try:
             if not isinstance(self._profile, Profile):
                 self._profile = self._profile()
-            run(session, self._summarize, self.settings, self._profile, self._emit, reason=reason,
+            run(self.session, self._summarize, self.settings, self._profile, self._emit, reason=reason,
                 instructions=instructions, will_retry=reason == "overflow", window=self.window)
             return True
         except (NothingToCompact, AlreadyCompacted):

@@ -61,8 +61,9 @@ class Cut:
 def branch_start(entries: Sequence[Message]) -> tuple[int, CompactionSummary | None]:
     """(index after the last compaction summary, that summary) or (0, None)."""
     for i in range(len(entries) - 1, -1, -1):
-        if isinstance(entries[i], CompactionSummary):
-            return i + 1, entries[i]  # type: ignore[return-value]
+        entry = entries[i]
+        if isinstance(entry, CompactionSummary):
+            return i + 1, entry
     return 0, None
 
 

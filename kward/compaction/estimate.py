@@ -24,6 +24,7 @@ from typing import Sequence
 from kward.model import (
     AssistantMessage,
     CompactionSummary,
+    Content,
     ImagePart,
     Message,
     TextPart,
@@ -41,11 +42,11 @@ def tokens_of_chars(chars: int) -> int:
     return -(-chars // 4)
 
 
-def content_chars(content: object) -> int:
+def content_chars(content: Content) -> int:
     if isinstance(content, str):
         return len(content)
     size = 0
-    for part in content or ():  # type: ignore[union-attr]
+    for part in content:
         if isinstance(part, TextPart):
             size += len(part.text) + 1
         elif isinstance(part, ImagePart):
@@ -60,7 +61,7 @@ def message_chars(message: Message) -> int:
     size = len(message.role) + 1
     if isinstance(message, CompactionSummary):
         return size + len(message.summary)
-    size += content_chars(getattr(message, "content", ""))
+    size += content_chars(message.content)
     if isinstance(message, AssistantMessage):
         size += len(message.reasoning or "")
         for call in message.tool_calls:
@@ -111,4 +112,6 @@ def reserve_for(window: int, reserve_tokens: int) -> int:
 
 def over_threshold(tokens: int, window: int | None, reserve_tokens: int) -> bool:
     """Whether a context of `tokens` calls for automatic compaction in `window`."""
-    return bool(window) and tokens > window - reserve_for(window, reserve_tokens)  # type: ignore[operator]
+    if not window:
+        return False
+    return tokens > window - reserve_for(window, reserve_tokens)

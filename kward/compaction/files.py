@@ -13,7 +13,7 @@ one appended. Pure functions: any thread.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from kward.compaction.serialize import content_text
 from kward.model import AssistantMessage, Message, ToolResultMessage, is_error_text
@@ -24,16 +24,17 @@ MODIFY = frozenset({"write_file", "edit_file"})
 FILES_HEADING = "## Files & Code"
 
 
-def _previous(details: Any, key: str) -> list[str]:
+def _previous(details: object, key: str) -> list[str]:
     values = details.get(key) if isinstance(details, dict) else None
     return [v for v in values if isinstance(v, str) and v] if isinstance(values, list) else []
 
 
-def file_details(messages: Sequence[Message], previous: Any = None) -> dict[str, list[str]]:
-    """``{read_files, modified_files}`` of `messages` merged with `previous` details."""
+def file_details(messages: Sequence[Message], previous: object = None) -> dict[str, list[str]]:
+    """``{read_files, modified_files}`` of `messages` merged with `previous` details (a
+    summary's `details` as its record held them: anything but such a dict counts as none)."""
     read = set(_previous(previous, "read_files"))
     modified = set(_previous(previous, "modified_files"))
-    pending: dict[Any, tuple[str, str]] = {}
+    pending: dict[str | None, tuple[str, str]] = {}  # by tool call id: (tool name, path)
     for message in messages:
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:

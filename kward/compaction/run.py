@@ -15,7 +15,7 @@ messages, and the read-before-write state is cleared. Any failure before the app
 (the model's error, an empty summary, cancellation) leaves the session unchanged.
 
 `run` wraps `compact` in the `compactionStart` / `compactionEnd` session events (through
-`events(type, payload)`; none when the plan refuses).
+`events(type, payload)`, a `CompactionEmit`; none when the plan refuses).
 
 Thread contract: called on a worker thread by a caller that holds the session's turn
 lock (no turn appends meanwhile); blocks for the model calls.
@@ -24,7 +24,7 @@ lock (no turn appends meanwhile); blocks for the model calls.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from kward.cancel import CancelToken
 from kward.compaction.cut import Cut, branch_start, find_cut, kept_entry_id
@@ -53,10 +53,11 @@ from kward.sessions.entries import compacted
 from kward.sessions.messages import message_ident, role_of
 from kward.settings import CompactionSettings
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.handle import SessionHandle
+
 #: One summarizer call: (system prompt, user message, max answer tokens) -> answer text.
 Summarize = Callable[[str, str, int], str]
-#: The callback of the session events: (type, CompactionStart | CompactionEnd).
-Emit = Callable[[str, Any], None]
 
 MAIN_SHARE = 0.8  # of reserve_tokens: the main summary's answer cap
 SPLIT_SHARE = 0.5  # the split-turn summary's
@@ -102,6 +103,13 @@ class CompactionEnd:
     will_retry: bool = False
     error_message: str | None = None
     error: KwardError | None = field(default=None, compare=False)
+
+
+#: A session event of a compaction (its payload).
+CompactionEvent = Union[CompactionStart, CompactionEnd]
+#: The callback of the session events: ``events("compactionStart", CompactionStart)``,
+#: ``events("compactionEnd", CompactionEnd)``.
+CompactionEmit = Callable[[str, CompactionEvent], None]
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,7 @@ def summary_text(p: Plan, summarize: Summarize, profile: Profile, settings: Comp
     return text
 
 
-def compact(session: Any, summarize: Summarize, settings: CompactionSettings, profile: Profile, *,
+def compact(session: SessionHandle, summarize: Summarize, settings: CompactionSettings, profile: Profile, *,
             instructions: str = "", focus: str | None = None, window: int | None = None) -> CompactionResult:
     """Compact the session (see the module docstring); the session is unchanged on error.
     `window`: the model's context window (settings' `context_window` wins), if known."""
@@ -188,9 +196,9 @@ def compact(session: Any, summarize: Summarize, settings: CompactionSettings, pr
                             context_tokens([summary] + kept, instructions), p.cut.split_turn)
 
 
-def run(session: Any, summarize: Summarize, settings: CompactionSettings, profile: Profile, events: Emit, *,
-        reason: str, instructions: str = "", focus: str | None = None, will_retry: bool = False,
-        window: int | None = None) -> CompactionResult:
+def run(session: SessionHandle, summarize: Summarize, settings: CompactionSettings, profile: Profile,
+        events: CompactionEmit, *, reason: str, instructions: str = "", focus: str | None = None,
+        will_retry: bool = False, window: int | None = None) -> CompactionResult:
     """`compact` between compactionStart and compactionEnd (a refused plan raises before
     any event). Raises what `compact` raised, after an aborted compactionEnd."""
     plan(session.entry_messages(), settings, instructions)  # refuse before announcing anything

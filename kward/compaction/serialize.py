@@ -22,7 +22,7 @@ Pure functions: any thread.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Sequence
 
 from kward.model import (
     AssistantMessage,
@@ -60,7 +60,7 @@ def truncate(text: str, limit: int = TOOL_OUTPUT_LIMIT) -> str:
     return f"{text[:limit]}\n...[truncated {len(text) - limit} bytes]"
 
 
-def _dump(value: Any) -> str:
+def _dump(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -82,7 +82,7 @@ def _reasoning(message: AssistantMessage) -> str:
     return "\n".join(p.thinking for p in content if isinstance(p, ThinkingPart))
 
 
-def _assistant(message: AssistantMessage, calls: dict[Any, ToolCall]) -> str:
+def _assistant(message: AssistantMessage, calls: dict[str | None, ToolCall]) -> str:
     lines = []
     reasoning = _reasoning(message)
     if reasoning:
@@ -97,7 +97,7 @@ def _assistant(message: AssistantMessage, calls: dict[Any, ToolCall]) -> str:
     return "\n".join(lines) if lines else "[Assistant]:"
 
 
-def _result(message: ToolResultMessage, calls: dict[Any, ToolCall]) -> str:
+def _result(message: ToolResultMessage, calls: dict[str | None, ToolCall]) -> str:
     call = calls.get(message.tool_call_id)
     name = call.name if call is not None else (message.name or "tool")
     output = truncate(content_text(message.content))
@@ -109,7 +109,7 @@ def _result(message: ToolResultMessage, calls: dict[Any, ToolCall]) -> str:
 
 def serialize(messages: Sequence[Message], max_chars: int | None = None) -> str:
     """The messages as one text for the summarizer (see the module docstring)."""
-    calls: dict[Any, ToolCall] = {}
+    calls: dict[str | None, ToolCall] = {}
     blocks = []
     for message in messages:
         if isinstance(message, UserMessage):
@@ -121,7 +121,7 @@ def serialize(messages: Sequence[Message], max_chars: int | None = None) -> str:
         elif isinstance(message, CompactionSummary):
             blocks.append(f"[Branch summary/context]: {message.summary}")
         else:
-            blocks.append(f"[{message.role or 'Message'}]: {content_text(getattr(message, 'content', ''))}")
+            blocks.append(f"[{message.role or 'Message'}]: {content_text(message.content)}")
     if max_chars is not None:
         total = sum(len(b) + 2 for b in blocks)
         dropped = 0

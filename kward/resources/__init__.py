@@ -12,13 +12,14 @@ Modules, lowest first:
 - `observers`: plugin transcript observers fed from bounded queues;
 - `system_prompt`: the base prompt (`base_prompt.md`) and the assembly of the parts;
 - `catalog`: everything loaded together, and how slash input resolves;
-- `turns`: a plugin command run as a turn;
-- `core`: `Resources`, the owner of the catalog and the agent engine's turn hooks.
+- `extensions`: `Resources`, the user's extensions of one process: the catalog, the
+  AGENTS.md cache, and what a turn's plan needs of them.
 
-Nothing here imports `kward.rpc`, the agent or the runtime: the runtime
+Nothing here imports `kward.rpc`, the agent or the runtime at run time (the agent's turn
+and emit types are imported for the type checker only): the runtime
 (kward/runtime/resources.py) wires `Resources` to sessions and the engine.
 """
 
-from kward.resources.core import Resources
+from kward.resources.extensions import Resources
 
 __all__ = ["Resources"]

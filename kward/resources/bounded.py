@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Callable, Generic, Mapping, NoReturn, TypeVar, Union
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled, PluginFailed, PluginTimeout
 
 MAX_STUCK = 4
+_T = TypeVar("_T")
+#: JSON-shaped data as kward hands it over (the session file's records, event payloads).
+Json = Union[dict[str, "Json"], list["Json"], tuple["Json", ...], str, int, float, bool, None]
+#: Its read-only copy (`freeze`).
+Frozen = Union["FrozenDict", tuple["Frozen", ...], str, int, float, bool, None]
 
 
 class Stuck:
@@ -40,9 +46,21 @@ class Stuck:
             self.count += n
 
 
-def run_bounded(fn: Callable[..., Any], args: tuple = (), *, timeout: float, what: str,
-                data: dict[str, Any] | None = None, cancel: CancelToken | None = None,
-                stuck: Stuck | None = None) -> Any:
+@dataclass
+class _Outcome(Generic[_T]):
+    """What the plugin's thread left, once `done`: its value (in `returned`) or its
+    exception; `abandoned` once the caller stopped waiting for it. `done` and `abandoned`
+    change under the caller's lock."""
+
+    returned: list[_T] = field(default_factory=list)
+    error: BaseException | None = None
+    done: bool = False
+    abandoned: bool = False
+
+
+def run_bounded(fn: Callable[..., _T], args: tuple[object, ...] = (), *, timeout: float, what: str,
+                data: Mapping[str, object] | None = None, cancel: CancelToken | None = None,
+                stuck: Stuck | None = None) -> _T:
     """`fn(*args)` on a daemon thread, waited for at most `timeout` s (see the module doc).
     `what` names the code in messages ("Plugin command /hi"); `data` goes into the errors."""
     data = dict(data or {})
@@ -50,19 +68,18 @@ def run_bounded(fn: Callable[..., Any], args: tuple = (), *, timeout: float, wha
         raise PluginTimeout(f"{what} was not run: {stuck.count} earlier calls of its plugin never returned",
                             data={**data, "stuckCalls": stuck.count})
     done = threading.Event()
-    box: dict[str, Any] = {}
+    outcome: _Outcome[_T] = _Outcome()
     state_lock = threading.Lock()
-    abandoned = [False]
 
     def target() -> None:
         try:
-            box["value"] = fn(*args)
+            outcome.returned.append(fn(*args))
         except BaseException as exc:  # SystemExit and KeyboardInterrupt of plugin code too
-            box["error"] = exc
+            outcome.error = exc
         finally:
             with state_lock:
-                finished_late = abandoned[0]
-                box["done"] = True
+                finished_late = outcome.abandoned
+                outcome.done = True
             if finished_late and stuck is not None:
                 stuck.add(-1)
             done.set()
@@ -76,46 +93,51 @@ def run_bounded(fn: Callable[..., Any], args: tuple = (), *, timeout: float, wha
         if forget is not None:
             forget()
     with state_lock:
-        if not box.get("done"):
-            abandoned[0] = True
-    if abandoned[0]:
+        if not outcome.done:
+            outcome.abandoned = True
+    if outcome.abandoned:
         if stuck is not None:
             stuck.add(1)
         if cancel is not None and cancel.cancelled:
             raise Canceled("Canceled.")
         raise PluginTimeout(f"{what} did not finish within {timeout:g} s; it was abandoned (its thread may "
                             "still be running)", data={**data, "timeoutSeconds": timeout})
-    if "error" in box:
-        exc = box["error"]
+    exc = outcome.error
+    if exc is not None:
         raise PluginFailed(f"{what} failed: {type(exc).__name__}: {exc}",
                            data={**data, "exception": type(exc).__name__}) from exc
-    return box.get("value")
+    return outcome.returned[0]
 
 
-class FrozenDict(dict):
+class FrozenDict(dict[str, Frozen]):
     """A dict that refuses every change (TypeError). Copies of it are plain dicts."""
 
     __slots__ = ()
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("this is a read-only copy; make your own copy (dict(...)) to change it")
 
     __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
 
-    def __copy__(self) -> dict:
+    def __copy__(self) -> dict[str, Frozen]:
         return dict(self)
 
-    def __deepcopy__(self, memo: dict) -> dict:
+    def __deepcopy__(self, memo: dict[int, object]) -> dict[str, object]:
         return {k: copy.deepcopy(v, memo) for k, v in self.items()}
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[dict[str, Frozen]], tuple[dict[str, Frozen]]]:
         return (dict, (dict(self),))
 
 
-def freeze(value: Any) -> Any:
+def freeze_dict(value: dict[str, Json]) -> FrozenDict:
+    """A read-only deep copy of a JSON object (see the module doc)."""
+    return FrozenDict({k: freeze(v) for k, v in value.items()})
+
+
+def freeze(value: Json) -> Frozen:
     """A read-only deep copy of JSON-shaped data (see the module doc)."""
     if isinstance(value, dict):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
+        return freeze_dict(value)
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
     return value

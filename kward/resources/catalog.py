@@ -20,14 +20,23 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 from kward.resources import prompts, skills
 from kward.resources.observers import Observer, stop_all
-from kward.resources.plugins import Plugin, PluginCommand, forget_module, load_plugins
+from kward.resources.plugins import (
+    Plugin,
+    PluginCommand,
+    PromptContextFn,
+    forget_module,
+    load_plugins,
+)
 from kward.resources.prompts import RESERVED, PromptTemplate, Warning_, parse_slash
 from kward.resources.skills import Skill
 from kward.resources.text import NAME_RE
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +46,7 @@ class Plan:
     """How one input runs: `literal` (as typed), `prompt` (`text` is the expansion,
     `display` what was typed) or `plugin` (`command` runs with `arguments`)."""
 
-    kind: str
+    kind: Literal["literal", "prompt", "plugin"]
     text: str
     display: str | None = None
     command: PluginCommand | None = None
@@ -52,7 +61,7 @@ class Catalog:
     commands: dict[str, PluginCommand] = field(default_factory=dict)  # plugin commands by name
     warnings: tuple[Warning_, ...] = ()
     observers: tuple[Observer, ...] = ()
-    _tools: Any = field(default=None, repr=False)
+    _tools: tuple[ToolRegistry, ToolRegistry] | None = field(default=None, repr=False)  # (base, with read_skill)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -73,8 +82,8 @@ class Catalog:
             return Plan("plugin", text, command=command, arguments=arguments)
         return Plan("literal", text)
 
-    def tools(self, base: Any) -> Any:
-        """`base` (a ToolRegistry) plus `read_skill` when there are skills; built once."""
+    def tools(self, base: ToolRegistry) -> ToolRegistry:
+        """`base` plus `read_skill` when there are skills; built once per `base`."""
         if not self.skills:
             return base
         with self._lock:
@@ -83,7 +92,7 @@ class Catalog:
                 self._tools = (base, base.with_specs(skills.read_skill_spec(lambda: skill_map)))
             return self._tools[1]
 
-    def prompt_contexts(self) -> list[tuple[Plugin, Any]]:
+    def prompt_contexts(self) -> list[tuple[Plugin, PromptContextFn]]:
         return [(plugin, fn) for plugin in self.plugins for fn in plugin.prompt_contexts]
 
     def close(self) -> None:

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from kward.model import Message
-from kward.resources.bounded import freeze
+from kward.resources.bounded import FrozenDict, freeze_dict
 from kward.sessions.codec import encode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.handle import SessionHandle
 
 MAX_OUTPUT_CHARS = 1_000_000
 _CUT = "[... output truncated]"
@@ -36,7 +39,7 @@ class Output:
         self._size = 0
         self._open = True
 
-    def say(self, text: Any = "") -> None:
+    def say(self, text: object = "") -> None:
         line = text if isinstance(text, str) else str(text)
         with self._lock:
             if not self._open or self._size > MAX_OUTPUT_CHARS:
@@ -68,17 +71,17 @@ class PluginContext:
         self.args = args
         self._messages = messages
         self._output = output
-        self._transcript: tuple[Any, ...] | None = None
+        self._transcript: tuple[FrozenDict, ...] | None = None
         self._lock = threading.Lock()
 
     @property
-    def transcript(self) -> tuple[Any, ...]:
+    def transcript(self) -> tuple[FrozenDict, ...]:
         with self._lock:
             if self._transcript is None:
-                self._transcript = freeze([encode(m) for m in (self._messages() if self._messages else [])])
+                self._transcript = tuple(freeze_dict(encode(m)) for m in (self._messages() if self._messages else []))
             return self._transcript
 
-    def say(self, text: Any = "") -> None:
+    def say(self, text: object = "") -> None:
         if self._output is not None:
             self._output.say(text)
 
@@ -86,12 +89,11 @@ class PluginContext:
         return f"PluginContext(session_id={self.session_id!r}, workspace_root={self.workspace_root!r})"
 
 
-def context_for(session: Any, *, args: str = "", output: Output | None = None) -> PluginContext:
-    """The context of a kward session (a SessionHandle); None-safe for tests' fakes."""
-    return PluginContext(workspace_root=session.workspace_root, session_id=getattr(session, "id", None),
-                         session_name=getattr(session, "name", None), session_path=getattr(session, "path", None),
-                         persistent_id=getattr(session, "persistent_id", None), messages=session.entry_messages,
-                         args=args, output=output)
+def context_for(session: SessionHandle, *, args: str = "", output: Output | None = None) -> PluginContext:
+    """The context of a kward session."""
+    return PluginContext(workspace_root=session.workspace_root, session_id=session.id, session_name=session.name,
+                         session_path=session.path, persistent_id=session.persistent_id,
+                         messages=session.entry_messages, args=args, output=output)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class CommandOutput:
         return "\n".join([*self.output, *([self.result] if self.result else [])])
 
 
-def result_text(value: Any) -> str | None:
+def result_text(value: object) -> str | None:
     """A handler's return value as text (None stays None), capped at MAX_OUTPUT_CHARS."""
     if value is None:
         return None

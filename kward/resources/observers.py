@@ -2,12 +2,13 @@
 
 A model turn's events (`OBSERVED`: reasoning_delta, assistant_delta, assistant_message,
 model_retry, turn_steered, tool_call, tool_result, answer) are offered to every observer
-as plain read-only data, the payload as the protocol shows it: ``{"type": "<snake_case type>", "sessionId", "turnId"?, ...the
-event payload}`` (frozen, `kward.resources.bounded.freeze`), with the session's
-`PluginContext`. `Observer.offer` never blocks: the event goes on the observer's bounded
-queue (`QUEUE_SIZE`), or is dropped (and counted, logged once) when the observer fell that
-far behind. So an observer that raises (logged), blocks or is slow never stalls or breaks
-a turn; it only misses events.
+as plain read-only data, the payload as the protocol shows it (the face's `EventFields`
+converter): ``{"type": "<snake_case type>", "sessionId", "turnId"?, ...the event
+payload}`` (frozen, `kward.resources.bounded.freeze`), with the session's `PluginContext`.
+`Observer.offer` never blocks: the event goes on the observer's bounded queue
+(`QUEUE_SIZE`), or is dropped (and counted, logged once) when the observer fell that far
+behind. So an observer that raises (logged), blocks or is slow never stalls or breaks a
+turn; it only misses events.
 
 Threads: an `Observer` owns one daemon thread, started on the first offer. `stop()` puts
 a stop mark on the queue (or, when it is full, sets the stop flag) and joins for a short
@@ -22,9 +23,14 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from kward.resources.bounded import freeze
+from kward.resources.bounded import FrozenDict, Json, freeze_dict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.loop import Emit
+    from kward.model import EventPayload
+    from kward.resources.context import PluginContext
 
 log = logging.getLogger(__name__)
 
@@ -34,23 +40,27 @@ JOIN_SECONDS = 0.5
 OBSERVED = {"reasoningDelta": "reasoning_delta", "assistantDelta": "assistant_delta",
             "assistantMessage": "assistant_message", "modelRetry": "model_retry", "turnSteered": "turn_steered",
             "toolCall": "tool_call", "toolResult": "tool_result", "answer": "answer"}
-_STOP = object()
+#: A plugin's transcript observer: ``fn(event, ctx)``; what it returns is ignored.
+ObserverFn = Callable[[FrozenDict, "PluginContext"], object]
+#: The fields of an event's payload as the protocol shows them: ``fields(type, payload)``.
+EventFields = Callable[[str, "EventPayload"], Mapping[str, Json]]
 
 
 class Observer:
     """One plugin function fed from a bounded queue on its own thread (module doc)."""
 
-    def __init__(self, plugin: str, fn: Callable[[Any, Any], Any], queue_size: int = QUEUE_SIZE):
+    def __init__(self, plugin: str, fn: ObserverFn, queue_size: int = QUEUE_SIZE):
         self.plugin = plugin
         self.fn = fn
-        self._queue: queue.Queue = queue.Queue(queue_size)
+        # (event, ctx) to deliver; None is the stop mark
+        self._queue: queue.Queue[tuple[FrozenDict, PluginContext] | None] = queue.Queue(queue_size)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = False
         self.dropped = 0
         self.failures = 0
 
-    def offer(self, event: Any, ctx: Any) -> None:
+    def offer(self, event: FrozenDict, ctx: PluginContext) -> None:
         """Queue one event (never blocks; dropped when the queue is full or stopped)."""
         with self._lock:
             if self._stopped:
@@ -69,7 +79,7 @@ class Observer:
     def _run(self) -> None:
         while True:
             item = self._queue.get()
-            if item is _STOP or self._stopped:
+            if item is None or self._stopped:
                 return
             event, ctx = item
             try:
@@ -87,7 +97,7 @@ class Observer:
         if thread is None:
             return
         try:
-            self._queue.put_nowait(_STOP)
+            self._queue.put_nowait(None)
         except queue.Full:
             pass  # the flag ends it after the current event
         if join > 0:
@@ -99,7 +109,7 @@ class Observer:
             thread.join(timeout)
 
 
-def stop_all(watchers: "list[Observer] | tuple[Observer, ...]", budget: float = JOIN_SECONDS) -> None:
+def stop_all(watchers: Sequence[Observer], budget: float = JOIN_SECONDS) -> None:
     """Stop every observer, then wait for them together for at most `budget` seconds."""
     for observer in watchers:
         observer.stop(join=0)
@@ -108,25 +118,19 @@ def stop_all(watchers: "list[Observer] | tuple[Observer, ...]", budget: float = 
         observer.join(deadline - time.monotonic())
 
 
-def _as_is(type_: str, payload: Any) -> dict[str, Any]:
-    return payload
-
-
-def observing(emit: Callable[[str, Any], None], observers: list[Observer], ctx: Any,
-              session_id: str | None, turn_id: str | None,
-              payload_of: Callable[[str, Any], dict[str, Any]] = _as_is) -> Callable[[str, Any], None]:
+def observing(emit: Emit, observers: Sequence[Observer], ctx: PluginContext, session_id: str | None,
+              turn_id: str | None, fields: EventFields) -> Emit:
     """`emit` that also offers the observed events to `observers` (after emitting);
-    `payload_of(type, payload)` gives the fields of an event's payload (default: the
-    payload is a dict of them already)."""
+    `fields(type, payload)` gives the fields of an event's payload."""
     if not observers:
         return emit
 
-    def wrapped(type_: str, payload: Any) -> None:
+    def wrapped(type_: str, payload: EventPayload) -> None:
         emit(type_, payload)
         name = OBSERVED.get(type_)
         if name is None:
             return
-        event = freeze({"sessionId": session_id, "turnId": turn_id, **payload_of(type_, payload), "type": name})
+        event = freeze_dict({"sessionId": session_id, "turnId": turn_id, **fields(type_, payload), "type": name})
         for observer in observers:
             observer.offer(event, ctx)
 

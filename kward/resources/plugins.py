@@ -25,6 +25,7 @@ are immutable apart from the `Stuck` counters; any thread may read them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import logging
@@ -34,16 +35,45 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, TypeVar
 
 from kward.errors import PluginFailed, PluginTimeout
 from kward.resources.bounded import Stuck, run_bounded
+from kward.resources.observers import ObserverFn
 from kward.resources.prompts import Warning_
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.resources.context import PluginContext
 
 log = logging.getLogger(__name__)
 
 PLUGIN_FILE = "plugin.py"
 _serial = itertools.count(1)
+
+#: A slash command's handler: ``handler(args, ctx)``; what it returns is the result text.
+CommandHandler = Callable[[str, "PluginContext"], object]
+#: A prompt-context function: ``fn(ctx)``; what it returns is text for the system prompt.
+PromptContextFn = Callable[["PluginContext"], object]
+_Handler = TypeVar("_Handler", bound=CommandHandler)
+_ContextFn = TypeVar("_ContextFn", bound=PromptContextFn)
+_ObserverFn = TypeVar("_ObserverFn", bound=ObserverFn)
+
+
+class CommandEntry(NamedTuple):
+    """A command as a plugin registered it (its name not checked yet: `kward.resources.catalog`)."""
+
+    name: str
+    description: str
+    argument_hint: str
+    handler: CommandHandler
+
+
+class Registration(NamedTuple):
+    """What a plugin's ``register(kward)`` registered."""
+
+    commands: tuple[CommandEntry, ...] = ()
+    prompt_contexts: tuple[PromptContextFn, ...] = ()
+    observers: tuple[ObserverFn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,17 +81,17 @@ class PluginCommand:
     name: str
     description: str
     argument_hint: str
-    handler: Callable[[str, Any], Any]
-    plugin: "Plugin"
+    handler: CommandHandler
+    plugin: Plugin
 
 
 @dataclass(frozen=True)
 class Plugin:
     name: str
     path: str
-    commands: tuple[tuple[str, str, str, Callable[..., Any]], ...] = ()  # (name, description, hint, handler)
-    prompt_contexts: tuple[Callable[[Any], Any], ...] = ()
-    observers: tuple[Callable[[Any, Any], Any], ...] = ()
+    commands: tuple[CommandEntry, ...] = ()
+    prompt_contexts: tuple[PromptContextFn, ...] = ()
+    observers: tuple[ObserverFn, ...] = ()
     module: str = ""  # its name in sys.modules
     stuck: Stuck = field(default_factory=Stuck, compare=False)
 
@@ -73,49 +103,55 @@ class Registrar:
 
     def __init__(self, plugin_name: str):
         self.plugin_name = plugin_name
-        self._commands: list[tuple[str, str, str, Callable[..., Any]]] = []
-        self._contexts: list[Callable[[Any], Any]] = []
-        self._observers: list[Callable[[Any, Any], Any]] = []
+        self._commands: list[CommandEntry] = []
+        self._contexts: list[PromptContextFn] = []
+        self._observers: list[ObserverFn] = []
         self._open = True
         self._lock = threading.Lock()
 
-    def _add(self, items: list, item: Any) -> None:
+    @contextlib.contextmanager
+    def _adding(self) -> Iterator[None]:
+        """Held while a registration is added; RuntimeError once `register` returned."""
         with self._lock:
             if not self._open:
                 raise RuntimeError("kward plugin registration is over (register() has returned)")
-            items.append(item)
+            yield
 
-    def command(self, name: str, description: str = "", argument_hint: str = "") -> Callable:
+    def command(self, name: str, description: str = "",
+                argument_hint: str = "") -> Callable[[_Handler], _Handler]:
         """Decorator: register ``handler(args, ctx)`` as the slash command `/name`."""
         if not isinstance(name, str) or not isinstance(description, str) or not isinstance(argument_hint, str):
             raise TypeError("command(name, description=, argument_hint=) takes strings")
 
-        def add(handler: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+        def add(handler: _Handler) -> _Handler:
             if not callable(handler):
                 raise TypeError(f"the handler of /{name} is not callable")
-            self._add(self._commands, (name, description, argument_hint, handler))
+            with self._adding():
+                self._commands.append(CommandEntry(name, description, argument_hint, handler))
             return handler
 
         return add
 
-    def prompt_context(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def prompt_context(self, fn: _ContextFn) -> _ContextFn:
         """Decorator: ``fn(ctx)`` returns text for the system prompt of each turn (or None)."""
         if not callable(fn):
             raise TypeError("prompt_context takes a function")
-        self._add(self._contexts, fn)
+        with self._adding():
+            self._contexts.append(fn)
         return fn
 
-    def on_transcript_event(self, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def on_transcript_event(self, fn: _ObserverFn) -> _ObserverFn:
         """Decorator: ``fn(event, ctx)`` is called with each event of a model turn."""
         if not callable(fn):
             raise TypeError("on_transcript_event takes a function")
-        self._add(self._observers, fn)
+        with self._adding():
+            self._observers.append(fn)
         return fn
 
-    def close(self) -> tuple[list, list, list]:
+    def close(self) -> Registration:
         with self._lock:
             self._open = False
-            return list(self._commands), list(self._contexts), list(self._observers)
+            return Registration(tuple(self._commands), tuple(self._contexts), tuple(self._observers))
 
 
 def plugin_sources(directory: Path) -> list[tuple[str, Path, bool]]:
@@ -144,7 +180,16 @@ def _module_name(name: str) -> str:
     return f"kward_plugin_{next(_serial)}_{safe}"
 
 
-def _load(name: str, path: Path, package: bool, module_name: str) -> tuple[list, list, list]:
+class _Job(NamedTuple):
+    """One plugin to load: its name, file, whether it is a package, its sys.modules name."""
+
+    name: str
+    path: Path
+    package: bool
+    module_name: str
+
+
+def _load(name: str, path: Path, package: bool, module_name: str) -> Registration:
     """Execute the plugin's module and its register(); runs on the bounded thread."""
     spec = importlib.util.spec_from_file_location(
         module_name, path, submodule_search_locations=[str(path.parent)] if package else None)
@@ -176,7 +221,7 @@ def load_plugins(directory: Path, timeout: float) -> tuple[list[Plugin], list[Wa
     those that failed (logged too, with the traceback)."""
     sources = plugin_sources(directory)
     seen: set[str] = set()
-    jobs = []
+    jobs: list[_Job] = []
     warnings: list[Warning_] = []
     for name, path, package in sources:
         if name in seen:
@@ -184,20 +229,20 @@ def load_plugins(directory: Path, timeout: float) -> tuple[list[Plugin], list[Wa
                                                           "already loaded"))
             continue
         seen.add(name)
-        jobs.append((name, path, package, _module_name(name)))
-    results: dict[str, Any] = {}
+        jobs.append(_Job(name, path, package, _module_name(name)))
+    results: dict[str, Registration | PluginFailed] = {}
     deadline = time.monotonic() + timeout
+
+    def one(job: _Job) -> None:
+        try:
+            results[job.module_name] = run_bounded(_load, job, timeout=max(0.0, deadline - time.monotonic()),
+                                                   what=f"Plugin {job.name}", data={"plugin": job.name})
+        except PluginFailed as exc:
+            results[job.module_name] = exc
+
     threads = []
     for job in jobs:
-        def one(job=job) -> None:
-            name, path, package, module_name = job
-            try:
-                results[module_name] = run_bounded(_load, job[:4], timeout=max(0.0, deadline - time.monotonic()),
-                                                   what=f"Plugin {name}", data={"plugin": name})
-            except PluginFailed as exc:
-                results[module_name] = exc
-
-        thread = threading.Thread(target=one, name=f"kward-plugin-load {job[0]}"[:60], daemon=True)
+        thread = threading.Thread(target=one, args=(job,), name=f"kward-plugin-load {job.name}"[:60], daemon=True)
         thread.start()
         threads.append(thread)
     for thread in threads:
@@ -205,10 +250,10 @@ def load_plugins(directory: Path, timeout: float) -> tuple[list[Plugin], list[Wa
     plugins: list[Plugin] = []
     for name, path, package, module_name in jobs:
         outcome = results.get(module_name)
-        if isinstance(outcome, tuple):
-            commands, contexts, observers = outcome
-            plugins.append(Plugin(name=name, path=str(path), commands=tuple(commands),
-                                  prompt_contexts=tuple(contexts), observers=tuple(observers), module=module_name))
+        if isinstance(outcome, Registration):
+            plugins.append(Plugin(name=name, path=str(path), commands=outcome.commands,
+                                  prompt_contexts=outcome.prompt_contexts, observers=outcome.observers,
+                                  module=module_name))
             continue
         cause = outcome.__cause__ if isinstance(outcome, PluginFailed) else None
         if cause is None or isinstance(outcome, PluginTimeout):

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from kward.confined import Escape, open_below, read_fd, split_below
+from kward.confined import Escape, open_below, split_below
+from kward.fsutil import read_fd
 from kward.resources.prompts import Warning_
 from kward.resources.text import (
     NAME_RE,
@@ -30,6 +31,7 @@ from kward.resources.text import (
     read_regular,
     split_front_matter,
 )
+from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 
 MAX_SKILL_FILE = 100_000
 SKILL_FILE = "SKILL.md"
@@ -43,7 +45,7 @@ class Skill:
     path: str  # its SKILL.md
 
 
-def _is_dir(entry: os.DirEntry) -> bool:
+def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()
     except OSError:
@@ -121,7 +123,7 @@ def read_skill_file(skill: Skill, path: str) -> str:
     except NotADirectoryError:
         raise ValueError(f"no such file in skill {skill.name}: {path}") from None
     with node:
-        if not node.is_file:
+        if not node.is_file or node.fd is None or node.st is None:  # is_file: both are set
             raise ValueError(f"not a file: {path}")
         if node.st.st_size > MAX_SKILL_FILE:
             raise ValueError(f"file too large: {path} ({node.st.st_size} bytes; the limit is {MAX_SKILL_FILE})")
@@ -133,9 +135,8 @@ def read_skill_file(skill: Skill, path: str) -> str:
     return decode(data)
 
 
-def read_skill_spec(lookup: Callable[[], Mapping[str, Skill]]):
+def read_skill_spec(lookup: Callable[[], Mapping[str, Skill]]) -> ToolSpec:
     """The `read_skill` ToolSpec over the skills `lookup()` returns (by name)."""
-    from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 
     def handler(args: Args, ctx: ToolContext) -> ToolResult:
         name = args.string("name")

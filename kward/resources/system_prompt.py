@@ -5,8 +5,8 @@ Parts, in this order, joined by blank lines (empty ones left out):
 1. kward's base prompt: `base_prompt.md`, bundled in this package and read through
    `importlib.resources` (so the wheel and the zipapp carry it);
 2. the config directory's `AGENTS.md`: the user's instructions for every workspace;
-3. the memory block: what the `memory_block(session)` hook returns (kward.memory plugs it
-   in; see `kward.resources.core.Resources.set_memory_block`);
+3. the memory block: what the turn's `memory_block()` returns (the runtime's planner plugs
+   kward.memory in; see `kward.resources.extensions.Resources.instructions`);
 4. plugin prompt context: what the plugins' `prompt_context` functions return;
 5. the skills list (`kward.resources.skills.skills_prompt`);
 6. the workspace root's `AGENTS.md`: the project's instructions.
@@ -20,6 +20,7 @@ Pure functions apart from the cached base prompt: any thread.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources as _resources
 from pathlib import Path
 from typing import NamedTuple
@@ -27,15 +28,12 @@ from typing import NamedTuple
 from kward.resources.text import MAX_PROMPT_FILE, FileCache, truncation_note
 
 AGENTS_FILE = "AGENTS.md"
-_base: str | None = None
 
 
+@functools.cache
 def base_prompt() -> str:
     """kward's own instructions (the bundled base_prompt.md), read once."""
-    global _base
-    if _base is None:
-        _base = _resources.files("kward.resources").joinpath("base_prompt.md").read_text(encoding="utf-8").strip()
-    return _base
+    return _resources.files("kward.resources").joinpath("base_prompt.md").read_text(encoding="utf-8").strip()
 
 
 def capped(text: str | None, limit: int = MAX_PROMPT_FILE) -> str | None:

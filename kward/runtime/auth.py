@@ -21,20 +21,22 @@ shutdown) cancels pending logins and joins their threads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Callable, Mapping
 
+from kward.auth.credentials import (
+    OPENAI,
+    ApiKeySaved,
+    CredentialStatus,
+    LoggedOut,
+    ProviderCards,
+    check_provider_id,
+)
+from kward.auth.login import LoginState
+from kward.auth.provider_credentials import AuthCredentials
+from kward.auth.service import AuthService
 from kward.config import ConfigStore, Paths
 from kward.runtime.notices import LoginFinished, Notice
 from kward.secrets import KnownSecrets
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kward.auth.credentials import (
-        ApiKeySaved,
-        CredentialStatus,
-        LoggedOut,
-        ProviderCards,
-    )
-    from kward.auth.login import LoginState
 
 
 class RuntimeAuth:
@@ -42,9 +44,6 @@ class RuntimeAuth:
 
     def __init__(self, paths: Paths, config: ConfigStore, env: Mapping[str, str], secrets: KnownSecrets, *,
                  notify: Callable[[Notice], None], changed: Callable[[], None]):
-        from kward.auth.provider_credentials import AuthCredentials
-        from kward.auth.service import AuthService
-
         self._notify = notify
         self.service = AuthService(paths, config, env)
         credentials = self.service.credentials
@@ -55,43 +54,41 @@ class RuntimeAuth:
 
     # --- credentials ------------------------------------------------------------------
 
-    def status(self) -> "CredentialStatus":
+    def status(self) -> CredentialStatus:
         return self.service.credentials.status()
 
-    def providers(self) -> "ProviderCards":
+    def providers(self) -> ProviderCards:
         return self.service.credentials.providers()
 
-    def login_with_api_key(self, provider_id: str, api_key: str) -> "ApiKeySaved":
+    def login_with_api_key(self, provider_id: str, api_key: str) -> ApiKeySaved:
         return self.service.credentials.login_with_api_key(provider_id, api_key)
 
-    def logout(self, provider_id: str) -> "LoggedOut":
+    def logout(self, provider_id: str) -> LoggedOut:
         return self.service.credentials.logout(provider_id)
 
     # --- OAuth logins -----------------------------------------------------------------
 
-    def start_openai_login(self, timeout: float | None = None) -> "LoginState":
+    def start_openai_login(self, timeout: float | None = None) -> LoginState:
         """Start a login (a pending older one is cancelled); its state is ``pending``.
         `timeout` (seconds; None: 300) bounds the wait for the callback; ConfigError for
         a bad issuer setting; OSError when no callback port can be bound."""
         login = self.service.logins.start(timeout=timeout, on_finished=self._finished)
         return login.state()
 
-    def login_with_oauth(self, provider_id: str, timeout: float | None = None) -> "LoginState":
+    def login_with_oauth(self, provider_id: str, timeout: float | None = None) -> LoginState:
         """`start_openai_login` for a provider id (only ``openai`` logs in with OAuth)."""
-        from kward.auth.credentials import OPENAI, check_provider_id
-
         check_provider_id(provider_id, (OPENAI,))
         return self.start_openai_login(timeout)
 
-    def submit_code(self, login_id: str, code: str) -> "LoginState":
+    def submit_code(self, login_id: str, code: str) -> LoginState:
         """Complete a login with a code, ``code#state`` or the whole callback URL (on the
         caller's thread: it waits for the token endpoint)."""
         return self.service.logins.submit(login_id, code)
 
-    def login_status(self, login_id: str) -> "LoginState":
+    def login_status(self, login_id: str) -> LoginState:
         return self.service.logins.status(login_id)
 
-    def _finished(self, state: "LoginState") -> None:
+    def _finished(self, state: LoginState) -> None:
         self._notify(LoginFinished(state))
 
     def close(self) -> None:

@@ -15,12 +15,18 @@ the model's (the catalog, cached; loaded when unknown). Any thread; `compact` an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.compaction.auto import AutoCompaction
 from kward.compaction.prompt import detect_profile
-from kward.compaction.run import CompactionResult, model_summarizer, run
+from kward.compaction.run import (
+    CompactionEmit,
+    CompactionEvent,
+    CompactionResult,
+    model_summarizer,
+    run,
+)
 from kward.errors import KwardError
 from kward.runtime.notices import SessionEvent
 from kward.settings import CompactionSettings
@@ -69,10 +75,10 @@ class RuntimeCompaction:
         except KwardError:
             return False
 
-    def _emitter(self, session: SessionHandle, sink: Sink | None) -> Callable[[str, Any], None]:
+    def _emitter(self, session: SessionHandle, sink: Sink | None) -> CompactionEmit:
         out = sink or self._notify
 
-        def emit(type_: str, payload: Any) -> None:
+        def emit(type_: str, payload: CompactionEvent) -> None:
             out(SessionEvent(session.id, type_, payload, now_iso()))
 
         return emit
@@ -116,9 +122,10 @@ class RuntimeCompaction:
         summarize = model_summarizer(provider, selection.model, turn.cancel, reasoning_effort=effort,
                                      headers=dict(turn.headers),
                                      session_key=session.persistent_id)
+
         def busy(on: bool) -> None:
             turn.compacting = on
 
         root = session.workspace_root
-        return AutoCompaction(settings, window, summarize, lambda: detect_profile(root),
+        return AutoCompaction(session, settings, window, summarize, lambda: detect_profile(root),
                               self._emitter(session, None), busy)

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 from kward.resources import Resources
 from kward.resources.catalog import Catalog
 from kward.resources.context import CommandOutput
-from kward.resources.core import EventPayload
+from kward.resources.observers import EventFields
 from kward.resources.prompts import Warning_, parse_slash
+from kward.settings import LiveSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.config import ConfigStore
@@ -44,9 +45,7 @@ class RuntimeResources:
     workspace; `event_payload` what plugin observers see of an event (None: nothing)."""
 
     def __init__(self, config_dir: Path, config: ConfigStore, env: Mapping[str, str], *, launch_cwd: Path,
-                 session: Callable[[str], SessionHandle], event_payload: EventPayload | None):
-        from kward.settings import LiveSettings
-
+                 session: Callable[[str], SessionHandle], event_payload: EventFields | None):
         self._session_of = session
         self._launch_cwd = launch_cwd
         self._settings = LiveSettings(config, env)  # config.json edits apply at once

@@ -20,7 +20,7 @@ class MemoryKeyring(KeyringBackend):
     """A keyring that keeps passwords in a dict. `fail_on` names operations that raise
     KeyringLocked (as a locked desktop keyring does)."""
 
-    priority = 1  # type: ignore[assignment]
+    priority = 1
 
     def __init__(self, fail_on: tuple[str, ...] = ()):
         super().__init__()

@@ -8,8 +8,9 @@ instructions, rebuilt before every model request (`instructions`: so an AGENTS.m
 just edited counts at once), adds `read_skill` to the tools when skills exist (`tools`),
 and lets plugin observers see the turn's events (`observe`).
 
-Plugin observers see each event as the protocol shows it: the `event_payload` converter
-the face gives (without one, observers get nothing).
+Plugin observers see each event as the protocol shows it: through the converter the face
+gives (`event_payload`, a `kward.resources.observers.EventFields`; without one, observers
+get nothing).
 
 The memory block of a turn's instructions (`instructions(session, memory)`, with
 ``memory() -> str | None``) is asked for once per model turn, on the turn's worker
@@ -28,13 +29,13 @@ import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from kward.errors import CommandNotFound, PluginFailed, PluginTimeout
 from kward.resources.bounded import run_bounded
 from kward.resources.catalog import Catalog, Plan, load_catalog
 from kward.resources.context import CommandOutput, Output, context_for, result_text
-from kward.resources.observers import observing
+from kward.resources.observers import EventFields, observing
 from kward.resources.plugins import PluginCommand
 from kward.resources.prompts import Warning_, parse_slash
 from kward.resources.system_prompt import (
@@ -46,13 +47,18 @@ from kward.resources.system_prompt import (
 )
 from kward.resources.text import FileCache
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.loop import Emit
+    from kward.agent.turn import Turn
+    from kward.cancel import CancelToken
+    from kward.sessions.handle import SessionHandle
+    from kward.tools.registry import ToolRegistry
+
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 30.0
+#: The memory block of a turn's instructions: text, or None for none.
 MemoryBlock = Callable[[], "str | None"]
-#: The fields plugin observers see of an event: `event_payload(type, typed payload)` ->
-#: the protocol's payload dict (the face supplies it: `kward.rpc.wire.events.event_payload`).
-EventPayload = Callable[[str, Any], "dict[str, Any]"]
 _REMEMBERED = 64
 
 
@@ -69,7 +75,7 @@ class Resources:
     """See the module docstring. `timeout()` gives `plugins.command_timeout_seconds`."""
 
     def __init__(self, config_dir: Path, *, timeout: Callable[[], float] = lambda: DEFAULT_TIMEOUT,
-                 event_payload: EventPayload | None = None):
+                 event_payload: EventFields | None = None):
         self.config_dir = Path(config_dir)
         self._timeout = timeout
         self._event_payload = event_payload
@@ -154,7 +160,8 @@ class Resources:
             raise CommandNotFound(f"Unknown command: /{_shown(name)} ({what})", data={"command": _shown(name)})
         return command
 
-    def run_command(self, command: PluginCommand, arguments: str, session: Any, cancel: Any = None) -> CommandOutput:
+    def run_command(self, command: PluginCommand, arguments: str, session: SessionHandle,
+                    cancel: CancelToken | None = None) -> CommandOutput:
         """Run a plugin command for `session` (bounded; PluginFailed, PluginTimeout or
         Canceled). The caller's thread waits for it."""
         output = Output()
@@ -172,17 +179,19 @@ class Resources:
 
     # --- what a turn's plan draws on ------------------------------------------------------
 
-    def tools(self, base: Any) -> Any:
+    def tools(self, base: ToolRegistry) -> ToolRegistry:
+        """`base` with `read_skill` when there are skills."""
         return self.catalog().tools(base)
 
-    def observe(self, emit: Callable[[str, Any], None], session: Any, turn: Any) -> Callable:
+    def observe(self, emit: Emit, session: SessionHandle, turn: Turn) -> Emit:
+        """The turn's `emit`, offering its events to the plugin observers too (when the
+        catalog is loaded and has some)."""
         catalog = self.peek()
         if catalog is None or not catalog.observers or self._event_payload is None:
             return emit
-        return observing(emit, list(catalog.observers), context_for(session), session.id, getattr(turn, "id", None),
-                         self._event_payload)
+        return observing(emit, catalog.observers, context_for(session), session.id, turn.id, self._event_payload)
 
-    def instructions(self, session: Any, memory_block: MemoryBlock | None = None) -> Callable[[], str]:
+    def instructions(self, session: SessionHandle, memory_block: MemoryBlock | None = None) -> Callable[[], str]:
         """The turn's instructions, as a function called before each model request: the
         AGENTS.md files are looked at each time (stat-cached); the memory block
         (`memory_block()`) and plugin context are computed at the first call and kept for the turn."""
@@ -201,11 +210,11 @@ class Resources:
 
         return build
 
-    def estimate(self, session: Any) -> str:
+    def estimate(self, session: SessionHandle) -> str:
         """The instructions for a size estimate (runtime/stats): the last ones built for
         the session's file, else those without the per-turn parts. Runs no plugin code."""
         with self._lock:
-            last = self._last.get(getattr(session, "path", ""))
+            last = self._last.get(session.path)
         if last is not None:
             return last
         catalog = self.peek()
@@ -220,8 +229,8 @@ class Resources:
 
     # --- parts of the instructions -----------------------------------------------------
 
-    def _remember(self, session: Any, text: str) -> None:
-        key = getattr(session, "path", "")
+    def _remember(self, session: SessionHandle, text: str) -> None:
+        key = session.path
         with self._lock:
             self._last[key] = text
             self._last.move_to_end(key)
@@ -238,7 +247,7 @@ class Resources:
             log.exception("the memory block could not be built; the turn goes on without it")
             return None
 
-    def _plugin_context(self, catalog: Catalog, session: Any) -> str | None:
+    def _plugin_context(self, catalog: Catalog, session: SessionHandle) -> str | None:
         pieces = []
         for plugin, fn in catalog.prompt_contexts():
             with self._lock:
