@@ -31,8 +31,19 @@ class SessionHandle:
     def __init__(self, shared: OpenSession, rpc_id: str | None = None):
         self.id = rpc_id or str(uuid.uuid4())
         self.shared = shared
-        self.opened: SessionInfo | None = None
+        self._opened: SessionInfo | None = None  # set by the manager before it hands the id out
         self._detached = False
+
+    @property
+    def opened(self) -> SessionInfo:
+        """The session as it was when this id was opened (the manager takes it before the
+        handle leaves it)."""
+        assert self._opened is not None, "a SessionHandle is handed out once it was announced"
+        return self._opened
+
+    @opened.setter
+    def opened(self, info: SessionInfo) -> None:
+        self._opened = info
 
     def detach(self) -> None:
         """This id is closed (the file may stay open for other ids)."""
