@@ -16,6 +16,7 @@ model).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -100,12 +101,6 @@ def help_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def __getattr__(name: str) -> str:  # `cli.HELP`, built on demand (the rpc path never needs it)
-    if name == "HELP":
-        return help_text()
-    raise AttributeError(name)
-
-
 def _help_for(command: str) -> int:
     if command == "rpc":
         from kward.rpc.main import USAGE
@@ -137,9 +132,7 @@ def _rpc(args: list[str], real_process: bool) -> int:
 
 
 def _exit_now(code: int) -> None:
-    logging = sys.modules.get("logging")  # flush the log (nothing to do when nothing logged)
-    if logging is not None:
-        logging.shutdown()
+    logging.shutdown()  # flush the log
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -1,6 +1,6 @@
 """kward.client over both transports: the same scripted turn gives the same events, typed
-errors, timeouts, a server that dies, server-to-client requests, callbacks, and the
-docs/client.md example run as written."""
+errors (also for a result that is not an object), timeouts, a server that dies,
+server-to-client requests, callbacks, and the docs/client.md example run as written."""
 
 from __future__ import annotations
 
@@ -159,3 +159,17 @@ def test_the_client_md_example_runs_as_written(isolated_home, tmp_path, workspac
     assert proc.returncode == 0, proc.stderr
     assert "[list_directory]" in proc.stdout and "notes.txt" in proc.stdout
     assert proc.stdout.rstrip().endswith("(completed)")
+
+
+def test_a_result_that_is_not_an_object_is_an_error(tmp_path):
+    server = tmp_path / "fake.py"
+    frames = FAKE_SERVER.split("msg = read()", 1)[0]  # its send() and read()
+    server.write_text(frames + 'for result in (None, [1], {"ok": True}):\n'
+                               '    send({"jsonrpc": "2.0", "id": read()["id"], "result": result})\n')
+    with Client.spawn([sys.executable, str(server)]) as k:
+        for shown in ("None", "[1]"):
+            with pytest.raises(RpcError) as info:
+                k.request("odd/method")
+            assert (info.value.code, info.value.reason) == (-32603, "internal_error")
+            assert info.value.message == f"odd/method: the result is not an object: {shown}"
+        assert k.request("odd/method") == {"ok": True}

@@ -82,7 +82,7 @@ def test_the_provider_rules_read_the_same_values():
 
 
 def test_no_message_names_a_command_kward_does_not_have():
-    commands = set(re.findall(r"(?m)^  (\w[\w-]*) ", cli.HELP))
+    commands = set(re.findall(r"(?m)^  (\w[\w-]*) ", cli.help_text()))
     assert commands == set(cli.COMMANDS) and {"rpc", "help", "version", "doctor"} <= commands
     named = set()
     for path in (Path(cli.__file__).parent).rglob("*.py"):

@@ -8,6 +8,6 @@ See `kward.client.connection` and docs/client.md.
 """
 
 from kward.client.connection import Client
-from kward.client.subscription import ClientClosed, RpcError, Subscription
+from kward.client.subscription import ClientClosed, Message, RpcError, Subscription
 
-__all__ = ["Client", "ClientClosed", "RpcError", "Subscription"]
+__all__ = ["Client", "ClientClosed", "Message", "RpcError", "Subscription"]

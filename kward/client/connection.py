@@ -31,43 +31,63 @@ import queue
 import subprocess
 import sys
 import threading
-from typing import Any, BinaryIO, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
 
-from kward.client.subscription import CLOSED as _CLOSED
-from kward.client.subscription import ClientClosed, RpcError, Subscription
+from kward.client.subscription import CLOSED, ClientClosed, Closed, Message, RpcError, Subscription
 from kward.rpc.framing import FrameFault, FrameReader, encode_frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.server import RpcServer
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Any], Any]
+#: The params of a request or notification: a JSON object or array, or none.
+Params = dict[str, Any] | list[Any] | None
+#: `on_notification` callbacks get the whole notification message (what they return is ignored).
+NotificationCallback = Callable[[Message], object]
+#: `on_request` handlers get the request's params and return its result (any JSON value).
+RequestHandler = Callable[[Params], object]
 _MAX_FRAME = 1 << 31
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A request waiting for its response: set by the reader thread, or when the server ended."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    answer: Message | None = None
+
+
+def _nothing() -> None:
+    pass
 
 
 class Client:
     """One connection to one kward server. Build it with `spawn` or `in_process`."""
 
-    process: "subprocess.Popen[bytes] | None" = None  # the `kward rpc` child (spawn)
-    server: Any = None  # the RpcServer (in_process)
-    _release: Callable[[], None] = staticmethod(lambda: None)  # frees the transport's own ends
+    process: subprocess.Popen[bytes] | None = None  # the `kward rpc` child (spawn)
+    server: RpcServer | None = None  # the server core (in_process)
 
     def __init__(self, to_server: BinaryIO, from_server: BinaryIO, *, wait_server: Callable[[float], int | None],
-                 stop_server: Callable[[], None]):
+                 stop_server: Callable[[], None], release: Callable[[], None] = _nothing):
         self._to_server = to_server
         self._reader_stream = FrameReader(from_server, _MAX_FRAME)
         self._from_server = from_server
         self._wait_server = wait_server  # (timeout) -> exit status, None if still running
         self._stop_server = stop_server  # last resort when it does not end by itself
+        self._release = release  # frees the transport's own ends, after close()
         self._write_lock = threading.Lock()
         self._lock = threading.Lock()  # pending requests, subscriptions, handlers, ids
-        self._pending: dict[Any, list] = {}  # id -> [threading.Event, message]
+        self._pending: dict[int, _Pending] = {}
         self._subscriptions: list[Subscription] = []
-        self._callbacks: list[tuple[str | None, Handler]] = []
-        self._handlers: dict[str, Handler] = {}
+        self._callbacks: list[tuple[str | None, NotificationCallback]] = []
+        self._handlers: dict[str, RequestHandler] = {}
         self._next_id = 0
         self._closed = False
         self._server_ended = False  # the server's output ended: nothing more will be answered
         self.exit_status: int | None = None
-        self._work: queue.SimpleQueue = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[Message | Closed] = queue.SimpleQueue()
         self._reader = threading.Thread(target=self._read_loop, name="kward-client-reader", daemon=True)
         self._worker = threading.Thread(target=self._work_loop, name="kward-client-callbacks", daemon=True)
         self._reader.start()
@@ -77,7 +97,7 @@ class Client:
 
     @classmethod
     def spawn(cls, argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
-              cwd: str | os.PathLike | None = None, stderr: Any = None) -> "Client":
+              cwd: str | os.PathLike[str] | None = None, stderr: int | IO[bytes] | IO[str] | None = None) -> Client:
         """Start `kward rpc` (default: this interpreter's `python -m kward rpc`; any argv,
         e.g. ``["python3", "kward.pyz", "rpc"]``) and connect to its stdin/stdout.
         `stderr` is passed to subprocess.Popen (default: inherited)."""
@@ -95,13 +115,15 @@ class Client:
             proc.kill()
             proc.wait()
 
-        client = cls(proc.stdin, proc.stdout, wait_server=wait, stop_server=stop)  # type: ignore[arg-type]
+        # PIPE with the default buffering: a BufferedWriter and a BufferedReader
+        assert isinstance(proc.stdin, io.BufferedWriter) and isinstance(proc.stdout, io.BufferedReader)
+        client = cls(proc.stdin, proc.stdout, wait_server=wait, stop_server=stop)
         client.process = proc
         return client
 
     @classmethod
     def in_process(cls, *, env: Mapping[str, str] | None = None,
-                   cwd: str | os.PathLike | None = None) -> "Client":
+                   cwd: str | os.PathLike[str] | None = None) -> Client:
         """Run the server core on a thread of this process over OS pipes. `env` (default
         os.environ) decides the config directory, provider and settings exactly as the
         environment of `kward rpc` would; `cwd` is its launch directory (default: ours).
@@ -130,16 +152,17 @@ class Client:
             return status[0] if status else None
 
         client = cls(io.FileIO(in_w, "wb", closefd=True), io.open(out_r, "rb", buffering=256 * 1024),
-                     wait_server=wait, stop_server=server.stop_now)
+                     wait_server=wait, stop_server=server.stop_now,
+                     release=server_in.close)  # after close(): the server's reader saw end of input
         client.server = server
-        client._release = server_in.close  # after close(): the server's reader saw end of input
         return client
 
     # --- requests -------------------------------------------------------------------
 
-    def request(self, method: str, params: Any = None, *, timeout: float | None = 30.0,
-                trace: Mapping[str, str] | None = None) -> Any:
-        """Send a request and wait for its result. Raises RpcError for an error response,
+    def request(self, method: str, params: Params = None, *, timeout: float | None = 30.0,
+                trace: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Send a request and wait for its result (a JSON object: every kward method answers
+        one). Raises RpcError for an error response or a result that is not an object,
         TimeoutError when no answer came in `timeout` seconds (None: wait for ever) and
         ClientClosed when the server ended first."""
         with self._lock:
@@ -147,7 +170,7 @@ class Client:
                 raise ClientClosed("the client is closed" if self._closed else "the kward server ended")
             self._next_id += 1
             request_id = self._next_id
-            slot: list = [threading.Event(), None]
+            slot = _Pending()
             self._pending[request_id] = slot
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
@@ -156,19 +179,23 @@ class Client:
             message["trace"] = dict(trace)
         try:
             self._write(message)
-            if not slot[0].wait(timeout):
+            if not slot.done.wait(timeout):
                 raise TimeoutError(f"{method}: no answer within {timeout} s")
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
-        answer = slot[1]
+        answer = slot.answer
         if answer is None:
             raise ClientClosed(f"{method}: the kward server ended before answering")
         if "error" in answer:
             raise RpcError(answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])})
-        return answer.get("result")
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise RpcError({"code": -32603, "message": f"{method}: the result is not an object: {result!r:.100}",
+                            "data": {"reason": "internal_error"}})
+        return result
 
-    def notify(self, method: str, params: Any = None) -> None:
+    def notify(self, method: str, params: Params = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
@@ -198,17 +225,17 @@ class Client:
 
     # --- notifications and server requests ------------------------------------------
 
-    def subscribe(self, predicate: Callable[[dict], bool] | None = None) -> Subscription:
+    def subscribe(self, predicate: Callable[[Message], bool] | None = None) -> Subscription:
         """Collect every notification (matching `predicate`) from now on."""
         sub = Subscription(self, predicate)
         with self._lock:
             if self._closed or self._server_ended:
-                sub._offer(_CLOSED)
+                sub._offer(CLOSED)
             else:
                 self._subscriptions.append(sub)
         return sub
 
-    def notifications(self) -> Iterator[dict]:
+    def notifications(self) -> Iterator[Message]:
         """Every notification from now on, until the client closes."""
         return iter(self.subscribe())
 
@@ -217,13 +244,13 @@ class Client:
             if sub in self._subscriptions:
                 self._subscriptions.remove(sub)
 
-    def on_notification(self, callback: Handler, method: str | None = None) -> None:
+    def on_notification(self, callback: NotificationCallback, method: str | None = None) -> None:
         """Call `callback(message)` for every notification (of `method`), on the callback
         thread, in arrival order."""
         with self._lock:
             self._callbacks.append((method, callback))
 
-    def on_request(self, method: str, handler: Handler) -> None:
+    def on_request(self, method: str, handler: RequestHandler) -> None:
         """Answer server-to-client requests of `method` with `handler(params)` (its return
         value is the result; an RpcError it raises is the error). Unhandled methods are
         answered -32601."""
@@ -250,7 +277,7 @@ class Client:
             self._stop_server()
             status = self._wait_server(timeout)
         self._reader.join(timeout)
-        self._work.put(_CLOSED)
+        self._work.put(CLOSED)
         if threading.current_thread() is not self._worker:
             self._worker.join(timeout)
         for release in (self._from_server.close, self._release):
@@ -261,15 +288,15 @@ class Client:
         self.exit_status = status
         return status
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- internals ------------------------------------------------------------------
 
-    def _write(self, message: dict[str, Any]) -> None:
+    def _write(self, message: Message) -> None:
         body = json.dumps(message, ensure_ascii=False).encode("utf-8")
         try:
             with self._write_lock:
@@ -292,7 +319,7 @@ class Client:
         finally:
             self._ended()
 
-    def _decode(self, body: bytes | FrameFault) -> dict[str, Any] | None:
+    def _decode(self, body: bytes | FrameFault) -> Message | None:
         """The message of one frame, or None to drop it (a framing fault, a body that is
         not a JSON object). Runs on the reader thread; a subclass may override it to see
         every frame (the test harness checks them strictly)."""
@@ -304,7 +331,7 @@ class Client:
             return None
         return msg if isinstance(msg, dict) else None
 
-    def _route(self, msg: dict[str, Any]) -> None:
+    def _route(self, msg: Message) -> None:
         if "method" in msg:
             self._work.put(msg)  # callbacks and server requests run on the callback thread
             if "id" not in msg:
@@ -313,11 +340,12 @@ class Client:
                 for sub in subs:
                     sub._offer(msg)
             return
+        request_id = msg.get("id")  # a response: to one of ours, whose ids are ints
         with self._lock:
-            slot = self._pending.get(msg.get("id"))
+            slot = self._pending.get(request_id) if isinstance(request_id, int) else None
         if slot is not None:
-            slot[1] = msg
-            slot[0].set()
+            slot.answer = msg
+            slot.done.set()
 
     def _ended(self) -> None:
         """The server's output ended: wake every waiter and every subscription."""
@@ -326,14 +354,14 @@ class Client:
             pending = list(self._pending.values())
             subs = list(self._subscriptions)
         for slot in pending:
-            slot[0].set()
+            slot.done.set()
         for sub in subs:
-            sub._offer(_CLOSED)
+            sub._offer(CLOSED)
 
     def _work_loop(self) -> None:
         while True:
             msg = self._work.get()
-            if msg is _CLOSED:
+            if isinstance(msg, Closed):
                 return
             if "id" in msg:
                 self._answer_server_request(msg)
@@ -346,10 +374,11 @@ class Client:
                 except Exception:  # a failing callback must not stop the others
                     log.exception("notification callback failed")
 
-    def _answer_server_request(self, msg: dict[str, Any]) -> None:
+    def _answer_server_request(self, msg: Message) -> None:
+        method = msg.get("method")
         with self._lock:
-            handler = self._handlers.get(msg.get("method"))
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
+            handler = self._handlers.get(method) if isinstance(method, str) else None
+        reply: Message = {"jsonrpc": "2.0", "id": msg["id"]}
         if handler is None:
             reply["error"] = {"code": -32601, "message": f"Method not found: {msg.get('method')}",
                               "data": {"reason": "method_not_found"}}

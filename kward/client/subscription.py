@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 if TYPE_CHECKING:  # pragma: no cover
     from kward.client.connection import Client
 
-CLOSED = object()  # offered to subscriptions when the connection ends
+#: One decoded JSON-RPC message (a frame's JSON object), as it is on the wire.
+Message = dict[str, Any]
+
+
+class Closed:
+    """The end of the connection, offered to subscriptions and to the callback queue."""
+
+
+CLOSED = Closed()
 
 
 class RpcError(Exception):
@@ -20,10 +28,12 @@ class RpcError(Exception):
     and the whole `data`."""
 
     def __init__(self, error: Mapping[str, Any]):
-        self.code = error.get("code")
+        code, data = error.get("code"), error.get("data")
+        self.code: int | None = code if isinstance(code, int) else None
         self.message = str(error.get("message", ""))
-        self.data = error.get("data") if isinstance(error.get("data"), dict) else {}
-        self.reason = self.data.get("reason")
+        self.data: dict[str, Any] = data if isinstance(data, dict) else {}
+        reason = self.data.get("reason")
+        self.reason: str | None = reason if isinstance(reason, str) else None
         super().__init__(f"{self.message} ({self.code}, {self.reason})")
 
 
@@ -36,26 +46,26 @@ class Subscription:
     client closes; `get` waits for the next one (TimeoutError, or ClientClosed once the
     client closed and nothing is left)."""
 
-    def __init__(self, client: "Client", predicate: Callable[[dict], bool] | None):
+    def __init__(self, client: Client, predicate: Callable[[Message], bool] | None):
         self._client = client
         self._predicate = predicate
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Message | Closed] = queue.SimpleQueue()
 
-    def _offer(self, msg: Any) -> None:
-        if msg is CLOSED or self._predicate is None or self._predicate(msg):
+    def _offer(self, msg: Message | Closed) -> None:
+        if isinstance(msg, Closed) or self._predicate is None or self._predicate(msg):
             self._queue.put(msg)
 
-    def get(self, timeout: float | None = None) -> dict:
+    def get(self, timeout: float | None = None) -> Message:
         try:
             msg = self._queue.get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(f"no notification within {timeout} s") from None
-        if msg is CLOSED:
+        if isinstance(msg, Closed):
             self._queue.put(CLOSED)  # every later get sees it too
             raise ClientClosed("the kward server ended")
         return msg
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[Message]:
         while True:
             try:
                 yield self.get()
@@ -65,8 +75,8 @@ class Subscription:
     def close(self) -> None:
         self._client._unsubscribe(self)
 
-    def __enter__(self) -> "Subscription":
+    def __enter__(self) -> Subscription:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

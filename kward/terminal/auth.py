@@ -24,14 +24,16 @@ thread writes to when `auth/loginFinished` arrives.
 
 from __future__ import annotations
 
+import getpass
 import os
 import selectors
 import sys
 import threading
+import webbrowser
 from typing import Any, Mapping, TextIO
 
 from kward import __version__
-from kward.client import Client, RpcError
+from kward.client import Client, Message, RpcError
 from kward.terminal.host import EnvironmentProblem, Host, fail
 
 PROVIDERS = ("openai", "openrouter")
@@ -121,8 +123,6 @@ def logout(client: Client, provider: str | None, out: TextIO) -> int:
 
 def login_openrouter(client: Client, stdin: TextIO, out: TextIO) -> int:
     if stdin.isatty():
-        import getpass
-
         key = getpass.getpass("OpenRouter API key (not shown): ")
     else:
         key = stdin.readline(MAX_PASTE)
@@ -141,8 +141,6 @@ def can_open_browser(env: Mapping[str, str]) -> bool:
 
 
 def _open_browser(url: str) -> bool:
-    import webbrowser
-
     try:
         return bool(webbrowser.open(url))
     except Exception:  # no usable browser after all: the URL is printed anyway
@@ -151,13 +149,13 @@ def _open_browser(url: str) -> bool:
 
 def login_openai(client: Client, env: Mapping[str, str], stdin: TextIO, out: TextIO) -> int:
     wake_r, wake_w = os.pipe()
-    finished: dict[str, Any] = {}
+    finished: dict[str, dict[str, Any]] = {}  # loginId -> the auth/loginFinished params
     lock = threading.Lock()  # the pipe is closed here while the callback may still come (at shutdown)
-    open_ = [True]
+    pipe_open = True
 
-    def on_finished(message: dict) -> None:  # on the client's callback thread
+    def on_finished(message: Message) -> None:  # on the client's callback thread
         with lock:
-            if open_[0]:
+            if pipe_open:
                 finished.setdefault(str((message.get("params") or {}).get("loginId")), message.get("params") or {})
                 os.write(wake_w, b"x")
 
@@ -174,19 +172,19 @@ def login_openai(client: Client, env: Mapping[str, str], stdin: TextIO, out: Tex
         return _wait(client, login["loginId"], stdin, wake_r, finished, out)
     finally:
         with lock:
-            open_[0] = False
+            pipe_open = False
             os.close(wake_r)
             os.close(wake_w)
 
 
-def _wait(client: Client, login_id: str, stdin: TextIO, wake: int, finished: dict, out: TextIO) -> int:
+def _wait(client: Client, login_id: str, stdin: TextIO, wake: int, finished: dict[str, dict[str, Any]],
+          out: TextIO) -> int:
     selector = selectors.DefaultSelector()
     selector.register(wake, selectors.EVENT_READ)
     try:
-        fd: int | None = stdin.fileno()
-        selector.register(fd, selectors.EVENT_READ)
+        selector.register(stdin.fileno(), selectors.EVENT_READ)
     except (OSError, ValueError, AttributeError):  # no usable stdin: the callback only
-        fd = None
+        pass
     pending = b""
     with selector:
         while True:
@@ -228,7 +226,7 @@ def _submit(client: Client, login_id: str, text: str, out: TextIO) -> int | None
     return _finished(result, out)
 
 
-def _finished(payload: dict, out: TextIO) -> int:
+def _finished(payload: dict[str, Any], out: TextIO) -> int:
     if payload.get("status") == "completed":
         out.write(f"{payload.get('message') or 'Logged in to OpenAI.'}\n")
         return 0

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.terminal.commands import register
+from kward.terminal.commands import ShellPort, register
 
 
 @register("compact", "[instructions]", "summarize the older conversation to free context (optional focus)")
-def compact(shell: Any, arg: str) -> None:
+def compact(shell: ShellPort, arg: str) -> None:
     params: dict[str, Any] = {"sessionId": shell.session_id}
     if arg:
         params["customInstructions"] = arg

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kward.terminal.commands import register
+from kward.terminal.commands import ShellPort, register
+from kward.terminal.stats_view import format_stats
 
 _PROVIDERS = {"codex", "openrouter", "openaicompatible", "openai-compatible", "scripted"}
 LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -22,14 +23,14 @@ def _entry(model: dict[str, Any]) -> str:
     return f"{model.get('provider')}/{model.get('id')}"
 
 
-def _override_note(shell: Any) -> None:
+def _override_note(shell: ShellPort) -> None:
     if shell.model_override:
         shell.note(f"(--model {shell.model_override} still applies until kward exits; "
                    "the choice is saved for later runs)")
 
 
 @register("settings", "", "show the configuration (secrets redacted)")
-def settings(shell: Any, arg: str) -> None:
+def settings(shell: ShellPort, arg: str) -> None:
     config = shell.client.request("config/read", {})
     shell.note(f"config file: {config.get('path')}")
     values = config.get("config") or {}
@@ -37,7 +38,7 @@ def settings(shell: Any, arg: str) -> None:
 
 
 @register("model", "[provider/id]", "show the models and pick one, or set one")
-def model(shell: Any, arg: str) -> None:
+def model(shell: ShellPort, arg: str) -> None:
     if arg:
         provider, _, model_id = arg.partition("/")
         params = {"model": model_id, "provider": provider} if model_id and provider.lower() in _PROVIDERS else {
@@ -66,7 +67,7 @@ def model(shell: Any, arg: str) -> None:
 
 
 @register("reasoning", "[level]", "show or set the reasoning effort (off, minimal, low, medium, high, xhigh, max)")
-def reasoning(shell: Any, arg: str) -> None:
+def reasoning(shell: ShellPort, arg: str) -> None:
     if not arg:
         current = shell.client.request("models/current", {})
         offered = current.get("reasoningEfforts")
@@ -85,7 +86,7 @@ def reasoning(shell: Any, arg: str) -> None:
 
 
 @register("status", "", "show the session, model and context usage")
-def status(shell: Any, arg: str) -> None:
+def status(shell: ShellPort, arg: str) -> None:
     state = shell.client.request("runtime/state", {"sessionId": shell.session_id})
     stats = shell.client.request("runtime/stats", {"sessionId": shell.session_id}, timeout=None)
     model = state.get("model") or {}
@@ -105,10 +106,8 @@ def status(shell: Any, arg: str) -> None:
 
 
 @register("stats", "[range]", "show this session's counts and cost; with a range (2 days, 1 month): telemetry")
-def stats(shell: Any, arg: str) -> None:
+def stats(shell: ShellPort, arg: str) -> None:
     if arg:  # the telemetry records of a range (logging/stats)
-        from kward.terminal.stats_view import format_stats
-
         shell.say(format_stats(shell.client.request("logging/stats", {"range": arg}, timeout=None)))
         return
     result = shell.client.request("runtime/stats", {"sessionId": shell.session_id}, timeout=None)
@@ -125,7 +124,7 @@ def stats(shell: Any, arg: str) -> None:
 
 
 @register("reload", "", "re-read the config, credentials, AGENTS.md, prompt templates, skills and plugins")
-def reload(shell: Any, arg: str) -> None:
+def reload(shell: ShellPort, arg: str) -> None:
     result = shell.client.request("runtime/reload", {"sessionId": shell.session_id}, timeout=None)
     shell.server_commands = None  # listed again when next needed
     shell.note(str(result.get("message", "Reloaded.")))

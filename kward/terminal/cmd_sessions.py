@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kward.terminal.commands import register
+from kward.terminal.commands import ShellPort, register
 from kward.terminal.render import short
 
 
@@ -17,7 +17,7 @@ def _title(item: dict[str, Any]) -> str:
     return short(str(item.get("name") or item.get("firstMessage") or "(no messages yet)"), 60)
 
 
-def _when(stamp: Any) -> str:
+def _when(stamp: object) -> str:
     return str(stamp or "")[:16].replace("T", " ")
 
 
@@ -29,14 +29,14 @@ def _text_of(message: dict[str, Any]) -> str:
     return " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text")
 
 
-def _opened(shell: Any, verb: str, session: dict[str, Any]) -> None:
+def _opened(shell: ShellPort, verb: str, session: dict[str, Any]) -> None:
     """Report the session just opened: its name, size and last exchange."""
     shell.switch(session)
     state = shell.client.request("runtime/state", {"sessionId": shell.session_id})
     name = state.get("sessionName") or "(unnamed)"
     shell.note(f"{verb}: {name} ({state.get('messageCount', 0)} messages) {session.get('path', '')}")
     transcript = shell.client.request("sessions/transcript", {"sessionId": shell.session_id}, timeout=None)
-    last = {}
+    last: dict[str, str] = {}
     for message in transcript.get("messages") or []:
         if message.get("role") in ("user", "assistant") and _text_of(message).strip():
             last[message["role"]] = _text_of(message)
@@ -46,13 +46,13 @@ def _opened(shell: Any, verb: str, session: dict[str, Any]) -> None:
 
 
 @register("new", "", "start a new session")
-def new(shell: Any, arg: str) -> None:
+def new(shell: ShellPort, arg: str) -> None:
     session = shell.new_session()
     shell.note(f"new session: {session.get('path', '')}")
 
 
 @register("resume", "[path]", "resume a session of this workspace (a numbered list without a path)")
-def resume(shell: Any, arg: str) -> None:
+def resume(shell: ShellPort, arg: str) -> None:
     if not arg:
         listed = shell.client.request("sessions/list", {"workspaceRoot": shell.cwd, "limit": 20}, timeout=None)
         current = shell.session.get("path") if shell.session else None
@@ -72,24 +72,24 @@ def resume(shell: Any, arg: str) -> None:
 
 
 @register("name", "[name]", "name the session (without a name: show it)")
-def name(shell: Any, arg: str) -> None:
+def name(shell: ShellPort, arg: str) -> None:
     if not arg:
         state = shell.client.request("runtime/state", {"sessionId": shell.session_id})
         shell.note(f"session name: {state.get('sessionName') or '(unnamed)'}")
         return
-    shell.session = {**shell.session, **shell.client.request("sessions/rename",
-                                                              {"sessionId": shell.session_id, "name": arg})}
+    renamed = shell.client.request("sessions/rename", {"sessionId": shell.session_id, "name": arg})
+    shell.session = {**(shell.session or {}), **renamed}
     shell.note(f"session named: {arg}")
 
 
 @register("clone", "", "continue in a copy of this session")
-def clone(shell: Any, arg: str) -> None:
+def clone(shell: ShellPort, arg: str) -> None:
     session = shell.client.request("sessions/clone", {"sessionId": shell.session_id}, timeout=None)
     _opened(shell, "cloned", session)
 
 
 @register("fork", "", "continue from before one of your messages (pick it from a list)")
-def fork(shell: Any, arg: str) -> None:
+def fork(shell: ShellPort, arg: str) -> None:
     listed = shell.client.request("sessions/forkMessages", {"sessionId": shell.session_id}, timeout=None)
     messages = listed.get("messages") or []
     if not messages:
@@ -106,7 +106,7 @@ def fork(shell: Any, arg: str) -> None:
 
 
 @register("export", "[path]", "write the session as Markdown (or HTML for a .html path)")
-def export(shell: Any, arg: str) -> None:
+def export(shell: ShellPort, arg: str) -> None:
     params: dict[str, Any] = {"sessionId": shell.session_id}
     if arg:
         params["path"] = arg

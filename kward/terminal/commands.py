@@ -1,10 +1,11 @@
 """The interactive slash commands: ONE table that every feature extends.
 
 A command is registered with `register(name, args, summary, available=None)` as a
-decorator on its handler `handler(shell, arg)`; `arg` is the text after the name,
-stripped. `available(shell)` (optional) returns None when the command can run now, or the
-reason it cannot. `/help`, `kward help` and the man page's INTERACTIVE COMMANDS are made
-from (and checked against, tests/test_docs.py) this table. The built-in commands live in
+decorator on its handler `handler(shell, arg)`: `shell` is the interactive session (what a
+command may use of it is `ShellPort`; kward.terminal.interactive.Shell is the one), `arg` is
+the text after the name, stripped. `available(shell)` (optional) returns None when the
+command can run now, or the reason it cannot. `/help`, `kward help` and the man page's
+INTERACTIVE COMMANDS are made from (and checked against, tests/test_docs.py) this table. The built-in commands live in
 `cmd_sessions` and `cmd_runtime`; later features (`cmd_memory`, `cmd_compact`) register
 theirs the same way. Built-in names are reserved: registering a name twice raises ValueError (and
 the server reserves them for templates and plugins too: kward.resources.prompts.RESERVED).
@@ -18,22 +19,57 @@ The table is filled at import time on the main thread and only read afterwards.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
 
-from kward.client.subscription import ClientClosed, RpcError
-
-Handler = Callable[[Any, str], None]
-Availability = Callable[[Any], "str | None"]
+from kward.client import Client, ClientClosed, RpcError
+from kward.terminal.style import Style
 
 
+class ShellPort(Protocol):
+    """What a slash command may use of the interactive session (main thread only)."""
+
+    client: Client
+    cwd: str
+    model_override: str | None  # the `--model` of this run
+    style: Style
+    session: dict[str, Any] | None  # the current session's payload
+    server_commands: dict[str, dict[str, Any]] | None  # `server_commands`' cache; None: fetch again
+    done: bool  # set to leave the loop
+
+    @property
+    def session_id(self) -> str: ...
+
+    def say(self, text: str = "") -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def error(self, text: str) -> None: ...
+
+    def pick(self, items: list[str], what: str) -> int | None: ...
+
+    def prefill(self, text: str) -> None: ...
+
+    def switch(self, session: dict[str, Any]) -> None: ...
+
+    def new_session(self) -> dict[str, Any]: ...
+
+    def turn(self, text: str) -> None: ...
+
+
+Handler = Callable[[ShellPort, str], None]
+Availability = Callable[[ShellPort], str | None]
+
+
+@dataclass(frozen=True, slots=True)
 class Command:
     """One slash command: `/name args`, its one-line summary and its handler."""
 
-    __slots__ = ("name", "args", "summary", "handler", "available")
-
-    def __init__(self, name: str, args: str, summary: str, handler: Handler, available: Availability | None):
-        self.name, self.args, self.summary = name, args, summary
-        self.handler, self.available = handler, available
+    name: str
+    args: str
+    summary: str
+    handler: Handler
+    available: Availability | None
 
     @property
     def usage(self) -> str:
@@ -70,10 +106,10 @@ def help_lines(width: int = 20) -> list[str]:
     return [f"  {c.usage:<{width}} {c.summary}" for c in table().values()]
 
 
-def server_commands(shell: Any) -> dict[str, dict[str, Any]]:
+def server_commands(shell: ShellPort) -> dict[str, dict[str, Any]]:
     """The server's prompt templates and plugin commands by name (`commands/list`),
     cached on the shell (`shell.server_commands`; None: fetch again)."""
-    cached = getattr(shell, "server_commands", None)
+    cached = shell.server_commands
     if cached is None:
         try:
             listed = shell.client.request("commands/list", {"sessionId": shell.session_id}, timeout=None)
@@ -86,7 +122,7 @@ def server_commands(shell: Any) -> dict[str, dict[str, Any]]:
     return cached
 
 
-def server_help_lines(shell: Any, width: int = 20) -> list[str]:
+def server_help_lines(shell: ShellPort, width: int = 20) -> list[str]:
     lines = []
     for name, c in server_commands(shell).items():
         usage = f"/{name} {c.get('argumentHint') or ''}".rstrip()
@@ -96,7 +132,7 @@ def server_help_lines(shell: Any, width: int = 20) -> list[str]:
     return lines
 
 
-def dispatch(shell: Any, line: str) -> None:
+def dispatch(shell: ShellPort, line: str) -> None:
     """Run the slash command on `line` (which starts with "/")."""
     name, _, arg = line[1:].strip().partition(" ")
     command = table().get(name)
@@ -123,7 +159,7 @@ def dispatch(shell: Any, line: str) -> None:
 # --- the commands of the shell itself --------------------------------------------------
 
 @register("help", "", "list the commands")
-def _help(shell: Any, arg: str) -> None:
+def _help(shell: ShellPort, arg: str) -> None:
     shell.say("Commands:")
     for line in help_lines():
         shell.say(line)
@@ -137,10 +173,10 @@ def _help(shell: Any, arg: str) -> None:
 
 
 @register("exit", "", "leave kward")
-def _exit(shell: Any, arg: str) -> None:
+def _exit(shell: ShellPort, arg: str) -> None:
     shell.done = True
 
 
 @register("quit", "", "leave kward (same as /exit)")
-def _quit(shell: Any, arg: str) -> None:
+def _quit(shell: ShellPort, arg: str) -> None:
     shell.done = True

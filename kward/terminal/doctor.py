@@ -17,15 +17,24 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TextIO
 
 from kward import __version__
+from kward.client import Client, RpcError
+from kward.config import resolve_paths
+from kward.providers.specs import PROVIDERS
+from kward.settings import resolve_settings
+from kward.terminal.host import EnvironmentProblem, check_environment
+from kward.terminal.render import short
+from kward.terminal.style import Style
 
 TIMEOUT = 2.0
-class Report:
-    def __init__(self, out: Any, env: Mapping[str, str]):
-        from kward.terminal.style import Style
 
+
+class Report:
+    """The report being printed: one line per check; `failed` once a check failed."""
+
+    def __init__(self, out: TextIO, env: Mapping[str, str]):
         self.out = out
         self.style = Style.for_stream(out, env)
         self.failed = False
@@ -37,9 +46,7 @@ class Report:
         self.out.flush()
 
 
-def run(env: Mapping[str, str], cwd: str, out: Any = None) -> int:
-    from kward.terminal.host import EnvironmentProblem, check_environment
-
+def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
     report = Report(out or sys.stdout, env)
     report.line("ok", "kward", f"{__version__} on Python {sys.version.split()[0]} ({sys.executable})")
     try:
@@ -49,8 +56,6 @@ def run(env: Mapping[str, str], cwd: str, out: Any = None) -> int:
         _config_dir(report, env)
         return 1
     report.line("ok", "environment", "every variable kward checks is usable")
-    from kward.client import Client, RpcError
-
     with Client.in_process(env=env, cwd=cwd) as client:
         init = client.initialize(name="kward-doctor", version=__version__)
         config = _config(report, client, init)
@@ -68,9 +73,7 @@ def run(env: Mapping[str, str], cwd: str, out: Any = None) -> int:
     return 1 if report.failed else 0
 
 
-def _config(report: Report, client: Any, init: dict) -> dict[str, Any]:
-    from kward.client import RpcError
-
+def _config(report: Report, client: Client, init: dict[str, Any]) -> dict[str, Any]:
     warnings = init.get("warnings") or []
     for warning in warnings:
         report.line("fail", "config", str(warning.get("message", "")))
@@ -87,8 +90,6 @@ def _config(report: Report, client: Any, init: dict) -> dict[str, Any]:
 
 
 def _credentials(report: Report, env: Mapping[str, str], config: Mapping[str, Any], provider: str | None) -> None:
-    from kward.config import resolve_paths
-
     auth_file = resolve_paths(env).auth_file
     found: dict[str, list[str]] = {"Codex": [], "OpenRouter": [], "OpenAICompatible": []}
     if env.get("OPENAI_ACCESS_TOKEN"):
@@ -133,9 +134,6 @@ def _keyring(report: Report) -> None:
 
 def _endpoints(report: Report, env: Mapping[str, str], config: Mapping[str, Any], provider: str | None) -> None:
     """The active provider's base URL and every base URL set explicitly, each HEAD-checked."""
-    from kward.providers.specs import PROVIDERS
-    from kward.settings import resolve_settings
-
     base_urls = resolve_settings(config, env).providers.base_urls
     wanted = []
     for spec in PROVIDERS:
@@ -152,16 +150,19 @@ def _endpoints(report: Report, env: Mapping[str, str], config: Mapping[str, Any]
         if provider == "Scripted":
             report.line("ok", "endpoint", "the Scripted provider works offline")
         return
-    results: dict[str, str | None] = {}
-    threads = [threading.Thread(target=lambda u=url: results.__setitem__(u, _reach(u)), daemon=True)
-               for _, url in wanted]
+    results: dict[str, str] = {}
+
+    def check(url: str) -> None:  # on a thread of its own
+        results[url] = _reach(url)
+
+    threads = [threading.Thread(target=check, args=(url,), daemon=True) for _, url in wanted]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(TIMEOUT * 3)
     for label, url in wanted:
         outcome = results.get(url, "no answer in time")
-        if outcome is not None and outcome.startswith("HTTP "):
+        if outcome.startswith("HTTP "):
             report.line("ok", "endpoint", f"{label} {url} answers ({outcome})")
         else:
             report.line("fail", "endpoint", f"{label} {url} unreachable: {outcome}")
@@ -181,8 +182,6 @@ def _reach(url: str) -> str:
 
 def _reason(exc: BaseException) -> str:
     """The innermost cause in a few words (requests wraps urllib3's errors twice)."""
-    from kward.terminal.render import short
-
     inner = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc
     text = str(getattr(inner, "reason", inner))
     if "): " in text:  # "HTTPSConnection(host=..., port=...): Failed to resolve ..."
@@ -191,8 +190,6 @@ def _reason(exc: BaseException) -> str:
 
 
 def _config_dir(report: Report, env: Mapping[str, str]) -> None:
-    from kward.config import resolve_paths
-
     directory = resolve_paths(env).config_dir
     if directory.is_dir():
         if os.access(directory, os.W_OK | os.X_OK):

@@ -13,10 +13,21 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Mapping
+from types import FrameType
+from typing import Callable, Mapping
 
+from kward import diagnostics, procs
+from kward.config import ConfigStore, resolve_paths
 from kward.errors import ConfigError, KwardError
+from kward.fsutil import remove_stale_temps
+from kward.redact import redact_text
+from kward.secrets import KnownSecrets
+from kward.settings import resolve_settings
 from kward.terminal.style import ColorSettingError, check_color_setting
+
+#: What `signal.signal` takes and gives back: a Python handler, SIG_DFL/SIG_IGN, or None
+#: (a handler that was not installed from Python).
+SignalHandler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 
 class EnvironmentProblem(Exception):
@@ -25,9 +36,6 @@ class EnvironmentProblem(Exception):
 
 def check_environment(env: Mapping[str, str]) -> None:
     """Raise EnvironmentProblem naming the first bad variable (as `kward rpc` refuses it)."""
-    from kward.config import ConfigStore, resolve_paths
-    from kward.settings import resolve_settings
-
     try:
         check_color_setting(env)
         try:
@@ -36,9 +44,8 @@ def check_environment(env: Mapping[str, str]) -> None:
             values = {}  # the server reports a broken config.json itself
         resolve_settings(values, env)
     except (ConfigError, ColorSettingError) as exc:
-        from kward.redact import redact_text
-
-        raise EnvironmentProblem(redact_text(getattr(exc, "message", None) or str(exc))) from None
+        message = exc.message if isinstance(exc, ConfigError) else ""
+        raise EnvironmentProblem(redact_text(message or str(exc))) from None
 
 
 class Host:
@@ -46,15 +53,10 @@ class Host:
 
     def __init__(self, env: Mapping[str, str]):
         self.env = env
-        self._previous: dict[int, Any] = {}
+        self._previous: dict[int, SignalHandler] = {}
+        self._kicker = SigintKicker()
 
-    def __enter__(self) -> "Host":
-        from kward import diagnostics, procs
-        from kward.config import ConfigStore, resolve_paths
-        from kward.fsutil import remove_stale_temps
-        from kward.secrets import KnownSecrets
-        from kward.settings import resolve_settings
-
+    def __enter__(self) -> Host:
         check_environment(self.env)
         paths = resolve_paths(self.env)
         config = ConfigStore(paths)
@@ -69,13 +71,10 @@ class Host:
         procs.own_descendants()
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._previous[sig] = signal.signal(sig, _exit_on_signal)
-        self._kicker = SigintKicker()
         self._kicker.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        from kward import procs
-
+    def __exit__(self, *exc: object) -> None:
         self._kicker.stop()
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
@@ -102,7 +101,10 @@ class SigintKicker:
     def __init__(self) -> None:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._fds: tuple[int, int] | None = None
+        self._fds: tuple[int, int] | None = None  # the wakeup pipe (read, write) while started
+        self._old_wakeup = -1
+        self._old_usr1: SignalHandler = None
+        self._main = 0  # the main thread's ident
 
     def start(self) -> None:
         if not hasattr(signal, "pthread_kill") or threading.current_thread() is not threading.main_thread():
@@ -112,7 +114,7 @@ class SigintKicker:
         self._fds = (r, w)
         self._old_wakeup = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         self._old_usr1 = signal.signal(signal.SIGUSR1, _ignore)
-        self._main = threading.main_thread().ident
+        self._main = threading.get_ident()  # (this is the main thread: checked above)
         self._thread = threading.Thread(target=self._watch, name="kward-sigint-kicker", daemon=True)
         self._thread.start()
 
@@ -148,11 +150,11 @@ class SigintKicker:
         self._fds = None
 
 
-def _ignore(signum: int, frame: Any) -> None:
+def _ignore(signum: int, frame: FrameType | None) -> None:
     pass
 
 
-def _exit_on_signal(signum: int, frame: Any) -> None:
+def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
     # A clean exit: the modes' `finally` blocks cancel the turn and close the session.
     raise SystemExit(128 + signum)
 

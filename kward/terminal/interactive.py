@@ -10,7 +10,8 @@ Ctrl-C while a turn runs cancels it (see `turn`); at the prompt it clears the li
 second Ctrl-C at an empty prompt (or Ctrl-D) exits. On the way out the session is closed
 (`sessions/close`: the server removes it when it stayed unused).
 
-Main thread only; `Shell` is the object slash-command handlers receive.
+Main thread only; `Shell` is the object slash-command handlers receive (a
+`commands.ShellPort`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
@@ -27,13 +28,33 @@ from kward.terminal import commands
 from kward.terminal.host import fail
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
-from kward.terminal.turn import Interrupts, ask_inline, run_turn
+from kward.terminal.turn import Interrupts, Question, ask_inline, run_turn
 
 PROMPT = "kward> "
 HISTORY_LIMIT = 1000
 
 
-def _tokens(n: Any) -> str:
+class LineEditor(Protocol):
+    """What the shell uses of the stdlib `readline` module (GNU readline or libedit)."""
+
+    def get_line_buffer(self) -> str: ...
+
+    def insert_text(self, text: str, /) -> None: ...
+
+    def set_startup_hook(self, hook: Callable[[], object] | None = None, /) -> None: ...
+
+    def get_current_history_length(self) -> int: ...
+
+    def get_history_item(self, index: int, /) -> str: ...
+
+    def add_history(self, line: str, /) -> None: ...
+
+    def write_history_file(self, path: str, /) -> None: ...
+
+    def append_history_file(self, count: int, path: str, /) -> None: ...
+
+
+def _tokens(n: object) -> str:
     if not isinstance(n, (int, float)):
         return "?"
     return f"{n / 1000:.0f}k" if n >= 10_000 else str(int(n))
@@ -53,7 +74,7 @@ class Shell:
         self.session: dict[str, Any] | None = None
         self.server_commands: dict[str, dict[str, Any]] | None = None  # commands.server_commands
         self.done = False
-        self.readline: Any = None
+        self.readline: LineEditor | None = None  # the readline module, once set up
         self.history_path: Path | None = None
         self._prefill: str | None = None
         self._exit_armed = False
@@ -106,7 +127,7 @@ class Shell:
     @property
     def session_id(self) -> str:
         assert self.session is not None
-        return self.session["id"]
+        return str(self.session["id"])
 
     def switch(self, session: dict[str, Any]) -> None:
         """Make `session` (a session payload) the current one and close the previous id."""
@@ -148,7 +169,7 @@ class Shell:
 
     # --- turns ------------------------------------------------------------------------
 
-    def ask(self, questions: list) -> list[dict[str, str]] | None:
+    def ask(self, questions: list[Question]) -> list[dict[str, str]] | None:
         return ask_inline(questions, self.write, self.read)
 
     def turn(self, text: str) -> None:
@@ -211,14 +232,17 @@ class Shell:
 
     def _input(self) -> str:
         prefill, self._prefill = self._prefill, None
-        if prefill is not None and self.readline is not None:
-            self.readline.set_startup_hook(lambda: self.readline.insert_text(prefill))
+        prompt = self.style.bold(PROMPT)
+        rl = self.readline
+        if rl is None:
+            return self.read(prompt)
+        if prefill is not None:
+            rl.set_startup_hook(lambda: rl.insert_text(prefill))
         try:
-            prompt = self.style.bold(PROMPT)
-            return self.read(_rl_safe(prompt) if self.readline is not None else prompt)
+            return self.read(_rl_safe(prompt))
         finally:
-            if prefill is not None and self.readline is not None:
-                self.readline.set_startup_hook(None)
+            if prefill is not None:
+                rl.set_startup_hook(None)
 
     def _setup_readline(self) -> None:
         try:

@@ -17,14 +17,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Mapping
+from typing import Any, Mapping
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
 from kward.terminal.host import fail
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
-from kward.terminal.turn import Interrupts, TurnAbandoned, ask_inline, run_turn
+from kward.terminal.turn import Interrupts, Question, TurnAbandoned, ask_inline, run_turn
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +35,11 @@ BROKEN_PIPE = 141
 class _QuietView(TurnView):
     """A TurnView that leaves the failure to the final one-line reason."""
 
-    def on_error(self, payload: dict) -> None:
+    def on_error(self, payload: dict[str, Any]) -> None:
         pass
 
 
-def _ask_on_terminal(questions: list) -> list[dict[str, str]] | None:
+def _ask_on_terminal(questions: list[Question]) -> list[dict[str, str]] | None:
     def read(prompt: str) -> str:
         sys.stderr.write(prompt)
         sys.stderr.flush()

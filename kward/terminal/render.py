@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any, TextIO
 
-from kward.terminal.style import Style
+from kward.terminal.style import Style, isatty
 
 _TRUNCATED_STATS = re.compile(r"full diff stats: \+(\d+)\|-(\d+)")
 _EXIT_STATUS = re.compile(r"\AExit status: (-?\d+)")
@@ -43,21 +43,21 @@ def diff_stats(diff: str) -> tuple[int, int]:
     return added, deleted
 
 
-def tool_label(name: str, args: Any) -> str:
+def tool_label(name: str, args: object) -> str:
     """`bash npm test`, `edit src/a.py`, ...: the tool and what it works on."""
-    args = args if isinstance(args, dict) else {}
-    if name == "bash" and isinstance(args.get("command"), str):
-        target = args["command"]
-    elif isinstance(args.get("path"), str) and name != "search_files":
-        target = args["path"]
+    fields: dict[str, Any] = args if isinstance(args, dict) else {}
+    if name == "bash" and isinstance(fields.get("command"), str):
+        target = fields["command"]
+    elif isinstance(fields.get("path"), str) and name != "search_files":
+        target = fields["path"]
     elif name == "search_files":
-        target = " ".join(str(args[k]) for k in ("pattern", "query", "path") if isinstance(args.get(k), str))
+        target = " ".join(str(fields[k]) for k in ("pattern", "query", "path") if isinstance(fields.get(k), str))
     elif name == "ask_user_question":
-        questions = args.get("questions")
+        questions = fields.get("questions")
         target = str(questions[0].get("header", "")) if isinstance(questions, list) and questions and isinstance(
             questions[0], dict) else ""
     else:
-        target = json.dumps(args, ensure_ascii=False, sort_keys=True) if args else ""
+        target = json.dumps(fields, ensure_ascii=False, sort_keys=True) if fields else ""
     return f"{name} {short(target, LABEL_WIDTH - len(name) - 1)}".rstrip()
 
 
@@ -140,7 +140,7 @@ class TurnView:
             self._answer(content)  # nothing was streamed: show the answer now
 
     def on_toolCall(self, payload: dict[str, Any]) -> None:  # noqa: N802
-        if not _isatty(self.side):
+        if not isatty(self.side):
             return  # the final line comes with the result
         label = tool_label(str(payload.get("toolName", "tool")), payload.get("args"))
         self._end_text()
@@ -150,7 +150,8 @@ class TurnView:
     def on_toolResult(self, payload: dict[str, Any]) -> None:  # noqa: N802
         name = str(payload.get("toolName", "tool"))
         label = tool_label(name, payload.get("args"))
-        result = payload.get("result") if isinstance(payload.get("result"), dict) else {}
+        raw = payload.get("result")
+        result: dict[str, Any] = raw if isinstance(raw, dict) else {}
         content = str(result.get("content", payload.get("content", "")) or "")
         style = self.side_style
         if result.get("isError"):
@@ -192,9 +193,3 @@ class TurnView:
         """End the answer (and any running line) with a newline."""
         self._end_text()
 
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False

@@ -9,6 +9,9 @@ import os
 import sys
 from typing import Any, Mapping
 
+from kward import __version__
+from kward.client import Client, RpcError
+
 TOKENS_USAGE = ("usage: kward stats tokens [N minutes|hours|days|weeks|months|years] "
                 "[--bucket second|minute|hour|day|week|month|year] [--output PATH]")
 
@@ -82,9 +85,6 @@ def parse_tokens_args(args: list[str]) -> tuple[str | None, str | None, str | No
 
 def run_stats_command(args: list[str], env: Mapping[str, str], cwd: str) -> int:
     """`kward stats tokens ...`: exit 0, or 1 with one line on stderr (usage errors too)."""
-    from kward import __version__
-    from kward.client import Client, RpcError
-
     if args[:1] != ["tokens"]:
         sys.stderr.write(f"kward stats: {'unknown subcommand: ' + args[0] if args else 'what statistics?'}\n"
                          f"{TOKENS_USAGE}\n")

@@ -9,7 +9,7 @@ when it is a terminal (and `TERM` is not `dumb`). Pure functions; any thread.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, TextIO
+from typing import Mapping, TextIO
 
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -26,7 +26,8 @@ def check_color_setting(env: Mapping[str, str] = os.environ) -> None:
         raise ColorSettingError(f"KWARD_COLOR must be one of {', '.join(COLOR_CHOICES)}, not {env['KWARD_COLOR']!r}")
 
 
-def _isatty(stream: Any) -> bool:
+def isatty(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal (False for one without a usable `isatty`)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
@@ -47,7 +48,7 @@ def wants_color(stream: TextIO, env: Mapping[str, str] = os.environ) -> bool:
         return True
     if env.get("CLICOLOR", "").strip() == "0":
         return False
-    return _isatty(stream) and env.get("TERM") != "dumb"
+    return isatty(stream) and env.get("TERM") != "dumb"
 
 
 class Style:
@@ -78,5 +79,5 @@ class Style:
         return self(text, "yellow")
 
     @classmethod
-    def for_stream(cls, stream: TextIO, env: Mapping[str, str] = os.environ) -> "Style":
+    def for_stream(cls, stream: TextIO, env: Mapping[str, str] = os.environ) -> Style:
         return cls(wants_color(stream, env))

@@ -20,13 +20,19 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from types import FrameType
 from typing import Any, Callable, Iterator
 
-from kward.client import Client, RpcError
+from kward.client import Client, Message, RpcError
+from kward.terminal.render import TurnView
 
 POLL = 0.05  # seconds between looks at the Ctrl-C count while waiting for events
 
-Ask = Callable[[list], "list[dict[str, str]] | None"]
+#: A question of `ui/question` as the wire has it ({question, header, options[{label,
+#: description}]}).
+Question = dict[str, Any]
+#: Asks the user; the answers ([{question, answer}]), or None when they were dismissed.
+Ask = Callable[[list[Question]], list[dict[str, str]] | None]
 
 
 class TurnAbandoned(Exception):
@@ -40,11 +46,11 @@ class Interrupts:
     def __init__(self) -> None:
         self.count = 0
 
-    def _count(self, signum: int, frame: Any) -> None:
+    def _count(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
 
     @contextlib.contextmanager
-    def _handler(self, handler: Any) -> Iterator["Interrupts"]:
+    def _handler(self, handler: Callable[[int, FrameType | None], object]) -> Iterator[Interrupts]:
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
@@ -54,15 +60,15 @@ class Interrupts:
         finally:
             signal.signal(signal.SIGINT, previous)
 
-    def counting(self) -> "contextlib.AbstractContextManager[Interrupts]":
+    def counting(self) -> contextlib.AbstractContextManager[Interrupts]:
         self.count = 0
         return self._handler(self._count)
 
-    def raising(self) -> "contextlib.AbstractContextManager[Interrupts]":
+    def raising(self) -> contextlib.AbstractContextManager[Interrupts]:
         return self._handler(signal.default_int_handler)
 
 
-def answer_choice(reply: str, question: dict[str, Any]) -> str:
+def answer_choice(reply: str, question: Question) -> str:
     """A typed reply as the answer: an option's number picks its label, other text is kept."""
     options = question.get("options") or []
     if reply.isdigit() and 1 <= int(reply) <= len(options):
@@ -70,11 +76,11 @@ def answer_choice(reply: str, question: dict[str, Any]) -> str:
     return reply
 
 
-def ask_inline(questions: list, write: Callable[[str], None],
+def ask_inline(questions: list[Question], write: Callable[[str], None],
                read: Callable[[str], str]) -> list[dict[str, str]] | None:
     """Ask each question with numbered options; an empty reply (or end of input) dismisses
     them all (None)."""
-    answers = []
+    answers: list[dict[str, str]] = []
     for question in questions:
         header = str(question.get("header", "")).strip()
         write(f"\n{header + ': ' if header else ''}{question.get('question', '')}\n")
@@ -92,13 +98,13 @@ def ask_inline(questions: list, write: Callable[[str], None],
     return answers
 
 
-def run_turn(client: Client, session_id: str, text: str, view: Any, interrupts: Interrupts, *,
+def run_turn(client: Client, session_id: str, text: str, view: TurnView, interrupts: Interrupts, *,
              ask: Ask | None = None, abandon_on_second: bool = False) -> dict[str, Any]:
-    """Run one turn to its end, showing its events through `view` (a TurnView); returns
+    """Run one turn to its end, showing its events through `view`; returns
     the turnFinished payload. Raises kward.client.RpcError when `turns/start` is refused,
     ClientClosed when the server ended, TurnAbandoned (see the module docstring)."""
 
-    def wanted(msg: dict) -> bool:
+    def wanted(msg: Message) -> bool:
         return msg.get("method") in ("turn/event", "ui/question")
 
     with client.subscribe(wanted) as events, interrupts.counting():
@@ -143,7 +149,8 @@ def run_turn(client: Client, session_id: str, text: str, view: Any, interrupts: 
                 return params.get("payload") or {}
 
 
-def _answer(client: Client, session_id: str, params: dict, ask: Ask | None, interrupts: Interrupts) -> None:
+def _answer(client: Client, session_id: str, params: dict[str, Any], ask: Ask | None,
+            interrupts: Interrupts) -> None:
     questions = params.get("questions") or []
     if ask is None:
         answers = None
