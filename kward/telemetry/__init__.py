@@ -28,13 +28,11 @@ CSV). This module holds only the category names (the fields of
 
 from __future__ import annotations
 
-from typing import Any
-
-from kward.settings import CATEGORY_FIELDS
+from kward.settings import CATEGORY_FIELDS, LoggingSettings
 
 CATEGORIES = CATEGORY_FIELDS
 
 
-def enabled_categories(logging_settings: Any) -> tuple[str, ...]:
+def enabled_categories(logging_settings: LoggingSettings) -> tuple[str, ...]:
     """The categories a `kward.settings.LoggingSettings` switches on."""
     return logging_settings.enabled_categories
