@@ -23,7 +23,8 @@ error records carry the error's (redacted) text.
 Modules: `log` (the writer), `recorder` (a turn's records: the provider and tool
 wrappers), `ranges` (the range grammar), `stats` (`logging/stats`), `tokens` (the token
 CSV). This module holds only the category names (the fields of
-`kward.settings.LoggingSettings`, whose `enabled_categories` `initialize` reports).
+`kward.settings.LoggingSettings`, whose `enabled_categories` `initialize` reports). Any
+thread.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ calendar periods ending now: `1 day` is today so far, `2 days` yesterday and tod
 `2 months` the previous month and this one, `1 year` this year so far. Anything else is
 `-32602` with the usage text.
 
-Pure functions; the clock is a parameter.
+Pure functions (the clock is a parameter); any thread.
 """
 
 from __future__ import annotations

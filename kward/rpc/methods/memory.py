@@ -2,7 +2,9 @@
 
 `workspaceRoot` (optional, default the launch directory) names the workspace of the
 hierarchy of `memory/list`, of the `workspace` scope of `memory/add` / `memory/addCore`
-and of `memory/relax`. Unknown params are ignored.
+and of `memory/relax`. Unknown params are ignored. `memory/status` is answered on the
+dispatcher thread, the others (`slow` in the method table) on the worker pool; the memory
+runtime locks what it shares.
 """
 
 from __future__ import annotations
