@@ -56,13 +56,14 @@ def make_store(directory: Path, soft: int, rng: random.Random, words: list[str],
     for i in range(1, soft + 1):
         text = " ".join(rng.choice(words) for _ in range(rng.randint(12, 30)))
         scope = "global" if i % 2 else ws
-        record = records.soft_record(records.format_id("soft", i), text.capitalize(), scope,
-                                     rng.sample(words, 2), NOW, confidence=rng.uniform(0.3, 0.9))
-        lines.append(json.dumps(record, separators=(",", ":")))
+        memory = records.new_soft(records.format_id("soft", i), text.capitalize(), scope, rng.sample(words, 2), NOW,
+                                  confidence=rng.uniform(0.3, 0.9))
+        lines.append(json.dumps(records.to_record(memory), separators=(",", ":")))
     data = ("\n".join(lines) + "\n").encode()
     (directory / "soft.jsonl").write_bytes(data)
-    core = [records.core_record(records.format_id("core", i), f"Core rule {i}: " + " ".join(rng.sample(words, 8)),
-                                "global" if i % 3 else ws, [], NOW) for i in range(1, 21)]
+    core = [records.to_record(records.new_core(records.format_id("core", i),
+                                               f"Core rule {i}: " + " ".join(rng.sample(words, 8)),
+                                               "global" if i % 3 else ws, [], NOW)) for i in range(1, 21)]
     (directory / "core.json").write_text(json.dumps(core, indent=2) + "\n")
     return len(data)
 

@@ -13,10 +13,12 @@ files 0600), the original kward's formats:
   A forgotten soft memory keeps its id, with text, tags, confidence and hits redacted.
 - `events.jsonl`: an audit line per change and retrieval, `{type, timestamp, ...}`.
 
-A scope is `global` or `workspace:<real path of the workspace>`. Modules: `records`
-(shapes, scopes, ids, text rules; pure), `softlog` (the cached, indexed view of
-soft.jsonl), `store` (`MemoryStore`: the files, their locks, every change), `retrieval`
-(scoring, the `<kward_memory>` prompt block, explanations; pure) and `infer` (the
-heuristic that finds soft memories in what the user wrote; pure). Nothing here knows of
-sessions, turns or JSON-RPC: `kward.runtime.memory` wires it to them.
+A scope is `global` or `workspace:<real path of the workspace>`. Modules: `records` (the
+typed `Memory` value and the file records it is read from and written as, scopes, ids,
+text rules; pure), `softlog` (the cached, indexed view of soft.jsonl), `store`
+(`MemoryStore`: the files, their locks, every change), `retrieval` (scoring, the
+`<kward_memory>` prompt block, explanations; pure) and `infer` (the heuristic that finds
+soft memories in what the user wrote; pure). Nothing here knows of sessions, turns or
+JSON-RPC: `kward.runtime.memory` wires it to them, and memories stay `Memory` values up
+to the RPC face (`kward.rpc.wire.memory`).
 """

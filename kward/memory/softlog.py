@@ -6,9 +6,10 @@ process appended), only the new bytes are read, after checking that the last byt
 before are still where they were; when it was replaced (a rewrite) or changed in place,
 it is read again in full. A line that does not end in a newline yet (an append in
 progress) is not read until it does; a line that is not a JSON object with a string `id`
-is kept as it is (and written back as it is), never dropped.
+is kept as it is (and written back as it is), never dropped. Each record line is read into
+a `kward.memory.records.Memory`; a line is written again only once its memory changed.
 
-Each entry carries the derived data retrieval needs: the record's search terms, its
+Each entry carries the derived data retrieval needs: the memory's search terms, its
 lower-case tags and when it expires; `index` maps each term and tag to the entries
 holding it, so a turn looks at the memories that share a term with its input instead of
 at every memory.
@@ -23,51 +24,46 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import BinaryIO, Iterator
 
 from kward.memory import records
+from kward.memory.records import Memory
 
 _TAIL = 64  # bytes remembered from the end of what was read, to tell an append from a rewrite
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
-    record: dict[str, Any] | None  # None: a line that is not a record (kept verbatim)
-    line: str | None  # the stored line (no newline); None once `record` changed
+    """One line of the file. `line` is None once `memory` changed (written anew then);
+    `memory` is None for a line that is not a record (kept verbatim)."""
+
+    memory: Memory | None
+    line: str | None
     terms: frozenset[str] = frozenset()
     tags: frozenset[str] = frozenset()
     expires: float | None = None
-    active: bool = False
-    scope: Any = None
-    confidence: float = 0.0
 
     def encoded(self) -> str:
-        if self.line is None:
-            self.line = json.dumps(self.record, ensure_ascii=False, separators=(",", ":"))
-        return self.line
+        line = self.line
+        if line is None:
+            memory = self.memory
+            line = self.line = "" if memory is None else json.dumps(records.to_record(memory), ensure_ascii=False,
+                                                                    separators=(",", ":"))
+        return line
 
 
-def make_entry(record: dict[str, Any] | None, line: str | None) -> Entry:
-    if record is None:
-        return Entry(None, line)
-    tags = record.get("tags")
-    confidence = record.get("confidence")
-    return Entry(record, line, frozenset(records.terms(record.get("text"))),
-                 frozenset(str(t).lower() for t in tags) if isinstance(tags, list) else frozenset(),
-                 records.expires_at(record), records.is_active(record),
-                 record["scope"] if isinstance(record.get("scope"), str) else None,
-                 float(confidence) if isinstance(confidence, (int, float)) and not isinstance(confidence, bool) else 0.0)
+def make_entry(memory: Memory, line: str | None) -> Entry:
+    return Entry(memory, line, frozenset(records.terms(memory.text)), frozenset(t.lower() for t in memory.tags),
+                 records.expires_at(memory))
 
 
 def parse_line(raw: bytes) -> Entry:
     text = raw.decode("utf-8", "replace")
     try:
-        value = json.loads(text)
+        memory = records.from_record(json.loads(text), "soft")
     except ValueError:
-        return Entry(None, text)
-    if not isinstance(value, dict) or not isinstance(value.get("id"), str):
-        return Entry(None, text)
-    return make_entry(value, text)
+        memory = None
+    return Entry(None, text) if memory is None else make_entry(memory, text)
 
 
 @dataclass
@@ -106,7 +102,7 @@ class SoftLog:
             f.seek(0)
             self._consume(f.read(), ident, os.fstat(f.fileno()))
 
-    def _unchanged(self, f: Any) -> bool:
+    def _unchanged(self, f: BinaryIO) -> bool:
         """The bytes before `_offset` still end with what was read there last."""
         start = self._offset - len(self._tail)
         f.seek(start)
@@ -129,9 +125,9 @@ class SoftLog:
     def _add(self, entry: Entry) -> None:
         position = len(self.entries)
         self.entries.append(entry)
-        if entry.record is None:
+        if entry.memory is None:
             return
-        memory_id = entry.record["id"]
+        memory_id = entry.memory.id
         previous = self.by_id.get(memory_id)
         self.by_id[memory_id] = position
         number = records.id_number("soft", memory_id)
@@ -165,50 +161,51 @@ class SoftLog:
         """The file ends in an incomplete line (a crashed writer's, or one being written)."""
         return self._size > self._offset
 
-    def get(self, memory_id: str) -> dict[str, Any] | None:
+    def get(self, memory_id: str) -> Memory | None:
         position = self.by_id.get(memory_id)
-        return None if position is None else self.entries[position].record
+        return None if position is None else self.entries[position].memory
 
-    def records(self) -> Iterable[dict[str, Any]]:
+    def memories(self) -> Iterator[Memory]:
+        """Every memory, in file order (of a duplicated id: its last line, where that is)."""
         for position, entry in enumerate(self.entries):
-            if entry.record is not None and self.by_id.get(entry.record["id"]) == position:
-                yield entry.record
+            memory = entry.memory
+            if memory is not None and self.by_id.get(memory.id) == position:
+                yield memory
 
     # --- changing -------------------------------------------------------------------------
 
-    def replace(self, memory_id: str, record: dict[str, Any]) -> None:
-        """Change a record in memory (write the file with `encode` afterwards)."""
-        position = self.by_id[memory_id]
+    def replace(self, memory: Memory) -> None:
+        """Change a memory in memory (write the file with `encode` afterwards)."""
+        position = self.by_id[memory.id]
         self._unindex(position)
-        self.entries[position] = make_entry(record, None)
+        self.entries[position] = make_entry(memory, None)
         self._index(position)
 
     def touch(self, memory_id: str, hits: int, stamp: str) -> None:
-        """Count `hits` more retrievals of an active memory last seen at `stamp`."""
+        """Count `hits` more retrievals of an active memory last seen at `stamp` (its
+        terms and tags stay: the index needs no change)."""
         position = self.by_id.get(memory_id)
         if position is None:
             return
         entry = self.entries[position]
-        record = entry.record
-        if record is None or not records.is_active(record):
+        memory = entry.memory
+        if memory is None or not memory.active:
             return
-        count = record.get("hits")
-        record["hits"] = (count if isinstance(count, int) and not isinstance(count, bool) else 0) + hits
-        record["last_seen_at"] = record["updated_at"] = stamp
+        entry.memory = memory = records.touched(memory, hits, stamp)
         entry.line = None
-        entry.expires = records.expires_at(record)
+        entry.expires = records.expires_at(memory)
 
     def encode(self) -> bytes:
         return "".join(e.encoded() + "\n" for e in self.entries).encode("utf-8")
 
-    def appended(self, line: bytes, record: dict[str, Any]) -> None:
-        """This process appended `line` (one record, ending in a newline) at the end of the
-        file as it had read it."""
+    def appended(self, line: bytes, memory: Memory) -> None:
+        """This process appended `line` (the record of `memory`, ending in a newline) at
+        the end of the file as it had read it."""
         st = os.stat(self.path)
         if self.torn or (st.st_dev, st.st_ino) != self._ident or st.st_size != self._size + len(line):
             self.refresh()  # more than our line is new: read what is there
             return
-        self._add(make_entry(record, line[:-1].decode("utf-8")))
+        self._add(make_entry(memory, line[:-1].decode("utf-8")))
         self._offset = self._size = st.st_size
         self._mtime = st.st_mtime_ns
         self._tail = (self._tail + line)[-_TAIL:]

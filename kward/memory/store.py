@@ -1,5 +1,9 @@
 """MemoryStore: the three memory files, and every read and change of them.
 
+Its API speaks `kward.memory.records.Memory` values (frozen: a change makes a new one, so
+the values handed out are never touched afterwards); records are read from and written to
+the files by `records.from_record` and `records.to_record`.
+
 Cross-process safety (several kward processes share one config directory): every change
 holds an flock on `memory/.lock` for its read-modify-write. Inside it the files are read
 fresh, ids are allocated (the highest `core_NNN` / `soft_NNN` in the file plus one), and
@@ -30,12 +34,12 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from kward.errors import InvalidParams, MemoryNotFound, MemoryStoreError
 from kward.fsutil import FILE_MODE, atomic_write_bytes, ensure_private_dir, file_lock
 from kward.memory import records
-from kward.memory.records import Clock
+from kward.memory.records import Clock, Memory
 from kward.memory.retrieval import Retrieval, select
 from kward.memory.softlog import SoftLog
 
@@ -62,7 +66,7 @@ class MemoryStore:
         self._held = False  # this store holds the flock (only ever read by the _lock holder)
         self._soft = SoftLog(self.soft_path)
         self._core_key: tuple[int, int, int, int] | None = None
-        self._core: list[dict[str, Any]] = []
+        self._core: list[Memory] = []
         self._pending: dict[str, tuple[int, str]] = {}  # soft id -> (hits not yet on disk, last seen)
         self._flushed = time.monotonic()
 
@@ -84,8 +88,9 @@ class MemoryStore:
 
     # --- reading (no flock) -------------------------------------------------------------
 
-    def _read_core(self) -> list[dict[str, Any]]:
-        """core.json's records (cached by stat). Caller holds `_lock`."""
+    def _read_core(self) -> list[Memory]:
+        """core.json's memories (cached by stat; entries that are not records are left out).
+        Caller holds `_lock`."""
         try:
             st = os.stat(self.core_path)
         except FileNotFoundError:
@@ -104,7 +109,7 @@ class MemoryStore:
             if not isinstance(data, list):
                 raise MemoryStoreError(f"Invalid Kward core memory JSON: {self.core_path} (not an array)",
                                        data={"path": str(self.core_path)})
-            self._core = [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+            self._core = [m for m in (records.from_record(r, "core") for r in data) if m is not None]
             self._core_key = key
         return self._core
 
@@ -117,22 +122,21 @@ class MemoryStore:
                 self._soft.touch(memory_id, hits, stamp)
         return self._soft
 
-    def core(self) -> list[dict[str, Any]]:
+    def core(self) -> list[Memory]:
         with self._lock:
-            return [dict(m) for m in self._read_core()]
+            return list(self._read_core())
 
-    def soft(self, include_inactive: bool = False) -> list[dict[str, Any]]:
+    def soft(self, include_inactive: bool = False) -> list[Memory]:
         with self._lock:
-            return [dict(m) for m in self._read_soft().records() if include_inactive or records.is_active(m)]
+            return [m for m in self._read_soft().memories() if include_inactive or m.active]
 
-    def find(self, memory_id: str) -> dict[str, Any] | None:
-        """The record with that id (core or soft, forgotten ones too), a copy."""
+    def find(self, memory_id: str) -> Memory | None:
+        """The memory with that id (core or soft, forgotten ones too)."""
         with self._lock:
             for m in self._read_core():
-                if m["id"] == memory_id:
-                    return dict(m)
-            record = self._read_soft().get(memory_id)
-            return dict(record) if record is not None else None
+                if m.id == memory_id:
+                    return m
+            return self._read_soft().get(memory_id)
 
     # --- writing (under the flock) ------------------------------------------------------
 
@@ -146,14 +150,15 @@ class MemoryStore:
                 _append(path, b"")
             os.chmod(self.core_path, FILE_MODE)
 
-    def event(self, event_type: str, **fields: Any) -> None:
+    def event(self, event_type: str, **fields: object) -> None:
         line = json.dumps({"type": event_type, "timestamp": records.iso(self._now()), **fields},
                           ensure_ascii=False, separators=(",", ":")) + "\n"
         with self._locked():
             _append(self.events_path, line.encode("utf-8"))
 
-    def _write_core(self, memories: list[dict[str, Any]]) -> None:
-        data = (json.dumps(memories, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    def _write_core(self, memories: list[Memory]) -> None:
+        data = (json.dumps([records.to_record(m) for m in memories], indent=2, ensure_ascii=False)
+                + "\n").encode("utf-8")
         atomic_write_bytes(self.core_path, data)
         self._core_key = None
 
@@ -165,41 +170,54 @@ class MemoryStore:
         self._flushed = time.monotonic()
 
     def add_core(self, text: str, scope: str, tags: list[str] | None = None,
-                 source: str = records.EXPLICIT) -> dict[str, Any]:
+                 source: str = records.EXPLICIT) -> Memory:
         text = records.memory_text(text)
         with self._locked():
             memories = list(self._fresh_core())
-            numbers = [n for n in (records.id_number("core", m["id"]) for m in memories) if n is not None]
-            record = records.core_record(records.format_id("core", max(numbers, default=0) + 1), text, scope,
-                                         records.clean_tags(tags), self._now(), source)
-            self._write_core(memories + [record])
-            self.event("add", **records.event_ref(record, "core"))
-            return dict(record)
+            numbers = [n for n in (records.id_number("core", m.id) for m in memories) if n is not None]
+            memory = records.new_core(records.format_id("core", max(numbers, default=0) + 1), text, scope,
+                                      records.clean_tags(tags), self._now(), source)
+            self._write_core(memories + [memory])
+            self.event("add", **records.event_ref(memory))
+            return memory
 
     def add_soft(self, text: str, scope: str, tags: list[str] | None = None, *,
                  confidence: float = records.MANUAL_CONFIDENCE, source: str = "manual",
-                 ttl_days: int = records.SOFT_TTL_DAYS, unique: bool = False) -> dict[str, Any] | None:
-        """Append a soft memory; with `unique`, None (nothing added) when an active one of
-        that scope already has the same text."""
+                 ttl_days: int = records.SOFT_TTL_DAYS) -> Memory:
+        """Append a soft memory."""
+        text = records.memory_text(text)
+        with self._locked():
+            return self._append_soft(self._read_soft(), text, scope, tags, confidence, source, ttl_days)
+
+    def add_soft_if_new(self, text: str, scope: str, tags: list[str] | None = None, *,
+                        confidence: float = records.MANUAL_CONFIDENCE, source: str = "manual",
+                        ttl_days: int = records.SOFT_TTL_DAYS) -> Memory | None:
+        """`add_soft`, or None (nothing added) when an active soft memory of that scope
+        already has the same text."""
         text = records.memory_text(text)
         with self._locked():
             soft = self._read_soft()
-            if unique and any(records.is_active(m) and m.get("scope") == scope and records.same_text(m.get("text"), text)
-                              for m in soft.records()):
+            if any(m.active and m.scope == scope and records.same_text(m.text, text) for m in soft.memories()):
                 return None
-            record = records.soft_record(records.format_id("soft", soft.max_number + 1), text, scope,
-                                         records.clean_tags(tags), self._now(), confidence=confidence,
-                                         source=source, ttl_days=ttl_days)
-            line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-            if soft.torn:  # a crashed writer's incomplete line: ours starts on a line of its own
-                line = b"\n" + line
-            ensure_private_dir(self.directory)
-            _append(self.soft_path, line)
-            soft.appended(line, dict(record))
-            self.event("add", **records.event_ref(record, "soft"))
-            return dict(record)
+            return self._append_soft(soft, text, scope, tags, confidence, source, ttl_days)
 
-    def _fresh_core(self) -> list[dict[str, Any]]:
+    def _append_soft(self, soft: SoftLog, text: str, scope: str, tags: list[str] | None, confidence: float,
+                     source: str, ttl_days: int) -> Memory:
+        """Caller holds the flock and has just read `soft`; `text` is checked."""
+        memory = records.new_soft(records.format_id("soft", soft.max_number + 1), text, scope,
+                                  records.clean_tags(tags), self._now(), confidence=confidence, source=source,
+                                  ttl_days=ttl_days)
+        line = (json.dumps(records.to_record(memory), ensure_ascii=False, separators=(",", ":"))
+                + "\n").encode("utf-8")
+        if soft.torn:  # a crashed writer's incomplete line: ours starts on a line of its own
+            line = b"\n" + line
+        ensure_private_dir(self.directory)
+        _append(self.soft_path, line)
+        soft.appended(line, memory)
+        self.event("add", **records.event_ref(memory))
+        return memory
+
+    def _fresh_core(self) -> list[Memory]:
         self._core_key = None  # under the flock: never trust a stat-equal cache for a write
         return self._read_core()
 
@@ -208,59 +226,57 @@ class MemoryStore:
         confidence and hits redacted in the file). False when no such memory is there."""
         with self._locked():
             memories = self._fresh_core()
-            if any(m["id"] == memory_id for m in memories):
-                self._write_core([m for m in memories if m["id"] != memory_id])
+            if any(m.id == memory_id for m in memories):
+                self._write_core([m for m in memories if m.id != memory_id])
                 self.event("forget", id=memory_id, layer="core")
                 return True
             soft = self._read_soft()
-            record = soft.get(memory_id)
-            if record is None or record.get("status") == "forgotten":
+            memory = soft.get(memory_id)
+            if memory is None or memory.status == "forgotten":
                 return False
-            soft.replace(memory_id, records.forgotten(record, self._now()))
+            soft.replace(records.forgotten(memory, self._now()))
             self._pending.pop(memory_id, None)
             self._write_soft()
             self.event("forget", id=memory_id, layer="soft")
             return True
 
-    def promote(self, memory_id: str) -> dict[str, Any]:
+    def promote(self, memory_id: str) -> Memory:
         """An active soft memory becomes a new core memory (and is forgotten); a workspace
-        core memory becomes global. Returns the core record."""
+        core memory becomes global. Returns the core memory."""
         with self._locked():
             memories = self._fresh_core()
-            core = next((m for m in memories if m["id"] == memory_id), None)
+            core = next((m for m in memories if m.id == memory_id), None)
             if core is not None:
-                if core.get("scope") == "global":
+                if core.scope == "global":
                     raise InvalidParams(f"Only workspace core memories can be promoted: {memory_id} is global",
                                         data={"param": "id"})
                 return self._rescope(memories, core, "global", "promote")
             soft = self._read_soft().get(memory_id)
-            if soft is None or not records.is_active(soft):
+            if soft is None or not soft.active:
                 raise MemoryNotFound(f"Unknown active soft memory or workspace core memory: {memory_id}",
                                      data={"id": memory_id})
-            promoted = self.add_core(soft.get("text", ""), soft.get("scope") or "global", soft.get("tags"),
-                                     source=records.PROMOTED)
+            promoted = self.add_core(soft.text, soft.scope or "global", list(soft.tags), source=records.PROMOTED)
             self.forget(memory_id)
-            self.event("promote", from_id=memory_id, to_id=promoted["id"])
+            self.event("promote", from_id=memory_id, to_id=promoted.id)
             return promoted
 
-    def relax(self, memory_id: str, scope: str) -> dict[str, Any]:
+    def relax(self, memory_id: str, scope: str) -> Memory:
         """A global core memory becomes one of `scope` (a workspace)."""
         with self._locked():
             memories = self._fresh_core()
-            core = next((m for m in memories if m["id"] == memory_id), None)
+            core = next((m for m in memories if m.id == memory_id), None)
             if core is None:
                 raise MemoryNotFound(f"Unknown core memory: {memory_id}", data={"id": memory_id})
-            if core.get("scope") != "global":
+            if core.scope != "global":
                 raise InvalidParams(f"Only global core memories can be relaxed: {memory_id} is not global",
                                     data={"param": "id"})
             return self._rescope(memories, core, scope, "relax")
 
-    def _rescope(self, memories: list[dict[str, Any]], core: dict[str, Any], scope: str,
-                 event_type: str) -> dict[str, Any]:
-        changed = {**core, "scope": scope, "updated_at": records.iso(self._now())}
+    def _rescope(self, memories: list[Memory], core: Memory, scope: str, event_type: str) -> Memory:
+        changed = records.rescoped(core, scope, self._now())
         self._write_core([changed if m is core else m for m in memories])
-        self.event(event_type, **records.event_ref(changed, "core"))
-        return dict(changed)
+        self.event(event_type, **records.event_ref(changed))
+        return changed
 
     # --- retrieval --------------------------------------------------------------------
 
@@ -271,12 +287,12 @@ class MemoryStore:
         with self._lock:
             result = select(self._read_core(), self._read_soft(), query, scopes, now.timestamp())
             stamp = records.iso(now)
-            for record in result.soft:
-                hits = self._pending.get(record["id"], (0, stamp))[0] + 1
-                self._pending[record["id"]] = (hits, stamp)
-                self._soft.touch(record["id"], 1, stamp)
+            for memory in result.soft:
+                hits = self._pending.get(memory.id, (0, stamp))[0] + 1
+                self._pending[memory.id] = (hits, stamp)
+                self._soft.touch(memory.id, 1, stamp)
             result.timestamp = stamp
-        self.event("retrieve", core_ids=[m["id"] for m in result.core], soft_ids=[m["id"] for m in result.soft],
+        self.event("retrieve", core_ids=[m.id for m in result.core], soft_ids=[m.id for m in result.soft],
                    scopes=list(scopes))
         return result
 

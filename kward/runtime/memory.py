@@ -13,9 +13,9 @@ soft memories from the user's messages when both switches are on; quietly: nothi
 reported to the client or printed, failures go to the log only. A session opened with
 memory off (`exclude`, e.g. the one a one-shot prompt runs in) gets none of this.
 
-Results are typed (`MemoryStatus`, `MemoryListing`, `MemoryInspection`, `MemoryWhy`; the
-memories in them are the store's records, dicts as the files hold them): the RPC face
-shapes them (`kward.rpc.wire.memory`).
+Results are typed (`MemoryStatus`, `MemoryListing`, `MemoryInspection`, `MemoryWhy`, and
+the `kward.memory.records.Memory` values of adds, promotions and relaxations): the RPC
+face shapes them (`kward.rpc.wire.memory`).
 
 Thread contract: any thread; the store locks itself, `_latest` is one reference written
 and read whole.
@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING
 
 from kward.errors import InvalidParams
 from kward.memory import infer, records, retrieval
+from kward.memory.records import Memory
 from kward.memory.retrieval import RetrievalState
 from kward.memory.store import MemoryStore
 from kward.model import UserMessage
@@ -44,10 +47,10 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 MAX_TAG_ITEMS = 100
-Memory = dict[str, Any]  # a record as the store's files hold it (kward.memory)
 
 
-class MemoryStatus(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class MemoryStatus:
     """The switches (as read now) and the store's files."""
 
     enabled: bool
@@ -57,7 +60,8 @@ class MemoryStatus(NamedTuple):
     events_path: Path
 
 
-class MemoryListing(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class MemoryListing:
     """Every core and (active, or all) soft memory, and the hierarchy of one workspace."""
 
     core: list[Memory]
@@ -68,13 +72,15 @@ class MemoryListing(NamedTuple):
     global_soft: list[Memory]
 
 
-class MemoryInspection(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class MemoryInspection:
     status: MemoryStatus
     core: list[Memory]
     soft: list[Memory]  # the inactive ones too
 
 
-class MemoryWhy(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class MemoryWhy:
     """What `why` explains: `state` the retrieval (None: none has run, or memory was off
     for it), `core` and `soft` its memories still in the store; `message` and
     `explanation` are words for people."""
@@ -101,7 +107,7 @@ class MemoryRuntime:
         self.store = MemoryStore(memory_dir)
         self._live = LiveSettings(config, env)
         self._latest: RetrievalState | None = None  # the last retrieval of this process
-        self._off: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._off: weakref.WeakSet[SessionHandle] = weakref.WeakSet()
 
     # --- switches -----------------------------------------------------------------------
 
@@ -152,27 +158,26 @@ class MemoryRuntime:
         """Every memory (`core`, `soft`), and the hierarchy of one workspace."""
         workspace = self._workspace(workspace_root)
         core, soft = self.store.core(), self.store.soft(include_inactive)
-        return MemoryListing(core, soft, [m for m in core if m.get("scope") == "global"],
-                             [m for m in core if m.get("scope") == workspace],
-                             [m for m in soft if m.get("scope") == workspace],
-                             [m for m in soft if m.get("scope") == "global"])
+        return MemoryListing(core, soft, [m for m in core if m.scope == "global"],
+                             [m for m in core if m.scope == workspace], [m for m in soft if m.scope == workspace],
+                             [m for m in soft if m.scope == "global"])
 
     def add(self, text: str, scope: str | None = None, tags: list[str] | None = None,
-            workspace_root: str | None = None) -> dict[str, Any] | None:
-        """The new soft memory (never None: that is only for the store's unique adds)."""
+            workspace_root: str | None = None) -> Memory:
+        """A new soft memory."""
         return self.store.add_soft(text, self._scope(scope, workspace_root), self._tags(tags))
 
     def add_core(self, text: str, scope: str | None = None, tags: list[str] | None = None,
-                 workspace_root: str | None = None) -> dict[str, Any]:
+                 workspace_root: str | None = None) -> Memory:
         return self.store.add_core(text, self._scope(scope, workspace_root), self._tags(tags))
 
     def forget(self, memory_id: str) -> bool:
         return self.store.forget(memory_id)
 
-    def promote(self, memory_id: str) -> dict[str, Any]:
+    def promote(self, memory_id: str) -> Memory:
         return self.store.promote(memory_id)
 
-    def relax(self, memory_id: str, workspace_root: str | None = None) -> dict[str, Any]:
+    def relax(self, memory_id: str, workspace_root: str | None = None) -> Memory:
         return self.store.relax(memory_id, self._workspace(workspace_root))
 
     def inspect(self) -> MemoryInspection:
@@ -186,7 +191,7 @@ class MemoryRuntime:
         state = None
         if session_id is not None:
             memory_state = self._session(session_id).memory_state
-            state = retrieval.read_state(memory_state.get("lastRetrieval") if isinstance(memory_state, dict) else None)
+            state = retrieval.read_state(memory_state.get("lastRetrieval") if memory_state is not None else None)
         return self._explain(state if state is not None else self._latest)
 
     def _explain(self, state: RetrievalState | None) -> MemoryWhy:
@@ -197,16 +202,16 @@ class MemoryRuntime:
         core = [m for m in (self.store.find(i) for i in state.core_ids) if m is not None]
         soft = [m for m in (self.store.find(i) for i in state.soft_ids) if m is not None]
         return MemoryWhy(True, f"The last turn was given {len(core)} core and {len(soft)} soft memories.",
-                         retrieval.explain(list(state.reasons)), state, core, soft)
+                         retrieval.explain(state.reasons), state, core, soft)
 
-    def summarize(self, session_id: str) -> list[dict[str, Any]]:
+    def summarize(self, session_id: str) -> list[Memory]:
         """Infer soft memories from the user's messages of the session (see kward.memory.infer)."""
         return self._summarize(self._session(session_id))
 
-    def _summarize(self, session: Any) -> list[dict[str, Any]]:
+    def _summarize(self, session: SessionHandle) -> list[Memory]:
         text = "\n".join(content_text(m.content, "\n") for m in session.entry_messages() if isinstance(m, UserMessage))
-        state = session.memory_state if isinstance(session.memory_state, dict) else {}
-        known = [m for m in state.get("sessionMemories") or [] if isinstance(m, dict)]
+        state = session.memory_state
+        known = [m for m in _session_memories(state) if isinstance(m, dict)]
         scope = records.workspace_scope(session.workspace_root)
         scrub = self._scrub
         added = []
@@ -214,22 +219,23 @@ class MemoryRuntime:
             candidate = redact_text(scrub(candidate))
             if any(records.same_text(m.get("text"), candidate) for m in known):
                 continue
-            record = self.store.add_soft(candidate, scope, ["workflow"], confidence=records.INFERRED_CONFIDENCE,
-                                         source="inferred", unique=True)
-            if record is not None:
-                added.append(record)
-                known.append({k: record[k] for k in ("id", "text", "scope", "tags")})
+            memory = self.store.add_soft_if_new(candidate, scope, ["workflow"], confidence=records.INFERRED_CONFIDENCE,
+                                                source="inferred")
+            if memory is not None:
+                added.append(memory)
+                known.append({"id": memory.id, "text": memory.text, "scope": memory.scope, "tags": list(memory.tags)})
         if added:
-            session.append_record("memory_state", sessionMemories=known, lastRetrieval=state.get("lastRetrieval"))
+            session.append_record("memory_state", sessionMemories=known,
+                                  lastRetrieval=state.get("lastRetrieval") if state is not None else None)
         return added
 
     # --- turn hooks (the engine calls these on the turn's worker thread) ----------------
 
-    def exclude(self, session: Any) -> None:
+    def exclude(self, session: SessionHandle) -> None:
         """Turns of this session (an RPC id's handle) use no memory at all."""
         self._off.add(session)
 
-    def prepare(self, query: str, session: Any) -> str | None:
+    def prepare(self, query: str, session: SessionHandle) -> str | None:
         """Retrieve the memories for a turn's input; the prompt block, or None. Never raises."""
         if session in self._off:
             return None
@@ -240,15 +246,14 @@ class MemoryRuntime:
             result = self.store.retrieve(query, ["global", records.workspace_scope(session.workspace_root)])
             state = result.state()
             self._latest = state
-            previous = session.memory_state if isinstance(session.memory_state, dict) else {}
-            session.append_record("memory_state", sessionMemories=list(previous.get("sessionMemories") or []),
+            session.append_record("memory_state", sessionMemories=list(_session_memories(session.memory_state)),
                                   lastRetrieval=retrieval.state_record(state))
             return retrieval.memory_block(result)
         except Exception as exc:  # memory must never stop a turn
             log.warning("memory retrieval failed: %s", getattr(exc, "message", None) or repr(exc))
             return None
 
-    def after_turn(self, session: Any) -> None:
+    def after_turn(self, session: SessionHandle) -> None:
         """After a completed turn: auto-summary (both switches on), pending hit counts."""
         if session in self._off:
             return
@@ -265,3 +270,9 @@ class MemoryRuntime:
             self.store.flush()
         except Exception:
             log.warning("could not write the memory hit counts", exc_info=True)
+
+
+def _session_memories(state: Mapping[str, object] | None) -> list[object]:
+    """The `sessionMemories` of a session's `memory_state` (JSON values; [] when it holds none)."""
+    memories = state.get("sessionMemories") if state is not None else None
+    return memories if isinstance(memories, list) else []

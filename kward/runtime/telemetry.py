@@ -42,12 +42,12 @@ class TelemetryRuntime:
         self._live = LiveSettings(config, env)
         self._clock = clock
         self._lock = threading.Lock()
-        self._log: "TelemetryLog | None" = None
+        self._log: TelemetryLog | None = None
 
     def enabled_categories(self) -> tuple[str, ...]:
         return enabled_categories(self._live.current().logging)
 
-    def _writer(self) -> "TelemetryLog":
+    def _writer(self) -> TelemetryLog:
         with self._lock:
             if self._log is None:
                 from kward.telemetry.log import TelemetryLog
@@ -55,7 +55,7 @@ class TelemetryRuntime:
                 self._log = TelemetryLog(self.log_dir, scrub=lambda value: self._secrets.snapshot().scrub_value(value))
             return self._log
 
-    def recorder(self, headers: Mapping[str, str] | None = None) -> "TurnRecorder | None":
+    def recorder(self, headers: Mapping[str, str] | None = None) -> TurnRecorder | None:
         """The recorder of one turn, or None when no category is enabled."""
         try:
             categories = self.enabled_categories()
@@ -77,14 +77,14 @@ class TelemetryRuntime:
                                   "(logging.tokens or KWARD_LOGGING_TOKENS) before exporting token CSV.")
         return categories
 
-    def stats(self, range_text: str | None = None) -> "Stats":
+    def stats(self, range_text: str | None = None) -> Stats:
         from kward.telemetry.ranges import parse_range
         from kward.telemetry.stats import collect
 
         categories = self._categories_for()
         return collect(self.log_dir, parse_range(range_text, self._clock()), categories)
 
-    def token_csv(self, range_text: str | None = None, bucket: str | None = None) -> "TokenCsv":
+    def token_csv(self, range_text: str | None = None, bucket: str | None = None) -> TokenCsv:
         from kward.telemetry.ranges import parse_bucket, parse_range
         from kward.telemetry.tokens import TokenCsv, token_csv
 

@@ -22,8 +22,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
 
 from kward.fsutil import FILE_MODE, ensure_private_dir
 from kward.limits import LOG_ROTATION_BYTES as MAX_BYTES
@@ -34,8 +34,11 @@ log = logging.getLogger(__name__)
 
 
 class TelemetryLog:
+    """`scrub` gives a copy of a record with the known secrets masked
+    (`kward.secrets.Snapshot.scrub_value`)."""
+
     def __init__(self, directory: Path, *, max_bytes: int = MAX_BYTES, clock: Callable[[], float] = time.time,
-                 scrub: Callable[[Any], Any] | None = None):
+                 scrub: Callable[[dict[str, object]], dict[str, object]] | None = None):
         self.directory = Path(directory)
         self.max_bytes = max_bytes if max_bytes > 0 else MAX_BYTES
         self._clock = clock
@@ -46,9 +49,9 @@ class TelemetryLog:
         self._ident: tuple[int, int] | None = None
         self._warned = False
 
-    def write(self, category: str, event: str, payload: dict[str, Any]) -> bool:
+    def write(self, category: str, event: str, payload: dict[str, object]) -> bool:
         try:
-            record = redact(payload)
+            record: dict[str, object] = redact(payload)  # a copy
             if self._scrub is not None:
                 record = self._scrub(record)
             now = self._clock()

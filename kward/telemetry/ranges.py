@@ -8,14 +8,14 @@ calendar periods ending now: `1 day` is today so far, `2 days` yesterday and tod
 `2 months` the previous month and this one, `1 year` this year so far. Anything else is
 `-32602` with the usage text.
 
-Pure functions; the clock is a parameter.
+Pure functions (the clock is a parameter); any thread.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import NamedTuple
 
 from kward.errors import InvalidParams
 
@@ -28,7 +28,8 @@ MAX_INPUT = 100
 _RANGE = re.compile(r"^(\d{1,9})\s+([A-Za-z]+)$")
 
 
-class Range(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Range:
     """A parsed range: the text as given (stripped; the default when blank), its count
     and unit, and its UTC bounds."""
 

@@ -13,6 +13,9 @@ a final failure `errors/model_request_error`; a completed request with usage
 `tokens/model_usage`. `request_bytes` is the size of the request's JSON (instructions,
 messages, tools) as kward holds it, before the provider's own encoding.
 
+A `TurnRecorder` is the engine's `kward.agent.plan.Recorder`; its wrappers are a
+`Provider` and a `ToolRegistry` like the ones they wrap.
+
 Thread contract: a recorder and its wrappers are used on the turn's worker thread only;
 the log they write to is thread-safe.
 """
@@ -23,8 +26,10 @@ import contextlib
 import json
 import re
 import time
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
 from kward.providers.base import (
     ModelRequest,
@@ -35,7 +40,12 @@ from kward.providers.base import (
     StreamSink,
 )
 from kward.redact import redact_text
+from kward.sessions.codec import encode, usage_record
 from kward.telemetry.log import TelemetryLog
+from kward.tools.base import ToolContext, ToolResult, ToolSpec
+from kward.tools.registry import ToolRegistry
+
+Payload = dict[str, object]  # the fields of a record (JSON values)
 
 MESSAGE_CHARS = 500
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
@@ -48,12 +58,12 @@ def trace_fields(headers: Mapping[str, str] | None) -> dict[str, str]:
     return {"trace_id": match.group(1), "parent_id": match.group(2)} if match else {}
 
 
-def error_fields(exc: BaseException | str) -> dict[str, Any]:
+def error_fields(exc: BaseException | str) -> Payload:
     """What a record says of an error: its class and either the provider and a code or a
     redacted message of at most MESSAGE_CHARS characters."""
     if isinstance(exc, str):
         return {"error_class": "ProviderError", "error_message": redact_text(exc)[:MESSAGE_CHARS]}
-    out: dict[str, Any] = {"error_class": type(exc).__name__}
+    out: Payload = {"error_class": type(exc).__name__}
     if isinstance(exc, ProviderError):
         code = exc.status or exc.kind
         out.update(provider=exc.provider, error_code=code, error_message=f"{exc.provider} request failed: {code}")
@@ -70,8 +80,6 @@ def _ms(start: float) -> float:
 
 
 def request_bytes(request: ModelRequest) -> int:
-    from kward.sessions.codec import encode
-
     body = [request.instructions, [encode(m) for m in request.messages], request.tools]
     return len(json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
 
@@ -85,14 +93,14 @@ class TurnRecorder:
     def on(self, *categories: str) -> bool:
         return any(c in self._on for c in categories)
 
-    def record(self, category: str, event: str, payload: dict[str, Any]) -> None:
+    def record(self, category: str, event: str, payload: Payload) -> None:
         if category in self._on:
             self._log.write(category, event, {**payload, **self._trace})
 
     def provider(self, provider: Provider) -> Provider:
         return _RecordingProvider(provider, self) if self.on("tokens", "performance", "errors") else provider
 
-    def tools(self, tools: Any) -> Any:
+    def tools(self, tools: ToolRegistry) -> ToolRegistry:
         return _RecordingTools(tools, self) if self.on("tools", "performance", "errors") else tools
 
     @contextlib.contextmanager
@@ -115,7 +123,7 @@ class TurnRecorder:
 class _RetrySink:
     """Passes the stream on; a retry ends the failed attempt's records first."""
 
-    def __init__(self, sink: StreamSink, call: "_Call"):
+    def __init__(self, sink: StreamSink, call: _Call):
         self._sink = sink
         self._call = call
 
@@ -129,19 +137,16 @@ class _RetrySink:
         self._call.retried(info)
         self._sink.retry(info)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sink, name)
-
 
 class _Call:
     """One `complete` call: its attempts."""
 
     def __init__(self, rec: TurnRecorder, provider: str, request: ModelRequest):
         self.rec = rec
-        self.base = {"provider": provider, "model": request.model, "request_bytes": request_bytes(request)}
+        self.base: Payload = {"provider": provider, "model": request.model, "request_bytes": request_bytes(request)}
         self.start = time.monotonic()
 
-    def ended(self, status: str) -> dict[str, Any]:
+    def ended(self, status: str) -> Payload:
         payload = {**self.base, "duration_ms": _ms(self.start), "status": status}
         self.rec.record("performance", "model_request", payload)
         return payload
@@ -156,6 +161,8 @@ class _Call:
 
 
 class _RecordingProvider(Provider):
+    """The provider `inner` (its name, model and steering), recording each `complete` call."""
+
     def __init__(self, inner: Provider, rec: TurnRecorder):
         self._inner = inner
         self._rec = rec
@@ -163,10 +170,7 @@ class _RecordingProvider(Provider):
         self.supports_steering = inner.supports_steering
         self.model = inner.model
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def complete(self, request: ModelRequest, sink: StreamSink, cancel: Any) -> ModelResponse:
+    def complete(self, request: ModelRequest, sink: StreamSink, cancel: CancelToken) -> ModelResponse:
         call = _Call(self._rec, self.name, request)
         try:
             response = self._inner.complete(request, _RetrySink(sink, call), cancel)
@@ -179,29 +183,34 @@ class _RecordingProvider(Provider):
             raise
         payload = call.ended("completed")
         if response.usage is not None:
-            from kward.sessions.codec import usage_record
-
             self._rec.record("tokens", "model_usage", {**payload, "usage": usage_record(response.usage)})
         return response
 
 
-class _RecordingTools:
-    """The tool registry, timing each call (`tools/tool_call`, `performance/tool_call`,
-    and `errors/tool_error` for an error result)."""
+class _RecordingTools(ToolRegistry):
+    """The tool registry `inner`, timing each call (`tools/tool_call`,
+    `performance/tool_call`, and `errors/tool_error` for an error result)."""
 
-    def __init__(self, inner: Any, rec: TurnRecorder):
+    def __init__(self, inner: ToolRegistry, rec: TurnRecorder):
+        super().__init__(())  # the tools are inner's
         self._inner = inner
         self._rec = rec
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def with_specs(self, *specs: ToolSpec) -> ToolRegistry:
+        return _RecordingTools(self._inner.with_specs(*specs), self._rec)
 
-    def run(self, name: str, arguments: Any, ctx: Any) -> Any:
+    def names(self, has_ui: bool) -> list[str]:
+        return self._inner.names(has_ui)
+
+    def schemas(self, has_ui: bool) -> list[dict[str, Any]]:
+        return self._inner.schemas(has_ui)
+
+    def run(self, name: str, arguments: str | dict[str, Any] | None, ctx: ToolContext) -> ToolResult:
         start = time.monotonic()
         try:
             result = self._inner.run(name, arguments, ctx)
         except Canceled:
-            payload = {"tool_name": name, "duration_ms": _ms(start), "status": "canceled", "result_bytes": 0}
+            payload: Payload = {"tool_name": name, "duration_ms": _ms(start), "status": "canceled", "result_bytes": 0}
             self._rec.record("tools", "tool_call", payload)
             self._rec.record("performance", "tool_call", payload)
             raise

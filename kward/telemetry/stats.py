@@ -19,15 +19,21 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import TypeGuard, TypeVar
 
 from kward.telemetry.ranges import Range
 from kward.timefmt import iso_ms, normalize_iso
 
+Record = dict[str, object]  # a telemetry record as a log file holds it (JSON values)
+_V = TypeVar("_V")
 
-class Durations(NamedTuple):
+
+@dataclass(frozen=True, slots=True)
+class Durations:
     """Milliseconds, rounded to 0.1; all None when no record had a duration."""
 
     min: float | None = None
@@ -35,7 +41,8 @@ class Durations(NamedTuple):
     max: float | None = None
 
 
-class EventStats(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class EventStats:
     """The `performance` records of one event."""
 
     count: int
@@ -43,23 +50,26 @@ class EventStats(NamedTuple):
     duration_ms: Durations
 
 
-class UsageStats(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class UsageStats:
     """The `tokens/model_usage` records: how many, and each numeric usage field summed."""
 
     model_usage_events: int
-    totals: dict[str, int | float]
+    totals: dict[str, float]  # (an int while every value summed is one)
 
 
-class ToolStats(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ToolStats:
     """The `tools/tool_call` records."""
 
     calls: int
-    result_bytes: int | float
+    result_bytes: float  # (an int while every size is one)
     by_name: dict[str, int]
     by_status: dict[str, int]
 
 
-class ErrorStats(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ErrorStats:
     """The `errors` records (never their messages)."""
 
     count: int
@@ -69,7 +79,8 @@ class ErrorStats(NamedTuple):
     by_code: dict[str, int]
 
 
-class Stats(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Stats:
     """The stats of a range (see the module docstring); `performance` by event, ordered."""
 
     range: Range
@@ -88,7 +99,7 @@ _FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(\d+))?\.jsonl$")
 _OURS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
 
-def normalized_timestamp(value: Any) -> str | None:
+def normalized_timestamp(value: object) -> str | None:
     """A record's timestamp in kward's own form (comparable as text); None if unusable."""
     if not isinstance(value, str):
         return None
@@ -103,7 +114,7 @@ def log_files(directory: Path, start: datetime, end: datetime) -> list[Path]:
         names = os.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    found = []
+    found: list[tuple[str, int, str]] = []
     for name in names:
         match = _FILE.match(name)
         if match and first <= match.group(1) <= last:
@@ -111,7 +122,7 @@ def log_files(directory: Path, start: datetime, end: datetime) -> list[Path]:
     return [directory / name for _, _, name in sorted(found)]
 
 
-def read(directory: Path, start: datetime, end: datetime, categories: Iterable[str]) -> Iterator[dict[str, Any]]:
+def read(directory: Path, start: datetime, end: datetime, categories: Iterable[str]) -> Iterator[Record]:
     low, high = iso_ms(start), iso_ms(end)
     wanted = frozenset(categories)
     decode = json.JSONDecoder().raw_decode  # on text lines: about twice as fast as json.loads of bytes
@@ -140,42 +151,68 @@ def read(directory: Path, start: datetime, end: datetime, categories: Iterable[s
                     yield record
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> TypeGuard[float]:
     """A JSON number that is not NaN (booleans are not numbers here)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
-def _counts(counter: dict[str, int]) -> dict[str, int]:
+def _counts(counter: dict[str, _V]) -> dict[str, _V]:
     return {k: counter[k] for k in sorted(counter)}
 
 
-def _key(value: Any) -> str | None:
+def _key(value: object) -> str | None:
     """A value counted under `by...`: a non-empty scalar, as text."""
     if value is None or value == "" or isinstance(value, (dict, list)):
         return None
     return value if isinstance(value, str) else str(value)
 
 
-def _durations(s: list[Any]) -> Durations:
-    if not s[2]:
-        return Durations()
-    return Durations(round(float(s[4]), 1), round(s[3] / s[2], 1), round(float(s[5]), 1))
+@dataclass(slots=True)
+class _Tally:
+    """The `performance` records of one event while they are counted."""
+
+    count: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    timed: int = 0  # records with a duration
+    total: float = 0.0  # their durations summed
+    shortest: float | None = None
+    longest: float | None = None
+
+    def add(self, status: str | None, duration: object) -> None:
+        self.count += 1
+        if status is not None:
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+        if is_number(duration):
+            self.timed += 1
+            self.total += duration
+            if self.shortest is None or duration < self.shortest:
+                self.shortest = duration
+            if self.longest is None or duration > self.longest:
+                self.longest = duration
+
+    def stats(self) -> EventStats:
+        if self.shortest is None or self.longest is None:
+            durations = Durations()
+        else:
+            durations = Durations(round(float(self.shortest), 1), round(self.total / self.timed, 1),
+                                  round(float(self.longest), 1))
+        return EventStats(self.count, _counts(self.statuses), durations)
 
 
 def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
-    """The stats of the range (see the module docstring). One pass over plain dicts and
-    lists, typed at the end: this runs over hundreds of thousands of records."""
-    count = usage_events = tool_calls = result_bytes = errors = 0
+    """The stats of the range (see the module docstring), in one pass over the records."""
+    count = usage_events = tool_calls = errors = 0
+    result_bytes: float = 0
     by_category: dict[str, int] = {}
     by_event: dict[str, int] = {}
-    totals: dict[str, Any] = {}
-    perf: dict[str, list[Any]] = {}  # event -> [count, statuses, n, sum, min, max]
+    totals: dict[str, float] = {}
+    perf: dict[str, _Tally] = {}
     names: dict[str, int] = {}
     statuses: dict[str, int] = {}
     error_counts: dict[str, dict[str, int]] = {"event": {}, "error_class": {}, "provider": {}, "error_code": {}}
     for r in read(directory, rng.start, rng.end, categories):
         count += 1
-        category = r["category"]
+        category = str(r["category"])  # (read yields the wanted categories only: strings)
         by_category[category] = by_category.get(category, 0) + 1
         event = r.get("event")
         if not isinstance(event, str):
@@ -185,21 +222,10 @@ def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
         if category == "performance":
             if not event:
                 continue
-            stats = perf.get(event)
-            if stats is None:
-                stats = perf[event] = [0, {}, 0, 0.0, None, None]
-            stats[0] += 1
-            status = _key(r.get("status"))
-            if status is not None:
-                stats[1][status] = stats[1].get(status, 0) + 1
-            d = r.get("duration_ms")
-            if is_number(d):
-                stats[2] += 1
-                stats[3] += d
-                if stats[4] is None or d < stats[4]:
-                    stats[4] = d
-                if stats[5] is None or d > stats[5]:
-                    stats[5] = d
+            tally = perf.get(event)
+            if tally is None:
+                tally = perf[event] = _Tally()
+            tally.add(_key(r.get("status")), r.get("duration_ms"))
         elif category == "tools":
             if event != "tool_call":
                 continue
@@ -229,7 +255,7 @@ def collect(directory: Path, rng: Range, categories: tuple[str, ...]) -> Stats:
     return Stats(
         rng, directory, tuple(categories), count, _counts(by_category), _counts(by_event),
         UsageStats(usage_events, _counts(totals)),
-        {e: EventStats(s[0], _counts(s[1]), _durations(s)) for e, s in sorted(perf.items())},
+        {e: tally.stats() for e, tally in sorted(perf.items())},
         ToolStats(tool_calls, result_bytes, _counts(names), _counts(statuses)),
         ErrorStats(errors, _counts(error_counts["event"]), _counts(error_counts["error_class"]),
                    _counts(error_counts["provider"]), _counts(error_counts["error_code"])),

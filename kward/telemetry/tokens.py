@@ -10,9 +10,9 @@ bucket). Pure over the files; any thread.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from kward.telemetry.ranges import Range, bucket_bounds
 from kward.telemetry.stats import is_number, read
@@ -23,51 +23,62 @@ HEADER = ("bucket_start", "bucket_end", "provider", "model", "events", "input_to
 TOKEN_COLUMNS = HEADER[5:]
 
 
-class TokenCsv(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TokenCsv:
     csv: str
     range: Range
     bucket: str  # one of kward.telemetry.ranges.BUCKETS
 
 
-def _cell(value: Any) -> str:
+@dataclass(slots=True)
+class _Row:
+    """One line of the CSV while its records are summed."""
+
+    start: str
+    end: str
+    provider: str
+    model: str
+    events: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0] * len(TOKEN_COLUMNS))
+
+    def cells(self) -> list[object]:
+        return [self.start, self.end, self.provider, self.model, self.events, *self.tokens]
+
+
+def _cell(value: object) -> str:
     text = str(value)
     if any(c in text for c in ',"\n\r'):
         return '"' + text.replace('"', '""') + '"'
     return text
 
 
-def _when(stamp: str) -> datetime:
-    return parse_ms(stamp)
-
-
 def token_csv(directory: Path, rng: Range, bucket: str) -> str:
-    rows: dict[tuple[datetime, str, str], list[Any]] = {}
+    rows: dict[tuple[datetime, str, str], _Row] = {}
     for record in read(directory, rng.start, rng.end, ("tokens",)):
         usage = record.get("usage")
-        if record.get("event") != "model_usage" or not isinstance(usage, dict):
-            continue
         stamp = record["timestamp"]
+        if record.get("event") != "model_usage" or not isinstance(usage, dict) or not isinstance(stamp, str):
+            continue
         try:
-            when = _when(stamp if len(stamp) == 24 else _normalized(stamp))
-        except (TypeError, ValueError):
+            when = parse_ms(stamp if len(stamp) == 24 else _normalized(stamp))
+        except ValueError:
             continue
         start, end = bucket_bounds(when, bucket)
         provider, model = str(record.get("provider") or ""), str(record.get("model") or "")
         row = rows.get((start, provider, model))
         if row is None:
-            row = rows[(start, provider, model)] = [seconds_iso(start), seconds_iso(end), provider, model, 0,
-                                                    *([0] * len(TOKEN_COLUMNS))]
-        row[4] += 1
-        for i, column in enumerate(TOKEN_COLUMNS, 5):
+            row = rows[(start, provider, model)] = _Row(seconds_iso(start), seconds_iso(end), provider, model)
+        row.events += 1
+        for i, column in enumerate(TOKEN_COLUMNS):
             value = usage.get(column)
             if is_number(value):
-                row[i] += int(value)
+                row.tokens[i] += int(value)
     lines = [",".join(HEADER)]
-    lines += [",".join(_cell(v) for v in rows[key]) for key in sorted(rows)]
+    lines += [",".join(_cell(v) for v in rows[key].cells()) for key in sorted(rows)]
     return "\n".join(lines) + "\n"
 
 
-def _normalized(stamp: Any) -> str:
+def _normalized(stamp: str) -> str:
     value = normalize_iso(stamp)
     if value is None:
         raise ValueError(stamp)

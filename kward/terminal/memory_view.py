@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
+
+from kward import __version__
+from kward.client import Client, RpcError
 
 USAGE = ("enable|disable|auto-summary enable|disable|core <text>|add <text>|list [--all]|forget <id>|"
          "promote <id>|relax <id>|inspect|why|summarize|status")
@@ -52,7 +56,7 @@ def format_status(status: dict[str, Any]) -> str:
                       *(f"  {name:<7} {paths[name]}" for name in ("core", "soft", "events") if name in paths)])
 
 
-def run(client: Any, line: str, *, workspace_root: str, session_id: str | None = None, prefix: str = "/memory") -> str:
+def run(client: Client, line: str, *, workspace_root: str, session_id: str | None = None, prefix: str = "/memory") -> str:
     """Run one memory command; the text to show. MemoryUsage for an unknown command or a
     missing argument; kward.client.RpcError when the server refused it."""
     sub, _, rest = line.strip().partition(" ")
@@ -109,12 +113,9 @@ def run(client: Any, line: str, *, workspace_root: str, session_id: str | None =
     raise usage
 
 
-def run_memory_command(args: list[str], env: Any, cwd: str) -> int:
+def run_memory_command(args: list[str], env: Mapping[str, str], cwd: str) -> int:
     """`kward memory ...` through an in-process server: 0, 2 for a usage error, 1 when
     the server refused the command (one line on stderr)."""
-    from kward import __version__
-    from kward.client import Client, RpcError
-
     with Client.in_process(env=env, cwd=cwd) as client:
         client.initialize(name="kward-memory", version=__version__)
         try:

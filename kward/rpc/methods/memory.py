@@ -2,7 +2,9 @@
 
 `workspaceRoot` (optional, default the launch directory) names the workspace of the
 hierarchy of `memory/list`, of the `workspace` scope of `memory/add` / `memory/addCore`
-and of `memory/relax`. Unknown params are ignored.
+and of `memory/relax`. Unknown params are ignored. `memory/status` is answered on the
+dispatcher thread, the others (`slow` in the method table) on the worker pool; the memory
+runtime locks what it shares.
 """
 
 from __future__ import annotations
@@ -47,16 +49,17 @@ def list_(call: Call) -> dict[str, Any]:
 
 def add(call: Call) -> dict[str, Any]:
     p = call.params
-    return {"memory": call.runtime.memory.add(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
-                                              p.text("scope", max_len=10_000), p.array("tags", of=str),
-                                              p.text("workspaceRoot"))}
+    memory = call.runtime.memory.add(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
+                                     p.text("scope", max_len=10_000), p.array("tags", of=str), p.text("workspaceRoot"))
+    return {"memory": wire.memory(memory)}
 
 
 def add_core(call: Call) -> dict[str, Any]:
     p = call.params
-    return {"memory": call.runtime.memory.add_core(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
-                                                   p.text("scope", max_len=10_000), p.array("tags", of=str),
-                                                   p.text("workspaceRoot"))}
+    memory = call.runtime.memory.add_core(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
+                                          p.text("scope", max_len=10_000), p.array("tags", of=str),
+                                          p.text("workspaceRoot"))
+    return {"memory": wire.memory(memory)}
 
 
 def forget(call: Call) -> dict[str, Any]:
@@ -64,12 +67,13 @@ def forget(call: Call) -> dict[str, Any]:
 
 
 def promote(call: Call) -> dict[str, Any]:
-    return {"memory": call.runtime.memory.promote(call.params.text("id", required=True, max_len=_MAX_ID))}
+    return {"memory": wire.memory(call.runtime.memory.promote(call.params.text("id", required=True, max_len=_MAX_ID)))}
 
 
 def relax(call: Call) -> dict[str, Any]:
     p = call.params
-    return {"memory": call.runtime.memory.relax(p.text("id", required=True, max_len=_MAX_ID), p.text("workspaceRoot"))}
+    return {"memory": wire.memory(call.runtime.memory.relax(p.text("id", required=True, max_len=_MAX_ID),
+                                                            p.text("workspaceRoot")))}
 
 
 def inspect(call: Call) -> dict[str, Any]:
@@ -81,4 +85,4 @@ def why(call: Call) -> dict[str, Any]:
 
 
 def summarize(call: Call) -> dict[str, Any]:
-    return {"memories": call.runtime.memory.summarize(call.params.text("sessionId", required=True))}
+    return {"memories": wire.memories(call.runtime.memory.summarize(call.params.text("sessionId", required=True)))}

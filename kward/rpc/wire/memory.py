@@ -1,10 +1,14 @@
-"""The `memory/*` results of the memory runtime's values (`kward.runtime.memory`). The
-memories themselves go out as the store's records (the files' fields, snake_case, as the
-original kward and Tauren's memory panel read them). Pure functions, any thread."""
+"""The `memory/*` results of the memory runtime's values (`kward.runtime.memory`). A
+memory goes out as the record its file holds (`kward.memory.records.to_record`: the
+files' fields, snake_case, as the original kward and Tauren's memory panel read them).
+Pure functions, any thread."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from kward.memory.records import Memory, to_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.memory import (
@@ -15,6 +19,15 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 
+def memory(m: Memory) -> dict[str, object]:
+    """One memory: its record."""
+    return to_record(m)
+
+
+def memories(items: Iterable[Memory]) -> list[dict[str, object]]:
+    return [to_record(m) for m in items]
+
+
 def status(s: MemoryStatus) -> dict[str, Any]:
     """`memory/status`: ``{enabled, autoSummary, paths {core, soft, events}}``."""
     return {"enabled": s.enabled, "autoSummary": s.auto_summary,
@@ -23,13 +36,14 @@ def status(s: MemoryStatus) -> dict[str, Any]:
 
 def listing(m: MemoryListing) -> dict[str, Any]:
     """`memory/list`: every memory and the hierarchy of the workspace."""
-    return {"core": m.core, "soft": m.soft, "global_core": m.global_core, "workspace_core": m.workspace_core,
-            "workspace_soft": m.workspace_soft, "global_soft": m.global_soft}
+    return {"core": memories(m.core), "soft": memories(m.soft), "global_core": memories(m.global_core),
+            "workspace_core": memories(m.workspace_core), "workspace_soft": memories(m.workspace_soft),
+            "global_soft": memories(m.global_soft)}
 
 
 def inspection(i: MemoryInspection) -> dict[str, Any]:
     """`memory/inspect`: the status with every memory (forgotten soft ones too)."""
-    return {**status(i.status), "core": i.core, "soft": i.soft}
+    return {**status(i.status), "core": memories(i.core), "soft": memories(i.soft)}
 
 
 def why(w: MemoryWhy) -> dict[str, Any]:
@@ -39,6 +53,7 @@ def why(w: MemoryWhy) -> dict[str, Any]:
     if s is None:
         return {"enabled": w.enabled, "core": [], "soft": [], "reasons": [], "memories": [], "message": w.message,
                 "explanation": w.explanation}
-    return {"enabled": True, "timestamp": s.timestamp, "scopes": s.scopes, "core": w.core, "soft": w.soft,
-            "reasons": list(s.reasons), "memories": w.core + w.soft, "message": w.message,
+    core, soft = memories(w.core), memories(w.soft)
+    return {"enabled": True, "timestamp": s.timestamp, "scopes": s.scopes, "core": core, "soft": soft,
+            "reasons": [dict(r) for r in s.reasons], "memories": core + soft, "message": w.message,
             "explanation": w.explanation}
