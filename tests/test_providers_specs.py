@@ -60,7 +60,7 @@ def test_choosing_a_provider_loads_no_provider_module(tmp_path):
 
 
 ECHO_ENTRY = '''    ProviderSpec(
-        key="echo", label="Echo", cls="kward.providers.echo:EchoProvider", steering=True,
+        key="echo", label="Echo", cls="kward.providers.echo.EchoProvider", steering=True,
         model=(Setting("echo_model", "ECHO_MODEL"),), default_model="echo-1",
         effort=(Setting("echo_reasoning_effort", kind="effort"),),
         secret=Setting(env="ECHO_KEY"), auth_type="api_key", auto="Echo key"),
