@@ -25,7 +25,7 @@ from kward.fsutil import FILE_MODE, ensure_private_dir
 from kward.redact import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.secrets import KnownSecrets
+    from kward.config.secrets import KnownSecrets
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
 BACKUPS = 3

@@ -4,7 +4,7 @@ Where they apply (docs/protocol.md "Redaction"): config, error responses and err
 results and notifications that carry no conversation content, and logs. Conversation
 content (user input, assistant text, tool args and results, diffs, transcripts, fork
 text, exports) never goes through here: it is only scrubbed of the exact credential
-values kward holds (`kward.secrets`).
+values kward holds (`kward.config.secrets`).
 
 - A value under a secret-looking key (token, secret, api key, authorization, password,
   credential) is replaced by ``[REDACTED]`` when it is a non-empty string; containers under

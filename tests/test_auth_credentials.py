@@ -12,7 +12,7 @@ import pytest
 
 from kward.auth.credentials import Credentials
 from kward.auth.stores import OPENAI_OAUTH, select_store
-from kward.config import ConfigStore, resolve_paths
+from kward.config.store import ConfigStore, resolve_paths
 from kward.errors import InvalidParams
 from kward.redact import redact
 from kward.rpc.wire import auth as wire_auth
@@ -187,7 +187,7 @@ def test_the_store_is_chosen_once():
 
 
 def test_importing_and_building_auth_imports_neither_keyring_nor_requests(tmp_path):
-    code = ("import sys\nfrom kward.auth.service import AuthService\nfrom kward.config import ConfigStore, "
+    code = ("import sys\nfrom kward.auth.service import AuthService\nfrom kward.config.store import ConfigStore, "
             "resolve_paths\np = resolve_paths()\nAuthService(p, ConfigStore(p))\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('keyring', 'requests', 'urllib3')))")
     env = dict(os.environ, PYTHONPATH=str(REPO))

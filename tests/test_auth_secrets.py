@@ -95,8 +95,8 @@ def test_no_secret_leaks_anywhere(caplog, capfd):
 
 
 def test_known_secrets_learn_every_value_the_store_reads_or_writes(isolated_home):
-    from kward.config import ConfigStore, resolve_paths
-    from kward.secrets import KnownSecrets
+    from kward.config.store import ConfigStore, resolve_paths
+    from kward.config.secrets import KnownSecrets
 
     # the store lives elsewhere than the files these KnownSecrets read themselves (a keyring, say)
     elsewhere = ConfigStore(resolve_paths({"KWARD_CONFIG_PATH": str(isolated_home / "other" / "config.json")}))

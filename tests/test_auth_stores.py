@@ -12,7 +12,7 @@ from keyring.backends import chainer, fail, null
 
 from kward.auth.stores import (OPENAI_OAUTH, OPENROUTER_API_KEY, FileStore, KeyringStore, select_store,
                                timestamp)
-from kward.config import ConfigStore, resolve_paths
+from kward.config.store import ConfigStore, resolve_paths
 from lib.auth_helpers import MemoryKeyring, use_keyring
 
 RECORD = {"auth_mode": "openai_oauth", "tokens": {"access_token": "at-secret-0001", "refresh_token": "rt-secret-0001",

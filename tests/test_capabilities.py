@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from kward.rpc import capabilities, registry
+from kward.rpc import capabilities
+from kward.rpc import method_table as registry
 from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
 ORIGINAL = json.loads((Path(__file__).resolve().parents[2] / "shared" / "reference" /

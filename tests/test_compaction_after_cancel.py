@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from kward.agent.turns import TurnManager
+from kward.agent.scheduler import TurnManager
 from kward.cancel import CancelToken
-from kward.config import ConfigStore, resolve_paths
-from kward.settings import resolve_settings
+from kward.config.store import ConfigStore, resolve_paths
+from kward.config.settings import resolve_settings
 from kward.runtime import Runtime
 from kward.sessions.manager import SessionManager
 from lib.compaction_helpers import compaction_records, write_compaction_config

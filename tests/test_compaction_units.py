@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from kward.agent.turns import TurnManager
+from kward.agent.scheduler import TurnManager
 from kward.cancel import CancelToken
 from kward.compaction import prompt
 from kward.compaction.cut import find_cut, kept_entry_id
@@ -19,7 +19,7 @@ from kward.compaction.run import plan
 from kward.compaction.serialize import serialize
 from kward.errors import AlreadyCompacted, NothingToCompact, TurnInProgress
 from kward.model import AssistantMessage, CompactionSummary, ToolCall, ToolResultMessage, Usage, UserMessage
-from kward.settings import CompactionSettings
+from kward.config.settings import CompactionSettings
 
 
 def user(text):

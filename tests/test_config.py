@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from kward.config import ConfigStore, resolve_paths
-from kward.settings import resolve_settings
+from kward.config.store import ConfigStore, resolve_paths
+from kward.config.settings import resolve_settings
 from kward.errors import ConfigError, InvalidParams
 
 
@@ -80,7 +80,7 @@ def test_reload_sees_other_writers(tmp_path):
 def test_concurrent_updates_from_threads_and_processes_lose_nothing(tmp_path):
     paths = resolve_paths({"HOME": str(tmp_path)})
     store = ConfigStore(paths)
-    code = ("import sys; from kward.config import ConfigStore, resolve_paths; "
+    code = ("import sys; from kward.config.store import ConfigStore, resolve_paths; "
             "s = ConfigStore(resolve_paths({'HOME': sys.argv[1]})); "
             "[s.update({f'p{sys.argv[2]}_{i}': i}) for i in range(20)]")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(n)]) for n in range(3)]

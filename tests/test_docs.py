@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from kward import __version__, cli, config, errors, rules
+from kward import __version__, cli, errors
 from kward.agent.eventlog import EVENT_TYPES
+from kward.config import rules
 from kward.errors import REASONS
 from kward.rpc import capabilities, redaction
-from kward.rpc.registry import METHODS, default_table
+from kward.rpc.method_table import METHODS, default_table
 
 REPO = Path(__file__).resolve().parents[1]
 MAN = REPO / "man" / "kward.1"
@@ -487,8 +488,7 @@ def test_the_files_section_names_every_file_under_the_config_dir():
 
 @needs_groff
 def test_every_environment_variable_the_code_reads_is_documented():
-    from kward import rules
-
+    from kward.config import rules
     names = set(rules.ENV)
     for path in [*(REPO / "kward").rglob("*.py"), REPO / "tools" / "zipapp_main.py"]:
         code = path.read_text()

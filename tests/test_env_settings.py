@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from lib.rpc_client import RpcClient, kward_command, kward_env, spawn_kward
 
-from kward import cli, rules
+from kward import cli
+from kward.config import rules
 
 BAD = {
     "KWARD_PROVIDER": ("nonsense", "one of codex, openrouter, openai-compatible, scripted"),
@@ -72,7 +72,7 @@ def test_good_odd_and_empty_values_start_normally(isolated_home):
 
 
 def test_the_provider_rules_read_the_same_values():
-    from kward.settings import resolve_settings
+    from kward.config.settings import resolve_settings
 
     s = resolve_settings({"codex_base_url": "http://c/", "stream_idle_timeout": 2},
                          {"KWARD_OPENROUTER_BASE_URL": "https://o/v1/", "KWARD_RETRY_DELAYS": " 0.5, 1 "}).providers

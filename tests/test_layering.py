@@ -49,7 +49,7 @@ def test_no_core_module_imports_kward_rpc():
 
 def test_the_check_finds_every_form_of_import():
     for source in ["import kward.rpc", "import kward.rpc.server as s", "from kward.rpc import protocol",
-                   "from kward.rpc.registry import Call", "from kward import rpc",
+                   "from kward.rpc.method_table import Call", "from kward import rpc",
                    "def f():\n    from kward.rpc.params import Params",
                    "importlib.import_module('kward.rpc.methods.turns')"]:
         assert rpc_imports(source, "kward.agent.loop"), source

@@ -12,7 +12,7 @@ from kward.providers import specs
 from kward.providers.retry import (RETRY_AFTER_CAP, RetryPolicy, classify, parse_retry_after, retry_hint_from_text,
                                    run_with_retries)
 from kward.providers.settings import for_provider
-from kward.settings import resolve_settings
+from kward.config.settings import resolve_settings
 from lib.fake_sink import RecordingSink
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import kward
-from kward import rules
+from kward.config import rules
 from kward.providers import specs
 from kward.providers.base import Provider
 from lib.rpc_client import RpcClient, kward_env
@@ -47,7 +47,7 @@ def test_every_spec_names_a_class_that_builds_itself_and_code_that_exists():
 
 
 def test_choosing_a_provider_loads_no_provider_module(tmp_path):
-    code = ("import sys; from pathlib import Path; from kward.settings import resolve_settings; "
+    code = ("import sys; from pathlib import Path; from kward.config.settings import resolve_settings; "
             "from kward.providers.select import FileCredentials, choose_spec; "
             "spec, why = choose_spec(resolve_settings({}, {'OPENROUTER_API_KEY': 'k'}), "
             "FileCredentials({'OPENROUTER_API_KEY': 'k'}, Path(sys.argv[1]))); "

@@ -78,7 +78,7 @@ def test_conversation_policies_pass_content_and_redact_the_rest():
 
 def test_every_policy_in_the_method_table_is_known():
     from kward.rpc.redaction import CONTENT, EVENTS, FULL, NOTIFICATIONS, EVENT
-    from kward.rpc.registry import METHODS
+    from kward.rpc.method_table import METHODS
 
     assert {m.redaction for m in METHODS.values()} <= {FULL, CONTENT, EVENTS}
     assert METHODS["initialize"].redaction == FULL

@@ -298,9 +298,9 @@ def test_a_blocking_plugin_load_is_bounded(tmp_path):
 
 
 def test_the_plugin_timeout_setting():
-    from kward.config import validate_values
+    from kward.config.store import validate_values
     from kward.errors import InvalidParams
-    from kward.settings import resolve_settings
+    from kward.config.settings import resolve_settings
 
     assert resolve_settings({}, {}).plugins.command_timeout_seconds == 30.0
     assert resolve_settings({"plugins": {"command_timeout_seconds": 0.5}}, {}).plugins.command_timeout_seconds == 0.5

@@ -28,7 +28,7 @@ from lib.rpc_models import env_for, finished, run_turn
 from lib.sessions_helpers import new_manager
 
 from kward.errors import SessionNotFound
-from kward.rpc.registry import METHODS
+from kward.rpc.method_table import METHODS
 
 SEED = int(os.environ.get("KWARD_FUZZ_SEED", "9"))
 CASES = int(os.environ.get("KWARD_FUZZ_CASES", "2000"))

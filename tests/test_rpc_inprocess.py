@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from kward.rpc import registry
+from kward.rpc import method_table as registry
 from lib.inprocess import InProcessServer
 
 GATE = threading.Event()

@@ -175,4 +175,4 @@ def test_initialize_does_not_load_ctypes(isolated_home):
                        capture_output=True, env=kward_env(isolated_home), timeout=30)
     assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
     modules = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}
-    assert "kward.procs" in modules and "ctypes" not in modules
+    assert "kward.processes.children" in modules and "ctypes" not in modules

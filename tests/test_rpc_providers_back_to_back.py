@@ -2,7 +2,7 @@
 
 Found by the end-to-end provider tests: `turns/start` sent as soon as `turnFinished`
 arrived failed now and then with "Session is busy: another process is running a turn"
-(about 1 in 100 turns on a loaded machine). Cause, in kward/agent/turns.py
+(about 1 in 100 turns on a loaded machine). Cause, in kward/agent/scheduler.py
 (`TurnManager._drain`): `turnFinished` was emitted by `_run`, then the lane was marked
 idle (`lane.turn_lock = None`, under `_lock`) and only afterwards, outside the lock,
 `stack.close()` fsynced the session and released its cross-process turn lock (the flock
@@ -18,7 +18,7 @@ the lock before `turnFinished` or makes such a start wait for the release.
 import contextlib
 import threading
 
-from kward.agent.turns import Turn, TurnManager
+from kward.agent.scheduler import Turn, TurnManager
 from kward.errors import SessionBusy
 from kward.rpc.wire import events as wire
 

@@ -58,7 +58,8 @@ def test_an_unusable_log_directory_never_kills_the_server(isolated_home):
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "logs").write_text("a file where the log directory should be")
     code = r'''
-from kward.rpc import main, registry
+from kward.rpc import main
+from kward.rpc import method_table as registry
 def boom(call):
     raise RuntimeError("a bug that gets logged")
 table = registry.default_table()

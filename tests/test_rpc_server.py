@@ -189,7 +189,8 @@ def test_stdout_holds_frames_only_even_when_handlers_print(isolated_home):
     # process that writes to its inherited stdout.
     code = r'''
 import os, subprocess, sys
-from kward.rpc import main, registry
+from kward.rpc import main
+from kward.rpc import method_table as registry
 table = registry.default_table()
 orig = table.handler("workspace/info")
 def noisy(call):

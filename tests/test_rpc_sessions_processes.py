@@ -136,7 +136,7 @@ def test_a_turn_run_elsewhere_shows_up_in_the_long_lived_view(start):
         {"entryId": "message:4", "text": "from B"}
 
 
-# --- the turn-lock hand-off of kward/agent/turns.py, reproduced deterministically ----------
+# --- the turn-lock hand-off of kward/agent/scheduler.py, reproduced deterministically ----------
 # These drive the real TurnManager over real sessions (one SessionManager per simulated
 # process: flock conflicts between open file descriptions, so that is the cross-process
 # situation) at the two moments where the lock used to be handed off wrongly: a turn
@@ -145,7 +145,7 @@ def test_a_turn_run_elsewhere_shows_up_in_the_long_lived_view(start):
 
 
 def _turn_manager(execute, publish=lambda event: None):
-    from kward.agent.turns import TurnManager
+    from kward.agent.scheduler import TurnManager
 
     threads: list[threading.Thread] = []
 

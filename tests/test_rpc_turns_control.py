@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from kward.agent.eventlog import EventLog
-from kward.agent.turns import TurnManager
+from kward.agent.scheduler import TurnManager
 from kward.errors import InvalidParams, SessionBusy
 from kward.model import Answer, Finished, Status
 from kward.rpc.wire import events as wire
@@ -467,7 +467,7 @@ def test_steer_before_the_first_turn_started_queues_a_follow_up_and_steer_when_i
 
 
 def test_finished_turns_beyond_the_limit_are_forgotten_oldest_first():
-    from kward.agent.turns import KEEP_FINISHED_TURNS
+    from kward.agent.scheduler import KEEP_FINISHED_TURNS
 
     jobs = []
     manager = TurnManager(submit=lambda job: jobs.append(job) or True, publish=lambda event: None,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kward.config import ConfigStore, resolve_paths
-from kward.settings import resolve_settings
+from kward.config.store import ConfigStore, resolve_paths
+from kward.config.settings import resolve_settings
 from kward.errors import SessionNotFound
 from kward.model import TurnEvent
 from kward.rpc.wire import events as wire

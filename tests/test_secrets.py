@@ -1,12 +1,12 @@
-"""kward.secrets: the credential values kward holds and the scrub of tool output and frames."""
+"""kward.config.secrets: the credential values kward holds and the scrub of tool output and frames."""
 
 import json
 import os
 
-from kward.config import ConfigStore, resolve_paths
+from kward.config.store import ConfigStore, resolve_paths
 from kward.redact import REDACTED
 from kward.rpc import protocol
-from kward.secrets import KnownSecrets, Snapshot, is_credential_variable
+from kward.config.secrets import KnownSecrets, Snapshot, is_credential_variable
 from kward.tools.base import ToolContext, ToolResult, ToolSpec
 from kward.tools.registry import ToolRegistry
 from lib.fake_codex import make_jwt

@@ -81,7 +81,7 @@ def test_a_turn_lock_on_a_vanished_file_is_refused_without_leaving_a_sidecar(env
 
 
 def _turns(execute):
-    from kward.agent.turns import TurnManager
+    from kward.agent.scheduler import TurnManager
 
     published, threads, cond = [], [], threading.Condition()
 

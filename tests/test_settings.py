@@ -1,4 +1,4 @@
-"""Settings resolved once (kward/settings.py): environment over config.json over defaults,
+"""Settings resolved once (kward/config/settings.py): environment over config.json over defaults,
 one rule per key shared with config/update, warnings for bad config values (never an
 exception), problems for the strict keys raised only by what needs them, and LiveSettings
 following config.json's content."""
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from kward import rules
-from kward.config import ConfigStore, resolve_paths, validate_values
+from kward.config import rules
+from kward.config.store import ConfigStore, resolve_paths, validate_values
 from kward.errors import ConfigError, InvalidParams
 from kward.providers import specs
-from kward.settings import LiveSettings, ModelChoice, Settings, resolve_settings
+from kward.config.settings import LiveSettings, ModelChoice, Settings, resolve_settings
 
 BAD = [[1]]  # refused by every rule: not a string, number, boolean, URL or list of numbers
 

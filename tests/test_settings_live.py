@@ -1,11 +1,11 @@
-"""LiveSettings' per-turn fast path (kward/settings.py): while config.json is unchanged,
+"""LiveSettings' per-turn fast path (kward/config/settings.py): while config.json is unchanged,
 `current()` is one stat (no read, no copy, no resolution); any change is still seen."""
 
 import json
 import os
 
-from kward.config import ConfigStore, resolve_paths
-from kward.settings import LiveSettings
+from kward.config.store import ConfigStore, resolve_paths
+from kward.config.settings import LiveSettings
 
 
 class CountingStore(ConfigStore):

@@ -61,7 +61,7 @@ def test_initialize_is_answered_without_the_services(isolated_home):
     found = ast.literal_eval(proc.stderr.decode().splitlines()[-2])
     assert json.loads(found["response"])["result"]["serverName"] == "kward"
     modules = set(found["modules"])
-    assert {"kward.rpc.server", "kward.rpc.methods.lifecycle", "kward.settings"} <= modules
+    assert {"kward.rpc.server", "kward.rpc.methods.lifecycle", "kward.config.settings"} <= modules
     loaded = {m for m in modules if m in NOT_BEFORE_INITIALIZE or m.split(".")[0] in NOT_BEFORE_INITIALIZE
               or any(m.startswith(p + ".") for p in NOT_BEFORE_INITIALIZE)}
     assert loaded == set()
@@ -87,7 +87,8 @@ def test_initialize_masks_secret_looking_values_in_what_it_takes_from_outside_kw
 
 def test_the_full_redaction_leaves_the_constants_of_initialize_as_they_are():
     from kward.redact import redact
-    from kward.rpc import capabilities, registry
+    from kward.rpc import capabilities
+    from kward.rpc import method_table as registry
     from kward.rpc.methods.lifecycle import _result
 
     facts = capabilities.RuntimeFacts(steering="native", tokens_stats=True, cost_stats=True, max_input_chars=5,

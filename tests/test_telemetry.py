@@ -12,14 +12,14 @@ import pytest
 from kward.errors import Canceled, InvalidParams
 from kward.providers.base import ModelResponse, Provider, ProviderError, RetryInfo, Usage
 from kward.rpc.wire.telemetry import stats, time_range
-from kward.secrets import Snapshot
+from kward.config.secrets import Snapshot
 from kward.telemetry import enabled_categories
 from kward.telemetry.log import MAX_BYTES, TelemetryLog
 from kward.telemetry.ranges import USAGE, bucket_bounds, parse_bucket, parse_range
 from kward.telemetry.recorder import TurnRecorder, trace_fields
 from kward.telemetry.stats import collect
 from kward.telemetry.tokens import HEADER, token_csv
-from kward.settings import LoggingSettings
+from kward.config.settings import LoggingSettings
 from kward.tools.base import ToolResult
 from lib.messages import recorded, typed
 

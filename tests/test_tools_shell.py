@@ -1,6 +1,6 @@
 """run_shell_command: output format, bounded capture, timeout and cancellation killing the
 whole process group and every process the command started (``setsid``, double forks, a
-scrubbed environment), closed stdin, no zombies, and the reaping rules of kward.procs."""
+scrubbed environment), closed stdin, no zombies, and the reaping rules of kward.processes.children."""
 
 import os
 import select
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kward import procs
+from kward.processes import children as procs
 from kward.errors import Canceled
 from kward.tools import process
 from lib.tools_helpers import call, live_group_members, pid_alive, wait_until, ctx  # noqa: F401 (fixtures)

@@ -222,9 +222,9 @@ def test_a_damaged_tree_is_extracted_again(pyz, env, isolated_home):
     loaded_from(pyz, env)
     where = tree(isolated_home)
     (where / ".kward-pyz").write_text("")  # a marker cut short: the tree is not trusted
-    (where / "kward" / "rules.py").unlink()
+    (where / "kward" / "config" / "rules.py").unlink()
     assert loaded_from(pyz, env)[1] == "bytecode"
-    assert (where / ".kward-pyz").read_text() == where.name and (where / "kward" / "rules.py").is_file()
+    assert (where / ".kward-pyz").read_text() == where.name and (where / "kward" / "config" / "rules.py").is_file()
     (where / "kward" / "cli.py").write_text("def (")  # a file cut short behind a good marker
     proc, found = loaded_from(pyz, env)
     assert found == "archive" and not (where / ".kward-pyz").exists()  # this start gave the tree up

@@ -44,7 +44,7 @@ from kward.model import UserMessage  # noqa: E402
 from kward.providers.base import ModelRequest  # noqa: E402
 from kward.providers.codex_wire import build_body  # noqa: E402
 from kward.sessions.opening import load_session  # noqa: E402
-from kward.settings import CompactionSettings  # noqa: E402
+from kward.config.settings import CompactionSettings  # noqa: E402
 from kward.tools.registry import default_registry  # noqa: E402
 
 Row = dict

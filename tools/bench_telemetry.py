@@ -115,7 +115,7 @@ def bench_stats(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
 
 
 def bench_write(tmp: Path, quick: bool) -> list[Row]:
-    from kward.secrets import Snapshot
+    from kward.config.secrets import Snapshot
 
     snapshot = Snapshot.of(["sk-or-v1-benchsecret0123456789"])
     log = TelemetryLog(tmp / "write", scrub=snapshot.scrub_value)
@@ -132,9 +132,9 @@ def bench_write(tmp: Path, quick: bool) -> list[Row]:
 
 
 def bench_off(tmp: Path, quick: bool) -> list[Row]:
-    from kward.config import ConfigStore, resolve_paths
+    from kward.config.store import ConfigStore, resolve_paths
     from kward.runtime.telemetry import TelemetryRuntime
-    from kward.secrets import KnownSecrets
+    from kward.config.secrets import KnownSecrets
 
     home = tmp / "home"
     env = {"HOME": str(home), "KWARD_CONFIG_PATH": str(home / ".kward" / "config.json")}

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Mapping
 from kward.agent.loop import TurnSetup, run_agent, user_content
 from kward.agent.plan import BasePlanner, CommandTurn, ModelTurn, Planner
 from kward.agent.questions import QuestionBroker
-from kward.agent.turns import Turn
-from kward.config import ConfigStore, Paths
+from kward.agent.scheduler import Turn
+from kward.config.secrets import KnownSecrets
+from kward.config.settings import LiveSettings, Settings
+from kward.config.store import ConfigStore, Paths
 from kward.errors import InvalidParams
 from kward.model import Answer, AssistantMessage, Delta, UserMessage
 from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
-from kward.secrets import KnownSecrets
-from kward.settings import LiveSettings, Settings
 from kward.tools.base import ToolContext
 from kward.tools.registry import ToolRegistry, default_registry
 

@@ -1,5 +1,5 @@
 """A session file's lane: the queue its turns run from, one at a time, and the
-cross-process turn lock it holds meanwhile. Scheduled by `kward.agent.turns.TurnManager`.
+cross-process turn lock it holds meanwhile. Scheduled by `kward.agent.scheduler.TurnManager`.
 
 Each session has a lane: a queue of turns drained by one job on the worker pool, so a
 session runs one turn at a time in arrival order while different sessions run in

@@ -1,5 +1,5 @@
 """One turn: what it was started with, its state, its events (`Turn`), and the error a
-failed turn reports (`turn_error`). Scheduled by `kward.agent.turns.TurnManager`.
+failed turn reports (`turn_error`). Scheduled by `kward.agent.scheduler.TurnManager`.
 
 Thread contract: the status fields change under `Turn.lock` (the manager's dispatcher
 and the turn's worker both touch them); `emit` may be called from any thread (the

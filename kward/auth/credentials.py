@@ -19,7 +19,7 @@ the provider and refresh client config. A listener's exception is logged.
 Secret watchers (`watch_secrets`) are called with every credential value read from or
 written to the store that they have not been given before (a login, a refreshed token, a
 key another process stored in the keyring and this one read), on the thread that read or
-wrote it; the runtime feeds them to `kward.secrets.KnownSecrets`, so tool output and
+wrote it; the runtime feeds them to `kward.config.secrets.KnownSecrets`, so tool output and
 frames are scrubbed of keyring-stored values too.
 
 Thread contract: any thread. `openai_lock()` serializes read-modify-write of the OpenAI
@@ -45,7 +45,7 @@ from kward.auth.stores import (
     select_store,
 )
 from kward.auth.tokens import OpenAITokens
-from kward.config import ConfigStore, Paths
+from kward.config.store import ConfigStore, Paths
 from kward.errors import InvalidParams
 from kward.fsutil import file_lock
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
-from kward.settings import resolve_settings
+from kward.config.settings import resolve_settings
 
 DEFAULT_ISSUER = "https://auth.openai.com"
 DEFAULT_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
@@ -50,7 +50,7 @@ class OAuthSettings:
 
 
 def resolve_oauth_settings(config: Mapping[str, object], env: Mapping[str, str] = os.environ) -> OAuthSettings:
-    """Settings from env (wins) and config (`kward.settings`). A bad variable is a
+    """Settings from env (wins) and config (`kward.config.settings`). A bad variable is a
     ConfigError naming it; a bad config value a ConfigError naming the key."""
     settings = resolve_settings(config, env)
     settings.check("openai_auth_issuer")

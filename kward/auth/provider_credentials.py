@@ -24,9 +24,9 @@ from kward.providers.select import FileCredentials
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.auth.service import AuthService
-    from kward.providers.specs import ProviderSpec
+    from kward.config.settings import Settings
     from kward.providers.select import Login, Secret
-    from kward.settings import Settings
+    from kward.providers.specs import ProviderSpec
 
 
 def _none() -> None:

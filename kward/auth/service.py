@@ -25,7 +25,7 @@ from kward.auth.credentials import Credentials
 from kward.auth.login import LoginManager
 from kward.auth.stores import StoreChoice, select_store
 from kward.auth.token_source import TokenSource
-from kward.config import ConfigStore, Paths
+from kward.config.store import ConfigStore, Paths
 
 
 class AuthService:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, Union
 
 import kward
-from kward.config import ConfigStore, Paths
+from kward.config.store import ConfigStore, Paths
 from kward.fsutil import atomic_write_bytes
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -34,7 +34,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
 
-from kward.client.subscription import CLOSED, ClientClosed, Closed, Message, RpcError, Subscription
+from kward.client.subscription import (
+    CLOSED,
+    ClientClosed,
+    Closed,
+    Message,
+    RpcError,
+    Subscription,
+)
 from kward.rpc.framing import FrameFault, FrameReader, encode_frame
 
 if TYPE_CHECKING:  # pragma: no cover

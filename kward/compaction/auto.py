@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Callable
 from kward.compaction.estimate import context_tokens, over_threshold
 from kward.compaction.prompt import Profile
 from kward.compaction.run import CompactionEmit, Summarize, run
+from kward.config.settings import CompactionSettings
 from kward.errors import AlreadyCompacted, Canceled, KwardError, NothingToCompact
-from kward.settings import CompactionSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.handle import SessionHandle

@@ -38,6 +38,7 @@ from kward.compaction.prompt import (
     summary_request,
 )
 from kward.compaction.serialize import serialize
+from kward.config.settings import CompactionSettings
 from kward.errors import (
     AlreadyCompacted,
     EmptySummary,
@@ -51,7 +52,6 @@ from kward.providers.scripted import SUMMARIZED_ASSISTANTS
 from kward.sessions.codec import encode
 from kward.sessions.entries import compacted
 from kward.sessions.messages import message_ident, role_of
-from kward.settings import CompactionSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.handle import SessionHandle

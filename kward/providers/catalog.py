@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 from urllib.parse import urljoin
 
 from kward.cancel import CancelToken
+from kward.config.rules import EFFORTS
 from kward.errors import Canceled, InvalidParams, KwardError
-from kward.rules import EFFORTS
 
 if TYPE_CHECKING:  # pragma: no cover - mapping levels must not load the provider modules
     from kward.providers.codex import CodexProvider

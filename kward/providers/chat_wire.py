@@ -34,11 +34,18 @@ from kward.model import (
     content_text,
 )
 from kward.providers import wire_common
-from kward.providers.base import ModelRequest, ModelResponse, ProviderError, StreamSink, ToolCall, Usage
-from kward.providers.wire_common import arguments_json, image_url
+from kward.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    StreamSink,
+    ToolCall,
+    Usage,
+)
 from kward.providers.retry import SERVER, classify
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
+from kward.providers.wire_common import arguments_json, image_url
 
 
 def _user_content(content: Content) -> str | list[dict[str, Any]]:

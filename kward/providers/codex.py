@@ -30,7 +30,12 @@ from kward.providers.codex_wire import CodexAssembler, build_body
 from kward.providers.http import HttpTransport
 from kward.providers.retry import classify, parse_retry_after, retry_hint_from_text
 from kward.providers.settings import ProviderSettings
-from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider, http_settings
+from kward.providers.streaming import (
+    Assembler,
+    PreparedRequest,
+    StreamingProvider,
+    http_settings,
+)
 
 log = logging.getLogger(__name__)
 

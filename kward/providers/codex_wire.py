@@ -36,11 +36,17 @@ from kward.model import (
     content_text,
 )
 from kward.providers import wire_common
-from kward.providers.base import ModelRequest, ProviderError, StreamSink, ToolCall, Usage
-from kward.providers.wire_common import arguments_json, image_url, reasoning_enabled
+from kward.providers.base import (
+    ModelRequest,
+    ProviderError,
+    StreamSink,
+    ToolCall,
+    Usage,
+)
 from kward.providers.retry import SERVER, classify, retry_hint_from_text
 from kward.providers.sse import SSEEvent
 from kward.providers.streaming import Assembler
+from kward.providers.wire_common import arguments_json, image_url, reasoning_enabled
 
 DEFAULT_INSTRUCTIONS = "You are a helpful assistant."
 _CALL_ID_BAD = re.compile(r"[^A-Za-z0-9_-]")

@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from typing import Hashable, Sequence
 
 from kward.cancel import CancelToken
-from kward.config import ConfigStore
+from kward.config.store import ConfigStore
 from kward.errors import InvalidParams
 from kward.providers import specs
+from kward.providers.base import Provider
 from kward.providers.catalog import (
     ModelCatalog,
     ModelEntry,
@@ -42,7 +43,6 @@ from kward.providers.catalog import (
     find_entry,
     normalize_effort,
 )
-from kward.providers.base import Provider
 from kward.providers.select import Selection
 from kward.providers.specs import ProviderSpec
 from kward.providers.streaming import StreamingProvider

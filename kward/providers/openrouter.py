@@ -25,7 +25,12 @@ from kward.providers.chat_wire import (
 from kward.providers.http import HttpTransport
 from kward.providers.retry import classify, parse_retry_after
 from kward.providers.settings import ProviderSettings
-from kward.providers.streaming import Assembler, PreparedRequest, StreamingProvider, http_settings
+from kward.providers.streaming import (
+    Assembler,
+    PreparedRequest,
+    StreamingProvider,
+    http_settings,
+)
 from kward.providers.wire_common import reasoning_enabled
 
 ApiKey = Callable[[], str | None]

@@ -5,7 +5,7 @@ provider of `kward.providers.specs` marked `auto` whose credential exists, in ta
 order: an OpenAI token (`OPENAI_ACCESS_TOKEN` or the stored login) -> Codex, an
 OpenRouter key (`OPENROUTER_API_KEY` or the stored key) -> OpenRouter; else Codex, which
 fails at request time with a clear "not logged in" error. The model and reasoning level
-are the resolved settings of the chosen provider (`kward.settings.ProvidersSettings.models`).
+are the resolved settings of the chosen provider (`kward.config.settings.ProvidersSettings.models`).
 Provider modules are imported only for the provider chosen, and none of them imports
 `requests` before its first request.
 
@@ -24,9 +24,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
+from kward.config.settings import Settings, resolve_settings
 from kward.providers import specs
 from kward.providers.specs import ProviderSpec
-from kward.settings import Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover - choosing a provider must not load the base module
     from kward.providers.base import Provider
@@ -137,7 +137,9 @@ def choose(config: Mapping[str, Any], env: Mapping[str, str], credentials: Crede
 def build(spec: ProviderSpec, settings: Settings, credentials: CredentialSource) -> Provider:
     """The provider of `spec` (imports its module). ConfigError for a bad config value it
     needs; ScriptError (also -32002, `invalid_config`) for an unusable script."""
-    from kward.providers.base import ProviderSetup  # (building, unlike choosing, loads the provider modules)
+    from kward.providers.base import (
+        ProviderSetup,  # (building, unlike choosing, loads the provider modules)
+    )
 
     http = None
     if spec.base_url is not None:

@@ -1,7 +1,7 @@
 """What an HTTP provider needs besides credentials: its base URL, retry policy and timeouts.
 
 `for_provider` builds them for one provider of `kward.providers.specs` from the resolved settings
-(`kward.settings.ProvidersSettings`: base URLs, retry delays and the stream idle timeout,
+(`kward.config.settings.ProvidersSettings`: base URLs, retry delays and the stream idle timeout,
 environment over config.json; see kward(1) ENVIRONMENT). A config value the provider
 needs that could not be used is a ConfigError naming the key (reason `invalid_config`).
 Pure data and pure functions; any thread.
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kward import __version__
+from kward.config.settings import Settings
 from kward.providers.retry import RetryPolicy
 from kward.providers.specs import ProviderSpec
-from kward.settings import Settings
 
 ORIGINATOR = "kward"
 APP_URL = ""  # sent as HTTP-Referer to OpenRouter when set

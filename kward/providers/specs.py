@@ -1,13 +1,13 @@
 """The model providers kward knows: one `ProviderSpec` per provider, in one table.
 
 Everything that depends on which providers exist reads this table: the names the
-`provider` setting accepts (`kward.rules`), the config and environment keys of each
-provider's model, reasoning level, base URL and credential (`kward.settings`), automatic
+`provider` setting accepts (`kward.config.rules`), the config and environment keys of each
+provider's model, reasoning level, base URL and credential (`kward.config.settings`), automatic
 selection and construction (`kward.providers.select`), the model service (listings,
 built-in entries, the keys `models/set` writes) and the steering capability. Adding a
 provider means adding one entry to `PROVIDERS` and one module holding its class.
 
-The table is pure data and imports nothing from kward at run time: `kward.rules` reads
+The table is pure data and imports nothing from kward at run time: `kward.config.rules` reads
 it when `kward rpc` starts, and answering `initialize` must not load a provider module
 (nor `requests`). Code is named by full dotted names, resolved on first use by
 `provider_class`, `listing` and `builtin`, which give what they resolve its type (a test
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover - the table must not load the modules it n
 
 class Setting(NamedTuple):
     """One value a provider reads: the environment variable (wins when set and not empty)
-    and/or the config.json key, and the kind of value (`kward.rules.KINDS` has the rule of
+    and/or the config.json key, and the kind of value (`kward.config.rules.KINDS` has the rule of
     each: "text", "effort", "url"). Variables of kind "text" and "effort" are taken as
     written (a model id is not checked); "url" variables are checked when `kward rpc` starts."""
 

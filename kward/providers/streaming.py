@@ -40,7 +40,12 @@ from kward.providers.base import (
     ToolCall,
     Usage,
 )
-from kward.providers.http import HttpClient, HttpTransport, ResponseStream, TransportError
+from kward.providers.http import (
+    HttpClient,
+    HttpTransport,
+    ResponseStream,
+    TransportError,
+)
 from kward.providers.retry import run_with_retries, transport_failure
 from kward.providers.settings import ProviderSettings
 from kward.providers.sse import SSEError, SSEEvent, SSEParser

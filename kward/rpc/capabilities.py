@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, NamedTuple
 
+from kward.config.settings import RpcSettings
 from kward.limits import (
     EVENT_REPLAY_LIMIT,
     IMAGE_MIME_TYPES,
     LOG_ROTATION_BYTES,
     MAX_IMAGE_BYTES,
 )
-from kward.settings import RpcSettings
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",

@@ -14,16 +14,16 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, BinaryIO, Mapping, NamedTuple
 
-from kward.config import ConfigStore, Paths, resolve_paths
+from kward.config.secrets import KnownSecrets
+from kward.config.settings import LiveSettings, Settings, resolve_settings
+from kward.config.store import ConfigStore, Paths, resolve_paths
 from kward.errors import KwardError
 from kward.rpc.connection import Connection
+from kward.rpc.method_table import MethodTable, default_table
 from kward.rpc.pool import WorkerPool
-from kward.rpc.registry import MethodTable, default_table
 from kward.rpc.server import RpcServer
 from kward.rpc.transport import WRITER_FAILED, Transport
 from kward.runtime import Runtime
-from kward.secrets import KnownSecrets
-from kward.settings import LiveSettings, Settings, resolve_settings
 
 if TYPE_CHECKING:  # pragma: no cover
 
@@ -71,7 +71,7 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
                  env: Mapping[str, str] | None = None, launch_cwd: str | os.PathLike[str] | None = None,
                  methods: MethodTable | None = None) -> RpcServer:
     """A server over `stdin`/`stdout` (binary streams; stdout unbuffered or flushed by the
-    writer) serving `methods` (default: every method of kward.rpc.registry.METHODS).
+    writer) serving `methods` (default: every method of kward.rpc.method_table.METHODS).
     Without `setup`, resolves one from `env` (default os.environ) and `launch_cwd`."""
     if setup is None:
         setup = resolve(os.environ if env is None else env, launch_cwd)

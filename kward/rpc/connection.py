@@ -3,7 +3,7 @@
 
 Outgoing messages (responses, errors, notifications) are redacted and encoded on the
 producing thread, then queued on the transport's outbox (docs/protocol.md "Redaction";
-`kward.rpc.redaction` for the policies, `kward.secrets` for the known credential
+`kward.rpc.redaction` for the policies, `kward.config.secrets` for the known credential
 values). The runtime reports through the callables built here: `publish_turn_event` (its
 event sink: `turn/event`), `report` (its notices: `ui/question`), `make_room` and
 `admit` (the outbox's backpressure). `report` turns notices into `ui/question`,
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.transport import Outbox
-from kward.secrets import KnownSecrets
 
 
 class ClientState:

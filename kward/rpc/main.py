@@ -22,12 +22,13 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from kward import diagnostics, procs
+from kward import diagnostics
 from kward.errors import ConfigError
 from kward.fsutil import remove_stale_temps
+from kward.processes import children as procs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.registry import MethodTable
+    from kward.rpc.method_table import MethodTable
     from kward.rpc.server import RpcServer
 
 USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
@@ -46,7 +47,7 @@ def _claim_stdio() -> tuple[io.BufferedReader, io.FileIO]:
 
 def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
     """`kward rpc` with `argv` (after `rpc`); `methods` is the table served (default:
-    kward.rpc.registry.METHODS; a test serves its own)."""
+    kward.rpc.method_table.METHODS; a test serves its own)."""
     if argv in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
         return 0

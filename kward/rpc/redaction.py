@@ -2,7 +2,7 @@
 
 The rule (docs/protocol.md "Redaction"): every frame except `config/read` with
 `redacted: false` has the exact credential values kward holds replaced (done by the server
-on the encoded frame, `kward.secrets`). On top of that, the key and pattern rules of
+on the encoded frame, `kward.config.secrets`). On top of that, the key and pattern rules of
 `kward.redact` apply to everything that is not conversation content:
 
 - `FULL` (the default of every method and notification, and always for error

@@ -43,10 +43,10 @@ from kward.errors import (
 from kward.rpc import protocol
 from kward.rpc.connection import Connection
 from kward.rpc.framing import FrameFault
+from kward.rpc.method_table import Call, Method, MethodTable, Unredacted
 from kward.rpc.params import Params
 from kward.rpc.pool import WorkerPool
-from kward.rpc.registry import Call, Method, MethodTable, Unredacted
-from kward.rpc.transport import EOF, SIGNAL, WRITER_FAILED, Transport
+from kward.rpc.transport import EOF, SIGNAL, Transport
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.warmup import WarmUp

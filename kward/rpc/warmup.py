@@ -31,7 +31,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.registry import MethodTable
+    from kward.rpc.method_table import MethodTable
     from kward.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -34,9 +34,9 @@ from kward.auth.credentials import (
 from kward.auth.login import LoginState
 from kward.auth.provider_credentials import AuthCredentials
 from kward.auth.service import AuthService
-from kward.config import ConfigStore, Paths
+from kward.config.secrets import KnownSecrets
+from kward.config.store import ConfigStore, Paths
 from kward.runtime.notices import LoginFinished, Notice
-from kward.secrets import KnownSecrets
 
 
 class RuntimeAuth:

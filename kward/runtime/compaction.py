@@ -27,15 +27,15 @@ from kward.compaction.run import (
     model_summarizer,
     run,
 )
+from kward.config.settings import CompactionSettings
 from kward.errors import KwardError
 from kward.runtime.notices import SessionEvent
-from kward.settings import CompactionSettings
 from kward.timefmt import now_iso
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
+    from kward.agent.scheduler import TurnManager
     from kward.agent.turn import Turn
-    from kward.agent.turns import TurnManager
     from kward.providers.base import Provider
     from kward.providers.select import Selection
     from kward.runtime.resources import RuntimeResources

@@ -20,16 +20,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, TypeVar
 
-from kward.config import ConfigStore, Paths
+from kward.config.secrets import KnownSecrets
+from kward.config.settings import LiveSettings, Settings
+from kward.config.store import ConfigStore, Paths
 from kward.errors import InvalidParams
 from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
-from kward.secrets import KnownSecrets
-from kward.settings import LiveSettings, Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
     from kward.agent.questions import QuestionBroker
-    from kward.agent.turns import Turn, TurnManager
+    from kward.agent.scheduler import Turn, TurnManager
     from kward.compaction.run import CompactionResult
     from kward.model import TurnEvent
     from kward.providers.model_service import ModelChoice, ModelListing, ModelService
@@ -218,7 +218,7 @@ class Runtime:
                            planner=RuntimePlanner(self))
 
     def _build_turns(self) -> TurnManager:
-        from kward.agent.turns import TurnManager
+        from kward.agent.scheduler import TurnManager
 
         # (the engine is built when a turn first runs or steers)
         return TurnManager(submit=self._submit, publish=self._event_sink, make_room=self._make_room,

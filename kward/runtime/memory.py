@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kward.config.settings import LiveSettings, MemorySettings
 from kward.errors import InvalidParams
 from kward.memory import infer, records, retrieval
 from kward.memory.records import Memory
@@ -38,10 +39,9 @@ from kward.memory.store import MemoryStore
 from kward.model import UserMessage
 from kward.redact import redact_text
 from kward.sessions.messages import content_text
-from kward.settings import LiveSettings, MemorySettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.config import ConfigStore
+    from kward.config.store import ConfigStore
     from kward.sessions.handle import SessionHandle
 
 log = logging.getLogger(__name__)

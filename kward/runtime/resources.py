@@ -16,15 +16,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 
+from kward.config.settings import LiveSettings
 from kward.resources import Resources
 from kward.resources.catalog import Catalog
 from kward.resources.context import CommandOutput
 from kward.resources.observers import EventFields
 from kward.resources.prompts import Warning_, parse_slash
-from kward.settings import LiveSettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.config import ConfigStore
+    from kward.config.store import ConfigStore
     from kward.sessions.handle import SessionHandle
 
 

@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 from kward.errors import KwardError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.config import ConfigStore, Paths
-    from kward.settings import Settings
-    from kward.settings import LiveSettings
+    from kward.config.settings import LiveSettings, Settings
+    from kward.config.store import ConfigStore, Paths
 
 # What `warm_up_modules` names besides the active provider's module: the services of the
 # facade, in small steps (the warm-up pauses between two imports when a request arrives).
 _WARM_MODULES = ("kward.model", "kward.sessions.codec", "kward.sessions.manager", "kward.workspace",
                  "kward.agent.questions", "kward.providers.base", "kward.tools.process", "kward.tools.search",
-                 "kward.tools.registry", "kward.agent.loop", "kward.agent.engine", "kward.agent.turns",
+                 "kward.tools.registry", "kward.agent.loop", "kward.agent.engine", "kward.agent.scheduler",
                  "kward.providers.model_service", "kward.agent.attachments", "kward.agent.plan",
                  # the services a first turn builds: resources, auth (the store choice imports keyring
                  # when the first tool output is scrubbed), telemetry, compaction and memory
@@ -59,8 +58,8 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths, credentials: 
         current = None
     if current is not None:
         try:
-            from kward.providers.specs import STEERING
             from kward.providers.select import FileCredentials, choose_spec
+            from kward.providers.specs import STEERING
 
             if credentials is None:
                 credentials = FileCredentials(env, paths.auth_file)
@@ -80,8 +79,8 @@ def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -
     on its first request)."""
     names = [*_WARM_MODULES]
     try:
-        from kward.providers.specs import get
         from kward.providers.select import FileCredentials, choose
+        from kward.providers.specs import get
 
         key, _ = choose(config.load(), env, FileCredentials(env, paths.auth_file))
         spec = get(key)

@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from kward.config import ConfigStore
+from kward.config.secrets import KnownSecrets
+from kward.config.settings import LiveSettings
+from kward.config.store import ConfigStore
 from kward.errors import LoggingDisabled
-from kward.secrets import KnownSecrets
-from kward.settings import LiveSettings
 from kward.telemetry import enabled_categories
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -2,7 +2,7 @@
 
 Resuming a file this process already has open gives a new RPC id on the same OpenSession
 (`kward.sessions.manager`): one descriptor, one live state, one writer, and (in
-``kward.agent.turns``) one turn queue and one cross-process turn lock behind every id.
+``kward.agent.scheduler``) one turn queue and one cross-process turn lock behind every id.
 A handle adds only its id and whether that id was closed; everything else is the shared
 session's. Closing an id closes the file only when it was the last id on it.
 
@@ -133,6 +133,6 @@ class SessionHandle:
         self.shared.sync()
 
     def turn_lock(self) -> AbstractContextManager[OpenSession]:
-        """The shared session's cross-process turn lock (kward.agent.turns takes it once
+        """The shared session's cross-process turn lock (kward.agent.scheduler takes it once
         per lane, for every id on the file)."""
         return self.shared.turn_lock()

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 class TelemetryLog:
     """`scrub` gives a copy of a record with the known secrets masked
-    (`kward.secrets.Snapshot.scrub_value`)."""
+    (`kward.config.secrets.Snapshot.scrub_value`)."""
 
     def __init__(self, directory: Path, *, max_bytes: int = MAX_BYTES, clock: Callable[[], float] = time.time,
                  scrub: Callable[[dict[str, object]], dict[str, object]] | None = None):

@@ -21,9 +21,9 @@ from typing import Any, Mapping, TextIO
 
 from kward import __version__
 from kward.client import Client, RpcError
-from kward.config import resolve_paths
+from kward.config.settings import resolve_settings
+from kward.config.store import resolve_paths
 from kward.providers.specs import PROVIDERS
-from kward.settings import resolve_settings
 from kward.terminal.host import EnvironmentProblem, check_environment
 from kward.terminal.render import short
 from kward.terminal.style import Style

@@ -16,13 +16,14 @@ import threading
 from types import FrameType
 from typing import Callable, Mapping
 
-from kward import diagnostics, procs
-from kward.config import ConfigStore, resolve_paths
+from kward import diagnostics
+from kward.config.secrets import KnownSecrets
+from kward.config.settings import resolve_settings
+from kward.config.store import ConfigStore, resolve_paths
 from kward.errors import ConfigError, KwardError
 from kward.fsutil import remove_stale_temps
+from kward.processes import children as procs
 from kward.redact import redact_text
-from kward.secrets import KnownSecrets
-from kward.settings import resolve_settings
 from kward.terminal.style import ColorSettingError, check_color_setting
 
 #: What `signal.signal` takes and gives back: a Python handler, SIG_DFL/SIG_IGN, or None

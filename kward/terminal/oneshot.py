@@ -24,7 +24,13 @@ from kward.client import Client, ClientClosed, RpcError
 from kward.terminal.host import fail
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
-from kward.terminal.turn import Interrupts, Question, TurnAbandoned, ask_inline, run_turn
+from kward.terminal.turn import (
+    Interrupts,
+    Question,
+    TurnAbandoned,
+    ask_inline,
+    run_turn,
+)
 
 log = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ class ToolContext:
     - `env`: extra environment variables for `run_shell_command`, merged over os.environ
       without kward's own credential variables (see `process.child_environment`).
     - `scrub`: applied by the registry to every result's text (kward's own credentials out
-      of tool output: `kward.secrets.KnownSecrets.scrub_output`), or None.
+      of tool output: `kward.config.secrets.KnownSecrets.scrub_output`), or None.
 
     Construction raises `FileNotFoundError` when the workspace root does not exist.
     """

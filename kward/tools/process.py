@@ -10,7 +10,7 @@ discarded, so the child never blocks on a full pipe and memory stays bounded.
   instead of a command string) with ``start_new_session=True``, so the child and
   everything it starts share one process group whose id is the child's pid, and with a
   fresh ``KWARD_COMMAND_ID`` in its environment that marks every process the command
-  starts, even one that leaves the group (``setsid``) or is re-parented (`kward.procs`).
+  starts, even one that leaves the group (``setsid``) or is re-parented (`kward.processes.children`).
 - Timeout: SIGTERM to the group and every process of the command (collected while the
   group is stopped), up to 0.2 s grace for the shell, then SIGKILL to all of them
   (`procs.CommandProcesses`).
@@ -25,7 +25,7 @@ discarded, so the child never blocks on a full pipe and memory stays bounded.
   (`procs.reap_orphans`).
 
 Environment: `child_environment` is ``os.environ`` without kward's own credentials
-(`kward.secrets.is_credential_variable`: its `CREDENTIAL_VARIABLES` and any ``KWARD_*``
+(`kward.config.secrets.is_credential_variable`: its `CREDENTIAL_VARIABLES` and any ``KWARD_*``
 variable named like a secret), so that a command the model runs (``env``, ``printenv``)
 cannot read them into the conversation.
 
@@ -49,10 +49,10 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from kward import procs
 from kward.cancel import CancelToken
+from kward.config.secrets import is_credential_variable
 from kward.errors import Canceled
-from kward.secrets import is_credential_variable
+from kward.processes import children as procs
 
 log = logging.getLogger(__name__)
 

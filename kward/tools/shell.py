@@ -15,7 +15,7 @@ An empty stream is left out. A timeout answers ``Error: command timed out after 
 seconds`` after every process the command started was ended (its process group, and
 those that left it: ``setsid``, double forks). Turn cancellation ends them the same way
 and raises `kward.errors.Canceled`. Background processes of a command that returned run
-on until kward exits (see process.py and kward/procs.py for the mechanics).
+on until kward exits (see process.py and kward/processes/children.py for the mechanics).
 
 Environment: the command gets kward's environment plus ``ctx.env``, minus the credentials
 kward itself reads (``OPENAI_ACCESS_TOKEN``, ``OPENROUTER_API_KEY`` and any ``KWARD_*``

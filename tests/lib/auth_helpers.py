@@ -13,7 +13,7 @@ from keyring.backend import KeyringBackend
 from keyring.errors import KeyringLocked, PasswordDeleteError
 
 from kward.auth.service import AuthService
-from kward.config import ConfigStore, resolve_paths
+from kward.config.store import ConfigStore, resolve_paths
 
 
 class MemoryKeyring(KeyringBackend):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kward.config import validate_values
-from kward.rules import KEYS
+from kward.config.store import validate_values
+from kward.config.rules import KEYS
 
 SCHEMA = sorted({path.split('.')[0] for path in KEYS})  # the top-level config keys kward reads
 from kward.errors import KwardError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kward.client import Client
 from kward.rpc.compose import build_server
-from kward.rpc.registry import MethodTable
+from kward.rpc.method_table import MethodTable
 from lib.rpc_client import FrameClient
 
 

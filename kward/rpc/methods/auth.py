@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kward.auth.login import MAX_TIMEOUT  # seconds a login may wait for its callback
-from kward.rpc.registry import Call
+from kward.rpc.method_table import Call
 from kward.rpc.wire import auth as wire
 
 MAX_CODE_CHARS = 65536  # a pasted callback URL, bounded before it is parsed

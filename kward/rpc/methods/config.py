@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.rpc.registry import Call, Unredacted
+from kward.rpc.method_table import Call, Unredacted
 
 
 def read(call: Call) -> dict[str, Any] | Unredacted:

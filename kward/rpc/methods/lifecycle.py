@@ -7,7 +7,7 @@ from typing import Any, Iterable
 from kward import __version__
 from kward.errors import InvalidParams
 from kward.rpc import capabilities
-from kward.rpc.registry import Call
+from kward.rpc.method_table import Call
 
 
 def initialize(call: Call) -> dict[str, Any]:

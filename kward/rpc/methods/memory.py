@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kward.memory.records import MAX_TEXT_CHARS
-from kward.rpc.registry import Call
+from kward.rpc.method_table import Call
 from kward.rpc.wire import memory as wire
 
 _MAX_ID = 100

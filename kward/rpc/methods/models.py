@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.rpc.registry import Call
+from kward.rpc.method_table import Call
 from kward.rpc.wire import models as wire
 
 

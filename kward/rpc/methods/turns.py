@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kward.agent.turns import BEHAVIORS
-from kward.rpc.registry import Call
+from kward.agent.scheduler import BEHAVIORS
+from kward.rpc.method_table import Call
 from kward.rpc.wire import events as wire
 
 

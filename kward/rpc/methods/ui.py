@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kward.rpc.registry import Call
+from kward.rpc.method_table import Call
 
 
 def answer_question(call: Call) -> dict[str, bool]:

@@ -40,7 +40,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
-from kward.config import ConfigStore
+from kward.config.store import ConfigStore
 from kward.errors import ConfigError
 from kward.redact import JWT, REDACTED, is_secret_key
 

@@ -3,7 +3,7 @@
 `resolve_settings(config, env)` turns a config document and the environment into one
 frozen `Settings`, a typed section per concern. The environment wins over config.json,
 config.json over the default, and each value is checked by the one rule of its key
-(`kward.rules.KEYS`, which config/update checks values with too).
+(`kward.config.rules.KEYS`, which config/update checks values with too).
 
 - A bad environment value is a ConfigError naming the variable (`kward rpc` stops at start).
 - A bad config.json value never stops anything. Most are ignored with a warning
@@ -29,13 +29,13 @@ import threading
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, TypeVar
 
-from kward import rules
+from kward.config import rules
 from kward.errors import ConfigError
 from kward.providers import specs
 from kward.values import EMPTY
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.config import ConfigStore
+    from kward.config.store import ConfigStore
 
 DEFAULT_RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0)
 DEFAULT_IDLE_TIMEOUT = 300.0

@@ -1,7 +1,7 @@
 """The process table as /proc shows it: reading a process's stat and environment, the
 descendants of a set of processes, and signalling and waiting for processes safely (a pid
 that died and was reused since the scan is never signalled nor waited for). What
-`kward.procs` finds and ends the processes of commands with.
+`kward.processes.children` finds and ends the processes of commands with.
 
 Linux /proc; every function answers "nothing" where there is none (`table` is None).
 Pure functions over the OS: any thread, no state.

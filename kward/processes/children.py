@@ -41,7 +41,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
-from kward import proctable
+from kward.processes import table as proctable
 
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess

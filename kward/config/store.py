@@ -1,4 +1,4 @@
-"""Config paths and config.json load/save (the values it holds are read by `kward.settings`).
+"""Config paths and config.json load/save (the values it holds are read by `kward.config.settings`).
 
 Paths (kward(1) FILES): the config directory is `~/.kward`, or the directory of
 `KWARD_CONFIG_PATH` when set (that variable names the config *file*). `KWARD_AUTH_PATH`
@@ -18,10 +18,10 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-from kward import jsonshape, rules
+from kward import jsonshape
+from kward.config import rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
 from kward.fsutil import atomic_write_bytes, file_lock
-
 
 
 class Paths(NamedTuple):
@@ -70,7 +70,7 @@ def resolve_paths(env: Mapping[str, str] = os.environ) -> Paths:
     return Paths(config_dir=config_dir, config_file=config_file, auth_file=auth_file)
 
 
-# --- checks of known keys (the rules of `kward.rules.KEYS`) --------------------------
+# --- checks of known keys (the rules of `kward.config.rules.KEYS`) --------------------------
 
 def _problem(key: str, value: Any) -> str | None:
     """What is wrong with `value` for top-level config key `key` ("must be ..."), or None
