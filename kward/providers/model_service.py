@@ -45,7 +45,6 @@ from kward.providers.catalog import (
 )
 from kward.providers.select import Selection
 from kward.providers.specs import ProviderSpec
-from kward.providers.streaming import StreamingProvider
 
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,199}$")
 
@@ -190,6 +189,8 @@ class ModelService:
     def openrouter_catalog(self, provider: Provider, selection: Selection) -> ModelListing:
         """OpenRouter's full public catalog (`provider` is an OpenRouter provider, whichever
         provider is active)."""
+        from kward.providers.streaming import StreamingProvider  # (the HTTP stack: a turn on Scripted never needs it)
+
         spec = specs.get("openrouter")
         if spec.wider_listing is None or not isinstance(provider, StreamingProvider):
             raise TypeError(f"not an OpenRouter provider: {provider.name}")

@@ -21,7 +21,7 @@ shutdown) cancels pending logins and joins their threads.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from kward.auth.credentials import (
     OPENAI,
@@ -31,12 +31,14 @@ from kward.auth.credentials import (
     ProviderCards,
     check_provider_id,
 )
-from kward.auth.login import LoginState
 from kward.auth.provider_credentials import AuthCredentials
 from kward.auth.service import AuthService
 from kward.config.secrets import KnownSecrets
 from kward.config.store import ConfigStore, Paths
 from kward.runtime.notices import LoginFinished, Notice
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.auth.login import LoginState  # (the logins are made on first use: kward.auth.service)
 
 
 class RuntimeAuth:
