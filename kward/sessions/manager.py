@@ -33,14 +33,13 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
 from kward.model import Message, UserMessage
 from kward.sessions.descriptors import DEFAULT_POOL
 from kward.sessions.entries import compact, entry_id, parse_entry_id
-from kward.sessions.export import Exported, export_conversation
 from kward.sessions.handle import SessionHandle
 from kward.sessions.listing import DEFAULT_LIMIT, SessionSummary, list_workspace
 from kward.sessions.messages import full_text
@@ -59,6 +58,9 @@ from kward.sessions.transcript import (
     wanted_tool_call_ids,
 )
 from kward.workspace import resolve_root
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.sessions.export import Exported
 
 log = logging.getLogger(__name__)
 
@@ -298,6 +300,10 @@ class SessionManager:
     def export(self, session_id: str, path: object = None, format: object = None) -> Exported:
         """Write Markdown/HTML of the live conversation; where it went and its format
         (`path` and `format` as a client sent them, checked by `kward.sessions.export`)."""
+        from kward.sessions.export import (
+            export_conversation,  # (html and the export target's checks)
+        )
+
         session = self.get(session_id)
         session.refresh()
         return export_conversation(session.entry_messages(), fmt=format, path=path,
