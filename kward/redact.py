@@ -20,8 +20,8 @@ Pure functions, safe from any thread.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any
+from functools import cache, lru_cache
+from typing import Any, NamedTuple
 
 REDACTED = "[REDACTED]"
 
@@ -36,19 +36,31 @@ _PUBLIC_KEYS = frozenset({"apiKeyProviders", "storedCredentialType", "credential
                           "openaiAccessTokenSource", "openrouterApiKeySource", "credentialStoreDetail",
                           "credentialStoreReason", "authorizationUrl"})
 
-BEARER = re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{4,}")
-SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
-#: A JWT: three base64url segments, the first (the header, `{"...`) starting `eyJ`; the
-#: signature may be empty (an unsigned token).
-JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-QUERY_SECRET = re.compile(
-    r"(?i)\b(access_token|refresh_token|id_token|api[_-]?key|apikey|client_secret|password|code_verifier)"
-    r"=(?!\[REDACTED\])[^&\s\"']+"
-)
-JSON_SECRET = re.compile(
-    r"(?i)(\"[A-Za-z0-9_\-]*(?:token|secret|api[_-]?key|authorization|password|credential)[A-Za-z0-9_\-]*\""
-    r"\s*:\s*\")(?!\[REDACTED\])((?:[^\"\\]|\\.)+)(\")"
-)
+class Masks(NamedTuple):
+    bearer: re.Pattern[str]
+    sk_key: re.Pattern[str]
+    jwt: re.Pattern[str]  # three base64url segments, the first (the header, `{"...`) starting `eyJ`
+    query_secret: re.Pattern[str]
+    json_secret: re.Pattern[str]
+
+
+@cache
+def masks() -> Masks:
+    """The patterns of `redact_text`, compiled on first use (most processes redact no text
+    that could hold a secret: `_quick`)."""
+    return Masks(
+        bearer=re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{4,}"),
+        sk_key=re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
+        jwt=re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),  # (the signature may be empty)
+        query_secret=re.compile(
+            r"(?i)\b(access_token|refresh_token|id_token|api[_-]?key|apikey|client_secret|password|code_verifier)"
+            r"=(?!\[REDACTED\])[^&\s\"']+"),
+        json_secret=re.compile(
+            r"(?i)(\"[A-Za-z0-9_\-]*(?:token|secret|api[_-]?key|authorization|password|credential)[A-Za-z0-9_\-]*\""
+            r"\s*:\s*\")(?!\[REDACTED\])((?:[^\"\\]|\\.)+)(\")"),
+    )
+
+
 _SECRET_KEY_RE = re.compile(_SECRET_KEY, re.I)
 
 
@@ -77,11 +89,12 @@ def redact_text(text: str) -> str:
     """Mask secrets embedded in free text (error messages, log lines)."""
     if len(text) < _MIN_SECRET_LEN or not _quick(text):
         return text
-    text = BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
-    text = SK_KEY.sub(REDACTED, text)
-    text = JWT.sub(REDACTED, text)
-    text = QUERY_SECRET.sub(lambda m: m.group(1) + "=" + REDACTED, text)
-    return JSON_SECRET.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+    m = masks()
+    text = m.bearer.sub(lambda found: found.group(1) + " " + REDACTED, text)
+    text = m.sk_key.sub(REDACTED, text)
+    text = m.jwt.sub(REDACTED, text)
+    text = m.query_secret.sub(lambda found: found.group(1) + "=" + REDACTED, text)
+    return m.json_secret.sub(lambda found: found.group(1) + REDACTED + found.group(3), text)
 
 
 def redact(value: Any, _secret: bool = False) -> Any:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 from kward.config.store import ConfigStore
 from kward.errors import ConfigError
-from kward.redact import JWT, REDACTED, is_secret_key
+from kward.redact import REDACTED, is_secret_key, masks
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -209,5 +209,5 @@ class KnownSecrets:
             self._run_loaders()
         text = self.refresh().scrub(text)
         if "eyJ" in text:
-            text = JWT.sub(REDACTED, text)
+            text = masks().jwt.sub(REDACTED, text)
         return text
