@@ -1,30 +1,32 @@
 """Typed access to request params for the thin RPC handlers.
 
 Every accessor raises `InvalidParams` (-32602) naming the param when it is missing (and
-required) or of the wrong type. Params a handler never asks for are ignored: real clients
-send extra ones. Values arrive checked by `protocol.parse` (at most 64 levels deep, no
-unpaired surrogate in any string). Pure; used on whichever thread runs the handler.
+required) or of the wrong type. A missing param (or `null`) gives the default (None unless
+given); `required=True` refuses it. Params a handler never asks for are ignored: real
+clients send extra ones. Values arrive checked by `protocol.parse` (at most 64 levels
+deep, no unpaired surrogate in any string). The overloads give a handler the type it gets:
+`str` for a required text, `str | None` for an optional one without a default. Pure; used
+on whichever thread runs the handler.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from kward.errors import InvalidParams
 
-_MISSING = object()
+_D = TypeVar("_D")
 
 
 class Params:
     def __init__(self, raw: dict[str, Any]):
         self.raw = raw
 
-    def _get(self, name: str, required: bool) -> Any:
-        value = self.raw.get(name, _MISSING)
-        if value is _MISSING or value is None:
-            if required:
-                raise InvalidParams(f"Invalid params: '{name}' is required", data={"param": name})
-            return _MISSING
+    def _get(self, name: str, required: bool) -> object:
+        """The param's value, or None when it is missing or null (InvalidParams when required)."""
+        value = self.raw.get(name)
+        if value is None and required:
+            raise InvalidParams(f"Invalid params: '{name}' is required", data={"param": name})
         return value
 
     @staticmethod
@@ -34,10 +36,22 @@ class Params:
     def has(self, name: str) -> bool:
         return self.raw.get(name) is not None
 
-    def text(self, name: str, default: Any = None, *, required: bool = False, non_empty: bool = False,
-            max_len: int | None = None) -> Any:
+    # --- text -----------------------------------------------------------------------------
+
+    @overload
+    def text(self, name: str, *, required: Literal[True], non_empty: bool = ..., max_len: int | None = ...) -> str: ...
+
+    @overload
+    def text(self, name: str, default: _D, *, required: bool = ..., non_empty: bool = ...,
+             max_len: int | None = ...) -> str | _D: ...
+
+    @overload
+    def text(self, name: str, *, required: bool = ..., non_empty: bool = ..., max_len: int | None = ...) -> str | None: ...
+
+    def text(self, name: str, default: object = None, *, required: bool = False, non_empty: bool = False,
+             max_len: int | None = None) -> object:
         value = self._get(name, required)
-        if value is _MISSING:
+        if value is None:
             return default
         if not isinstance(value, str):
             raise self._wrong(name, "a string")
@@ -47,18 +61,40 @@ class Params:
             raise self._wrong(name, f"at most {max_len} characters")
         return value
 
-    def flag(self, name: str, default: Any = None, *, required: bool = False) -> Any:
+    # --- true or false ----------------------------------------------------------------------
+
+    @overload
+    def flag(self, name: str, *, required: Literal[True]) -> bool: ...
+
+    @overload
+    def flag(self, name: str, default: bool) -> bool: ...
+
+    @overload
+    def flag(self, name: str) -> bool | None: ...
+
+    def flag(self, name: str, default: bool | None = None, *, required: bool = False) -> bool | None:
         value = self._get(name, required)
-        if value is _MISSING:
+        if value is None:
             return default
         if not isinstance(value, bool):
             raise self._wrong(name, "true or false")
         return value
 
-    def integer(self, name: str, default: Any = None, *, required: bool = False, min: int | None = None,
-            max: int | None = None) -> Any:
+    # --- numbers ------------------------------------------------------------------------------
+
+    @overload
+    def integer(self, name: str, default: int, *, min: int | None = ..., max: int | None = ...) -> int: ...
+
+    @overload
+    def integer(self, name: str, *, required: Literal[True], min: int | None = ..., max: int | None = ...) -> int: ...
+
+    @overload
+    def integer(self, name: str, *, min: int | None = ..., max: int | None = ...) -> int | None: ...
+
+    def integer(self, name: str, default: int | None = None, *, required: bool = False, min: int | None = None,
+                max: int | None = None) -> int | None:
         value = self._get(name, required)
-        if value is _MISSING:
+        if value is None:
             return default
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -70,12 +106,19 @@ class Params:
             raise self._wrong(name, "an integer" + lo + ("," if lo and hi else "") + hi)
         return value
 
-    def number(self, name: str, default: Any = None, *, required: bool = False, above: float | None = None,
-               max: float | None = None) -> Any:
+    @overload
+    def number(self, name: str, *, required: Literal[True], above: float | None = ...,
+               max: float | None = ...) -> float: ...
+
+    @overload
+    def number(self, name: str, *, above: float | None = ..., max: float | None = ...) -> float | None: ...
+
+    def number(self, name: str, *, required: bool = False, above: float | None = None,
+               max: float | None = None) -> float | None:
         """A finite number (integer or not) more than `above` and at most `max`."""
         value = self._get(name, required)
-        if value is _MISSING:
-            return default
+        if value is None:
+            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
                 or value in (float("inf"), float("-inf")):
             raise self._wrong(name, "a number")
@@ -85,17 +128,40 @@ class Params:
             raise self._wrong(name, "a number" + lo + (" and" if lo and hi else "") + hi)
         return value
 
-    def mapping(self, name: str, default: Any = None, *, required: bool = False) -> Any:
+    # --- objects and arrays -------------------------------------------------------------------
+
+    @overload
+    def mapping(self, name: str, default: dict[str, Any]) -> dict[str, Any]: ...
+
+    @overload
+    def mapping(self, name: str, *, required: Literal[True]) -> dict[str, Any]: ...
+
+    @overload
+    def mapping(self, name: str) -> dict[str, Any] | None: ...
+
+    def mapping(self, name: str, default: dict[str, Any] | None = None, *,
+                required: bool = False) -> dict[str, Any] | None:
         value = self._get(name, required)
-        if value is _MISSING:
+        if value is None:
             return default
         if not isinstance(value, dict):
             raise self._wrong(name, "an object")
         return value
 
-    def array(self, name: str, default: Any = None, *, required: bool = False, of: type | None = None) -> Any:
+    @overload
+    def array(self, name: str, default: list[Any], *, of: type | None = ...) -> list[Any]: ...
+
+    @overload
+    def array(self, name: str, *, required: Literal[True], of: type | None = ...) -> list[Any]: ...
+
+    @overload
+    def array(self, name: str, *, of: type | None = ...) -> list[Any] | None: ...
+
+    def array(self, name: str, default: list[Any] | None = None, *, required: bool = False,
+              of: type | None = None) -> list[Any] | None:
+        """A JSON array; `of`: every item must be of that type (bool never counts as int)."""
         value = self._get(name, required)
-        if value is _MISSING:
+        if value is None:
             return default
         if not isinstance(value, list):
             raise self._wrong(name, "an array")
@@ -103,11 +169,11 @@ class Params:
             raise self._wrong(name, f"an array of {of.__name__}")
         return value
 
-    def choice(self, name: str, options: tuple[str, ...], default: Any = None, *, required: bool = False,
-               aliases: dict[str, str] | None = None) -> Any:
-        value = self.text(name, _MISSING, required=required)
-        if value is _MISSING:
-            return default
+    def choice(self, name: str, options: tuple[str, ...], *, aliases: dict[str, str] | None = None) -> str | None:
+        """One of `options` (after `aliases`), or None when missing."""
+        value = self.text(name)
+        if value is None:
+            return None
         value = (aliases or {}).get(value, value)
         if value not in options:
             raise self._wrong(name, "one of " + ", ".join(options))

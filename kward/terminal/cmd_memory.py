@@ -3,15 +3,13 @@ client, for the current session and its workspace. Main thread only."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from kward.terminal.commands import register
+from kward.terminal.commands import ShellPort, register
 from kward.terminal.memory_view import MemoryUsage, run
 
 
 @register("memory", "[command]", "memory: enable, disable, auto-summary, core, add, list, forget, promote, relax, "
           "inspect, why, summarize")
-def memory(shell: Any, arg: str) -> None:
+def memory(shell: ShellPort, arg: str) -> None:
     session = shell.session or {}
     try:
         text = run(shell.client, arg, workspace_root=session.get("workspaceRoot") or shell.cwd,
