@@ -87,7 +87,7 @@ class OtherPart:
     """A content part kward does not interpret (kept as written); `text` is its text, if
     it has one."""
 
-    value: Any
+    value: object
     text: str | None = None
 
 
@@ -137,7 +137,7 @@ class UserMessage:
     content: Content
     display: Content | None = None
     extras: Mapping[str, Any] = EMPTY
-    record: Any = field(default=None, compare=False, repr=False)
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     role = "user"
 
@@ -153,7 +153,7 @@ class AssistantMessage:
     interrupted: bool = False
     error: str | None = None
     extras: Mapping[str, Any] = EMPTY
-    record: Any = field(default=None, compare=False, repr=False)
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     other_calls: tuple[ToolCall, ...] = ()
 
     role = "assistant"
@@ -170,7 +170,7 @@ class ToolResultMessage:
     content: Content
     is_error: bool | None = None
     extras: Mapping[str, Any] = EMPTY
-    record: Any = field(default=None, compare=False, repr=False)
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     other_call_id: str | None = None
     other_name: str | None = None
 
@@ -189,11 +189,11 @@ class ToolResultMessage:
 class CompactionSummary:
     summary: str
     first_kept_entry_id: str | None = None
-    tokens_before: Any = None
+    tokens_before: object = None
     from_hook: bool | None = None
-    details: Any = None  # {read_files, modified_files}
+    details: object = None  # {read_files, modified_files}
     extras: Mapping[str, Any] = EMPTY
-    record: Any = field(default=None, compare=False, repr=False)
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     role = "compactionSummary"
 
@@ -203,7 +203,7 @@ class SystemMessage:
     content: Content
     role: str = "system"  # or "developer" (other writers)
     extras: Mapping[str, Any] = EMPTY
-    record: Any = field(default=None, compare=False, repr=False)
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -213,14 +213,14 @@ class OtherMessage:
     role: str
     content: Content = ""
     extras: Mapping[str, Any] = EMPTY
-    record: Any = field(default=None, compare=False, repr=False)
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 Message = Union[UserMessage, AssistantMessage, ToolResultMessage, CompactionSummary, SystemMessage, OtherMessage]
 MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage, CompactionSummary, SystemMessage, OtherMessage)
 
 
-def message_id(message: Message) -> Any:
+def message_id(message: Message) -> object:
     """The message's own id (v2 files stamp one), or None."""
     return message.extras.get("id")
 
@@ -251,7 +251,7 @@ class ToolResult:
     is_error: bool = False
     diff: str | None = None
     changed_files: Sequence[str] | None = None
-    images: tuple[Any, ...] = ()
+    images: tuple[ImagePart, ...] = ()
 
     @classmethod
     def text(cls, content: str, **kw: Any) -> "ToolResult":

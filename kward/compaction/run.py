@@ -184,15 +184,14 @@ def compact(session: SessionHandle, summarize: Summarize, settings: CompactionSe
     if p.previous is not None:
         earlier = p.previous.extras.get(SUMMARIZED_ASSISTANTS)
         assistants += earlier if isinstance(earlier, int) and not isinstance(earlier, bool) else 0
-    summary = CompactionSummary(text, p.first_kept_entry_id, p.tokens_before, False,
-                                {"read_files": list(p.details["read_files"]),
-                                 "modified_files": list(p.details["modified_files"])},
+    details = {"read_files": list(p.details["read_files"]), "modified_files": list(p.details["modified_files"])}
+    summary = CompactionSummary(text, p.first_kept_entry_id, p.tokens_before, False, details,
                                 extras={SUMMARIZED_ASSISTANTS: assistants, KEPT_MESSAGES: len(kept)})
     if compacted(entries, summary, p.first_kept_entry_id, role_of, message_ident) != [summary] + kept:
         raise InternalError("Compaction could not name the first kept message unambiguously; "
                             "context was not changed.")  # e.g. two messages with one id
     session.append_record("compaction", message=encode(summary))
-    return CompactionResult(text, p.first_kept_entry_id, p.tokens_before, summary.details,
+    return CompactionResult(text, p.first_kept_entry_id, p.tokens_before, details,
                             context_tokens([summary] + kept, instructions), p.cut.split_turn)
 
 
