@@ -16,13 +16,17 @@ anywhere; `stop_requested` is set by a quick handler on the dispatcher and read 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.transport import Outbox
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.model import TurnEvent
+    from kward.runtime.notices import Notice
 
 
 class ClientState:
@@ -73,7 +77,7 @@ class Connection:
 
     # --- what the runtime is built with ---------------------------------------------
 
-    def publish_turn_event(self, event: Any) -> None:
+    def publish_turn_event(self, event: TurnEvent) -> None:
         """A turn's event (`kward.model.TurnEvent`) as a `turn/event` notification."""
         from kward.rpc.wire.events import (
             turn_event,  # loaded with the first turn, not at start-up
@@ -81,7 +85,7 @@ class Connection:
 
         self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
 
-    def report(self, notice: Any) -> None:
+    def report(self, notice: Notice) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
         from kward.runtime.notices import (  # loaded before any notice
             LoginFinished,

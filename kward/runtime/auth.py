@@ -38,7 +38,9 @@ from kward.config.store import ConfigStore, Paths
 from kward.runtime.notices import LoginFinished, Notice
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.auth.login import LoginState  # (the logins are made on first use: kward.auth.service)
+    from kward.auth.login import (
+        LoginState,  # (the logins are made on first use: kward.auth.service)
+    )
 
 
 class RuntimeAuth:

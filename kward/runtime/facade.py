@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.auth import RuntimeAuth
     from kward.runtime.compaction import RuntimeCompaction
     from kward.runtime.memory import MemoryRuntime
-    from kward.runtime.notices import Notice
+    from kward.runtime.notices import Notice, SessionEvent
     from kward.runtime.resources import RuntimeResources
     from kward.runtime.state import SessionState, SessionStats
     from kward.runtime.telemetry import TelemetryRuntime
@@ -328,7 +328,7 @@ class Runtime:
 
     # --- sessions ---------------------------------------------------------------------
 
-    def session(self, session_id: Any) -> "SessionHandle":
+    def session(self, session_id: str) -> SessionHandle:
         """The open session with that id; SessionNotFound."""
         return self.sessions.get(session_id)
 
@@ -434,7 +434,7 @@ class Runtime:
         return self.turns.start(session, text, images, behavior, dict(headers or {}), sink, display=display)
 
     def compact(self, session_id: str, instructions: str | None = None,
-                sink: Callable[[Any], None] | None = None) -> "CompactionResult":
+                sink: Callable[[SessionEvent], None] | None = None) -> CompactionResult:
         """Summarize the session's older conversation now (kward.runtime.compaction); its
         SessionEvent notices go to `sink` (default: the face's notices). Slow."""
         return self.compaction.compact(session_id, instructions, sink)

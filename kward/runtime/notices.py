@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.auth.login import LoginState
+    from kward.compaction.run import CompactionEvent
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class SessionEvent:
 
     session_id: str
     type: str
-    payload: Any
+    payload: CompactionEvent
     timestamp: str
 
 

@@ -8,13 +8,14 @@ provider and build no service (problems become warnings, or a shorter list). Any
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Mapping, NamedTuple
 
 from kward.errors import KwardError
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.config.settings import LiveSettings, Settings
     from kward.config.store import ConfigStore, Paths
+    from kward.providers.select import CredentialSource
 
 # What `warm_up_modules` names besides the active provider's module: the services of the
 # facade, in small steps (the warm-up pauses between two imports when a request arrives).
@@ -42,7 +43,8 @@ class RuntimeInfo(NamedTuple):
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
-def announce(settings: Settings, live: LiveSettings, paths: Paths, credentials: Any = None) -> RuntimeInfo:
+def announce(settings: Settings, live: LiveSettings, paths: Paths,
+             credentials: CredentialSource | None = None) -> RuntimeInfo:
     """The RuntimeInfo of a runtime with these settings; `live` gives the settings of
     config.json now (for the provider and the telemetry). `credentials` are the provider
     credentials the provider choice sees (None: the files and the environment of `live`,

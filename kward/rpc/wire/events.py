@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from kward.compaction.run import CompactionStart
 from kward.model import Delta, ToolCall, ToolOutcome, TurnError, TurnEvent
 from kward.rpc.protocol import error_object
 from kward.rpc.wire.sessions import compaction_result
@@ -106,7 +107,7 @@ def session_event(event: SessionEvent) -> dict[str, Any]:
     as `sessions/compact` returns it, ``{}`` when aborted; an aborted one adds `error`,
     the JSON-RPC error)."""
     p = event.payload
-    if event.type == "compactionStart":
+    if isinstance(p, CompactionStart):
         payload: dict[str, Any] = {"reason": p.reason}
     else:
         payload = {"result": compaction_result(p.result) if p.result is not None else {}, "aborted": p.aborted,
