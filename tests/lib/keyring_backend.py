@@ -19,7 +19,8 @@ from typing import Any
 from keyring.backend import KeyringBackend
 from keyring.errors import KeyringLocked, PasswordDeleteError
 
-TESTS = Path(__file__).resolve().parents[1]
+from lib.paths import TESTS
+
 BACKEND = "lib.keyring_backend.MemoryKeyring"
 
 

@@ -27,8 +27,8 @@ from typing import Any, BinaryIO, Callable
 
 from kward import client as kward_client
 from kward.rpc.framing import FrameFault, encode_frame
+from lib.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def frame(obj: Any) -> bytes:

@@ -1,4 +1,4 @@
-"""Helpers for the RPC-level sessions tests (tests/test_rpc_sessions*.py).
+"""Helpers for the RPC-level sessions tests (tests/sessions/test_rpc_sessions*.py).
 
 They drive the real `kward rpc` subprocess with the Scripted provider (docs/scripted.md)
 and read session files the way a reviewer would: strictly (every line whole JSON) or

@@ -1,5 +1,5 @@
 """Session files written by real turns, and what kward makes of them: the fixtures of
-tests/test_session_fixtures.py (tests/data/sessions/).
+tests/sessions/test_session_fixtures.py (tests/data/sessions/).
 
 `generate(root)` runs real turns through `kward rpc` (the Scripted provider, the fake
 Codex and OpenRouter backends) covering every record kind a session file holds: user
@@ -34,6 +34,7 @@ if __package__ in (None, "", "tests.lib"):  # run as a script: make `lib` import
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lib import fake_codex as fc
+from lib import paths
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
@@ -41,7 +42,7 @@ from lib.resources_helpers import write_config, write_plugin, write_prompt
 from lib.rpc_client import RpcClient
 from lib.rpc_models import env_for
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "sessions"
+DATA = paths.DATA / "sessions"
 NAMES = ("scripted", "slash", "codex", "openrouter", "compacted", "variants")
 WS = "/fixture/ws"  # the workspace path as the committed files show it
 HOME = "/fixture/home"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from kward.client import Client, ClientClosed, RpcError
+from lib.paths import REPO
 from lib.rpc_client import kward_env
 from lib.turns_helpers import reasoning, text, tool, write_script
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture

@@ -23,10 +23,10 @@ import pytest
 
 from kward import __version__
 from lib.fake_openrouter import FakeOpenRouter
+from lib.paths import REPO
 from lib.rpc_client import RpcClient, kward_command, kward_env
 from lib.turns_helpers import text, tool, write_script
 
-REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
 

@@ -1,17 +1,17 @@
 """Capabilities claim exactly what the method table implements."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from kward.rpc import capabilities
 from kward.rpc import method_table as registry
+from lib.paths import REPO
 from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
 
-ORIGINAL = json.loads((Path(__file__).resolve().parents[2] / "shared" / "reference" /
-                       "initialize-original.json").read_text())["capabilities"] \
-    if (Path(__file__).resolve().parents[2] / "shared").exists() else None
+SHARED = REPO.parent / "shared"  # the project's shared reference, beside the checkout
+ORIGINAL = json.loads((SHARED / "reference" / "initialize-original.json").read_text())["capabilities"] \
+    if SHARED.exists() else None
 
 
 def walk(obj, path=()):

@@ -239,7 +239,7 @@ def test_initialize_does_not_import_requests_or_keyring(isolated_home):
     msgs = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + \
         frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
     # nothing in the whole process may import them (the warm-up starts only once a session
-    # was opened); tests/test_startup.py checks what is loaded when the initialize response arrives
+    # was opened); tests/packaging/test_startup.py checks what is loaded when the initialize response arrives
     p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
                        capture_output=True, env=kward_env(isolated_home), timeout=30)
     assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2

@@ -9,15 +9,14 @@ import subprocess
 import sys
 import threading
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
 from kward.errors import InvalidParams, MemoryNotFound, MemoryStoreError
 from kward.memory import infer, records, retrieval
 from kward.memory.store import MemoryStore
+from lib.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 3, 10, 12, 0, 0, tzinfo=timezone.utc)
 
 

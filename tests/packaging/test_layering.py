@@ -2,9 +2,10 @@
 itself and the faces above it (kward/client/, the command line) may."""
 
 import ast
-from pathlib import Path
 
-KWARD = Path(__file__).resolve().parents[1] / "kward"
+from lib.paths import REPO
+
+KWARD = REPO / "kward"
 ABOVE_RPC = {"rpc", "client", "cli.py", "__main__.py"}  # relative to kward/
 
 

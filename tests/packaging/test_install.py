@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from kward import __version__
+from lib.paths import REPO
 from lib.rpc_client import RpcClient, kward_command, kward_env
 
-REPO = Path(__file__).resolve().parents[1]
 IGNORE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".venv", "*.pyz")
 
 pytestmark = pytest.mark.slow
@@ -101,7 +101,7 @@ def test_the_sdist_carries_docs_man_tests_tools_and_license(dist):
     with tarfile.open(dist["sdist"]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     wanted = {"LICENSE", "README.md", "setup.cfg", "pyproject.toml", "docs/protocol.md", "man/kward.1",
-              "tests/conftest.py", "tests/lib/rpc_client.py", "tests/test_install.py", "tools/demo.py",
+              "tests/conftest.py", "tests/lib/rpc_client.py", "tests/packaging/test_install.py", "tools/demo.py",
               "tools/bench.py", "kward/rpc/server.py", "kward/rpc/methods/sessions.py"}
     assert sorted(wanted - names) == []
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]

@@ -13,12 +13,13 @@ from kward.resources.skills import discover_skills, skills_prompt
 from kward.resources.text import MAX_PROMPT_FILE, truncation_note
 from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
+from lib.paths import REPO
 from lib.resources_helpers import read_lines, write_plugin, write_skill
 from lib.rpc_models import create_session, finished, run_turn, start_kward
 from lib.turns_helpers import check_turn_events, kward, text, tool, wait_until  # noqa: F401
 
 KEY = "sk-or-v1-prompt0123456789abcdef"
-BASE = (Path(__file__).resolve().parents[1] / "kward" / "resources" / "base_prompt.md").read_text().strip()
+BASE = (REPO / "kward" / "resources" / "base_prompt.md").read_text().strip()
 CONTEXT_PLUGIN = '''
     def register(kward):
         @kward.prompt_context

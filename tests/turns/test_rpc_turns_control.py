@@ -163,7 +163,7 @@ def test_canceling_a_running_turn_during_a_model_delay(kward):
                              "assistantMessage", "turnFinished"]
     status = k.request("turns/status", {"turnId": turn["id"]})
     assert status["status"] == "canceled" and status["cancelRequested"] is True and "error" not in status
-    # what was streamed is kept, marked interrupted (tests/test_rpc_turns_interrupted.py)
+    # what was streamed is kept, marked interrupted (tests/turns/test_rpc_turns_interrupted.py)
     assert [(m["role"], m["content"], m.get("interrupted")) for m in k.messages(s)] == \
         [("user", "slow", None), ("assistant", "thinking...", True)]
     state = k.request("runtime/state", {"sessionId": s["id"]})

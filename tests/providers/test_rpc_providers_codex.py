@@ -356,7 +356,7 @@ def test_a_stalled_stream_times_out_with_a_clear_error(isolated_home, fake):
 
 @pytest.mark.slow
 def test_a_bad_idle_timeout_in_config_is_reported_not_fatal(isolated_home, fake):
-    """(KWARD_STREAM_IDLE_TIMEOUT=soon stops `kward rpc` at start: tests/test_env_settings.py.)"""
+    """(KWARD_STREAM_IDLE_TIMEOUT=soon stops `kward rpc` at start: tests/config/test_env_settings.py.)"""
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "config.json").write_text('{"stream_idle_timeout": "soon"}')
     with start_kward(isolated_home, KWARD_CODEX_BASE_URL=fake.base_url, OPENAI_ACCESS_TOKEN=TOKEN) as client:

@@ -119,7 +119,7 @@ def test_configured_openrouter_without_key_is_not_logged_in(isolated_home, fakes
 
 
 def test_unknown_provider_in_config_is_a_config_error(isolated_home, fakes):
-    """(KWARD_PROVIDER=bogus stops `kward rpc` at start: tests/test_env_settings.py.)"""
+    """(KWARD_PROVIDER=bogus stops `kward rpc` at start: tests/config/test_env_settings.py.)"""
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "config.json").write_text('{"provider": "bogus"}')
     with launch(isolated_home, fakes) as c:

@@ -23,8 +23,8 @@ from kward.config import rules
 from kward.errors import REASONS
 from kward.rpc import capabilities, redaction
 from kward.rpc.method_table import METHODS, default_table
+from lib.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 MAN = REPO / "man" / "kward.1"
 DOCS = REPO / "docs"
 PROTOCOL = DOCS / "protocol.md"

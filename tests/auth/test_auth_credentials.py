@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,8 @@ from kward.errors import InvalidParams
 from kward.redact import redact
 from kward.rpc.wire import auth as wire_auth
 from lib.auth_helpers import MemoryKeyring, make_env, use_keyring
+from lib.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-or-v1-0123456789abcdef0123456789abcdef"
 ENV_KEY = "sk-or-v1-from-the-environment-0000"
 ENV_TOKEN = "env-access-token-0000000000"

@@ -4,16 +4,16 @@ model gets (fake OpenRouter), and its observer counting the tools of a turn."""
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
+from lib.paths import REPO
 from lib.rpc_models import create_session, finished, payload, run_turn, start_kward
 from lib.turns_helpers import wait_until
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
+DOC = REPO / "docs" / "plugins.md"
 
 
 def example_plugin() -> str:

@@ -10,15 +10,14 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 from lib.inprocess import InProcessServer
+from lib.paths import REPO
 from lib.rpc_client import RpcClient, kward_command, kward_env
 
 from kward.rpc.compose import build_server
 from kward.rpc.warmup import WarmUp
 
-REPO = Path(__file__).resolve().parents[1]
 
 # What `initialize` may not need: the services, made when first used (DESIGN.md item 12).
 NOT_BEFORE_INITIALIZE = {"requests", "urllib3", "keyring", "kward.agent", "kward.sessions", "kward.providers.http",

@@ -9,7 +9,7 @@ changes; afterwards a plain initialize, sessions/create and a scripted turn stil
 
 Cases come from `random.Random(SEED)` (tests/lib/fuzz_frames.py and fuzz_params.py), so
 a run replays exactly; every failure names the seed. Replay or widen one with
-`KWARD_FUZZ_SEED=<n> KWARD_FUZZ_CASES=<n> python3 -m pytest tests/test_rpc_fuzz.py`.
+`KWARD_FUZZ_SEED=<n> KWARD_FUZZ_CASES=<n> python3 -m pytest tests/rpc/test_rpc_fuzz.py`.
 """
 
 from __future__ import annotations
