@@ -15,7 +15,7 @@ from lib.fake_openrouter import FakeOpenRouter
 from lib.keyring_backend import keyring_env, read_keyring
 from lib.rpc_auth import auth_env, login, start
 from lib.rpc_models import create_session, finished, run_turn, wait_turn
-from lib.turns_helpers import text, tool, write_script
+from lib.scripts import text, tool, write_script
 
 KEY = "sk-or-v1-stored0123456789abcdef"
 ENV_KEY = "sk-or-v1-environment0123456789"

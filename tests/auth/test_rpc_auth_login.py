@@ -13,7 +13,7 @@ from lib.auth_helpers import authorize, open_in_browser
 from lib.fake_codex import FakeCodex
 from lib.fake_oauth import FakeOAuth
 from lib.rpc_auth import auth_env, code_of, finished, login, port_of, refused, start
-from lib.rpc_models import create_session, run_turn, finished as turn_finished
+from lib.rpc_models import create_session, finished as turn_finished, run_turn
 
 LOGIN_FIELDS = {"providerId", "loginId", "status", "authorizationUrl", "redirectUri"}
 

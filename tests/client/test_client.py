@@ -16,7 +16,7 @@ import pytest
 from kward.client import Client, ClientClosed, RpcError
 from lib.paths import REPO
 from lib.rpc_client import kward_env
-from lib.turns_helpers import reasoning, text, tool, write_script
+from lib.scripts import reasoning, text, tool, write_script
 
 
 

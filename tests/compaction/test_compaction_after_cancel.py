@@ -26,7 +26,7 @@ from kward.config.settings import resolve_settings
 from kward.runtime import Runtime
 from kward.sessions.manager import SessionManager
 from lib.compaction_helpers import compaction_records, write_compaction_config
-from lib.turns_helpers import text, write_script
+from lib.scripts import text, write_script
 
 LONG = "please look at the parser " * 8  # ~51 estimated tokens a message
 

@@ -4,9 +4,11 @@ compacted context, and the errors of a compaction that cannot run."""
 
 from __future__ import annotations
 
-from lib.compaction_helpers import compaction_records, records, session_events, write_compaction_config
+from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
 from lib.rpc_client import RpcClient
-from lib.turns_helpers import delay, kward, text  # noqa: F401 - fixture
+from lib.scripts import delay, text
+from lib.session_records import read_records
+from lib.turns_helpers import kward  # noqa: F401 - fixture
 
 LONG = "please look at the parser " * 8  # ~200 chars: ~51 estimated tokens
 SUMMARY = "## Goal\n- Fix the parser\n\n## Files & Code\n### Read\n- stale.py\n\n### Modified\n- stale.py\n\n## Next Steps\n1. Go on"
@@ -42,7 +44,7 @@ def test_manual_compaction_with_a_scripted_summary(kward, isolated_home):
     assert message["role"] == "compactionSummary" and message["summary"] == result["summary"]
     assert message["first_kept_entry_id"] == "message:4" and message["from_hook"] is False
     assert message["tokens_before"] == result["tokensBefore"] and message["details"] == result["details"]
-    assert len([r for r in records(s["path"]) if r["type"] == "message"]) == 6  # history stays in the file
+    assert len([r for r in read_records(s["path"]) if r["type"] == "message"]) == 6  # history stays in the file
 
     transcript = k.request("sessions/transcript", {"sessionId": s["id"]})["messages"]
     assert [m["role"] for m in transcript] == ["compactionSummary", "user", "assistant"]
@@ -90,7 +92,7 @@ def test_bad_params_and_unknown_sessions(kward):
     assert (error.reason, error.error["message"]) == ("session_not_found", "Unknown session: nope")
     caps = k.request("initialize")["capabilities"]["sessions"]
     assert caps["compact"]["supported"] is True and "sessions/compact" in caps["methods"]
-    assert records(s["path"])[-1]["type"] == "session"  # nothing was written
+    assert read_records(s["path"])[-1]["type"] == "session"  # nothing was written
 
 
 def test_compaction_refuses_during_a_turn_and_turns_wait_for_a_compaction(kward, isolated_home):

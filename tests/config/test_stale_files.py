@@ -10,15 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from lib.processes import dead_pid
 from lib.rpc_client import RpcClient
 
 from kward import fsutil
-
-
-def dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid  # reaped: no process has this id (until the system reuses it)
 
 
 def age(path: Path, seconds: float) -> Path:

@@ -9,11 +9,11 @@ events, read the session file. Waiting is always on notifications with a timeout
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 from lib.rpc_client import RpcClient, frame, kward_env, limited_command
+from lib.session_records import messages_of, read_records
 
 
 class Kward(RpcClient):
@@ -126,12 +126,10 @@ class Kward(RpcClient):
     # --- the session file -------------------------------------------------------------
 
     def records(self, session: dict) -> list[dict]:
-        path = session.get("path") or session.get("sessionFile")
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return read_records(session.get("path") or session.get("sessionFile"))
 
     def messages(self, session: dict) -> list[dict]:
-        return [r["message"] for r in self.records(session) if r.get("type") == "message"]
+        return messages_of(self.records(session))
 
 
 class Children:

@@ -3,69 +3,24 @@
 `kward` (a pytest fixture) starts `kward rpc` children playing a script written to a temp
 file and a fresh workspace, as `Kward`s (tests/lib/scripted_kward.py: the harness client
 with the calls the turn tests make). Waiting is always on notifications (or, for the file
-system and /proc, on a polled condition: `wait_until`) with a timeout, never a bare sleep.
-
-Script steps are plain dicts as docs/scripted.md documents them; `text`, `reasoning`,
-`tool`, `delay`, ... build the common ones.
+system and /proc, on a polled condition: lib/waiting.py's `wait_until`) with a timeout,
+never a bare sleep. Scripts are built with lib/scripts.py. `check_turn_events` asserts
+what every turn's event stream keeps.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lib.scripted_kward import Children, Kward  # noqa: F401 (re-exported for the turn tests)
-from lib.tools_helpers import pid_alive  # noqa: F401 (re-exported for the turn tests)
-from lib.waiting import wait_until  # noqa: F401 (re-exported for the turn tests)
+from lib.scripted_kward import Children, Kward
+from lib.scripts import text, write_script
 
 TERMINAL = ("completed", "failed", "canceled")
 EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "reasoningDelta", "assistantDelta", "assistantMessage",
                "modelRetry", "toolCall", "toolResult", "answer", "turnCancelRequested", "error", "turnFinished")
-
-
-# --- script events -----------------------------------------------------------------------
-
-def text(t: str, repeat: int = 1) -> dict:
-    return {"type": "text", "text": t, "repeat": repeat}
-
-
-def reasoning(t: str, repeat: int = 1) -> dict:
-    return {"type": "reasoning", "text": t, "repeat": repeat}
-
-
-def tool(name: str, arguments: Any = None, id: str | None = None, **kw: Any) -> dict:
-    event = {"type": "toolCall", "name": name, "arguments": kw if arguments is None else arguments}
-    if id is not None:
-        event["id"] = id
-    return event
-
-
-def delay(seconds: float) -> dict:
-    return {"type": "delay", "seconds": seconds}
-
-
-def wait_for_steer(timeout: float = 30) -> dict:
-    return {"type": "waitForSteer", "timeout": timeout}
-
-
-def write_script(directory: Path, steps: list, **extra: Any) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"script-{len(list(directory.glob('script-*.json')))}.json"
-    path.write_text(json.dumps({"steps": steps, **extra}), encoding="utf-8")
-    return path
-
-
-# --- /proc -------------------------------------------------------------------------------
-
-def proc_status_kb(pid: int, field: str) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
 
 
 # --- checks ------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
 from lib.rpc_client import RpcClient
 from lib.rpc_models import create_session, run_turn, start_kward
-from lib.turns_helpers import check_turn_events, kward, text  # noqa: F401 - fixture
+from lib.scripts import text
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401 - fixture
 
 KEY = "sk-or-v1-memory0123456789abcdef"
 

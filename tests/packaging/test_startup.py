@@ -12,7 +12,6 @@ import sys
 import threading
 
 from lib.inprocess import InProcessServer
-from lib.paths import REPO
 from lib.rpc_client import RpcClient, kward_command, kward_env
 
 from kward.rpc.compose import build_server

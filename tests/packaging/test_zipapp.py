@@ -25,7 +25,7 @@ from kward import __version__
 from lib.fake_openrouter import FakeOpenRouter
 from lib.paths import REPO
 from lib.rpc_client import RpcClient, kward_command, kward_env
-from lib.turns_helpers import text, tool, write_script
+from lib.scripts import text, tool, write_script
 
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ from kward.providers.settings import ProviderSettings
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_sink import RecordingSink
-from lib.messages import recorded, typed, typed_all  # noqa: F401
+from lib.session_records import typed
 
 
 def test_importing_providers_does_not_import_requests():

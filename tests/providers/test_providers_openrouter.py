@@ -15,7 +15,7 @@ from kward.providers.settings import ProviderSettings
 from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
 from lib.fake_sink import RecordingSink
-from lib.messages import recorded, typed, typed_all  # noqa: F401
+from lib.session_records import typed_all
 
 KEY = "sk-or-v1-0123456789abcdef0123456789abcdef"
 TOOLS = [{"type": "function", "function": {"name": "shell", "description": "Run a command",

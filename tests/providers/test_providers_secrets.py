@@ -15,7 +15,7 @@ from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.fake_sink import RecordingSink
-from lib.messages import recorded, typed, typed_all  # noqa: F401
+from lib.session_records import typed
 
 ACCOUNT = "acct_secret_4f9a2b"
 TOKEN = make_jwt(ACCOUNT)

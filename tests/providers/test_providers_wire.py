@@ -1,7 +1,7 @@
 """What both wire formats share: usage parsing, tool fields, interrupted tool calls (kward/providers/wire_common.py)."""
 
 from kward.providers import chat_wire, codex_wire, wire_common
-from lib.messages import recorded, typed_all
+from lib.session_records import recorded, typed_all
 
 
 def test_complete_histories_are_passed_through_untouched():

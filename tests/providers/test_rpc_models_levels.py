@@ -13,6 +13,7 @@ from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.rpc_models import create_session, finished, run_turn, start_kward
+from lib.scripts import text, write_script
 
 TOKEN = make_jwt("acct_levels")
 KEY = "sk-or-v1-levels0123456789"
@@ -236,8 +237,7 @@ def test_a_fresh_process_looks_an_unknown_model_up_before_the_request(isolated_h
 @pytest.mark.parametrize("via", ["reasoning/set", "runtime/updateSetting"])
 @pytest.mark.slow
 def test_every_level_on_the_scripted_provider(isolated_home, fakes, via):
-    script = isolated_home / "script.json"
-    script.write_text(json.dumps({"steps": [[{"type": "text", "text": "ok"}]], "loop": True}))
+    script = write_script(isolated_home, [[text("ok")]], loop=True)
     with start(isolated_home, fakes, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script)) as client:
         client.session = create_session(client, isolated_home)
         assert client.request("models/current")["provider"] == "Scripted"

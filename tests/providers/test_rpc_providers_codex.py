@@ -11,8 +11,10 @@ import pytest
 from kward.resources.system_prompt import static_instructions as build_instructions
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
-from lib.rpc_models import (FILE_TEXT, TRACEPARENT, chat_schemas, create_session, deltas, failed_error, finished,
-                            payload, responses_tools, run_turn, start_kward, start_turn, types, wait_event, wait_turn)
+from lib.rpc_models import (
+    FILE_TEXT, TRACEPARENT, chat_schemas, create_session, deltas, failed_error, finished, payload,
+    responses_tools, run_turn, start_kward, start_turn, types, wait_event, wait_turn,
+)
 
 ACCOUNT = "acct_e2e_codex"
 TOKEN = make_jwt(ACCOUNT)

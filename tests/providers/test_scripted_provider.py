@@ -9,7 +9,8 @@ from kward.cancel import CancelToken
 from kward.errors import Canceled
 from kward.providers.base import ModelRequest
 from kward.providers.scripted import ScriptedProvider, ScriptError, validate_script
-from lib.messages import recorded, typed, typed_all  # noqa: F401
+from lib.scripts import text
+from lib.session_records import typed
 
 
 class Sink:
@@ -33,7 +34,7 @@ def request():
 
 
 def test_interval_paces_repeated_deltas():
-    provider = ScriptedProvider(validate_script([[{"type": "text", "text": "x", "repeat": 5, "interval": 0.02}]]))
+    provider = ScriptedProvider(validate_script([[text("x", repeat=5, interval=0.02)]]))
     sink = Sink()
     response = provider.complete(request(), sink, CancelToken())
     assert response.text == "xxxxx"
@@ -42,7 +43,7 @@ def test_interval_paces_repeated_deltas():
 
 
 def test_cancel_interrupts_a_paced_stream():
-    provider = ScriptedProvider(validate_script([[{"type": "text", "text": "x", "repeat": 1000, "interval": 10}]]))
+    provider = ScriptedProvider(validate_script([[text("x", repeat=1000, interval=10)]]))
     sink, cancel = Sink(), CancelToken()
     errors = []
 

@@ -11,7 +11,7 @@ from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
 from lib.paths import REPO
 from lib.rpc_models import create_session, finished, payload, run_turn, start_kward
-from lib.turns_helpers import wait_until
+from lib.waiting import wait_until
 
 DOC = REPO / "docs" / "plugins.md"
 

@@ -11,9 +11,10 @@ import pytest
 from kward.cancel import CancelToken
 from kward.errors import Canceled, PluginFailed, PluginTimeout
 from kward.resources import bounded, catalog, observers, plugins, prompts, skills, system_prompt, text
-from lib.resources_helpers import (HELLO, NO_REGISTER, RAISES_AT_LOAD, SYNTAX_ERROR, write_plugin, write_prompt,
-                                   write_skill)
-from lib.turns_helpers import wait_until
+from lib.resources_helpers import (
+    HELLO, NO_REGISTER, RAISES_AT_LOAD, SYNTAX_ERROR, write_plugin, write_prompt, write_skill,
+)
+from lib.waiting import wait_until
 
 
 def test_front_matter_fields_and_body():

@@ -16,7 +16,9 @@ from lib.fake_openrouter import FakeOpenRouter
 from lib.paths import REPO
 from lib.resources_helpers import read_lines, write_plugin, write_skill
 from lib.rpc_models import create_session, finished, run_turn, start_kward
-from lib.turns_helpers import check_turn_events, kward, text, tool, wait_until  # noqa: F401
+from lib.scripts import text, tool
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.waiting import wait_until
 
 KEY = "sk-or-v1-prompt0123456789abcdef"
 BASE = (REPO / "kward" / "resources" / "base_prompt.md").read_text().strip()
@@ -173,7 +175,7 @@ OBSERVED = {"reasoningDelta": "reasoning_delta", "assistantDelta": "assistant_de
 def test_plugin_observers_see_the_turn_events_and_cannot_hold_it_up(kward, isolated_home):
     out = isolated_home / "observed.jsonl"
     write_plugin(isolated_home / ".kward", "watch", OBSERVER, out=out)
-    from lib.turns_helpers import reasoning
+    from lib.scripts import reasoning
 
     k = kward([[reasoning("Think."), text("Reading "), tool("read_file", {"path": "a.txt"}, id="r")],
                [text("Done.")], [text("Again.")]], files={"a.txt": "alpha\n"})

@@ -25,7 +25,8 @@ import pytest
 from lib import fuzz_frames, fuzz_params
 from lib.rpc_client import RpcClient, frame
 from lib.rpc_models import env_for, finished, run_turn
-from lib.sessions_helpers import new_manager
+from lib.scripts import text, write_script
+from lib.session_manager import new_manager
 
 from kward.errors import SessionNotFound
 from kward.rpc.method_table import METHODS
@@ -47,8 +48,7 @@ def _start(home: Path, **env: str) -> tuple[RpcClient, Path]:
     outside.mkdir()
     (outside / "secret.txt").write_text("outside\n")
     (ws / "out").symlink_to(outside)
-    script = home / "script.json"
-    script.write_text(json.dumps({"loop": True, "steps": [[{"type": "text", "text": "ok"}]]}))
+    script = write_script(home, [[text("ok")]], loop=True)
     env = env_for(home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script), KWARD_MAX_INPUT_CHARS="20000", **env)
     return RpcClient(home, cwd=ws, env=env), ws
 

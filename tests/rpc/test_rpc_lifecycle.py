@@ -1,34 +1,22 @@
 """Process lifecycle with work in flight: SIGTERM, EOF and shutdown during a running turn."""
 
 import json
-import os
 import signal
 import time
 
 import pytest
 
+from lib.processes import pid_alive
 from lib.rpc_client import RpcClient, kward_env
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
+from lib.scripts import tool, write_script
 
 
 @pytest.fixture
 def sleeper(isolated_home):
     ws = isolated_home / "ws"
     ws.mkdir()
-    script = isolated_home / "script.json"
-    script.write_text(json.dumps({"loop": True, "steps": [[{"type": "toolCall", "name": "run_shell_command",
-                                  "arguments": {"command": "echo $$ > pid.txt; exec sleep 100", "timeout_seconds": 200}}]]}))
+    script = write_script(isolated_home, [[tool("run_shell_command", command="echo $$ > pid.txt; exec sleep 100",
+                                                timeout_seconds=200)]], loop=True)
     env = kward_env(isolated_home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
     c = RpcClient(isolated_home, cwd=ws, env=env)
     c.request("initialize")
@@ -36,7 +24,7 @@ def sleeper(isolated_home):
     turn = c.request("turns/start", {"sessionId": session["id"], "input": "sleep"})
     c.wait(lambda: (ws / "pid.txt").exists() and (ws / "pid.txt").read_text().strip(), what="the shell child", poll=0.01)
     pid = int((ws / "pid.txt").read_text())
-    assert _pid_alive(pid)
+    assert pid_alive(pid)
     yield c, pid, turn, session
     c.__exit__(None, None, None)
 
@@ -54,7 +42,7 @@ def test_stop_with_a_running_shell_command(sleeper, how):
         assert c.request("shutdown") == {"ok": True}
     assert c.wait_exit(5) == 0
     assert time.monotonic() - t0 < 2.5
-    assert not _pid_alive(pid), "the shell child outlived kward"
+    assert not pid_alive(pid), "the shell child outlived kward"
     assert c.stderr == "" and c.protocol_errors == []
     finished = [n["params"] for n in c.notifications
                 if n["params"]["turnId"] == turn["id"] and n["params"]["type"] == "turnFinished"]

@@ -15,8 +15,11 @@ import sys
 
 import pytest
 
+from lib.processes import pid_alive
 from lib.rpc_client import frame, kward_command, kward_env
-from lib.turns_helpers import check_turn_events, kward, pid_alive, text, tool, wait_until  # noqa: F401
+from lib.scripts import text, tool
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and a subreaper")
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from lib.rpc_client import RpcClient, frame, kward_env, spawn_kward
+from lib.scripts import text, write_script
 
 
 def test_deeply_nested_json_is_a_parse_error(isolated_home):
@@ -79,8 +80,7 @@ def test_a_client_that_stops_reading_cannot_block_cancel_or_exit(isolated_home):
     by the dispatcher at once, and SIGTERM still ends the process within about 2 s."""
     ws = isolated_home / "ws"
     ws.mkdir()
-    script = isolated_home / "s.json"
-    script.write_text(json.dumps({"steps": [[{"type": "text", "text": "y" * 200, "repeat": 400_000}]]}))
+    script = write_script(isolated_home, [[text("y" * 200, repeat=400_000)]])
     env = kward_env(isolated_home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
     proc = spawn_kward(isolated_home, cwd=ws, env=env)
 

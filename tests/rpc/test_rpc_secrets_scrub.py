@@ -20,7 +20,8 @@ from lib.fake_codex import make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.rpc_client import RpcError
 from lib.rpc_models import create_session, finished, run_turn, start_kward
-from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
+from lib.scripts import model_error, text, tool
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401
 
 REDACTED = "[REDACTED]"
 TOKEN = make_jwt("acct_env_5b3c")  # OPENAI_ACCESS_TOKEN
@@ -107,8 +108,7 @@ def test_content_that_looks_like_a_secret_comes_back_exactly(kward):
         [tool("read_file", {"path": "notes.txt"}, id="read"), tool("read_file", {"path": "out.txt"}, id="read_out")],
         [tool("write_file", {"path": "out.txt", "content": TEXT + "\n", "password": "hunter2"}, id="write")],
         [text(TEXT)],
-        [{"type": "error", "message": "upstream said: Bearer xyz0123456789 sk-abcdefghijklmnop", "kind": "server",
-          "status": 500}],
+        [model_error("upstream said: Bearer xyz0123456789 sk-abcdefghijklmnop", kind="server", status=500)],
     ], files={"notes.txt": TEXT + "\n", "out.txt": "old\n"})
     (k.home / ".kward").mkdir(exist_ok=True)
     (k.home / ".kward" / "config.json").write_text(json.dumps({"openai_compat_api_key": "cfg-key-123456789",

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.rpc_sessions import (  # noqa: F401  (fixtures)
-    NOTES, messages_of, names_of, start, strict_records, workspace,
-)
+from lib.rpc_sessions import NOTES, start, workspace  # noqa: F401 (fixtures)
+from lib.session_records import messages_of, names_of, strict_records
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 FILE_NAME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z_[0-9a-f-]{36}\.jsonl$")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.rpc_sessions import start, strict_records, workspace  # noqa: F401  (fixtures)
+from lib.rpc_sessions import start, workspace  # noqa: F401  (fixtures)
+from lib.session_records import strict_records
 
 
 def gone(session: dict) -> bool:

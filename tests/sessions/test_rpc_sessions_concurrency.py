@@ -14,20 +14,17 @@ from __future__ import annotations
 import pytest
 
 from lib.rpc_client import frame
-from lib.rpc_sessions import (  # noqa: F401  (fixtures)
-    messages_of, names_of, start, strict_records, workspace,
-)
+from lib.rpc_sessions import start, workspace  # noqa: F401 (fixtures)
+from lib.scripts import reasoning, text, tool
+from lib.session_records import messages_of, names_of, strict_records
 
 SESSIONS_PER_PROCESS = 8
 BIG = "".join(f"{i:05d} {'x' * 60}\n" for i in range(200))  # ~13 KB read_file results
-QUESTION = {"type": "toolCall", "name": "ask_user_question", "arguments": {"questions": [{
+QUESTION = tool("ask_user_question", questions=[{
     "question": "Go on?", "header": "Gate",
-    "options": [{"label": "yes", "description": "go on"}, {"label": "no", "description": "stop"}]}]}}
-READ = [{"type": "reasoning", "text": "thinking " * 100},
-        {"type": "text", "text": "w" * 5000},
-        {"type": "toolCall", "name": "read_file", "arguments": {"path": "big.txt"}}]
-STEPS = [[QUESTION], READ, READ, [{"type": "text", "text": "halfway"}, QUESTION], READ, READ,
-         [{"type": "text", "text": "final " + "f" * 5000}]]
+    "options": [{"label": "yes", "description": "go on"}, {"label": "no", "description": "stop"}]}])
+READ = [reasoning("thinking " * 100), text("w" * 5000), tool("read_file", path="big.txt")]
+STEPS = [[QUESTION], READ, READ, [text("halfway"), QUESTION], READ, READ, [text("final " + "f" * 5000)]]
 ROLES = ["user"] + ["assistant", "tool"] * 6 + ["assistant"]
 RENAMES_WHILE_STREAMING, RENAMES_AT_THE_GATE = 2, 3
 

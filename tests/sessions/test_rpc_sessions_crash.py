@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from lib.rpc_sessions import lenient_records, session_files, start, workspace  # noqa: F401  (fixtures)
-from lib.sessions_helpers import child
+from lib.processes import child
+from lib.rpc_sessions import start, workspace  # noqa: F401  (fixtures)
+from lib.scripts import reasoning, text, tool
+from lib.session_records import lenient_records, session_files
 
 ROUNDS = 20
 BIG = "".join(f"line {i:05d} of the big file, padded to make the tool result large\n" for i in range(560))
-TOOL_STEP = [{"type": "reasoning", "text": "r" * 3000},
-             {"type": "text", "text": "t" * 30000},
-             {"type": "toolCall", "name": "read_file", "arguments": {"path": "big.txt"}}]
-STEPS = [TOOL_STEP, TOOL_STEP, TOOL_STEP, [{"type": "text", "text": "answer " + "a" * 60000}]]
+TOOL_STEP = [reasoning("r" * 3000), text("t" * 30000), tool("read_file", path="big.txt")]
+STEPS = [TOOL_STEP, TOOL_STEP, TOOL_STEP, [text("answer " + "a" * 60000)]]
 # queued, started, 3 x (reasoning, delta, message, toolCall, toolResult), delta, message, answer, finished
 EVENTS_PER_TURN = 2 + 3 * 5 + 4
 

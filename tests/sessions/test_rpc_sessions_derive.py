@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from lib.rpc_sessions import (  # noqa: F401  (fixtures)
-    messages_of, start, strict_records, workspace,
-)
+from lib.rpc_sessions import start, workspace  # noqa: F401 (fixtures)
+from lib.scripts import text, wait_for_steer
+from lib.session_records import messages_of, strict_records
 
-WAITING = [[{"type": "text", "text": "Working..."}, {"type": "waitForSteer", "timeout": 30}]]
+WAITING = [[text("Working..."), wait_for_steer(30)]]
 
 
 def user_texts(path: str) -> list[str]:

@@ -16,7 +16,8 @@ import sys
 
 import pytest
 
-from lib.rpc_sessions import TEXT_ONLY, messages_of, start, strict_records, workspace  # noqa: F401  (fixtures)
+from lib.rpc_sessions import TEXT_ONLY, start, workspace  # noqa: F401  (fixtures)
+from lib.session_records import messages_of, strict_records
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/<pid>/fd")
 

@@ -5,16 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 
+from lib.processes import dead_pid
 from lib.rpc_sessions import start, workspace  # noqa: F401 (fixtures)
-
-
-def dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
 
 
 def test_temp_files_of_a_killed_export_are_removed_by_the_next_one(start, workspace):

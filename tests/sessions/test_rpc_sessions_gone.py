@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from lib.rpc_sessions import (  # noqa: F401  (fixtures)
-    TEXT_ONLY, messages_of, start, strict_records, workspace,
-)
+from lib.rpc_sessions import TEXT_ONLY, start, workspace  # noqa: F401 (fixtures)
+from lib.scripts import text, wait_for_steer
+from lib.session_records import messages_of, strict_records
 
 #: A turn that streams, then waits until the client steers it, then answers.
 WAIT_FOR_STEER = [
-    [{"type": "text", "text": "working"}, {"type": "waitForSteer", "timeout": 30}],
-    [{"type": "text", "text": "done"}],
+    [text("working"), wait_for_steer(30)],
+    [text("done")],
 ]
 
 

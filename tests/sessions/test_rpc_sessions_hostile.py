@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from lib.processes import dead_pid
 from lib.rpc_sessions import TEXT_ONLY, start, workspace  # noqa: F401  (fixtures)
-from lib.sessions_helpers import header, message_rec, user
+from lib.scripts import text, tool
+from lib.session_records import header, message_record, user
 
 MB = 1 << 20
 
@@ -83,7 +84,7 @@ def test_a_huge_line_after_the_header_is_skipped_in_bounded_memory(start, tmp_pa
     k.request("initialize")
     before = peak_rss(k)
     path = sparse(tmp_path / "huge.jsonl", line(header(cwd=str(tmp_path))), 200 * MB,
-                  b"\n" + line(message_rec(user("after the blob"))))
+                  b"\n" + line(message_record(user("after the blob"))))
     s = k.resume(str(path))
     assert texts(k.transcript(s["id"])) == ["after the blob"]
     assert peak_rss(k) - before < 100 * MB  # at most one line cap (64 MiB) held, not 200 MB
@@ -95,7 +96,7 @@ def test_a_huge_line_after_the_header_is_skipped_in_bounded_memory(start, tmp_pa
 def test_a_session_ending_inside_a_huge_line_still_takes_turns(start, tmp_path):
     """The over-long line is still unterminated at the end: it is skipped, our first append
     terminates it, and a reload (here: another process) reads our records after it."""
-    path = sparse(tmp_path / "torn.jsonl", line(header(cwd=str(tmp_path))) + line(message_rec(user("before"))),
+    path = sparse(tmp_path / "torn.jsonl", line(header(cwd=str(tmp_path))) + line(message_record(user("before"))),
                   80 * MB)
     a = start(TEXT_ONLY)
     s = a.resume(str(path))
@@ -112,7 +113,7 @@ def test_runs_of_blank_lines_are_scanned_at_c_speed(start, tmp_path):
     by the issue's figures); the response must come within the 20 s wait."""
     blanks = b"\n" * (50 * MB)
     path = tmp_path / "blank.jsonl"
-    path.write_bytes(line(header(cwd=str(tmp_path))) + blanks + line(message_rec(user("found"))) + blanks)
+    path.write_bytes(line(header(cwd=str(tmp_path))) + blanks + line(message_record(user("found"))) + blanks)
     k = start(TEXT_ONLY)
     s = k.request("sessions/resume", {"path": str(path)}, timeout=20)
     assert texts(k.request("sessions/transcript", {"sessionId": s["id"]}, timeout=20)) == ["found"]
@@ -129,7 +130,7 @@ def test_records_nested_too_deeply_are_skipped(start, tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_bytes(line(header(cwd=str(tmp_path)))
                      + f'{{"type":"message","timestamp":"t","message":{{"role":"user","content":{deep}}}}}\n'.encode()
-                     + line(message_rec(user("kept"))))
+                     + line(message_record(user("kept"))))
     k = start(TEXT_ONLY)
     s = k.resume(str(path))
     assert texts(k.transcript(s["id"])) == ["kept"]
@@ -138,12 +139,6 @@ def test_records_nested_too_deeply_are_skipped(start, tmp_path):
 
 
 # --- point 8: no litter ----------------------------------------------------------------------
-
-
-def dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid  # reaped: no process has this id (until the system reuses it)
 
 
 def plant(directory: Path, name: str, pid: int, age: float) -> Path:
@@ -188,8 +183,8 @@ def test_stale_creating_files_are_removed_and_never_listed(start, workspace, iso
 # --- point 9: whose workspace ------------------------------------------------------------------
 
 PLANT = [
-    [{"type": "toolCall", "name": "write_file", "arguments": {"path": "planted.txt", "content": "x"}}],
-    [{"type": "text", "text": "written"}],
+    [tool("write_file", path="planted.txt", content="x")],
+    [text("written")],
 ]
 
 
@@ -199,7 +194,7 @@ def test_a_crafted_header_never_decides_where_tools_write(start, workspace, tmp_
     victim.mkdir()
     crafted = tmp_path / "downloads" / "crafted.jsonl"
     crafted.parent.mkdir()
-    crafted.write_bytes(line(header(cwd=str(victim))) + line(message_rec(user("hi"))))
+    crafted.write_bytes(line(header(cwd=str(victim))) + line(message_record(user("hi"))))
     k = start(PLANT)
     s = k.resume(str(crafted))  # no workspaceRoot: the launch directory
     assert s["workspaceRoot"] == str(workspace) and s["cwd"] == str(victim)

@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
-from lib.rpc_sessions import (  # noqa: F401  (fixtures)
-    TEXT_ONLY, messages_of, names_of, session_files, start, strict_records, workspace,
-)
+from lib.rpc_sessions import TEXT_ONLY, start, workspace  # noqa: F401 (fixtures)
+from lib.scripts import text, wait_for_steer
+from lib.session_records import messages_of, names_of, recorded, session_files, strict_records, typed
 
 #: A turn that streams, then waits until the client steers it, then answers.
 WAIT_FOR_STEER = [
-    [{"type": "text", "text": "A is working"}, {"type": "waitForSteer", "timeout": 30}],
-    [{"type": "text", "text": "A is done"}],
+    [text("A is working"), wait_for_steer(30)],
+    [text("A is done")],
 ]
 
 

@@ -10,20 +10,20 @@ import re
 
 import pytest
 
-from lib.rpc_sessions import (  # noqa: F401  (fixtures)
-    TEXT_ONLY, messages_of, start, strict_records, workspace,
-)
+from lib.rpc_sessions import TEXT_ONLY, start, workspace  # noqa: F401 (fixtures)
+from lib.scripts import text, wait_for_steer
+from lib.session_records import messages_of, strict_records
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SESSION_KEYS = {"id", "persistentId", "path", "workspaceRoot", "cwd", "createdAt", "modifiedAt"}
 
 #: The first turn streams and waits until it is steered; every later model call answers at once.
 FIRST_WAITS = [
-    [{"type": "text", "text": "working"}, {"type": "waitForSteer", "timeout": 30}],
-    [{"type": "text", "text": "first done"}],
-    [{"type": "text", "text": "second done"}],
-    [{"type": "text", "text": "third done"}],
-    [{"type": "text", "text": "fourth done"}],
+    [text("working"), wait_for_steer(30)],
+    [text("first done")],
+    [text("second done")],
+    [text("third done")],
+    [text("fourth done")],
 ]
 
 

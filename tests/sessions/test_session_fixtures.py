@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from lib.session_fixtures import DATA, NAMES, generate, normalize, observe, records
+from lib.session_fixtures import DATA, NAMES, generate, normalize, observe
+from lib.session_records import parse_records
 
 
 def _expected(name):
@@ -20,7 +21,7 @@ def _expected(name):
 
 
 def _lines(text, root):
-    return [json.dumps(normalize(r, root)) for r in records(text)]
+    return [json.dumps(normalize(r, root)) for r in parse_records(text)]
 
 
 def test_committed_session_files_load_as_they_did(tmp_path):

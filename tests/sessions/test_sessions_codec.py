@@ -7,7 +7,7 @@ import json
 from kward.model import AssistantMessage, ToolResultMessage, UserMessage
 from kward.sessions.codec import decode, encode, stored_chars
 from kward.sessions.opening import derive_session, load_session
-from lib.sessions_helpers import file_records, header, message_rec, write_lines
+from lib.session_records import header, message_record, strict_records, write_lines
 
 #: Plain shapes in kward's key order, then near misses: other key orders, extra keys,
 #: other types, other roles.
@@ -44,14 +44,14 @@ def test_plain_records_decode_to_plain_messages_and_encode_back_in_order():
 def test_a_clone_of_a_loaded_session_copies_every_message_as_written(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    path = write_lines(tmp_path / "s.jsonl", [header(cwd=str(ws))] + [message_rec(m) for m in MESSAGES])
+    path = write_lines(tmp_path / "s.jsonl", [header(cwd=str(ws))] + [message_record(m) for m in MESSAGES])
     source = load_session(str(path), str(ws))
     try:
         clone = derive_session(tmp_path / "sessions", source, list(source.conversation))
     finally:
         source.close()
     try:
-        copied = [r["message"] for r in file_records(clone.path) if r["type"] == "message"]
+        copied = [r["message"] for r in strict_records(clone.path) if r["type"] == "message"]
         assert [json.dumps(m) for m in copied] == [json.dumps(m) for m in MESSAGES]
         assert [type(m) for m in clone.conversation] == [type(m) for m in source.conversation]
         assert clone.conversation == source.conversation

@@ -9,7 +9,8 @@ import os
 import sys
 
 import pytest
-from lib.sessions_helpers import file_records, new_manager, user
+from lib.session_manager import new_manager
+from lib.session_records import strict_records, user
 
 from kward.errors import SessionFileGone, SessionInUse
 from kward.sessions import store
@@ -51,7 +52,7 @@ def test_idle_files_give_their_descriptors_back_and_reopen_on_use(tmp_path, pool
     assert not files[0].descriptor.holds_fd and files[-1].descriptor.holds_fd
     files[0].append({"type": "message", "message": user("back")})  # reopens, another one gives way
     assert files[0].descriptor.holds_fd and len(pool) == 4
-    assert [r["type"] for r in file_records(files[0].path)] == ["session", "message"]
+    assert [r["type"] for r in strict_records(files[0].path)] == ["session", "message"]
     assert files[1].descriptor.size() == files[1].path.stat().st_size  # a stat, no open
     assert not files[1].descriptor.holds_fd
     assert files[1].descriptor.state() == "present" and not files[1].descriptor.holds_fd

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kward.errors import InvalidParams, PathNotAllowed
 from kward.sessions.export import Exported, render_html, render_markdown
-from lib.sessions_helpers import assistant, new_manager, tool, user
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from lib.processes import dead_pid
+from lib.session_manager import new_manager
+from lib.session_records import assistant, recorded, tool_result, typed, typed_all, user
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def test_markdown_rendering():
               {"type": "image", "data": "AAA"}], display_content="shown instead"),
         user([{"type": "text", "text": "see"}, {"type": "image", "mimeType": "image/png", "path": "/a/b.png"}]),
         {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}]},
-        tool("c", "read_file", "file text"),
+        tool_result("c", "read_file", "file text"),
         {"role": "compactionSummary", "summary": "so far"},
     ]))
     assert md == "\n".join([
@@ -53,7 +52,7 @@ def test_markdown_reasoning_tool_calls_and_empty_assistant_messages():
         user("go"),
         assistant("", reasoning_summary="first look\n\nthen act",
                   calls=[("c1", "read_file", {"path": "notes.txt"}), ("c2", "run_shell_command", {"command": "ls\n-la"})]),
-        tool("c1", "read_file", "notes"),
+        tool_result("c1", "read_file", "notes"),
         assistant(""),  # nothing to show: no block at all
         assistant("", calls=[("c3", "write_file", json.loads(long_args))]),
         assistant([{"type": "reasoning", "text": "from a part"}, {"type": "text", "text": "the answer"}],
@@ -145,12 +144,6 @@ def test_session_files_and_their_sidecars_are_never_export_targets(env, tmp_path
     (ws / "data.jsonl").write_text('{"type": "message"}\n')
     assert manager.export(s.id, path="data.jsonl").path == str((ws / "data.jsonl").resolve())
     assert manager.export(s.id, path=str(session_dir / "Notes.HTML"), format="html")
-
-
-def dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
 
 
 def test_overwrite_policy(env, tmp_path):

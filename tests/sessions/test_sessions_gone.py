@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kward.errors import SessionFileGone, SessionInUse
-from lib.sessions_helpers import file_records, new_manager, user
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from lib.session_manager import new_manager
+from lib.session_records import recorded, strict_records, typed, user
 from kward.model import Answer
 from kward.rpc.wire import events as wire
 
@@ -58,7 +58,7 @@ def test_appends_to_a_vanished_file_fail_and_write_nothing(env, how):
     if how == "replace":
         assert Path(s.path).read_bytes() == replacement
     if how == "rename away":
-        assert [r["type"] for r in file_records(s.path + ".moved")] == ["session", "session_info", "message"]
+        assert [r["type"] for r in strict_records(s.path + ".moved")] == ["session", "session_info", "message"]
     manager.close(s.id)  # closing removes the sidecars a missing file left behind, nothing else
     if how == "replace":  # the sidecars' names are the new file's now
         assert Path(s.path).read_bytes() == replacement

@@ -13,8 +13,7 @@ from kward.errors import InvalidParams
 from kward.sessions.lines import HEADER_MAX, LineScanner, too_deep
 from kward.sessions.opening import load_session
 from kward.sessions.reader import parse_header
-from lib.sessions_helpers import header, message_rec, user, write_lines
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from lib.session_records import header, message_record, recorded, typed, user, write_lines
 
 
 def naive(data: bytes, max_line: int) -> tuple[list[tuple[bytes, int]], bytes, int]:
@@ -102,11 +101,11 @@ def test_deep_and_oversized_records_are_skipped_and_reported(tmp_path, caplog, m
     deep = "[" * 300 + "]" * 300
     path = write_lines(tmp_path / "s.jsonl", [
         header(),
-        message_rec(user("one")),
+        message_record(user("one")),
         f'{{"type":"message","timestamp":"t","message":{{"role":"user","content":{deep}}}}}',
-        message_rec(user("x" * 5000)),
+        message_record(user("x" * 5000)),
         "", "", "",
-        message_rec(user("two")),
+        message_record(user("two")),
     ])
     with caplog.at_level(logging.WARNING, logger="kward.sessions"):
         session = load_session(str(path), str(tmp_path))
@@ -123,7 +122,7 @@ def test_records_appended_after_an_unterminated_huge_line_are_caught_up(tmp_path
     from kward.sessions.opening import load_session as load
 
     monkeypatch.setattr(lines_module, "MAX_LINE", 4096)
-    path = write_lines(tmp_path / "s.jsonl", [header(), message_rec(user("one"))])
+    path = write_lines(tmp_path / "s.jsonl", [header(), message_record(user("one"))])
     with open(path, "ab") as f:
         f.write(b"q" * 10_000)  # a writer crashed mid-line, or a hostile file
     mine = load(str(path), str(tmp_path))

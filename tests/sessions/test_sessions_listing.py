@@ -10,8 +10,9 @@ import pytest
 from kward.rpc.wire import sessions as wire
 from kward.sessions import listing
 from kward.sessions.paths import workspace_session_dir
-from lib.messages import typed
-from lib.sessions_helpers import assistant, header, message_rec, new_manager, run_child, tool, user, write_lines
+from lib.processes import run_child
+from lib.session_manager import new_manager
+from lib.session_records import assistant, header, message_record, tool_result, typed, user, write_lines
 
 
 def list_sessions(*args, **kwargs):
@@ -31,10 +32,10 @@ def make(directory, n, *, mtime, parent=None, lines=(), **hdr):
 def test_item_fields(tmp_path):
     d = tmp_path / "d"
     sid, path = make(d, 1, mtime=1_700_000_000, lines=[
-        message_rec({"role": "system", "content": "sys"}),
-        message_rec(user("  hello\n\n  world  ")),
-        message_rec(assistant("hi", calls=[("c", "read_file", {"path": "x"})])),
-        message_rec(tool("c", "read_file", "x")),
+        message_record({"role": "system", "content": "sys"}),
+        message_record(user("  hello\n\n  world  ")),
+        message_record(assistant("hi", calls=[("c", "read_file", {"path": "x"})])),
+        message_record(tool_result("c", "read_file", "x")),
         {"type": "tool_execution_end", "toolCallId": "c"},
         {"type": "session_info", "name": "Named"},
     ])
@@ -52,7 +53,7 @@ def test_modified_at_is_never_before_created_at(tmp_path):
     """The header's time and the file's mtime come from different clocks: an mtime that
     is earlier (a coarse file-system clock, a copy keeping old times) shows createdAt."""
     d = tmp_path / "d"
-    make(d, 1, mtime=1_700_000_000, lines=[message_rec(user("hi"))])  # before the header's 2026 time
+    make(d, 1, mtime=1_700_000_000, lines=[message_record(user("hi"))])  # before the header's 2026 time
     [item] = list_sessions(str(d), "/root")
     assert item["createdAt"] == item["modifiedAt"] == "2026-01-02T03:04:05.678Z"
 
@@ -60,11 +61,11 @@ def test_modified_at_is_never_before_created_at(tmp_path):
 def test_first_message_and_count_follow_compaction_and_display_content(tmp_path):
     d = tmp_path / "d"
     make(d, 1, mtime=10, lines=[
-        message_rec(user("x" * 500)), message_rec(assistant("a")), message_rec(user("keep")),
+        message_record(user("x" * 500)), message_record(assistant("a")), message_record(user("keep")),
         {"type": "compaction", "message": {"role": "compactionSummary", "summary": "The\tsummary",
                                            "first_kept_entry_id": "message:2"}},
     ])
-    make(d, 2, mtime=5, lines=[message_rec(user([{"type": "text", "text": "raw"}], display_content="shown " * 40))])
+    make(d, 2, mtime=5, lines=[message_record(user([{"type": "text", "text": "raw"}], display_content="shown " * 40))])
     first, second = list_sessions(str(d), "/r")
     assert (first["firstMessage"], first["messageCount"]) == ("The summary", 2)
     assert second["firstMessage"] == ("shown " * 40).strip()[:120] and len(second["firstMessage"]) == 120

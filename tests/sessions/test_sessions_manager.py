@@ -13,9 +13,10 @@ from kward.errors import InvalidParams, PathNotAllowed, SessionBusy, SessionFile
 from kward.rpc.wire import sessions as wire_sessions
 from kward.rpc.wire import transcript as wire
 from kward.sessions.opening import load_session
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
-from lib.sessions_helpers import (
-    assistant, child, file_records, header, message_rec, new_manager, run_child, tool, user, write_lines,
+from lib.processes import child, run_child
+from lib.session_manager import new_manager, opened, payload
+from lib.session_records import (
+    assistant, header, message_record, recorded, strict_records, tool_result, typed, user, write_lines,
 )
 
 
@@ -149,7 +150,7 @@ def test_an_open_file_replaced_on_disk_is_not_shared_by_a_resume(env):
     with pytest.raises(SessionFileGone) as err:
         s.append_message(typed(user("lost")))
     assert err.value.reason == "session_file_gone" and s.path in err.value.message
-    assert [r["message"]["content"] for r in file_records(s.path) if r["type"] == "message"] == ["old content", "new"]
+    assert [r["message"]["content"] for r in strict_records(s.path) if r["type"] == "message"] == ["old content", "new"]
 
 
 def test_resume_refuses_missing_non_regular_and_non_session_files(env, tmp_path):
@@ -247,18 +248,18 @@ def test_resume_uses_the_header_cwd_only_for_a_file_kward_filed_for_it(env, tmp_
         finally:
             manager.close(handle.id)
 
-    crafted = write_lines(tmp_path / "x.jsonl", [header(cwd=str(other)), message_rec(user("u"))])
+    crafted = write_lines(tmp_path / "x.jsonl", [header(cwd=str(other)), message_record(user("u"))])
     assert root(crafted) == (str(ws.resolve()), str(other))  # an arbitrary path: the launch directory
     assert root(crafted, str(other)) == (str(other), str(other))  # the client's root
     filed = write_lines(workspace_session_dir(manager.sessions_dir, str(other)) / "y.jsonl",
-                        [header(cwd=str(other)), message_rec(user("u"))])
+                        [header(cwd=str(other)), message_record(user("u"))])
     assert root(filed)[0] == str(other)  # kward filed it there for that cwd
     assert root(filed, str(ws))[0] == str(ws.resolve())  # the client decides
     misfiled = write_lines(workspace_session_dir(manager.sessions_dir, str(ws)) / "z.jsonl",
-                           [header(cwd=str(other)), message_rec(user("u"))])
+                           [header(cwd=str(other)), message_record(user("u"))])
     assert root(misfiled)[0] == str(ws.resolve())  # filed for another workspace
     gone = write_lines(workspace_session_dir(manager.sessions_dir, "/does/not/exist") / "w.jsonl",
-                       [header(cwd="/does/not/exist"), message_rec(user("u"))])
+                       [header(cwd="/does/not/exist"), message_record(user("u"))])
     assert root(gone) == (str(ws.resolve()), "/does/not/exist")
 
 
@@ -271,7 +272,7 @@ def test_rename_and_clear(env):
     assert "name" not in payload(s)
     manager.rename(s.id, "Again")
     manager.rename(s.id, None)
-    infos = [r for r in file_records(s.path) if r["type"] == "session_info"]
+    infos = [r for r in strict_records(s.path) if r["type"] == "session_info"]
     assert [i["name"] for i in infos] == ["New", None, "Again", None]
     assert load_session(s.path, "/").name is None
 
@@ -281,7 +282,7 @@ def test_clone_copies_and_stays_independent(env):
     (ws / "a.txt").write_text("a")
     s = manager.create(name="src")
     for m in ({"role": "system", "content": "sys"}, user("q"),
-              assistant(calls=[("c1", "read_file", {"path": "a.txt"})]), tool("c1", "read_file", "a")):
+              assistant(calls=[("c1", "read_file", {"path": "a.txt"})]), tool_result("c1", "read_file", "a")):
         s.append_message(typed(m))
     before = Path(s.path).read_bytes()
     c = manager.clone(s.id)
@@ -317,7 +318,7 @@ def test_fork_messages_and_fork(env):
     for bad in ("message:1", "message:99", "3", "message:-1", None, "message:x"):
         with pytest.raises(InvalidParams):
             manager.fork(s.id, bad)
-    assert len(file_records(s.path)) == 6  # the source is untouched
+    assert len(strict_records(s.path)) == 6  # the source is untouched
 
 
 def test_delete_removes_file_and_sidecars(env):
@@ -434,8 +435,8 @@ def test_transcript(env):
     s.append_record("tool_execution_end", toolCallId="c1", toolName="edit", args={},
                     result={"content": "Edited", "isError": False, "images": [], "diff": "--- a.py\n+++ a.py",
                             "changedFiles": ["a.py"]}, isError=False)
-    s.append_message(typed(tool("c1", "edit_file", "Edited a.py: replaced 1 block(s)\n--- a.py\n+++ a.py")))
-    s.append_message(typed(tool("c2", "run_shell_command", "Error: command timed out after 30 seconds")))
+    s.append_message(typed(tool_result("c1", "edit_file", "Edited a.py: replaced 1 block(s)\n--- a.py\n+++ a.py")))
+    s.append_message(typed(tool_result("c2", "run_shell_command", "Error: command timed out after 30 seconds")))
     s.append_message(typed({"role": "assistant", "content": [{"type": "text", "text": "t"},
                                                        {"type": "reasoning", "text": "r"}]}))
     result = wire.transcript(manager.transcript(s.id))
@@ -467,7 +468,8 @@ def test_transcript_derives_details_without_an_execution_record(env):
     manager, _ = env
     s = manager.create()
     s.append_message(typed(assistant(calls=[("w", "write_file", {"path": "n.txt", "content": "x"})])))
-    s.append_message(typed(tool("w", "write_file", "Wrote 1 bytes to n.txt\n--- n.txt\n+++ n.txt\n@@ -0,0 +1,1 @@\n+x")))
+    s.append_message(typed(tool_result("w", "write_file",
+                                       "Wrote 1 bytes to n.txt\n--- n.txt\n+++ n.txt\n@@ -0,0 +1,1 @@\n+x")))
     [_, result] = wire.transcript(manager.transcript(s.id))["messages"]
     assert result["details"] == {"diff": "--- n.txt\n+++ n.txt\n@@ -0,0 +1,1 @@\n+x", "changedFiles": ["n.txt"]}
 
@@ -490,7 +492,7 @@ def test_sixteen_sessions_written_concurrently(env):
     for t in threads:
         t.join(60)
     for s in sessions:
-        records = file_records(s.path)
+        records = strict_records(s.path)
         texts = [r["message"]["content"].split("-")[:2] for r in records if r["type"] == "message"]
         assert texts == [[s.name, str(i)] for i in range(100)]
 

@@ -8,8 +8,9 @@ import pytest
 
 from kward.errors import InvalidParams
 from kward.sessions.opening import load_session
-from lib.sessions_helpers import assistant, header, message_rec, tool, user, write_lines
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from lib.session_records import (
+    assistant, header, message_record, recorded, tool_result, typed, user, write_lines,
+)
 
 READER_LOG = "kward.sessions.reader"
 
@@ -26,13 +27,13 @@ def test_torn_blank_undecodable_and_unknown_lines_are_skipped_and_logged(tmp_pat
     path = write_lines(tmp_path / "s.jsonl", [
         header(),
         "",
-        message_rec(user("one")),
+        message_record(user("one")),
         "   ",
         b"\xff\xfe not json",
         "[1, 2]",
         {"type": "frobnicate", "x": 1},
         {"type": "message", "message": "not an object"},
-        message_rec(assistant("two")),
+        message_record(assistant("two")),
         '{"type":"message","message":{"role":"user","content":"torn',
     ], trailing_newline=False)
     with caplog.at_level(logging.DEBUG, logger="kward.sessions"):
@@ -47,14 +48,14 @@ def test_torn_blank_undecodable_and_unknown_lines_are_skipped_and_logged(tmp_pat
 
 
 def test_clean_file_logs_nothing(tmp_path, caplog):
-    path = write_lines(tmp_path / "s.jsonl", [header(), message_rec(user("hi"))])
+    path = write_lines(tmp_path / "s.jsonl", [header(), message_record(user("hi"))])
     with caplog.at_level(logging.DEBUG, logger="kward.sessions"):
         load(path, tmp_path).close(delete_if_unused=False)
     assert not [r for r in caplog.records if r.name.startswith("kward.sessions")]
 
 
 def test_complete_last_record_without_newline_is_kept(tmp_path):
-    path = write_lines(tmp_path / "s.jsonl", [header(), message_rec(user("a")), message_rec(user("b"))],
+    path = write_lines(tmp_path / "s.jsonl", [header(), message_record(user("a")), message_record(user("b"))],
                        trailing_newline=False)
     session = load(path, tmp_path)
     assert contents(session) == ["a", "b"]
@@ -66,7 +67,7 @@ def test_complete_last_record_without_newline_is_kept(tmp_path):
 @pytest.mark.parametrize("lines", [
     [],
     ["just some text", "more"],
-    [message_rec(user("no header"))],
+    [message_record(user("no header"))],
     [{"type": "session", "version": 2, "id": "x", "cwd": "/"}],
     [{"type": "session", "version": "1", "id": "x"}],
     [{"type": "session", "version": 1}],
@@ -82,7 +83,7 @@ def test_non_session_files_are_refused(tmp_path, lines):
 
 @pytest.mark.parametrize("before", [[""], ["garbage"], ["", "garbage"]])
 def test_the_header_must_be_the_first_line(tmp_path, before):
-    path = write_lines(tmp_path / "s.jsonl", [*before, header(), message_rec(user("x"))])
+    path = write_lines(tmp_path / "s.jsonl", [*before, header(), message_record(user("x"))])
     with pytest.raises(InvalidParams) as err:
         load(path, tmp_path)
     assert "Not a Kward session file" in err.value.message
@@ -97,13 +98,14 @@ def compaction(first_kept, summary="S", **extra):
 def test_compaction_keeps_summary_and_messages_from_the_entry(tmp_path):
     path = write_lines(tmp_path / "s.jsonl", [
         header(),
-        message_rec({"role": "system", "content": "sys"}),
-        message_rec(user("u0")), message_rec(assistant("a1")), message_rec(user("u2")), message_rec(assistant("a3")),
+        message_record({"role": "system", "content": "sys"}),
+        message_record(user("u0")), message_record(assistant("a1")),
+        message_record(user("u2")), message_record(assistant("a3")),
         compaction("message:2", "S1"),
-        message_rec(user("u4")),
+        message_record(user("u4")),
         compaction("message:2", "S2"),  # positional within the branch: [S1, u2, a3, u4] -> a3
-        message_rec(user("u5", id="keep-me")),
-        message_rec(assistant("a6")),
+        message_record(user("u5", id="keep-me")),
+        message_record(assistant("a6")),
         compaction("keep-me", "S3"),  # by message id
     ])
     session = load(path, tmp_path)
@@ -112,9 +114,9 @@ def test_compaction_keeps_summary_and_messages_from_the_entry(tmp_path):
 
 
 def test_compaction_with_unknown_or_missing_entry_keeps_only_the_summary(tmp_path):
-    path = write_lines(tmp_path / "s.jsonl", [header(), message_rec(user("u0")), compaction("message:99")])
+    path = write_lines(tmp_path / "s.jsonl", [header(), message_record(user("u0")), compaction("message:99")])
     assert contents(load(path, tmp_path)) == ["S"]
-    path = write_lines(tmp_path / "t.jsonl", [header(), message_rec(user("u0")), compaction(None)])
+    path = write_lines(tmp_path / "t.jsonl", [header(), message_record(user("u0")), compaction(None)])
     assert contents(load(path, tmp_path)) == ["S"]
 
 
@@ -137,13 +139,13 @@ def test_read_paths_come_from_successful_read_file_results(tmp_path):
     (ws / "b.txt").write_text("b")
     path = write_lines(tmp_path / "s.jsonl", [
         header(cwd=str(ws)),
-        message_rec(assistant(calls=[("c1", "read_file", {"path": "a.txt"}), ("c2", "read_file", {"path": "b.txt"}),
+        message_record(assistant(calls=[("c1", "read_file", {"path": "a.txt"}), ("c2", "read_file", {"path": "b.txt"}),
                                      ("c3", "read_file", {"path": "gone.txt"}),
                                      ("c4", "write_file", {"path": "w.txt", "content": ""})])),
-        message_rec(tool("c1", "read_file", "a")),
-        message_rec(tool("c2", "read_file", "Error: too big")),
-        message_rec(tool("c3", "read_file", "gone")),
-        message_rec(tool("c4", "write_file", "Wrote 0 bytes")),
+        message_record(tool_result("c1", "read_file", "a")),
+        message_record(tool_result("c2", "read_file", "Error: too big")),
+        message_record(tool_result("c3", "read_file", "gone")),
+        message_record(tool_result("c4", "write_file", "Wrote 0 bytes")),
     ])
     session = load(path, ws.resolve())
     assert session.read_paths == {str((ws / "a.txt").resolve())}
@@ -180,7 +182,7 @@ def test_successful_writes_and_edits_count_as_read_after_a_resume(tmp_path):
     def run(call_id, name, **args):
         session.append_message(typed(assistant(calls=[(call_id, name, args)])))
         result = default_registry().run(name, json.dumps(args), ctx)
-        session.append_message(typed(tool(call_id, name, result.content)))
+        session.append_message(typed(tool_result(call_id, name, result.content)))
         return result
 
     assert not run("c1", "write_file", path="new.txt", content="v1").is_error

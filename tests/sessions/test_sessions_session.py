@@ -8,8 +8,8 @@ import pytest
 
 from kward.errors import SessionNotFound
 from kward.sessions.opening import create_session, load_session
-from lib.sessions_helpers import assistant, file_records, user
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from lib.session_manager import payload
+from lib.session_records import assistant, recorded, strict_records, typed, user
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_is_empty_and_delete_if_unused(session):
 def test_close_is_idempotent_and_keeps_content(session):
     session.append_message(typed(user("x")))
     assert session.close() is False and session.close() is False
-    assert file_records(session.path)[-1]["message"]["content"] == "x"
+    assert strict_records(session.path)[-1]["message"]["content"] == "x"
     assert payload(session)["persistentId"] == session.persistent_id  # still describable
 
 
@@ -86,7 +86,7 @@ def test_messages_are_persisted_as_given(session):
                "provider": "Scripted", "model": "demo"}
     typed_message = typed(message)
     session.append_message(typed_message)
-    record = file_records(session.path)[-1]
+    record = strict_records(session.path)[-1]
     assert record["type"] == "message" and record["message"] == message and record["timestamp"].endswith("Z")
     assert session.conversation[-1] is typed_message
     with pytest.raises(TypeError):

@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
-from lib.sessions_helpers import child, file_records
+from lib.processes import child
+from lib.session_records import recorded, strict_records
 
 from kward.errors import SessionBusy
 from kward.sessions import store as store_mod
@@ -43,7 +43,7 @@ def test_create_modes_name_and_header(tmp_path):
     assert stat.S_IMODE(os.stat(f.path.parent).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(f.path.with_name(PRESENCE_NAME)).st_mode) == 0o600
     assert sorted(os.listdir(f.path.parent)) == sorted([f.path.name, PRESENCE_NAME])  # no per-session sidecar
-    [rec] = file_records(f.path)
+    [rec] = strict_records(f.path)
     assert rec["type"] == "session" and rec["version"] == 1 and rec["cwd"] == "/w"
     assert set(rec) == {"type", "version", "id", "timestamp", "cwd"}  # empty fields omitted
     with pytest.raises(FileExistsError):  # O_EXCL
@@ -56,7 +56,7 @@ def test_append_is_written_before_return_and_reports_offsets(tmp_path):
     size = os.path.getsize(f.path)
     start, end = f.append({"type": "message", "message": {"role": "user", "content": "é"}})
     assert start == size and end == os.path.getsize(f.path)  # in the file, not in a buffer
-    assert file_records(f.path)[-1]["message"]["content"] == "é"
+    assert strict_records(f.path)[-1]["message"]["content"] == "é"
     f.close()
     with pytest.raises(ValueError):
         f.append({"type": "message", "message": {}})
@@ -65,7 +65,7 @@ def test_append_is_written_before_return_and_reports_offsets(tmp_path):
 def test_lone_surrogate_is_escaped_not_lost(tmp_path):
     f = new_file(tmp_path)
     f.append({"type": "message", "message": {"role": "user", "content": "a\ud800b"}})
-    assert file_records(f.path)[-1]["message"]["content"] == "a\ud800b"
+    assert strict_records(f.path)[-1]["message"]["content"] == "a\ud800b"
     f.close()
 
 
@@ -192,7 +192,7 @@ def test_16_threads_and_4_processes_append_without_interleaving(tmp_path):
     finally:
         for p in procs:
             p.kill()
-    records = file_records(f.path)[1:]  # every line valid JSON, none interleaved
+    records = strict_records(f.path)[1:]  # every line valid JSON, none interleaved
     seen: dict[str, list[int]] = {}
     for rec in records:
         seen.setdefault(rec["message"]["writer"], []).append(rec["message"]["seq"])

@@ -21,7 +21,7 @@ from kward.telemetry.stats import collect
 from kward.telemetry.tokens import HEADER, token_csv
 from kward.config.settings import LoggingSettings
 from kward.tools.base import ToolResult
-from lib.messages import recorded, typed
+from lib.session_records import recorded, typed
 
 UTC = timezone.utc
 

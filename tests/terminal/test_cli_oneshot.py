@@ -7,7 +7,7 @@ import pytest
 from lib import fake_openrouter as fo
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
-from lib.turns_helpers import delay, reasoning, text, tool
+from lib.scripts import delay, model_error, reasoning, text, tool
 
 
 @pytest.mark.slow
@@ -52,8 +52,7 @@ def test_an_empty_piped_prompt_is_a_usage_error(cli):
 
 @pytest.mark.slow
 def test_a_failed_turn_exits_1_with_one_line(cli):
-    cli.script([[text("partial "), {"type": "error", "message": "the model broke", "kind": "server",
-                                    "status": 500}]])
+    cli.script([[text("partial "), model_error("the model broke", kind="server", status=500)]])
     proc = cli.run("go")
     assert proc.returncode == 1
     assert proc.stdout == b"partial \n"

@@ -6,7 +6,7 @@ import json
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.compaction_helpers import write_compaction_config
 from lib.pty_term import PROMPT, PtyKward
-from lib.turns_helpers import text
+from lib.scripts import text
 
 
 def test_compact_summarizes_and_the_next_turn_goes_on(cli, isolated_home):

@@ -7,7 +7,7 @@ import stat
 
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.pty_term import PROMPT, term  # noqa: F401 - fixture
-from lib.turns_helpers import delay, reasoning, text, tool
+from lib.scripts import delay, reasoning, text, tool
 
 
 def test_a_turn_streams_with_reasoning_tool_lines_and_a_status_line(term, cli):

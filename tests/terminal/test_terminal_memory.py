@@ -6,7 +6,7 @@ import pytest
 
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.pty_term import PROMPT, term  # noqa: F401 - fixture
-from lib.turns_helpers import text
+from lib.scripts import text
 
 
 def test_memory_commands_in_an_interactive_session(term, cli):

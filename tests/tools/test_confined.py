@@ -7,14 +7,13 @@ import errno
 import os
 import re
 import stat
-import subprocess
-import sys
 
 import pytest
 
 from kward.confined import (
     MAX_HOPS, Escape, open_below, pid_alive, read_fd, remove_dead_temps, replace_file, split_below,
 )
+from lib.processes import dead_pid
 
 
 @pytest.fixture
@@ -117,12 +116,6 @@ def test_replace_file_is_relative_to_the_descriptor(tree):
     assert open(tree + "/a/b/f.txt").read() == "new"
     assert stat.S_IMODE(os.stat(tree + "/a/b/f.txt").st_mode) == 0o640
     assert sorted(os.listdir(tree + "/a/b")) == ["f.txt", "g.txt"]
-
-
-def dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
 
 
 def test_remove_dead_temps_only_removes_files_of_dead_processes(tmp_path):

@@ -21,10 +21,10 @@ import pytest
 
 from kward.errors import PathNotAllowed
 from lib.rpc_sessions import start, workspace  # noqa: F401 (fixtures)
-from lib.sessions_helpers import new_manager, user
+from lib.session_manager import new_manager
+from lib.session_records import typed, user
 from lib.swapper import swapping
 from lib.tools_helpers import call, ctx, ws  # noqa: F401 (fixtures)
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
 
 DEADLINE = 5.0  # seconds per test, at most
 

@@ -13,7 +13,9 @@ import pytest
 from kward.processes import children as procs
 from kward.errors import Canceled
 from kward.tools import process
-from lib.tools_helpers import call, live_group_members, pid_alive, wait_until, ctx  # noqa: F401 (fixtures)
+from lib.processes import live_group_members, pid_alive
+from lib.tools_helpers import call, ctx  # noqa: F401 (fixtures)
+from lib.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 

@@ -16,8 +16,10 @@ from kward.agent.scheduler import TurnManager
 from kward.errors import InvalidParams, SessionBusy
 from kward.model import Answer, Finished, Status
 from kward.rpc.wire import events as wire
-from lib.turns_helpers import (check_turn_events, delay, kward, pid_alive, text, tool,  # noqa: F401
-                               wait_for_steer, wait_until)
+from lib.processes import pid_alive
+from lib.scripts import delay, text, tool, wait_for_steer
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401 (fixtures)
+from lib.waiting import wait_until
 
 QUESTION = {"question": "Which color?", "header": "Color",
             "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}

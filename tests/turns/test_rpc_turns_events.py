@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from lib.turns_helpers import (check_turn_events, kward, reasoning, text, tool,  # noqa: F401
-                               wait_for_steer)
+from lib.scripts import model_error, reasoning, text, tool, wait_for_steer
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401 (fixtures)
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -105,8 +105,8 @@ def test_a_turn_of_more_than_1000_events_replays_only_the_last_1000(kward):
 
 
 def test_a_provider_error_fails_the_turn_with_a_sanitized_error(kward):
-    k = kward([[text("partial "), {"type": "error", "message": "upstream exploded (Bearer abcdef1234567890)",
-                                   "kind": "server", "status": 500}]], loop=True)
+    k = kward([[text("partial "), model_error("upstream exploded (Bearer abcdef1234567890)", kind="server",
+                                              status=500)]], loop=True)
     s = k.session()
     turn, events = k.run(s["id"], "go")
     finished = check_turn_events(events, "failed")

@@ -18,13 +18,16 @@ from kward.agent.loop import interrupted_message
 from kward.providers import chat_wire, codex_wire
 from kward.providers.base import ModelRequest
 from kward.sessions.codec import encode
-from lib.messages import typed
+from lib.session_records import typed
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import create_session, deltas, failed_error, finished, run_turn, start_kward, types, wait_event
-from lib.turns_helpers import check_turn_events, delay, kward, reasoning, text, tool  # noqa: F401
+from lib.rpc_models import (
+    create_session, deltas, failed_error, finished, run_turn, start_kward, types, wait_event,
+)
+from lib.scripts import delay, reasoning, text, tool
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401
 
 TOKEN = make_jwt("acct_interrupted")
 OR_KEY = "sk-or-v1-interrupted0123456789"

@@ -12,9 +12,11 @@ import time
 
 import pytest
 
+from lib.processes import proc_status_kb
 from lib.rpc_client import frame, kward_env, spawn_kward
-from lib.turns_helpers import (check_turn_events, delay, kward, proc_status_kb, reasoning, text,  # noqa: F401
-                               tool, wait_until, write_script)
+from lib.scripts import delay, reasoning, text, tool, write_script
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401 (fixtures)
+from lib.waiting import wait_until
 
 SESSIONS = 16
 TURNS_PER_SESSION = 4

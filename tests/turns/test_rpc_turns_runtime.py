@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
+from lib.scripts import text, tool
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401
 
 QUESTION = {"question": "Go on?", "header": "Go",
             "options": [{"label": "Yes", "description": "go"}, {"label": "No", "description": "stop"}]}

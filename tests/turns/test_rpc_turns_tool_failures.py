@@ -22,9 +22,9 @@ import pytest
 from kward.sessions.opening import create_session, load_session
 from kward.sessions.replay import Replay
 from lib.rpc_client import RpcClient, kward_env
-from lib.sessions_helpers import assistant, user
-from lib.turns_helpers import check_turn_events, kward, text, tool, write_script  # noqa: F401
-from lib.messages import opened, payload, recorded, typed, typed_all  # noqa: F401
+from lib.scripts import text, tool, write_script
+from lib.session_records import assistant, recorded, typed, user
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401
 
 LONG_NAME = "n" * 300 + ".txt"  # over NAME_MAX (255) on every common file system
 

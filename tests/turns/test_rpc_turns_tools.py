@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from lib.turns_helpers import check_turn_events, kward, text, tool  # noqa: F401
+from lib.scripts import text, tool
+from lib.turns_helpers import check_turn_events, kward  # noqa: F401
 
 
 def tool_events(events):
