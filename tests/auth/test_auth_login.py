@@ -12,13 +12,11 @@ from kward.redact import redact
 from kward.rpc.wire.auth import credential_status
 from kward.rpc.wire.auth import login as login_object
 from lib.auth_helpers import authorize, browser, make_auth, make_env, open_in_browser
+from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth, challenge_of
 
 
-@pytest.fixture
-def fake():
-    with FakeOAuth() as server:
-        yield server
+fake = served(FakeOAuth)
 
 
 @pytest.fixture

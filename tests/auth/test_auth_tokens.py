@@ -8,14 +8,11 @@ import pytest
 from kward.auth.tokens import OpenAITokens
 from kward.errors import AuthServerError, NotLoggedIn
 from lib.auth_helpers import authorize, make_auth, make_env
-from lib.fake_http import json_response
+from lib.fake_http import json_response, served
 from lib.fake_oauth import FakeOAuth
 
 
-@pytest.fixture
-def fake():
-    with FakeOAuth() as server:
-        yield server
+fake = served(FakeOAuth)
 
 
 def env_for(fake, **extra):

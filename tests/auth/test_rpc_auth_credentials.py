@@ -10,27 +10,21 @@ import stat
 import pytest
 
 from lib import fake_openrouter as fo
+from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth
 from lib.fake_openrouter import FakeOpenRouter
 from lib.keyring_backend import keyring_env, read_keyring
+from lib.loopback_kward import create_session, run_turn
 from lib.rpc_auth import auth_env, login, start
-from lib.rpc_models import create_session, finished, run_turn, wait_turn
 from lib.scripts import text, tool, write_script
+from lib.turn_events import finished, wait_turn
 
 KEY = "sk-or-v1-stored0123456789abcdef"
 ENV_KEY = "sk-or-v1-environment0123456789"
 
 
-@pytest.fixture
-def oauth():
-    with FakeOAuth() as server:
-        yield server
-
-
-@pytest.fixture
-def router():
-    with FakeOpenRouter() as server:
-        yield server
+oauth = served(FakeOAuth)
+router = served(FakeOpenRouter)
 
 
 def bearer(fake):

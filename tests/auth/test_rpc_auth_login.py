@@ -11,23 +11,17 @@ import pytest
 from lib import fake_codex as fc
 from lib.auth_helpers import authorize, open_in_browser
 from lib.fake_codex import FakeCodex
+from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth
+from lib.loopback_kward import create_session, run_turn
 from lib.rpc_auth import auth_env, code_of, finished, login, port_of, refused, start
-from lib.rpc_models import create_session, finished as turn_finished, run_turn
+from lib.turn_events import finished as turn_finished
 
 LOGIN_FIELDS = {"providerId", "loginId", "status", "authorizationUrl", "redirectUri"}
 
 
-@pytest.fixture
-def oauth():
-    with FakeOAuth() as server:
-        yield server
-
-
-@pytest.fixture
-def codex():
-    with FakeCodex() as server:
-        yield server
+oauth = served(FakeOAuth)
+codex = served(FakeCodex)
 
 
 @pytest.fixture

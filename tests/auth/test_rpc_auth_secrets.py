@@ -14,8 +14,9 @@ from lib.auth_helpers import authorize
 from lib.fake_codex import FakeCodex
 from lib.fake_oauth import FakeOAuth
 from lib.fake_openrouter import FakeOpenRouter
+from lib.loopback_kward import create_session, run_turn
 from lib.rpc_auth import finished, login, start
-from lib.rpc_models import create_session, failed_error, finished as turn_finished, run_turn
+from lib.turn_events import failed_error, finished as turn_finished
 
 KEY = "sk-or-v1-planted0123456789abcdef"
 

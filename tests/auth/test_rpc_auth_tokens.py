@@ -9,15 +9,14 @@ import pytest
 
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex
+from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth
+from lib.loopback_kward import create_session, run_turn
 from lib.rpc_auth import login, start
-from lib.rpc_models import create_session, failed_error, finished, run_turn
+from lib.turn_events import failed_error, finished
 
 
-@pytest.fixture
-def codex():
-    with FakeCodex() as server:
-        yield server
+codex = served(FakeCodex)
 
 
 def kward_for(home, oauth, codex):
@@ -26,10 +25,6 @@ def kward_for(home, oauth, codex):
 
 def stored(home):
     return json.loads((home / ".kward" / "auth.json").read_text())["tokens"]
-
-
-def bearer(request):
-    return request.headers["authorization"].removeprefix("Bearer ")
 
 
 @pytest.mark.slow
@@ -44,7 +39,7 @@ def test_a_login_that_expires_within_a_minute_is_refreshed_before_the_request(is
         assert now["access_token"] != first["access_token"] and now["refresh_token"] != first["refresh_token"]
         assert oauth.valid_refresh_tokens() == [now["refresh_token"]]  # rotated and saved at once
         [request] = codex.requests("responses")
-        assert bearer(request) == now["access_token"]
+        assert request.bearer == now["access_token"]
         assert c.stderr == ""
 
 
@@ -57,8 +52,8 @@ def test_a_401_refreshes_once_and_the_request_is_sent_again(isolated_home, codex
         events = run_turn(c, create_session(c, isolated_home)["id"])
         assert finished(events) == {"status": "completed"}
         rejected, retried = codex.requests("responses")
-        assert bearer(rejected) == first["access_token"]
-        assert bearer(retried) == stored(isolated_home)["access_token"] != first["access_token"]
+        assert rejected.bearer == first["access_token"]
+        assert retried.bearer == stored(isolated_home)["access_token"] != first["access_token"]
         assert oauth.grants() == ["authorization_code", "refresh_token"]
         # a second 401 in the same request is not refreshed again: the turn fails
         codex.script("responses", fc.http_error(401, {"detail": "no"}), fc.http_error(401, {"detail": "no"}))
@@ -104,4 +99,4 @@ def test_an_environment_token_wins_over_the_stored_login_and_is_never_refreshed(
             error = failed_error(run_turn(c, create_session(c, isolated_home)["id"]))
             assert error["reason"] == "not_logged_in" and "OPENAI_ACCESS_TOKEN" in error["message"]
             [request] = codex.requests("responses")
-            assert bearer(request) == token and oauth.grants() == ["authorization_code"]
+            assert request.bearer == token and oauth.grants() == ["authorization_code"]

@@ -14,18 +14,15 @@ from kward.compaction.prompt import SYSTEM_PROMPT
 from lib import fake_codex as fc
 from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
 from lib.fake_codex import FakeCodex, make_jwt
-from lib.rpc_models import (
-    create_session, failed_error, finished, run_turn, start_kward, start_turn, wait_turn,
-)
+from lib.fake_http import served
+from lib.loopback_kward import create_session, run_turn, start_kward, start_turn
+from lib.turn_events import failed_error, finished, wait_turn
 
 TOKEN = make_jwt("acct_compaction")
 BIG = "A" * 2999 + "\n"
 
 
-@pytest.fixture
-def fake():
-    with FakeCodex() as server:
-        yield server
+fake = served(FakeCodex)
 
 
 @pytest.fixture

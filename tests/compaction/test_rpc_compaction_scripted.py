@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
 from lib.rpc_client import RpcClient
+from lib.scripted_kward import kward  # noqa: F401 - fixture
 from lib.scripts import delay, text
 from lib.session_records import read_records
-from lib.turns_helpers import kward  # noqa: F401 - fixture
 
 LONG = "please look at the parser " * 8  # ~200 chars: ~51 estimated tokens
 SUMMARY = "## Goal\n- Fix the parser\n\n## Files & Code\n### Read\n- stale.py\n\n### Modified\n- stale.py\n\n## Next Steps\n1. Go on"
@@ -109,7 +109,7 @@ def test_compaction_refuses_during_a_turn_and_turns_wait_for_a_compaction(kward,
     assert k.finish(running["id"])[-1]["payload"]["status"] == "canceled"
 
     pending = k.client.send("sessions/compact", {"sessionId": s["id"]})
-    k.wait_for(lambda n: n["method"] == "session/event" and n["params"]["type"] == "compactionStart")
+    k.wait_notification(lambda n: n["method"] == "session/event" and n["params"]["type"] == "compactionStart")
     queued = k.start(s["id"], "after the compaction")  # queued behind it, runs once it ended
     events = k.finish(queued["id"])
     result = k.client.response(pending)["result"]

@@ -11,11 +11,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from .auth_helpers import open_in_browser
 from .rpc_client import RpcClient
-from .rpc_models import env_for, workspace
+from .loopback_kward import env_for, workspace
 
 
 def auth_env(home: Path, oauth: Any, **extra: str) -> dict[str, str]:
-    """The env of `rpc_models.start_kward`, logins going to `oauth` on a free callback port."""
+    """The env of `loopback_kward.start_kward`, logins going to `oauth` on a free callback port."""
     return env_for(home, **{"KWARD_OPENAI_AUTH_ISSUER": oauth.issuer, "KWARD_OAUTH_PORT": "0", **extra})
 
 

@@ -262,14 +262,23 @@ class FrameClient(kward_client.Client):
             return exc
         raise AssertionError(f"{method} succeeded unexpectedly: {result!r}")
 
-    def wait_notification(self, predicate: Callable[[dict], bool], timeout: float = 10.0) -> dict:
+    def wait_notification(self, predicate: Callable[[dict], bool], timeout: float = 10.0,
+                          what: str = "notification") -> dict:
+        """The first notification (whole message) matching `predicate`, once it arrived;
+        each notification is looked at once."""
+        notes = self.notifications
+        pos = 0
+
         def find():
-            for n in self.notifications:
+            nonlocal pos
+            while pos < len(notes):
+                n = notes[pos]
+                pos += 1
                 if predicate(n):
                     return n
             return None
 
-        return self.wait(find, timeout, "notification")
+        return self.wait(find, timeout, what)
 
 
 class RpcClient(FrameClient):

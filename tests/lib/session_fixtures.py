@@ -40,9 +40,10 @@ from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.resources_helpers import write_config, write_plugin, write_prompt
 from lib.rpc_client import RpcClient
-from lib.rpc_models import env_for
+from lib.loopback_kward import env_for
 from lib.scripts import delay, model_error, reasoning, step, text, tool, usage, wait_for_steer, write_script
 from lib.session_records import parse_records
+from lib.turn_events import wait_event, wait_turn
 
 DATA = paths.DATA / "sessions"
 NAMES = ("scripted", "slash", "codex", "openrouter", "compacted", "variants")
@@ -101,17 +102,6 @@ def _kward(root: Path, **env: str) -> RpcClient:
     return RpcClient(home, cwd=root / "ws", env=env_for(home, KWARD_LOG_LEVEL="ERROR", **env))
 
 
-def _events(client: RpcClient, turn_id: str) -> list[dict[str, Any]]:
-    return [n["params"] for n in list(client.notifications)
-            if n.get("method") == "turn/event" and n["params"].get("turnId") == turn_id]
-
-
-def _finish(client: RpcClient, turn_id: str, timeout: float = 20) -> list[dict[str, Any]]:
-    client.wait(lambda: any(e["type"] == "turnFinished" for e in _events(client, turn_id)), timeout,
-                f"turnFinished of {turn_id}")
-    return _events(client, turn_id)
-
-
 def _start(client: RpcClient, session_id: str, text: str, **params: Any) -> dict[str, Any]:
     return client.request("turns/start", {"sessionId": session_id, "input": text, **params})
 
@@ -126,7 +116,7 @@ class Run:
 
     def turn(self, session_id: str, text: str, **params: Any) -> dict[str, Any]:
         start = _start(self.client, session_id, text, **params)
-        events = _finish(self.client, start["id"])
+        events = wait_turn(self.client, start["id"], 20)
         self.turns.append({"start": start, "events": [{"type": e["type"], "payload": e["payload"]} for e in events]})
         return start
 
@@ -195,16 +185,16 @@ def _scripted(root: Path) -> tuple[Path, Run]:
                  attachments=[{"type": "image", "data": PNG, "mimeType": "image/png", "name": "dot.png"}])
         run.turn(sid, "Tell me more")
         start = _start(client, sid, "Go on")
-        client.wait(lambda: any(e["type"] == "assistantDelta" for e in _events(client, start["id"])), 20, "Working")
+        wait_event(client, start["id"], "assistantDelta", 20)  # "Working" is streaming
         steered = _start(client, sid, "Also this", streamingBehavior="steer",
                          attachments=[{"type": "image", "data": PNG, "mimeType": "image/png"}])
-        events = _finish(client, start["id"])
+        events = wait_turn(client, start["id"], 20)
         run.turns.append({"start": start, "steered": steered,
                           "events": [{"type": e["type"], "payload": e["payload"]} for e in events]})
         start = _start(client, sid, "Stop soon")
-        client.wait(lambda: any(e["type"] == "assistantDelta" for e in _events(client, start["id"])), 20, "Half")
+        wait_event(client, start["id"], "assistantDelta", 20)  # "Half" is streaming
         client.request("turns/cancel", {"turnId": start["id"]})
-        events = _finish(client, start["id"])
+        events = wait_turn(client, start["id"], 20)
         run.turns.append({"start": start, "events": [{"type": e["type"], "payload": e["payload"]} for e in events]})
         client.wait(lambda: _observed_types(root).count("answer") == 3, 20, "the observer", poll=0.02)
         run.results["observed"] = [json.loads(line) for line in
@@ -420,7 +410,7 @@ def _shown(client: RpcClient, path: Path, ws: Path, root: Path) -> dict[str, Any
 def _next_body(client: RpcClient, sid: str, route: str, fake: Any) -> dict[str, Any]:
     before = len(fake.requests(route))
     start = _start(client, sid, "next")
-    _finish(client, start["id"])
+    wait_turn(client, start["id"], 20)
     body = dict(fake.requests(route)[before].json)
     body.pop("tools", None)  # the tool schemas are not the session's (other tests check them)
     if route == "responses":

@@ -12,10 +12,11 @@ import pytest
 from lib import fake_openrouter as fo
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
+from lib.loopback_kward import create_session, run_turn, start_kward
 from lib.rpc_client import RpcClient
-from lib.rpc_models import create_session, run_turn, start_kward
+from lib.scripted_kward import kward  # noqa: F401 - fixture
 from lib.scripts import text
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401 - fixture
+from lib.turn_events import check_turn_events
 
 KEY = "sk-or-v1-memory0123456789abcdef"
 

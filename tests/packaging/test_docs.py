@@ -331,7 +331,7 @@ def test_notifications_table_lists_what_is_sent_and_what_is_reserved(doc):
 
 
 def test_every_event_type_the_code_emits_is_listed_and_documented(doc):
-    from lib.turns_helpers import EVENT_TYPES as CHECKED_BY_TURN_TESTS
+    from lib.turn_events import EVENT_TYPES as CHECKED_BY_TURN_TESTS
 
     assert set(EVENT_TYPES) == emitted_event_types()
     assert set(CHECKED_BY_TURN_TESTS) == set(EVENT_TYPES)

@@ -14,6 +14,7 @@ from kward.providers.retry import RetryPolicy
 from kward.providers.settings import ProviderSettings
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
+from lib.fake_http import served
 from lib.fake_sink import RecordingSink
 from lib.session_records import typed_all
 
@@ -25,10 +26,7 @@ TOOLS = [{"type": "function", "function": {"name": "shell", "description": "Run 
 TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
-@pytest.fixture
-def fake():
-    with FakeCodex() as server:
-        yield server
+fake = served(FakeCodex)
 
 
 def make_provider(fake, creds=None, **settings):

@@ -13,6 +13,7 @@ from kward.providers.openrouter import OpenRouterProvider
 from kward.providers.retry import RetryPolicy
 from kward.providers.settings import ProviderSettings
 from lib import fake_openrouter as fo
+from lib.fake_http import served
 from lib.fake_openrouter import FakeOpenRouter
 from lib.fake_sink import RecordingSink
 from lib.session_records import typed_all
@@ -24,10 +25,7 @@ TOOLS = [{"type": "function", "function": {"name": "shell", "description": "Run 
 TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
-@pytest.fixture
-def fake():
-    with FakeOpenRouter() as server:
-        yield server
+fake = served(FakeOpenRouter)
 
 
 def make_provider(fake, key=KEY, **settings):

@@ -15,8 +15,9 @@ import kward
 from kward.config import rules
 from kward.providers import specs
 from kward.providers.base import Provider
+from lib.loopback_kward import create_session, run_turn, workspace
 from lib.rpc_client import RpcClient, kward_env
-from lib.rpc_models import create_session, deltas, finished, run_turn, workspace
+from lib.turn_events import deltas, finished
 
 
 @pytest.mark.parametrize("name, key", [

@@ -9,8 +9,10 @@ import pytest
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
+from lib.fake_http import served
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import DEAD, create_session, finished, run_turn, start_kward
+from lib.loopback_kward import DEAD, create_session, run_turn, start_kward
+from lib.turn_events import finished
 
 TOKEN = make_jwt("acct_models")
 KEY = "sk-or-v1-models0123456789"
@@ -20,16 +22,8 @@ BUILTIN_CODEX = ["gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex-spark", "g
 OPENROUTER_DEFAULT_IDS = ["openai/gpt-5.5", "anthropic/claude-sonnet-4.5", "google/gemini-2.5-pro"]
 
 
-@pytest.fixture
-def codex():
-    with FakeCodex() as server:
-        yield server
-
-
-@pytest.fixture
-def router():
-    with FakeOpenRouter() as server:
-        yield server
+codex = served(FakeCodex)
+router = served(FakeOpenRouter)
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import create_session, finished, run_turn, start_kward
+from lib.loopback_kward import create_session, run_turn, start_kward
 from lib.scripts import text, write_script
+from lib.turn_events import finished
 
 TOKEN = make_jwt("acct_levels")
 KEY = "sk-or-v1-levels0123456789"

@@ -11,20 +11,18 @@ import pytest
 from kward.resources.system_prompt import static_instructions as build_instructions
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
-from lib.rpc_models import (
-    FILE_TEXT, TRACEPARENT, chat_schemas, create_session, deltas, failed_error, finished, payload,
-    responses_tools, run_turn, start_kward, start_turn, types, wait_event, wait_turn,
+from lib.fake_http import served
+from lib.loopback_kward import (
+    FILE_TEXT, TRACEPARENT, chat_schemas, create_session, responses_tools, run_turn, start_kward, start_turn,
 )
+from lib.turn_events import deltas, failed_error, finished, payload, types, wait_event, wait_turn
 
 ACCOUNT = "acct_e2e_codex"
 TOKEN = make_jwt(ACCOUNT)
 USAGE_TOKENS = {"input": 900, "output": 40, "cacheRead": 256, "cacheWrite": 0, "reasoning": 12, "total": 940}
 
 
-@pytest.fixture
-def fake():
-    with FakeCodex() as server:
-        yield server
+fake = served(FakeCodex)
 
 
 @pytest.fixture

@@ -7,20 +7,18 @@ import pytest
 
 from kward.resources.system_prompt import static_instructions as build_instructions
 from lib import fake_openrouter as fo
+from lib.fake_http import served
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import (
-    FILE_TEXT, TRACEPARENT, chat_schemas, create_session, deltas, failed_error, finished, payload, run_turn,
-    start_kward, start_turn, types, wait_event, wait_turn,
+from lib.loopback_kward import (
+    FILE_TEXT, TRACEPARENT, chat_schemas, create_session, run_turn, start_kward, start_turn,
 )
+from lib.turn_events import deltas, failed_error, finished, payload, types, wait_event, wait_turn
 
 KEY = "sk-or-v1-e2e0123456789abcdef"
 USAGE_TOKENS = {"input": 194, "output": 20, "cacheRead": 64, "cacheWrite": 100, "reasoning": 8, "total": 214}
 
 
-@pytest.fixture
-def fake():
-    with FakeOpenRouter() as server:
-        yield server
+fake = served(FakeOpenRouter)
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
+from lib.loopback_kward import TRACEPARENT, create_session, run_turn, start_kward
 from lib.rpc_client import RpcError
-from lib.rpc_models import TRACEPARENT, create_session, finished, run_turn, start_kward
+from lib.turn_events import finished
 
 ACCOUNT = "acct_SECRET_7c1e55aa"
 TOKEN = make_jwt(ACCOUNT)

@@ -10,7 +10,8 @@ from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import create_session, failed_error, finished, run_turn, start_kward
+from lib.loopback_kward import create_session, run_turn, start_kward
+from lib.turn_events import failed_error, finished
 
 TOKEN = make_jwt("acct_from_jwt")
 KEY = "sk-or-v1-selection0123456789"

@@ -1,7 +1,6 @@
 """The Scripted provider on its own: pacing, validation and cancellation."""
 
 import threading
-import time
 
 import pytest
 
@@ -9,24 +8,9 @@ from kward.cancel import CancelToken
 from kward.errors import Canceled
 from kward.providers.base import ModelRequest
 from kward.providers.scripted import ScriptedProvider, ScriptError, validate_script
+from lib.fake_sink import RecordingSink
 from lib.scripts import text
 from lib.session_records import typed
-
-
-class Sink:
-    def __init__(self):
-        self.deltas = []
-        self.first = threading.Event()
-
-    def text_delta(self, delta):
-        self.deltas.append((time.monotonic(), delta))
-        self.first.set()
-
-    def reasoning_delta(self, delta):
-        pass
-
-    def retry(self, info):
-        pass
 
 
 def request():
@@ -35,16 +19,16 @@ def request():
 
 def test_interval_paces_repeated_deltas():
     provider = ScriptedProvider(validate_script([[text("x", repeat=5, interval=0.02)]]))
-    sink = Sink()
+    sink = RecordingSink()
     response = provider.complete(request(), sink, CancelToken())
     assert response.text == "xxxxx"
-    gaps = [b[0] - a[0] for a, b in zip(sink.deltas, sink.deltas[1:])]
+    gaps = [b - a for a, b in zip(sink.text_times, sink.text_times[1:])]
     assert len(gaps) == 4 and min(gaps) >= 0.019
 
 
 def test_cancel_interrupts_a_paced_stream():
     provider = ScriptedProvider(validate_script([[text("x", repeat=1000, interval=10)]]))
-    sink, cancel = Sink(), CancelToken()
+    sink, cancel = RecordingSink(), CancelToken()
     errors = []
 
     def run():
@@ -55,10 +39,10 @@ def test_cancel_interrupts_a_paced_stream():
 
     t = threading.Thread(target=run)
     t.start()
-    assert sink.first.wait(5)
+    assert sink.first_text.wait(5)
     cancel.cancel()
     t.join(2)
-    assert not t.is_alive() and len(errors) == 1 and len(sink.deltas) == 1
+    assert not t.is_alive() and len(errors) == 1 and len(sink.texts) == 1
 
 
 @pytest.mark.parametrize("bad", [{"interval": -1}, {"interval": "fast"}, {"repeat": 0}])

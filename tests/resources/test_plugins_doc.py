@@ -9,8 +9,9 @@ import pytest
 
 from lib import fake_openrouter as fo
 from lib.fake_openrouter import FakeOpenRouter
+from lib.loopback_kward import create_session, run_turn, start_kward
 from lib.paths import REPO
-from lib.rpc_models import create_session, finished, payload, run_turn, start_kward
+from lib.turn_events import finished, payload
 from lib.waiting import wait_until
 
 DOC = REPO / "docs" / "plugins.md"

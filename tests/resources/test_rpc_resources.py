@@ -11,8 +11,9 @@ from lib.resources_helpers import (
     BLOCKING, BLOCKS_AT_LOAD, HELLO, NO_REGISTER, RAISES_AT_LOAD, RAISING, SYNTAX_ERROR, read_lines,
     write_config, write_plugin, write_prompt, write_skill,
 )
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, wait_for_steer
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events
 from lib.waiting import wait_until
 
 

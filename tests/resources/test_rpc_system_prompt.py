@@ -12,12 +12,14 @@ from kward.resources import Resources
 from kward.resources.skills import discover_skills, skills_prompt
 from kward.resources.text import MAX_PROMPT_FILE, truncation_note
 from lib import fake_openrouter as fo
+from lib.fake_http import served
 from lib.fake_openrouter import FakeOpenRouter
+from lib.loopback_kward import create_session, run_turn, start_kward
 from lib.paths import REPO
 from lib.resources_helpers import read_lines, write_plugin, write_skill
-from lib.rpc_models import create_session, finished, run_turn, start_kward
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events, finished
 from lib.waiting import wait_until
 
 KEY = "sk-or-v1-prompt0123456789abcdef"
@@ -38,10 +40,7 @@ CONTEXT_PLUGIN = '''
 '''
 
 
-@pytest.fixture
-def fake():
-    with FakeOpenRouter() as server:
-        yield server
+fake = served(FakeOpenRouter)
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ import pytest
 from kward.rpc import capabilities
 from kward.rpc import method_table as registry
 from lib.paths import REPO
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events
 
 SHARED = REPO.parent / "shared"  # the project's shared reference, beside the checkout
 ORIGINAL = json.loads((SHARED / "reference" / "initialize-original.json").read_text())["capabilities"] \

@@ -17,8 +17,9 @@ import textwrap
 
 import pytest
 
+from lib.loopback_kward import run_turn
 from lib.rpc_client import RpcClient, kward_command, kward_env
-from lib.rpc_models import failed_error, run_turn
+from lib.turn_events import failed_error
 
 from kward.errors import FilesystemError, as_kward_error
 

@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 from lib import fuzz_frames, fuzz_params
+from lib.loopback_kward import env_for, run_turn
 from lib.rpc_client import RpcClient, frame
-from lib.rpc_models import env_for, finished, run_turn
 from lib.scripts import text, write_script
 from lib.session_manager import new_manager
+from lib.turn_events import finished
 
 from kward.errors import SessionNotFound
 from kward.rpc.method_table import METHODS

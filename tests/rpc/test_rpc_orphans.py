@@ -17,8 +17,9 @@ import pytest
 
 from lib.processes import pid_alive
 from lib.rpc_client import frame, kward_command, kward_env
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events
 from lib.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and a subreaper")

@@ -18,10 +18,11 @@ import pytest
 from lib import fake_openrouter as fo
 from lib.fake_codex import make_jwt
 from lib.fake_openrouter import FakeOpenRouter
+from lib.loopback_kward import create_session, run_turn, start_kward
 from lib.rpc_client import RpcError
-from lib.rpc_models import create_session, finished, run_turn, start_kward
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import model_error, text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events, finished
 
 REDACTED = "[REDACTED]"
 TOKEN = make_jwt("acct_env_5b3c")  # OPENAI_ACCESS_TOKEN

@@ -10,9 +10,10 @@ import pytest
 from lib import fake_openrouter as fo
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import TRACEPARENT, create_session, finished, run_turn, start_kward
+from lib.loopback_kward import TRACEPARENT, create_session, run_turn, start_kward
+from lib.scripted_kward import kward  # noqa: F401 - fixture
 from lib.scripts import text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401 - fixture
+from lib.turn_events import check_turn_events, finished
 
 ALL = {"KWARD_LOGGING": "1", "KWARD_LOGGING_TOKENS": "yes", "KWARD_LOGGING_PERFORMANCE": "on",
        "KWARD_LOGGING_TOOLS": "true", "KWARD_LOGGING_ERRORS": "1"}

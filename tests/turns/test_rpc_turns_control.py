@@ -17,8 +17,9 @@ from kward.errors import InvalidParams, SessionBusy
 from kward.model import Answer, Finished, Status
 from kward.rpc.wire import events as wire
 from lib.processes import pid_alive
+from lib.scripted_kward import kward  # noqa: F401 (fixtures)
 from lib.scripts import delay, text, tool, wait_for_steer
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401 (fixtures)
+from lib.turn_events import check_turn_events, payloads, types
 from lib.waiting import wait_until
 
 QUESTION = {"question": "Which color?", "header": "Color",
@@ -36,14 +37,6 @@ def parent_pid(pid):
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except FileNotFoundError:
         return None
-
-
-def types(events):
-    return [e["type"] for e in events]
-
-
-def payloads(events, type_):
-    return [e["payload"] for e in events if e["type"] == type_]
 
 
 def position(k, turn_id, type_):

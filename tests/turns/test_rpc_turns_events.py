@@ -7,14 +7,11 @@ import re
 
 import pytest
 
+from lib.scripted_kward import kward  # noqa: F401 (fixtures)
 from lib.scripts import model_error, reasoning, text, tool, wait_for_steer
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401 (fixtures)
+from lib.turn_events import check_turn_events, payloads
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-
-
-def by_type(events, type_):
-    return [e["payload"] for e in events if e["type"] == type_]
 
 
 def test_a_completed_turn_streams_every_progress_event_in_order(kward):
@@ -37,11 +34,11 @@ def test_a_completed_turn_streams_every_progress_event_in_order(kward):
         "assistantMessage", "answer", "turnFinished"]
     assert all(e["sessionId"] == s["id"] and e["turnId"] == turn["id"] and ISO.match(e["timestamp"])
                for e in events)
-    assert by_type(events, "reasoningDelta") == [{"delta": "Let me "}, {"delta": "look."}]
-    assert by_type(events, "assistantDelta") == [{"delta": d} for d in ("Reading ", "the file.", "It says ", "hello.")]
-    assert by_type(events, "modelRetry") == [{"provider": "Scripted", "model": "fake-model-1", "attempt": 2,
+    assert payloads(events, "reasoningDelta") == [{"delta": "Let me "}, {"delta": "look."}]
+    assert payloads(events, "assistantDelta") == [{"delta": d} for d in ("Reading ", "the file.", "It says ", "hello.")]
+    assert payloads(events, "modelRetry") == [{"provider": "Scripted", "model": "fake-model-1", "attempt": 2,
                                               "maxAttempts": 3, "delaySeconds": 0, "error": "429 Too Many Requests"}]
-    first, second = by_type(events, "assistantMessage")
+    first, second = payloads(events, "assistantMessage")
     assert first["message"]["role"] == "assistant" and first["message"]["content"] == "Reading the file."
     assert first["message"]["reasoning_summary"] == "Let me look."
     assert first["message"]["tool_calls"] == [{"id": "call_read", "type": "function", "function": {
@@ -49,11 +46,11 @@ def test_a_completed_turn_streams_every_progress_event_in_order(kward):
     assert first["message"]["provider"] == "Scripted" and first["message"]["model"] == "fake-model-1"
     assert second["message"]["content"] == "It says hello." and "tool_calls" not in second["message"]
     assert second["message"]["usage"]["input_tokens"] == 50
-    call, result = by_type(events, "toolCall")[0], by_type(events, "toolResult")[0]
+    call, result = payloads(events, "toolCall")[0], payloads(events, "toolResult")[0]
     assert call["toolCallId"] == "call_read" and call["toolName"] == "read" and call["args"] == {"path": "notes.txt"}
     assert result["result"] == {"content": "hello\n", "isError": False, "images": []}
-    assert by_type(events, "answer") == [{"content": "It says hello."}]
-    assert by_type(events, "turnFinished") == [{"status": "completed"}]
+    assert payloads(events, "answer") == [{"content": "It says hello."}]
+    assert payloads(events, "turnFinished") == [{"status": "completed"}]
 
     status = k.request("turns/status", {"turnId": turn["id"]})
     assert status["id"] == turn["id"] and status["status"] == "completed" and status["cancelRequested"] is False
@@ -229,7 +226,7 @@ def test_the_steer_event_shape(kward):
     k.start(s["id"], "also do this", streamingBehavior="steer")
     events = k.finish(turn["id"])
     check_turn_events(events, "completed")
-    (steered,) = by_type(events, "turnSteered")
+    (steered,) = payloads(events, "turnSteered")
     assert steered["input"] == "also do this" and ISO.match(steered["createdAt"])
 
 

@@ -23,11 +23,10 @@ from lib import fake_codex as fc
 from lib import fake_openrouter as fo
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
-from lib.rpc_models import (
-    create_session, deltas, failed_error, finished, run_turn, start_kward, types, wait_event,
-)
+from lib.loopback_kward import create_session, run_turn, start_kward
+from lib.turn_events import check_turn_events, deltas, failed_error, finished, types, wait_event
 from lib.scripts import delay, reasoning, text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.scripted_kward import kward  # noqa: F401
 
 TOKEN = make_jwt("acct_interrupted")
 OR_KEY = "sk-or-v1-interrupted0123456789"
@@ -35,7 +34,7 @@ OR_KEY = "sk-or-v1-interrupted0123456789"
 
 def wait_delta(k, turn_id, delta):
     """Wait until the turn streamed the assistantDelta `delta` (the last one before the hold)."""
-    return k.wait_for(lambda n: n["method"] == "turn/event" and n["params"]["turnId"] == turn_id
+    return k.wait_notification(lambda n: n["method"] == "turn/event" and n["params"]["turnId"] == turn_id
                       and n["params"]["type"] == "assistantDelta" and n["params"]["payload"]["delta"] == delta,
                       what=f"assistantDelta {delta!r}")
 

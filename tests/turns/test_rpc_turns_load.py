@@ -14,8 +14,9 @@ import pytest
 
 from lib.processes import proc_status_kb
 from lib.rpc_client import frame, kward_env, spawn_kward
+from lib.scripted_kward import kward  # noqa: F401 (fixtures)
 from lib.scripts import delay, reasoning, text, tool, write_script
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401 (fixtures)
+from lib.turn_events import check_turn_events
 from lib.waiting import wait_until
 
 SESSIONS = 16
@@ -68,7 +69,7 @@ def test_many_concurrent_turns_each_finish_exactly_once_with_gap_free_sequences(
         if when == "started":
             k.wait_event(turn_id, "turnStarted", timeout=30)
         elif when == "delta":
-            k.wait_for(lambda n, t=turn_id: n["method"] == "turn/event" and n["params"]["turnId"] == t
+            k.wait_notification(lambda n, t=turn_id: n["method"] == "turn/event" and n["params"]["turnId"] == t
                        and n["params"]["type"] in ("assistantDelta", "turnFinished"), 30)
         k.request("turns/cancel", {"turnId": turn_id})
     for turn_id in all_turns:

@@ -7,8 +7,9 @@ import base64
 import pytest
 
 from lib.rpc_client import RpcClient
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events
 
 PNG = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events
 
 QUESTION = {"question": "Go on?", "header": "Go",
             "options": [{"label": "Yes", "description": "go"}, {"label": "No", "description": "stop"}]}
@@ -67,7 +68,7 @@ def test_runtime_state_of_a_fresh_and_of_a_busy_session(kward):
     assert state["thinkingLevel"] == "off" and state["isCompacting"] is False and state["transport"] == "kward-rpc"
 
     turn = k.start(sid, "ask me")
-    q = k.wait_for(lambda n: n["method"] == "ui/question")["params"]
+    q = k.wait_notification(lambda n: n["method"] == "ui/question")["params"]
     busy = k.request("runtime/state", {"sessionId": sid})
     assert busy["isStreaming"] is True and busy["sessionName"] == "ask me"
     assert busy["messageCount"] == 2  # the user message and the assistant's tool call

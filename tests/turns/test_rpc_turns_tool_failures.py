@@ -22,9 +22,10 @@ import pytest
 from kward.sessions.opening import create_session, load_session
 from kward.sessions.replay import Replay
 from lib.rpc_client import RpcClient, kward_env
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool, write_script
 from lib.session_records import assistant, recorded, typed, user
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events
 
 LONG_NAME = "n" * 300 + ".txt"  # over NAME_MAX (255) on every common file system
 

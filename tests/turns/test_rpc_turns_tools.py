@@ -8,8 +8,9 @@ import os
 
 import pytest
 
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turns_helpers import check_turn_events, kward  # noqa: F401
+from lib.turn_events import check_turn_events
 
 
 def tool_events(events):

@@ -21,7 +21,7 @@ from kward.rpc.wire import runtime as wire_sessions
 from kward.runtime import Runtime
 from kward.runtime.notices import QuestionAsked
 from lib.scripts import text, tool, write_script
-from lib.turns_helpers import check_turn_events
+from lib.turn_events import check_turn_events
 
 QUESTION = {"question": "Which one?", "header": "Pick", "options": [{"label": "A", "description": "a"},
                                                                      {"label": "B", "description": "b"}]}

@@ -1,10 +1,11 @@
-"""Helpers for end-to-end tests of the model providers through the real `kward rpc`.
+"""A `kward rpc` whose every provider endpoint is on 127.0.0.1: the end-to-end tests of
+the model providers (and of logins, memory, telemetry, ... that need a real provider).
 
 `start_kward(home, **env)` starts `kward rpc` with every provider endpoint pointed at
 127.0.0.1 (at a dead port unless a test passes a fake server's base URL), fast retry
 delays, and a workspace holding `a.txt`. `run_turn` starts a turn and waits for its
-`turnFinished`, returning the turn's events in arrival order. Waiting is on conditions
-with timeouts (`RpcClient.wait`), never on sleeps.
+`turnFinished`, returning the turn's events in arrival order (lib/turn_events.py reads
+them). Waiting is on conditions with timeouts (`RpcClient.wait`), never on sleeps.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .rpc_client import RpcClient, kward_env
+from .turn_events import wait_turn
 
 DEAD = "http://127.0.0.1:9"  # the discard port: connection refused, never the internet
 FILE_TEXT = "hello file\n"
@@ -53,25 +55,6 @@ def create_session(client: RpcClient, home: Path) -> dict[str, Any]:
     return client.request("sessions/create", {"workspaceRoot": str(home / "ws")})
 
 
-def is_event(n: dict[str, Any], turn_id: str, type_: str | None = None) -> bool:
-    p = n.get("params") or {}
-    return (n.get("method") == "turn/event" and p.get("turnId") == turn_id
-            and (type_ is None or p.get("type") == type_))
-
-
-def turn_events(client: RpcClient, turn_id: str) -> list[dict[str, Any]]:
-    return [n["params"] for n in list(client.notifications) if is_event(n, turn_id)]
-
-
-def wait_event(client: RpcClient, turn_id: str, type_: str, timeout: float = 10.0) -> dict[str, Any]:
-    return client.wait_notification(lambda n: is_event(n, turn_id, type_), timeout)["params"]
-
-
-def wait_turn(client: RpcClient, turn_id: str, timeout: float = 10.0) -> list[dict[str, Any]]:
-    wait_event(client, turn_id, "turnFinished", timeout)
-    return turn_events(client, turn_id)
-
-
 def start_turn(client: RpcClient, session_id: str, text: str = "hi", **extra: Any) -> dict[str, Any]:
     """turns/start (extra top-level members such as `trace=` go into the request)."""
     return client.request("turns/start", {"sessionId": session_id, "input": text}, **extra)
@@ -82,37 +65,6 @@ def run_turn(client: RpcClient, session_id: str, text: str = "hi", timeout: floa
     """Start a turn (see `start_turn`) and return its events once it finished."""
     turn = start_turn(client, session_id, text, **extra)
     return wait_turn(client, turn["id"], timeout)
-
-
-def types(events: list[dict[str, Any]]) -> list[str]:
-    return [e["type"] for e in events]
-
-
-def deltas(events: list[dict[str, Any]], type_: str = "assistantDelta") -> list[str]:
-    return [e["payload"]["delta"] for e in events if e["type"] == type_]
-
-
-def payload(events: list[dict[str, Any]], type_: str) -> dict[str, Any]:
-    found = [e["payload"] for e in events if e["type"] == type_]
-    assert len(found) == 1, f"expected one {type_}, got {types(events)}"
-    return found[0]
-
-
-def finished(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The turnFinished payload, after checking the sequence numbers run 1, 2, 3, ... and
-    that it is the last event."""
-    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1)), types(events)
-    assert events[-1]["type"] == "turnFinished" and types(events).count("turnFinished") == 1, types(events)
-    return events[-1]["payload"]
-
-
-def failed_error(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The error of a failed turn (the `error` event and turnFinished's error agree)."""
-    fin = finished(events)
-    assert fin["status"] == "failed", fin
-    assert payload(events, "error") == fin["error"]
-    assert fin["error"]["fatal"] is False and fin["error"]["message"]
-    return fin["error"]
 
 
 def chat_schemas(client: RpcClient) -> list[dict[str, Any]]:
