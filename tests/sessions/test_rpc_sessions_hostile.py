@@ -109,8 +109,8 @@ def test_a_session_ending_inside_a_huge_line_still_takes_turns(start, tmp_path):
 
 @pytest.mark.slow
 def test_runs_of_blank_lines_are_scanned_at_c_speed(start, tmp_path):
-    """50 MB of newlines: the old reader took a Python step per line (~36 s for this file
-    by the issue's figures); the response must come within the 20 s wait."""
+    """50 MB of newlines: a reader that takes a Python step per line needs ~36 s for this
+    file; the response must come within the 20 s wait."""
     blanks = b"\n" * (50 * MB)
     path = tmp_path / "blank.jsonl"
     path.write_bytes(line(header(cwd=str(tmp_path))) + blanks + line(message_record(user("found"))) + blanks)

@@ -257,8 +257,8 @@ def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolat
             time.sleep(0.25)
             return cpu_ticks(proc.pid) - before <= 2
         wait_until(idle, 30, "the server to block on the unread output", interval=0)
-        # the scenario of the issue: the client reads nothing for 10 s (this wait is the
-        # scenario itself, not synchronisation); memory must not grow meanwhile
+        # the case under test: the client reads nothing for 10 s (this wait is the case
+        # itself, not synchronisation); memory must not grow meanwhile
         time.sleep(max(0.0, paused_at + 10 - time.monotonic()))
         held_kb = proc_status_kb(proc.pid, "VmRSS")
         # stalled before the end of its output: the backlog cannot grow any more
