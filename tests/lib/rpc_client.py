@@ -68,6 +68,22 @@ def spawn_kward(home: Path, *, cwd: Path | None = None, env: dict[str, str] | No
                             stderr=subprocess.PIPE, cwd=str(cwd or home), env=env or kward_env(home))
 
 
+def imported_modules(importtime_stderr: str) -> set[str]:
+    """The modules a `python -X importtime` run's stderr lists as imported."""
+    return {line.rsplit("|", 1)[-1].strip() for line in importtime_stderr.splitlines() if "|" in line}
+
+
+def modules_after_initialize(home: Path) -> set[str]:
+    """The modules a whole `kward rpc` process imports when it is sent `initialize` and
+    `shutdown` (and nothing else); it must answer both and exit 0."""
+    msgs = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + \
+        frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
+                       capture_output=True, env=kward_env(home), timeout=30)
+    assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
+    return imported_modules(p.stderr.decode())
+
+
 def limited_command(nofile: int, argv: list[str] | None = None) -> list[str]:
     """`argv` (default: the checkout's `kward rpc`) started with a soft and hard
     RLIMIT_NOFILE of `nofile` (like ``ulimit -n``), set in the child before it execs."""

@@ -34,13 +34,14 @@ if __package__ in (None, "", "tests.lib"):  # run as a script: make `lib` import
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lib import fake_codex as fc
-from lib import paths
 from lib import fake_openrouter as fo
+from lib import paths
+from lib.config_files import write_config
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
-from lib.resources_helpers import write_config, write_plugin, write_prompt
-from lib.rpc_client import RpcClient
 from lib.loopback_kward import env_for
+from lib.resources_helpers import write_plugin, write_prompt
+from lib.rpc_client import RpcClient
 from lib.scripts import delay, model_error, reasoning, step, text, tool, usage, wait_for_steer, write_script
 from lib.session_records import parse_records
 from lib.turn_events import wait_event, wait_turn

@@ -11,6 +11,7 @@ import pytest
 
 from lib import fake_openrouter as fo
 from lib.cli_helpers import cli  # noqa: F401 - fixture
+from lib.config_files import read_config
 from lib.fake_openrouter import FakeOpenRouter
 from lib.loopback_kward import create_session, run_turn, start_kward
 from lib.rpc_client import RpcClient
@@ -34,10 +35,6 @@ def events(home):
     return [json.loads(line)["type"] for line in (memory_dir(home) / "events.jsonl").read_text().splitlines()]
 
 
-def config(home):
-    return json.loads((home / ".kward" / "config.json").read_text())
-
-
 def test_memory_is_off_by_default_and_the_switches_write_config(kward, isolated_home):
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "config.json").write_text(json.dumps({"memory": {"other": 1}, "keep": True}))
@@ -50,7 +47,7 @@ def test_memory_is_off_by_default_and_the_switches_write_config(kward, isolated_
     assert status == {"enabled": False, "autoSummary": False, "paths": paths}
     assert not memory_dir(isolated_home).exists()
     assert k.request("memory/enable") == {"enabled": True}
-    assert config(isolated_home) == {"memory": {"other": 1, "enabled": True}, "keep": True}
+    assert read_config(isolated_home) == {"memory": {"other": 1, "enabled": True}, "keep": True}
     for path in paths.values():
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert json.loads(open(paths["core"]).read()) == []
@@ -59,7 +56,7 @@ def test_memory_is_off_by_default_and_the_switches_write_config(kward, isolated_
     assert k.request("memory/status")["autoSummary"] is True
     assert k.request("memory/autoSummary/disable") == {"autoSummary": False}
     assert k.request("memory/disable") == {"enabled": False}
-    assert config(isolated_home)["memory"] == {"other": 1, "enabled": False, "auto_summary": False}
+    assert read_config(isolated_home)["memory"] == {"other": 1, "enabled": False, "auto_summary": False}
     assert events(isolated_home) == ["enable", "auto_summary_enable", "auto_summary_disable", "disable"]
     (isolated_home / ".kward" / "config.json").write_text(json.dumps({"memory": {"enabled": "yes"}}))
     assert k.request("memory/status")["enabled"] is False  # only a literal true switches it on

@@ -12,7 +12,7 @@ import sys
 import threading
 
 from lib.inprocess import InProcessServer
-from lib.rpc_client import RpcClient, kward_command, kward_env
+from lib.rpc_client import RpcClient, imported_modules, kward_command, kward_env
 
 from kward.rpc.compose import build_server
 from kward.rpc.warmup import WarmUp
@@ -196,7 +196,7 @@ def test_a_list_refresh_process_never_warms_up(isolated_home):
         assert k.request("sessions/list", {"limit": 5})["sessions"] == []
         k.request("workspace/info")  # (the client idles between requests: nothing starts)
         assert k.close() == 0
-    imported = {line.rsplit("|", 1)[-1].strip() for line in k.stderr.splitlines()}
+    imported = imported_modules(k.stderr)
     assert {"kward.rpc.server", "kward.sessions.listing"} <= imported  # (import_module is not shown)
     assert not imported & {"requests", "kward.agent.engine", "kward.rpc.warmup", "keyring"}
 
@@ -206,9 +206,8 @@ def test_an_idle_kward_rpc_imports_the_http_stack_and_still_serves(isolated_home
     with RpcClient(isolated_home, env=env, argv=kward_command(python_flags=("-X", "importtime"))) as k:
         k.request("initialize")
         k.request("sessions/create")
-        imported = lambda: {line.rsplit("|", 1)[-1].strip() for line in k.stderr.splitlines()}  # noqa: E731
-        k.wait(lambda: {"requests", "kward.agent.engine", "kward.providers.openrouter"} <= imported(), timeout=60,
-               what="the warm-up importing requests, the agent and the provider", poll=0.05)
+        k.wait(lambda: {"requests", "kward.agent.engine", "kward.providers.openrouter"} <= imported_modules(k.stderr),
+               timeout=60, what="the warm-up importing requests, the agent and the provider", poll=0.05)
         assert len(k.request("sessions/list", {"limit": 5})["sessions"]) <= 1
         assert k.close() == 0
     assert not [line for line in k.stderr.splitlines() if not line.startswith("import time:")]

@@ -2,12 +2,11 @@
 fallbacks, and the `source` each result names), openrouter/catalog, models/current,
 models/set, and the usage capability flags. Reasoning levels: test_rpc_models_levels.py."""
 
-import json
-
 import pytest
 
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
+from lib.config_files import read_config
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_http import served
 from lib.fake_openrouter import FakeOpenRouter
@@ -38,10 +37,6 @@ def on_openrouter(isolated_home, codex, router):
     with start_kward(isolated_home, KWARD_CODEX_BASE_URL=codex.base_url, KWARD_OPENROUTER_BASE_URL=router.base_url,
                      OPENROUTER_API_KEY=KEY) as client:
         yield client
-
-
-def config(home):
-    return json.loads((home / ".kward" / "config.json").read_text())
 
 
 def check_entries(models):
@@ -126,7 +121,7 @@ def test_codex_current_and_set(on_codex, codex, isolated_home):
         ("Codex", "gpt-5.1-codex-mini", "gpt-5.1-codex-mini", True)
     assert result["contextWindow"] and result["name"] == "GPT-5.1 Codex Mini"
     assert on_codex.request("models/current")["id"] == "gpt-5.1-codex-mini"
-    assert config(isolated_home)["openai_model"] == "gpt-5.1-codex-mini" and "provider" not in config(isolated_home)
+    assert read_config(isolated_home)["openai_model"] == "gpt-5.1-codex-mini" and "provider" not in read_config(isolated_home)
     listed = on_codex.request("models/list")["models"]
     assert [m["id"] for m in listed if m["current"]] == ["gpt-5.1-codex-mini"]
 
@@ -140,12 +135,12 @@ def test_models_set_with_a_provider_hint_switches_provider(on_codex, codex, rout
     (isolated_home / ".kward").mkdir(exist_ok=True)
     result = on_codex.request("models/set", {"model": "anthropic/claude-sonnet-4.5", "provider": "OpenRouter"})
     assert (result["provider"], result["id"], result["current"]) == ("OpenRouter", "anthropic/claude-sonnet-4.5", True)
-    assert config(isolated_home) == {"provider": "openrouter", "openrouter_model": "anthropic/claude-sonnet-4.5"}
+    assert read_config(isolated_home) == {"provider": "openrouter", "openrouter_model": "anthropic/claude-sonnet-4.5"}
     # Back to Codex by hint, with the Codex model kept separately.
     result = on_codex.request("models/set", {"model": "gpt-5.4", "provider": "Codex"})
     assert (result["provider"], result["id"]) == ("Codex", "gpt-5.4")
-    assert config(isolated_home)["provider"] == "codex"
-    assert config(isolated_home)["openrouter_model"] == "anthropic/claude-sonnet-4.5"
+    assert read_config(isolated_home)["provider"] == "codex"
+    assert read_config(isolated_home)["openrouter_model"] == "anthropic/claude-sonnet-4.5"
 
 
 @pytest.mark.slow
@@ -239,7 +234,7 @@ def test_openrouter_current_set_and_turn(on_openrouter, router, isolated_home):
     result = on_openrouter.request("models/set", {"model": "anthropic/claude-sonnet-4.5"})
     assert (result["provider"], result["id"], result["contextWindow"]) == \
         ("OpenRouter", "anthropic/claude-sonnet-4.5", 1000000)
-    assert config(isolated_home) == {"openrouter_model": "anthropic/claude-sonnet-4.5"}
+    assert read_config(isolated_home) == {"openrouter_model": "anthropic/claude-sonnet-4.5"}
     session = create_session(on_openrouter, isolated_home)
     router.script("chat", fo.text(["ok"]))
     assert finished(run_turn(on_openrouter, session["id"]))["status"] == "completed"

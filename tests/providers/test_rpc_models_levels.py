@@ -10,6 +10,7 @@ import pytest
 
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
+from lib.config_files import read_config
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.loopback_kward import create_session, run_turn, start_kward
@@ -55,10 +56,6 @@ def on_openrouter(isolated_home, fakes):
         yield client
 
 
-def config(home):
-    return json.loads((home / ".kward" / "config.json").read_text())
-
-
 def set_level(client, level, via):
     """Set the level through `reasoning/set` or `runtime/updateSetting`; returns the current
     model entry the former answers (models/current for the latter)."""
@@ -99,7 +96,7 @@ def run_levels(client, home, expected, config_key, via, next_body, sent_level, t
         entry = set_level(client, requested, via)
         assert entry["current"] is True
         check_reported(client, entry, level, effective)
-        assert config(home)[config_key] == level  # stored as requested
+        assert read_config(home)[config_key] == level  # stored as requested
         if turns:
             assert finished(run_turn(client, client.session["id"]))["status"] == "completed"
             assert sent_level(next_body()) == effective, level
@@ -142,7 +139,7 @@ def test_models_set_keeps_the_requested_level_and_maps_it(on_codex, fakes, isola
     entry = on_codex.request("models/set", {"model": "gpt-5.1-codex-mini"})
     assert (entry["id"], entry["reasoningEffort"], entry["effectiveReasoningEffort"]) == \
         ("gpt-5.1-codex-mini", "xhigh", "high")
-    assert config(isolated_home) == {"openai_reasoning_effort": "xhigh", "openai_model": "gpt-5.1-codex-mini"}
+    assert read_config(isolated_home) == {"openai_reasoning_effort": "xhigh", "openai_model": "gpt-5.1-codex-mini"}
     codex.script("responses", fc.text(["ok"]), fc.text(["ok"]))
     run_turn(on_codex, on_codex.session["id"])
     assert codex.requests("responses")[-1].json["reasoning"]["effort"] == "high"
@@ -176,7 +173,7 @@ def test_unknown_levels_are_refused_and_change_nothing(on_codex, isolated_home):
         assert error.code == -32602 and error.error["data"]["param"] == "value", bad
     for params in [{}, {"effort": 3}, {"effort": None}]:
         assert on_codex.error("reasoning/set", params).code == -32602
-    assert config(isolated_home) == {"openai_reasoning_effort": "high"}
+    assert read_config(isolated_home) == {"openai_reasoning_effort": "high"}
 
 
 # --- OpenRouter -----------------------------------------------------------------------------
@@ -253,7 +250,7 @@ def test_config_json_takes_every_level(on_codex, fakes, isolated_home):
         assert on_codex.request("config/update", {"values": {key: "max"}})["config"][key] == "max"
         error = on_codex.error("config/update", {"values": {key: "maximum"}})
         assert error.code == -32602 and error.reason == "invalid_config", key
-    assert config(isolated_home)["openai_reasoning_effort"] == "max"
+    assert read_config(isolated_home)["openai_reasoning_effort"] == "max"
     codex.script("responses", fc.text(["ok"]))
     run_turn(on_codex, on_codex.session["id"])
     assert codex.requests("responses")[0].json["reasoning"]["effort"] == "xhigh"

@@ -7,6 +7,7 @@ import pytest
 
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
+from lib.config_files import read_config
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
 from lib.loopback_kward import create_session, run_turn, start_kward
@@ -31,10 +32,6 @@ def kward(isolated_home, fakes):
         yield client
 
 
-def config(home):
-    return json.loads((home / ".kward" / "config.json").read_text())
-
-
 def update(client, setting, value):
     return client.request("runtime/updateSetting", {"sessionId": client.session["id"], "settingId": setting,
                                                     "value": value})
@@ -49,7 +46,7 @@ def test_default_model_keeps_the_slashes_after_the_provider(kward, fakes, isolat
     codex, router = fakes
     result = update(kward, "defaultModel", "OpenRouter/openai/gpt-5.5")
     assert result["applied"] == "live" and "OpenRouter/openai/gpt-5.5" in result["message"]
-    assert config(isolated_home) == {"provider": "openrouter", "openrouter_model": "openai/gpt-5.5"}
+    assert read_config(isolated_home) == {"provider": "openrouter", "openrouter_model": "openai/gpt-5.5"}
     s = state(kward)
     assert (s["defaultModel"], s["defaultProvider"], s["model"]["id"]) == \
         ("OpenRouter/openai/gpt-5.5", "OpenRouter", "openai/gpt-5.5")
@@ -60,9 +57,9 @@ def test_default_model_keeps_the_slashes_after_the_provider(kward, fakes, isolat
     assert router.requests("chat")[0].json["model"] == "openai/gpt-5.5" and codex.requests() == []
 
     update(kward, "defaultModel", "OpenRouter/meta-llama/llama-3.1-8b-instruct:free")
-    assert config(isolated_home)["openrouter_model"] == "meta-llama/llama-3.1-8b-instruct:free"
+    assert read_config(isolated_home)["openrouter_model"] == "meta-llama/llama-3.1-8b-instruct:free"
     update(kward, "defaultModel", "Codex/gpt-5.4")
-    assert config(isolated_home)["provider"] == "codex" and config(isolated_home)["openai_model"] == "gpt-5.4"
+    assert read_config(isolated_home)["provider"] == "codex" and read_config(isolated_home)["openai_model"] == "gpt-5.4"
     codex.script("responses", fc.text(["ok"]))
     run_turn(kward, kward.session["id"])
     assert codex.requests("responses")[0].json["model"] == "gpt-5.4"
@@ -81,7 +78,7 @@ def test_default_thinking_level(kward, fakes, isolated_home):
     codex, _ = fakes
     result = update(kward, "defaultThinkingLevel", "high")
     assert result["applied"] == "live" and "high" in result["message"]
-    assert config(isolated_home)["openai_reasoning_effort"] == "high"
+    assert read_config(isolated_home)["openai_reasoning_effort"] == "high"
     assert state(kward)["thinkingLevel"] == "high" and kward.request("models/current")["reasoningEffort"] == "high"
     codex.script("responses", fc.text(["ok"]), fc.text(["ok"]))
     run_turn(kward, kward.session["id"])
@@ -96,7 +93,7 @@ def test_default_thinking_level(kward, fakes, isolated_home):
     error = kward.error("runtime/updateSetting", {"sessionId": kward.session["id"],
                                                  "settingId": "defaultThinkingLevel", "value": "extreme"})
     assert error.code == -32602 and error.error["data"]["param"] == "value" and "extreme" in str(error)
-    assert config(isolated_home)["openai_reasoning_effort"] == "minimal"
+    assert read_config(isolated_home)["openai_reasoning_effort"] == "minimal"
 
 
 def test_unknown_setting_and_bad_session(kward):
@@ -159,7 +156,7 @@ def test_switching_model_keeps_the_requested_level_and_sends_one_the_model_offer
     assert codex.requests("responses")[-1].json["reasoning"]["effort"] == "medium"
     current = kward.request("models/set", {"model": "gpt-5.5"})
     assert current["reasoningEffort"] == "low" and "effectiveReasoningEffort" not in current
-    assert config(isolated_home)["openai_reasoning_effort"] == "low"
+    assert read_config(isolated_home)["openai_reasoning_effort"] == "low"
 
 
 @pytest.mark.slow

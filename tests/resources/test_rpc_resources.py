@@ -7,9 +7,10 @@ import shutil
 
 import pytest
 
+from lib.config_files import write_config
 from lib.resources_helpers import (
     BLOCKING, BLOCKS_AT_LOAD, HELLO, NO_REGISTER, RAISES_AT_LOAD, RAISING, SYNTAX_ERROR, read_lines,
-    write_config, write_plugin, write_prompt, write_skill,
+    write_plugin, write_prompt, write_skill,
 )
 from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, wait_for_steer

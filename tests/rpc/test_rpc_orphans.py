@@ -10,13 +10,12 @@ Every wait is a poll with a deadline: no test waits for a `sleep 100`.
 
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
 
 from lib.processes import pid_alive
-from lib.rpc_client import frame, kward_command, kward_env
+from lib.rpc_client import modules_after_initialize
 from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
 from lib.turn_events import check_turn_events
@@ -173,10 +172,5 @@ def test_timeout_ends_every_process_the_command_started(kward, kill_leftovers):
 
 def test_initialize_does_not_load_ctypes(isolated_home):
     # the subreaper is installed by the first command, not at start-up
-    msgs = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + \
-        frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
-    p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
-                       capture_output=True, env=kward_env(isolated_home), timeout=30)
-    assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
-    modules = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}
+    modules = modules_after_initialize(isolated_home)
     assert "kward.processes.children" in modules and "ctypes" not in modules

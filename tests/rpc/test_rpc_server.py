@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from lib.rpc_client import RpcClient, frame, kward_command, kward_env
+from lib.rpc_client import RpcClient, frame, kward_command, kward_env, modules_after_initialize
 
 
 @pytest.fixture
@@ -236,13 +236,9 @@ def test_bad_env_setting_is_a_clear_startup_error(isolated_home):
 
 
 def test_initialize_does_not_import_requests_or_keyring(isolated_home):
-    msgs = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + \
-        frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
     # nothing in the whole process may import them (the warm-up starts only once a session
-    # was opened); tests/packaging/test_startup.py checks what is loaded when the initialize response arrives
-    p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
-                       capture_output=True, env=kward_env(isolated_home), timeout=30)
-    assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
-    modules = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}
+    # was opened); tests/packaging/test_startup.py checks what is loaded when the initialize
+    # response arrives
+    modules = modules_after_initialize(isolated_home)
     assert "kward.rpc.server" in modules
     assert not {m for m in modules if m.split(".")[0] in ("requests", "urllib3", "keyring")}
