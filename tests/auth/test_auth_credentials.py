@@ -15,7 +15,8 @@ from kward.config.store import ConfigStore, resolve_paths
 from kward.errors import InvalidParams
 from kward.redact import redact
 from kward.rpc.wire import auth as wire_auth
-from lib.auth_helpers import MemoryKeyring, make_env, use_keyring
+from lib.auth_helpers import make_env, use_keyring
+from lib.keyring_backend import MemoryKeyring
 from lib.paths import REPO
 
 KEY = "sk-or-v1-0123456789abcdef0123456789abcdef"

@@ -13,7 +13,8 @@ from keyring.backends import chainer, fail, null
 from kward.auth.stores import (OPENAI_OAUTH, OPENROUTER_API_KEY, FileStore, KeyringStore, select_store,
                                timestamp)
 from kward.config.store import ConfigStore, resolve_paths
-from lib.auth_helpers import MemoryKeyring, use_keyring
+from lib.auth_helpers import use_keyring
+from lib.keyring_backend import MemoryKeyring
 
 RECORD = {"auth_mode": "openai_oauth", "tokens": {"access_token": "at-secret-0001", "refresh_token": "rt-secret-0001",
                                                   "id_token": None, "account_id": "acct"},
