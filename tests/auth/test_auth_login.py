@@ -14,6 +14,7 @@ from kward.rpc.wire.auth import login as login_object
 from lib.auth_helpers import authorize, browser, make_auth, make_env, open_in_browser
 from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth, challenge_of
+from lib.ports import free_port, refused
 
 
 fake = served(FakeOAuth)
@@ -36,14 +37,6 @@ class Finished:
     def __call__(self, state):
         self.calls.append(login_object(state))
         self.event.set()
-
-
-def refused(host, port):
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-    except ConnectionRefusedError:
-        return True
-    return False
 
 
 def stored(auth):
@@ -75,7 +68,7 @@ def test_full_login_through_the_callback_server(fake, auth):
     assert tokens.expires_at == pytest.approx(tokens.saved_at + 3600, abs=2)
     record = json.loads(auth.credentials.paths.auth_file.read_text())
     assert record["auth_mode"] == "openai_oauth" and record["tokens"]["access_token"] == tokens.access_token
-    assert refused("127.0.0.1", port)  # one-shot: closed after success
+    assert refused(port)  # one-shot: closed after success
     exchange = [r for r in fake.requests("token")][0]
     assert exchange.headers["content-type"] == "application/x-www-form-urlencoded"
     assert credential_status(auth.credentials.status())["openaiOAuth"] is True
@@ -100,7 +93,7 @@ def test_login_by_pasted_callback_url(fake, auth):
     assert callback.startswith(login.redirect_uri + "?")
     assert login_object(auth.logins.submit(login.login_id, "  " + callback + "\n"))["status"] == "completed"
     assert login.wait(5) and [c["status"] for c in done.calls] == ["completed"]
-    assert refused("127.0.0.1", login.listen_address[1])
+    assert refused(login.listen_address[1])
 
 
 def test_state_mismatch_is_refused_and_the_login_stays_pending(fake, auth):
@@ -173,7 +166,7 @@ def test_timeout_fails_the_login_and_closes_the_listener(fake, auth):
     port = login.listen_address[1]
     assert login.wait(5)
     assert done.calls[0]["status"] == "failed" and "0.2 s" in done.calls[0]["error"]
-    assert refused("127.0.0.1", port)
+    assert refused(port)
     with pytest.raises(LoginError) as info:
         auth.logins.submit(login.login_id, "late-code")
     assert info.value.reason == "login_finished"
@@ -184,7 +177,7 @@ def test_cancel(fake, auth):
     login = auth.logins.start(timeout=10, on_finished=done)
     assert login_object(auth.logins.cancel(login.login_id))["status"] == "cancelled"
     assert login.wait(5) and done.calls[0]["status"] == "cancelled"
-    assert refused("127.0.0.1", login.listen_address[1])
+    assert refused(login.listen_address[1])
 
 
 def test_a_busy_port_moves_the_listener_to_a_free_one(fake):
@@ -205,9 +198,7 @@ def test_a_busy_port_moves_the_listener_to_a_free_one(fake):
 
 
 def test_the_configured_port_is_used_when_free(fake):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     auth = make_auth(make_env(KWARD_OPENAI_AUTH_ISSUER=fake.issuer, KWARD_OAUTH_PORT=str(port)))
     try:
         assert auth.logins.start(timeout=10).listen_address == ("127.0.0.1", port)
@@ -219,7 +210,7 @@ def test_the_listener_binds_loopback_only(fake, auth):
     login = auth.logins.start(timeout=10)
     host, port = login.listen_address
     assert host == "127.0.0.1"
-    assert refused("127.0.0.2", port)  # another address of this machine gets no answer
+    assert refused(port, "127.0.0.2")  # another address of this machine gets no answer
     with browser() as s:  # but 127.0.0.1 does
         assert s.get(f"http://127.0.0.1:{port}/favicon.ico", timeout=5).status_code == 404
 

@@ -14,7 +14,8 @@ from lib.fake_codex import FakeCodex
 from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth
 from lib.loopback_kward import create_session, run_turn
-from lib.rpc_auth import auth_env, code_of, finished, login, port_of, refused, start
+from lib.ports import refused
+from lib.rpc_auth import auth_env, code_of, finished, login, port_of, start
 from lib.turn_events import finished as turn_finished
 
 LOGIN_FIELDS = {"providerId", "loginId", "status", "authorizationUrl", "redirectUri"}

@@ -4,7 +4,6 @@ wait for `auth/loginFinished`. Waiting is on frames with timeouts, never on slee
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -50,11 +49,3 @@ def login(client: RpcClient, **params: Any) -> dict[str, Any]:
     assert done["status"] == "completed", done
     return done
 
-
-def refused(port: int) -> bool:
-    """Nothing listens on 127.0.0.1:`port` any more."""
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except ConnectionRefusedError:
-        return True
-    return False

@@ -17,6 +17,7 @@ from kward.providers.settings import ProviderSettings
 from lib import fake_codex as fc
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_sink import RecordingSink
+from lib.ports import free_port
 from lib.session_records import typed
 
 
@@ -26,12 +27,6 @@ def test_importing_providers_does_not_import_requests():
             "print('requests' in sys.modules, 'urllib3' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_connection_refused_is_a_retryable_network_error():

@@ -2,7 +2,6 @@
 usage errors, --working-directory, --model, and the environment checks."""
 
 import json
-import socket
 import subprocess
 import sys
 
@@ -11,6 +10,7 @@ import pytest
 from kward import __version__, cli as cli_module
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
+from lib.ports import free_port
 from lib.rpc_client import frame
 
 
@@ -121,10 +121,7 @@ def test_doctor_checks_the_endpoint_in_use_and_names_credential_sources(cli):
 
 @pytest.mark.slow
 def test_doctor_fails_for_an_unreachable_endpoint_and_a_broken_config(cli):
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there now
+    port = free_port()  # nothing listens there now
     cli.config_dir.mkdir()
     (cli.config_dir / "config.json").write_text('{"provider": "openrouter",')
     proc = cli.run("doctor", env={"KWARD_PROVIDER": "openrouter",
