@@ -7,11 +7,11 @@ Two settings, each against `python3 -c pass` of the same interpreter, interleave
 run so that machine noise hits every figure alike (medians of 21 runs, 10 with --quick):
 
 - the checkout: `python3 -m kward rpc` to the `initialize` response with the running
-  interpreter (the figures of issue 2; this machine's interpreter loads site `.pth`
-  hooks, so even `-c pass` is slow here);
-- a user's install (issue 12): a fresh virtual environment in a temp dir, without pip and
+  interpreter (what a developer's checkout costs; this machine's interpreter loads site
+  `.pth` hooks, so even `-c pass` is slow here);
+- a user's install: a fresh virtual environment in a temp dir, without pip and
   without the system site-packages, with the wheel built from the working tree installed
-  into it (as tests/test_install.py does; kward's two dependencies are borrowed from the
+  into it (as tests/packaging/test_install.py does; kward's two dependencies are borrowed from the
   running interpreter through a `.pth` line, so no package index is needed): the
   installed `kward --version`, `kward help`, `kward rpc` to the `initialize` response, and
   `python3 kward.pyz rpc` (tools/build_zipapp.py into the temp dir, as built by default

@@ -1,5 +1,5 @@
 """A tree of this repository as a user installs it: a wheel built from the tree's sources,
-installed into a fresh virtual environment of its own (the recipe of tests/test_install.py
+installed into a fresh virtual environment of its own (the recipe of tests/packaging/test_install.py
 and bench_startup.venv()).
 
 - `export_tree(spec, dest)`: the sources of a commit (`git archive`, which changes

@@ -1,54 +1,17 @@
-"""Helpers for the auth tests: an in-memory keyring backend (set through keyring's own API
-and restored afterwards), a browser stand-in, and building an `AuthService` on temp dirs."""
+"""Helpers for the auth tests: making a keyring backend (lib/keyring_backend.py's
+MemoryKeyring) keyring's active one and restoring the old one, a browser stand-in, and
+building an `AuthService` on temp dirs."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from typing import Any, Iterator
 
 import requests
-from keyring.backend import KeyringBackend
-from keyring.errors import KeyringLocked, PasswordDeleteError
 
 from kward.auth.service import AuthService
 from kward.config.store import ConfigStore, resolve_paths
-
-
-class MemoryKeyring(KeyringBackend):
-    """A keyring that keeps passwords in a dict. `fail_on` names operations that raise
-    KeyringLocked (as a locked desktop keyring does)."""
-
-    priority = 1
-
-    def __init__(self, fail_on: tuple[str, ...] = ()):
-        super().__init__()
-        self.data: dict[tuple[str, str], str] = {}
-        self.fail_on = set(fail_on)
-        self.calls: list[str] = []
-        self._lock = threading.Lock()
-
-    def _maybe_fail(self, op: str) -> None:
-        self.calls.append(op)
-        if op in self.fail_on:
-            raise KeyringLocked("the test keyring is locked")
-
-    def get_password(self, service: str, username: str) -> str | None:
-        self._maybe_fail("get")
-        with self._lock:
-            return self.data.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self._maybe_fail("set")
-        with self._lock:
-            self.data[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self._maybe_fail("delete")
-        with self._lock:
-            if self.data.pop((service, username), None) is None:
-                raise PasswordDeleteError("not found")
 
 
 @contextlib.contextmanager

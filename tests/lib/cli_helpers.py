@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from lib.rpc_client import kward_argv, kward_env, spawn_kward
-from lib.turns_helpers import write_script
+from lib.scripts import write_script
 
 
 class Streamed:

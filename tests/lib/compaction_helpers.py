@@ -1,11 +1,13 @@
 """Helpers for the compaction tests: the compaction settings in config.json, the
-`session/event` notifications of a session, and the records of a session file."""
+`session/event` notifications of a session, and the compaction records of a session file."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from lib.session_records import read_records
 
 
 def write_compaction_config(home: Path, **compaction: Any) -> None:
@@ -22,10 +24,6 @@ def session_events(client: Any, session_id: str | None = None) -> list[dict]:
             if n["method"] == "session/event" and (session_id is None or n["params"]["sessionId"] == session_id)]
 
 
-def records(path: str | Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def compaction_records(path: str | Path) -> list[dict]:
-    return [r for r in records(path) if r["type"] == "compaction"]
+    """The compaction records of a session file."""
+    return [r for r in read_records(path) if r["type"] == "compaction"]

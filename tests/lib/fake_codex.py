@@ -19,12 +19,13 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from typing import Any, Iterable
 
 from .fake_http import FakeServer, RecordedRequest, Scenario, json_response
+from .fake_http import hang_before_headers  # noqa: F401 (one of this module's scenarios too)
+from .tokens import openai_jwt
 
 USAGE = {"input_tokens": 900, "input_tokens_details": {"cached_tokens": 256}, "output_tokens": 40,
          "output_tokens_details": {"reasoning_tokens": 12}, "total_tokens": 940}
@@ -43,17 +44,8 @@ DEFAULT_MODELS = [
 
 def make_jwt(account_id: str | None = "acct_test", *, plan: str = "plus", email: str = "test@example.com",
              exp: float | None = None) -> str:
-    """An unsigned JWT like OpenAI's (header.payload.sig, base64url without padding)."""
-
-    def seg(obj: Any) -> str:
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
-
-    auth: dict[str, Any] = {"chatgpt_plan_type": plan, "chatgpt_user_id": "user_test"}
-    if account_id:
-        auth["chatgpt_account_id"] = account_id
-    payload = {"exp": int(exp if exp is not None else time.time() + 3600), "email": email,
-               "https://api.openai.com/auth": auth}
-    return f"{seg({'alg': 'RS256', 'typ': 'JWT'})}.{seg(payload)}.sig"
+    """An unsigned access token carrying `account_id`, valid for an hour unless `exp` says."""
+    return openai_jwt(account_id, exp=exp if exp is not None else time.time() + 3600, plan=plan, email=email)
 
 
 def encode_events(events: Iterable[dict[str, Any]], ensure_ascii: bool = False) -> list[bytes]:
@@ -206,11 +198,6 @@ def hang(deltas: Iterable[str] = ("Hel",), **knobs: Any) -> Scenario:
     return stream([created(), *partial_text_events(deltas)], name="hang", end="hang", **knobs)
 
 
-def hang_before_headers() -> Scenario:
-    """No status line at all until the client disconnects or the server stops."""
-    return Scenario(end="hang_before_headers", name="hang_before_headers")
-
-
 class FakeCodex(FakeServer):
     """The fake Codex backend; see the module docstring. Use as a context manager."""
 
@@ -223,7 +210,7 @@ class FakeCodex(FakeServer):
 
     def default(self, route: str | None, record: RecordedRequest) -> Scenario | None:
         if route == "models":
-            if not record.headers.get("authorization", "").startswith("Bearer "):
+            if record.bearer is None:
                 return json_response(401, {"detail": "Unauthorized"})
             return json_response(200, {"models": self.models}, {"ETag": '"models-1"'})
         return None

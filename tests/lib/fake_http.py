@@ -14,7 +14,7 @@ pieces, and `end`: "complete", "drop" (abort the socket without the final chunk)
 "hang" (send the pieces, then wait until the client goes away or the server stops) or
 "hang_before_headers".
 
-Usage::
+Usage (`served(FakeCodex)` is the same as a pytest fixture)::
 
     with FakeCodex() as fake:
         fake.script("responses", codex.text(["Hel", "lo"]), codex.text(["again"]))
@@ -38,10 +38,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Callable, Iterator, Union
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["Scenario", "RecordedRequest", "FakeServer", "json_response"]
+__all__ = ["Scenario", "RecordedRequest", "FakeServer", "json_response", "hang_before_headers", "served"]
 
 
 @dataclass
@@ -88,6 +88,11 @@ def json_response(status: int, payload: Any, headers: dict[str, str] | None = No
                     body=body, name=f"json {status}")
 
 
+def hang_before_headers() -> Scenario:
+    """No status line at all until the client disconnects or the server stops."""
+    return Scenario(end="hang_before_headers", name="hang_before_headers")
+
+
 @dataclass
 class RecordedRequest:
     """What the server received, plus what happened while answering."""
@@ -104,6 +109,12 @@ class RecordedRequest:
     t: float = field(default_factory=time.monotonic)
     disconnected: threading.Event = field(default_factory=threading.Event)  # client went away
     finished: threading.Event = field(default_factory=threading.Event)  # handler done answering
+
+    @property
+    def bearer(self) -> str | None:
+        """The credential of an `Authorization: Bearer ...` header (None without one)."""
+        value = self.headers.get("authorization", "")
+        return value[len("Bearer "):] if value.startswith("Bearer ") else None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -327,3 +338,17 @@ class FakeServer:
         with self._arrived:
             self._records.append(record)
             self._arrived.notify_all()
+
+
+def served(server_class: type[FakeServer], **kwargs: Any) -> Any:
+    """A pytest fixture serving a `server_class(**kwargs)` for one test: started before
+    it, stopped after it. Bind it to the fixture's name in the test module:
+    ``fake = served(FakeCodex)``."""
+    import pytest
+
+    @pytest.fixture
+    def serve() -> Iterator[FakeServer]:
+        with server_class(**kwargs) as server:
+            yield server
+
+    return serve

@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
-import json
 import secrets
 import threading
 import time
@@ -32,21 +31,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from .fake_http import FakeServer, RecordedRequest, Scenario, json_response
+from .tokens import openai_jwt
 
 CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
 
 
-def seg(obj: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
-
-
 def make_token(account_id: str | None, *, kind: str, serial: int, exp: float) -> str:
-    auth: dict[str, Any] = {"chatgpt_plan_type": "plus", "chatgpt_user_id": "user_test"}
-    if account_id:
-        auth["chatgpt_account_id"] = account_id
-    payload = {"exp": int(exp), "email": "test@example.com", "kind": kind, "jti": f"{kind}-{serial}",
-               "https://api.openai.com/auth": auth}
-    return f"{seg({'alg': 'RS256', 'typ': 'JWT'})}.{seg(payload)}.sig{secrets.token_hex(4)}"
+    """An issued token (`kind` "access" or "id"); its random signature makes each one differ."""
+    return openai_jwt(account_id, exp=exp, kind=kind, jti=f"{kind}-{serial}", signature="sig" + secrets.token_hex(4))
 
 
 def challenge_of(verifier: str) -> str:

@@ -20,6 +20,7 @@ import json
 from typing import Any, Iterable
 
 from .fake_http import FakeServer, RecordedRequest, Scenario, json_response
+from .fake_http import hang_before_headers  # noqa: F401 (one of this module's scenarios too)
 
 PROCESSING = b": OPENROUTER PROCESSING\n\n"
 DONE = b"data: [DONE]\n\n"
@@ -156,10 +157,6 @@ def hang(deltas: Iterable[str] = ("Hel",), ping: bool = False, **knobs: Any) -> 
                   ping=PROCESSING if ping else None, **knobs)
 
 
-def hang_before_headers() -> Scenario:
-    return Scenario(end="hang_before_headers", name="hang_before_headers")
-
-
 class FakeOpenRouter(FakeServer):
     """The fake OpenRouter API; see the module docstring. Use as a context manager."""
 
@@ -174,7 +171,7 @@ class FakeOpenRouter(FakeServer):
         self.user_models = list(self.catalog[:2] if user_models is None else user_models)
 
     def default(self, route: str | None, record: RecordedRequest) -> Scenario | None:
-        authed = record.headers.get("authorization", "").startswith("Bearer ")
+        authed = record.bearer is not None
         if route == "models":
             return json_response(200, {"data": self.catalog})
         if route in ("models_user", "key") and not authed:

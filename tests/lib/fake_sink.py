@@ -1,8 +1,9 @@
 """A recording `StreamSink` for provider tests.
 
-Records every call in order (`events`: ("text"|"reasoning"|"retry", value)) and sets
-`first_text` / `first_any` when the first delta arrives, so a test can wait for "the
-stream is running" with a timeout instead of sleeping. Safe to read from the test thread
+Records every call in order (`events`: ("text"|"reasoning"|"retry", value)) and when each
+text delta arrived (`text_times`, monotonic), and sets `first_text` / `first_any` when the
+first delta arrives, so a test can wait for "the stream is running" with a timeout
+instead of sleeping. Safe to read from the test thread
 while the provider thread writes (list appends are atomic; read after the call returns).
 """
 
@@ -20,11 +21,10 @@ class RecordingSink:
         self.events: list[tuple[str, Any]] = []
         self.first_text = threading.Event()
         self.first_any = threading.Event()
-        self.first_text_at: float | None = None
+        self.text_times: list[float] = []
 
     def text_delta(self, delta: str) -> None:
-        if self.first_text_at is None:
-            self.first_text_at = time.monotonic()
+        self.text_times.append(time.monotonic())
         self.events.append(("text", delta))
         self.first_text.set()
         self.first_any.set()

@@ -1,4 +1,4 @@
-"""Seeded mutated frames for tests/test_rpc_fuzz.py.
+"""Seeded mutated frames for tests/rpc/test_rpc_fuzz.py.
 
 Everything is drawn from the `random.Random` passed in, so a seed replays a run exactly.
 A `Unit` is bytes for the stream plus which request ids in it the server must answer

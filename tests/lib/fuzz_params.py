@@ -1,4 +1,4 @@
-"""Seeded params for every method of the method table, for tests/test_rpc_fuzz.py.
+"""Seeded params for every method of the method table, for tests/rpc/test_rpc_fuzz.py.
 
 Everything is drawn from the `random.Random` passed in, so a seed replays a run exactly.
 Params are missing, null, of the wrong type, huge, deep, hold NUL bytes or lone
@@ -119,7 +119,7 @@ PARAMS: dict[str, list[str]] = {
     "resources/startup": ["sessionId"], "prompts/list": [], "prompts/expand": ["command", "arguments"],
 }
 DESTRUCTIVE = frozenset({"sessions/close", "sessions/delete"})  # end the known sessions
-UNFUZZED = {"shutdown": "ends the process; tests/test_rpc_lifecycle.py covers it"}
+UNFUZZED = {"shutdown": "ends the process; tests/rpc/test_rpc_lifecycle.py covers it"}
 EXTRAS = ["resumeLast", "currentSessionPath", "fuzzExtra", "__proto__", "constructor", ""]
 
 

@@ -50,11 +50,6 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
         return []
 
 
-def write_config(config_dir: Path, values: dict[str, Any]) -> None:
-    config_dir.mkdir(parents=True, exist_ok=True)
-    (config_dir / "config.json").write_text(json.dumps(values), encoding="utf-8")
-
-
 #: /hi: says a line and returns text built from its context; /peek: what it sees of the session.
 HELLO = '''
     def register(kward):

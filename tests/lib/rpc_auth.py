@@ -4,18 +4,17 @@ wait for `auth/loginFinished`. Waiting is on frames with timeouts, never on slee
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .auth_helpers import open_in_browser
 from .rpc_client import RpcClient
-from .rpc_models import env_for, workspace
+from .loopback_kward import env_for, workspace
 
 
 def auth_env(home: Path, oauth: Any, **extra: str) -> dict[str, str]:
-    """The env of `rpc_models.start_kward`, logins going to `oauth` on a free callback port."""
+    """The env of `loopback_kward.start_kward`, logins going to `oauth` on a free callback port."""
     return env_for(home, **{"KWARD_OPENAI_AUTH_ISSUER": oauth.issuer, "KWARD_OAUTH_PORT": "0", **extra})
 
 
@@ -50,11 +49,3 @@ def login(client: RpcClient, **params: Any) -> dict[str, Any]:
     assert done["status"] == "completed", done
     return done
 
-
-def refused(port: int) -> bool:
-    """Nothing listens on 127.0.0.1:`port` any more."""
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except ConnectionRefusedError:
-        return True
-    return False

@@ -27,8 +27,8 @@ from typing import Any, BinaryIO, Callable
 
 from kward import client as kward_client
 from kward.rpc.framing import FrameFault, encode_frame
+from lib.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def frame(obj: Any) -> bytes:
@@ -66,6 +66,22 @@ def spawn_kward(home: Path, *, cwd: Path | None = None, env: dict[str, str] | No
     others talk to it through RpcClient (or, for the CLI, `lib.cli_helpers`)."""
     return subprocess.Popen(argv or kward_command(), stdin=stdin, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=str(cwd or home), env=env or kward_env(home))
+
+
+def imported_modules(importtime_stderr: str) -> set[str]:
+    """The modules a `python -X importtime` run's stderr lists as imported."""
+    return {line.rsplit("|", 1)[-1].strip() for line in importtime_stderr.splitlines() if "|" in line}
+
+
+def modules_after_initialize(home: Path) -> set[str]:
+    """The modules a whole `kward rpc` process imports when it is sent `initialize` and
+    `shutdown` (and nothing else); it must answer both and exit 0."""
+    msgs = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) + \
+        frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    p = subprocess.run(kward_command(python_flags=("-X", "importtime")), input=msgs,
+                       capture_output=True, env=kward_env(home), timeout=30)
+    assert p.returncode == 0 and p.stdout.count(b"Content-Length") == 2
+    return imported_modules(p.stderr.decode())
 
 
 def limited_command(nofile: int, argv: list[str] | None = None) -> list[str]:
@@ -262,14 +278,23 @@ class FrameClient(kward_client.Client):
             return exc
         raise AssertionError(f"{method} succeeded unexpectedly: {result!r}")
 
-    def wait_notification(self, predicate: Callable[[dict], bool], timeout: float = 10.0) -> dict:
+    def wait_notification(self, predicate: Callable[[dict], bool], timeout: float = 10.0,
+                          what: str = "notification") -> dict:
+        """The first notification (whole message) matching `predicate`, once it arrived;
+        each notification is looked at once."""
+        notes = self.notifications
+        pos = 0
+
         def find():
-            for n in self.notifications:
+            nonlocal pos
+            while pos < len(notes):
+                n = notes[pos]
+                pos += 1
                 if predicate(n):
                     return n
             return None
 
-        return self.wait(find, timeout, "notification")
+        return self.wait(find, timeout, what)
 
 
 class RpcClient(FrameClient):

@@ -1,6 +1,7 @@
-"""`Kward`: one `kward rpc` child with the Scripted provider (docs/scripted.md), and
-`Children`, the one launcher the `kward` fixture (tests/lib/turns_helpers.py) and the
-`start` fixture (tests/lib/rpc_sessions.py) start them with and end them after the test.
+"""`Kward`: one `kward rpc` child with the Scripted provider (docs/scripted.md);
+`Children`, the one launcher the `kward` fixture (below: the turn tests') and the `start`
+fixture (tests/lib/rpc_sessions.py: the session tests') start them with and end them
+after the test; and the `kward` fixture.
 
 Kward is the harness client (`RpcClient`, built on kward.client) plus the calls the turn
 and session tests make: create or resume a session, start a turn, wait for one of its
@@ -9,11 +10,15 @@ events, read the session file. Waiting is always on notifications with a timeout
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+import pytest
 
 from lib.rpc_client import RpcClient, frame, kward_env, limited_command
+from lib.scripts import text, write_script
+from lib.session_records import messages_of, read_records
+from lib.turn_events import turn_events, wait_event, wait_turn
 
 
 class Kward(RpcClient):
@@ -89,49 +94,29 @@ class Kward(RpcClient):
 
     def events(self, turn_id: str | None = None) -> list[dict]:
         """The turn/event params received so far (of one turn), in arrival order."""
-        return [p for p in self.notified("turn/event") if turn_id is None or p.get("turnId") == turn_id]
-
-    def wait_for(self, predicate: Callable[[dict], bool], timeout: float = 10.0, what: str = "notification") -> dict:
-        """The first notification (whole message) matching `predicate`; scans each one once."""
-        notes = self.notifications
-        pos = 0
-
-        def find():
-            nonlocal pos
-            while pos < len(notes):
-                n = notes[pos]
-                pos += 1
-                if predicate(n):
-                    return n
-            return None
-
-        return self.wait(find, timeout, what)
+        return turn_events(self, turn_id)
 
     def wait_event(self, turn_id: str, type_: str, timeout: float = 20.0) -> dict:
-        return self.wait_for(lambda n: n["method"] == "turn/event" and n["params"].get("turnId") == turn_id
-                             and n["params"].get("type") == type_, timeout, f"{type_} of turn {turn_id}")["params"]
+        return wait_event(self, turn_id, type_, timeout)
 
     def finish(self, turn_id: str, timeout: float = 10.0) -> list[dict]:
         """Wait for the turn's turnFinished; returns all its events (arrival order)."""
-        self.wait_event(turn_id, "turnFinished", timeout)
-        return self.events(turn_id)
+        return wait_turn(self, turn_id, timeout)
 
     def outcome(self, turn_id: str, timeout: float = 20.0) -> str:
         """Wait for the turn's turnFinished; return its status."""
         return self.wait_event(turn_id, "turnFinished", timeout)["payload"]["status"]
 
     def question(self, timeout: float = 10.0) -> dict:
-        return self.wait_for(lambda n: n["method"] == "ui/question", timeout, "ui/question")["params"]
+        return self.wait_notification(lambda n: n["method"] == "ui/question", timeout, "ui/question")["params"]
 
     # --- the session file -------------------------------------------------------------
 
     def records(self, session: dict) -> list[dict]:
-        path = session.get("path") or session.get("sessionFile")
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return read_records(session.get("path") or session.get("sessionFile"))
 
     def messages(self, session: dict) -> list[dict]:
-        return [r["message"] for r in self.records(session) if r.get("type") == "message"]
+        return messages_of(self.records(session))
 
 
 class Children:
@@ -171,3 +156,36 @@ class Children:
                 k.release()
         assert not problems, problems
 
+
+@pytest.fixture
+def kward(isolated_home: Path):
+    """`kward(steps, *, raw=None, env=None, files=None, demo=False, **script_fields) -> Kward`.
+
+    Writes the script (or `raw` text as the script file), a workspace holding `files`
+    ({relative path: text}), and starts `kward rpc` in it (with no script at all, the
+    built-in demo, when `demo`). Every child is closed after the
+    test and must not have written to stderr.
+    """
+    children = Children(isolated_home)
+    count = 0
+
+    def start(steps: list | None = None, *, raw: str | None = None, env: dict[str, str] | None = None,
+              files: dict[str, str] | None = None, demo: bool = False, **script_fields: Any) -> Kward:
+        nonlocal count
+        count += 1
+        ws = isolated_home / f"ws{count}"
+        ws.mkdir()
+        for rel, content in (files or {}).items():
+            (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ws / rel).write_text(content, encoding="utf-8")
+        scripts = isolated_home / "scripts"
+        if raw is not None:
+            scripts.mkdir(exist_ok=True)
+            script = scripts / f"raw-{count}.json"
+            script.write_text(raw, encoding="utf-8")
+        else:
+            script = write_script(scripts, steps if steps is not None else [[text("ok")]], **script_fields)
+        return children.start(ws, None if demo else script, env)
+
+    yield start
+    children.end_all()

@@ -1,5 +1,5 @@
 """Session files written by real turns, and what kward makes of them: the fixtures of
-tests/test_session_fixtures.py (tests/data/sessions/).
+tests/sessions/test_session_fixtures.py (tests/data/sessions/).
 
 `generate(root)` runs real turns through `kward rpc` (the Scripted provider, the fake
 Codex and OpenRouter backends) covering every record kind a session file holds: user
@@ -35,13 +35,18 @@ if __package__ in (None, "", "tests.lib"):  # run as a script: make `lib` import
 
 from lib import fake_codex as fc
 from lib import fake_openrouter as fo
+from lib import paths
+from lib.config_files import write_config
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_openrouter import FakeOpenRouter
-from lib.resources_helpers import write_config, write_plugin, write_prompt
+from lib.loopback_kward import env_for
+from lib.resources_helpers import write_plugin, write_prompt
 from lib.rpc_client import RpcClient
-from lib.rpc_models import env_for
+from lib.scripts import delay, model_error, reasoning, step, text, tool, usage, wait_for_steer, write_script
+from lib.session_records import parse_records
+from lib.turn_events import wait_event, wait_turn
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "sessions"
+DATA = paths.DATA / "sessions"
 NAMES = ("scripted", "slash", "codex", "openrouter", "compacted", "variants")
 WS = "/fixture/ws"  # the workspace path as the committed files show it
 HOME = "/fixture/home"
@@ -91,26 +96,11 @@ def file_text(path: Path, root: Path) -> str:
     return text
 
 
-def records(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
 # --- one kward process -------------------------------------------------------------------
 
 def _kward(root: Path, **env: str) -> RpcClient:
     home = root / "home"
     return RpcClient(home, cwd=root / "ws", env=env_for(home, KWARD_LOG_LEVEL="ERROR", **env))
-
-
-def _events(client: RpcClient, turn_id: str) -> list[dict[str, Any]]:
-    return [n["params"] for n in list(client.notifications)
-            if n.get("method") == "turn/event" and n["params"].get("turnId") == turn_id]
-
-
-def _finish(client: RpcClient, turn_id: str, timeout: float = 20) -> list[dict[str, Any]]:
-    client.wait(lambda: any(e["type"] == "turnFinished" for e in _events(client, turn_id)), timeout,
-                f"turnFinished of {turn_id}")
-    return _events(client, turn_id)
 
 
 def _start(client: RpcClient, session_id: str, text: str, **params: Any) -> dict[str, Any]:
@@ -127,7 +117,7 @@ class Run:
 
     def turn(self, session_id: str, text: str, **params: Any) -> dict[str, Any]:
         start = _start(self.client, session_id, text, **params)
-        events = _finish(self.client, start["id"])
+        events = wait_turn(self.client, start["id"], 20)
         self.turns.append({"start": start, "events": [{"type": e["type"], "payload": e["payload"]} for e in events]})
         return start
 
@@ -140,24 +130,6 @@ def _workspace(root: Path) -> Path:
     (ws / "src" / "main.py").write_text("print('hi')\n", encoding="utf-8")
     (root / "home" / ".kward").mkdir(parents=True, exist_ok=True)
     return ws
-
-
-def _script(root: Path, steps: list[Any]) -> str:
-    path = root / "script.json"
-    path.write_text(json.dumps({"steps": steps}), encoding="utf-8")
-    return str(path)
-
-
-def _usage(inp: int, out: int, **more: Any) -> dict[str, Any]:
-    return {"input_tokens": inp, "output_tokens": out, **more}
-
-
-def _text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def _tool(name: str, call_id: str, **args: Any) -> dict[str, Any]:
-    return {"type": "toolCall", "name": name, "id": call_id, "arguments": args}
 
 
 OBSERVER = '''
@@ -188,24 +160,21 @@ def _scripted(root: Path) -> tuple[Path, Run]:
     write_config(config, {"memory": {"enabled": True}})
     write_plugin(config, "observer", OBSERVER, out=root / "observed.jsonl")
     steps = [
-        {"events": [{"type": "reasoning", "text": "The notes first."}, _text("Looking."),
-                    _tool("list_directory", "call_list", path="."), _tool("read_file", "call_read", path="notes.txt")],
-         "usage": _usage(100, 10, reasoning_tokens=3)},
-        {"events": [_tool("read_file", "call_missing", path="missing.txt"),
-                    _tool("edit_file", "call_edit", path="notes.txt",
-                          edits=[{"old_text": "alpha line", "new_text": "ALPHA line"}]),
-                    _tool("write_file", "call_write", path="new.txt", content="fresh\n")],
-         "usage": _usage(200, 20, cost=0.01)},
-        {"events": [_text("Edited "), _text("the notes.")],
-         "usage": _usage(300, 5, cache_read_tokens=50, cache_write_tokens=7, total_tokens=305, cost=0.02)},
-        {"events": [_text("A tiny picture.")], "usage": _usage(400, 4)},
-        {"events": [_text("Partial ans"), _text("wer"),
-                    {"type": "error", "message": "upstream broke", "kind": "server", "status": 500}]},
-        {"events": [_text("Working"), {"type": "waitForSteer", "timeout": 30}], "usage": _usage(500, 3)},
-        {"events": [_text("Steered answer.")], "usage": _usage(600, 3)},
-        {"events": [_text("Half"), {"type": "delay", "seconds": 30}]},
+        step(reasoning("The notes first."), text("Looking."), tool("list_directory", id="call_list", path="."),
+             tool("read_file", id="call_read", path="notes.txt"), usage=usage(100, 10, reasoning_tokens=3)),
+        step(tool("read_file", id="call_missing", path="missing.txt"),
+             tool("edit_file", id="call_edit", path="notes.txt",
+                  edits=[{"old_text": "alpha line", "new_text": "ALPHA line"}]),
+             tool("write_file", id="call_write", path="new.txt", content="fresh\n"), usage=usage(200, 20, cost=0.01)),
+        step(text("Edited "), text("the notes."),
+             usage=usage(300, 5, cache_read_tokens=50, cache_write_tokens=7, total_tokens=305, cost=0.02)),
+        step(text("A tiny picture."), usage=usage(400, 4)),
+        step(text("Partial ans"), text("wer"), model_error("upstream broke", kind="server", status=500)),
+        step(text("Working"), wait_for_steer(30), usage=usage(500, 3)),
+        step(text("Steered answer."), usage=usage(600, 3)),
+        step(text("Half"), delay(30)),
     ]
-    with _kward(root, KWARD_PROVIDER="scripted", KWARD_SCRIPT=_script(root, steps)) as client:
+    with _kward(root, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(write_script(root, steps))) as client:
         run = Run(client)
         session = client.request("sessions/create", {"workspaceRoot": str(root / "ws")})
         sid = session["id"]
@@ -217,16 +186,16 @@ def _scripted(root: Path) -> tuple[Path, Run]:
                  attachments=[{"type": "image", "data": PNG, "mimeType": "image/png", "name": "dot.png"}])
         run.turn(sid, "Tell me more")
         start = _start(client, sid, "Go on")
-        client.wait(lambda: any(e["type"] == "assistantDelta" for e in _events(client, start["id"])), 20, "Working")
+        wait_event(client, start["id"], "assistantDelta", 20)  # "Working" is streaming
         steered = _start(client, sid, "Also this", streamingBehavior="steer",
                          attachments=[{"type": "image", "data": PNG, "mimeType": "image/png"}])
-        events = _finish(client, start["id"])
+        events = wait_turn(client, start["id"], 20)
         run.turns.append({"start": start, "steered": steered,
                           "events": [{"type": e["type"], "payload": e["payload"]} for e in events]})
         start = _start(client, sid, "Stop soon")
-        client.wait(lambda: any(e["type"] == "assistantDelta" for e in _events(client, start["id"])), 20, "Half")
+        wait_event(client, start["id"], "assistantDelta", 20)  # "Half" is streaming
         client.request("turns/cancel", {"turnId": start["id"]})
-        events = _finish(client, start["id"])
+        events = wait_turn(client, start["id"], 20)
         run.turns.append({"start": start, "events": [{"type": e["type"], "payload": e["payload"]} for e in events]})
         client.wait(lambda: _observed_types(root).count("answer") == 3, 20, "the observer", poll=0.02)
         run.results["observed"] = [json.loads(line) for line in
@@ -248,8 +217,8 @@ def _slash(root: Path) -> tuple[Path, Run]:
     config = root / "home" / ".kward"
     write_prompt(config, "review", "Review $ARGUMENTS carefully.", description="Review a file")
     write_plugin(config, "hello", HELLO)
-    steps = [{"events": [_text("Reviewed.")], "usage": _usage(50, 2)}]
-    with _kward(root, KWARD_PROVIDER="scripted", KWARD_SCRIPT=_script(root, steps)) as client:
+    steps = [step(text("Reviewed."), usage=usage(50, 2))]
+    with _kward(root, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(write_script(root, steps))) as client:
         run = Run(client)
         session = client.request("sessions/create", {"workspaceRoot": str(root / "ws"), "name": "Slash"})
         run.turn(session["id"], "/review src/main.py")
@@ -299,11 +268,11 @@ COMPACTION = {"role": "compactionSummary", "summary": "## Goal\nRead the notes.\
 def _compacted(root: Path) -> tuple[Path, Run]:
     """Two turns, a compaction record appended by hand (as the original writes one), then
     a turn after it (the session resumed)."""
-    steps = [{"events": [_text("First.")], "usage": _usage(10, 1)},
-             {"events": [_tool("read_file", "call_c", path="notes.txt")], "usage": _usage(20, 2)},
-             {"events": [_text("Second.")], "usage": _usage(30, 3)},
-             {"events": [_text("After the summary.")], "usage": _usage(40, 4)}]
-    env = {"KWARD_PROVIDER": "scripted", "KWARD_SCRIPT": _script(root, steps)}
+    steps = [step(text("First."), usage=usage(10, 1)),
+             step(tool("read_file", id="call_c", path="notes.txt"), usage=usage(20, 2)),
+             step(text("Second."), usage=usage(30, 3)),
+             step(text("After the summary."), usage=usage(40, 4))]
+    env = {"KWARD_PROVIDER": "scripted", "KWARD_SCRIPT": str(write_script(root, steps))}
     with _kward(root, **env) as client:
         run = Run(client)
         session = client.request("sessions/create", {"workspaceRoot": str(root / "ws")})
@@ -311,7 +280,7 @@ def _compacted(root: Path) -> tuple[Path, Run]:
         run.turn(session["id"], "two")
         client.request("sessions/close", {"sessionId": session["id"]})
     path = Path(session["path"])
-    stamp = records(path.read_text(encoding="utf-8"))[-1]["timestamp"]
+    stamp = parse_records(path.read_text(encoding="utf-8"))[-1]["timestamp"]
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps({"type": "compaction", "timestamp": stamp, "message": COMPACTION}) + "\n")
     with _kward(root, **env) as client:
@@ -410,10 +379,10 @@ def _install(fixtures: dict[str, str], root: Path) -> dict[str, Path]:
     """Write the fixture files under `root` with the temp workspace in place of WS."""
     ws = _workspace(root)
     placed = {}
-    for name, text in fixtures.items():
+    for name, content in fixtures.items():
         path = root / "files" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text.replace(WS, json.dumps(str(ws))[1:-1]), encoding="utf-8")
+        path.write_text(content.replace(WS, json.dumps(str(ws))[1:-1]), encoding="utf-8")
         placed[name] = path
     return placed
 
@@ -432,7 +401,7 @@ def _shown(client: RpcClient, path: Path, ws: Path, root: Path) -> dict[str, Any
                                               "totalMessages", "tokens", "cost")}
     out["contextTokens"] = (stats.get("contextUsage") or {}).get("tokens")
     clone = client.request("sessions/clone", {"sessionId": sid})
-    out["cloneMessages"] = [r["message"] for r in records(Path(clone["path"]).read_text(encoding="utf-8"))
+    out["cloneMessages"] = [r["message"] for r in parse_records(Path(clone["path"]).read_text(encoding="utf-8"))
                             if r.get("type") == "message"]
     client.request("sessions/close", {"sessionId": clone["id"]})
     out["_sid"] = sid
@@ -442,7 +411,7 @@ def _shown(client: RpcClient, path: Path, ws: Path, root: Path) -> dict[str, Any
 def _next_body(client: RpcClient, sid: str, route: str, fake: Any) -> dict[str, Any]:
     before = len(fake.requests(route))
     start = _start(client, sid, "next")
-    _finish(client, start["id"])
+    wait_turn(client, start["id"], 20)
     body = dict(fake.requests(route)[before].json)
     body.pop("tools", None)  # the tool schemas are not the session's (other tests check them)
     if route == "responses":

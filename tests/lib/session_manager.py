@@ -1,0 +1,31 @@
+"""A `SessionManager` on temp directories, used in this process, and the payloads of its
+session handles as the protocol shows them (`kward.rpc.wire.sessions`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kward.sessions.manager import SessionManager
+
+
+def new_manager(tmp_path: Path, name: str = "ws") -> tuple[SessionManager, Path]:
+    """A manager keeping sessions under `tmp_path/home/.kward/sessions`, and its default
+    workspace `tmp_path/<name>` (created)."""
+    workspace = tmp_path / name
+    workspace.mkdir(exist_ok=True)
+    return SessionManager(tmp_path / "home" / ".kward" / "sessions", default_workspace=str(workspace)), workspace
+
+
+def payload(handle: Any) -> dict[str, Any]:
+    """The session payload of a SessionHandle now (as the protocol shows it)."""
+    from kward.rpc.wire import sessions as wire
+
+    return wire.session(handle.info())
+
+
+def opened(handle: Any) -> dict[str, Any]:
+    """The session payload a SessionHandle was opened with."""
+    from kward.rpc.wire import sessions as wire
+
+    return wire.session(handle.opened)

@@ -1,0 +1,259 @@
+"""The single-file zipapp: tools/build_zipapp.py builds kward.pyz into a temp dir; a copy
+in a directory that knows nothing of the checkout runs `--version`, an RPC handshake, a
+scripted turn (over RPC and one-shot) and imports everything from the archive alone. Its
+first start extracts it into `~/.kward/cache/pyz/<build id>/` and later starts run from
+there (tools/zipapp_main.py): a damaged tree is extracted again, an unwritable cache or
+`KWARD_PYZ_EXTRACT=0` runs from the archive.
+
+The archive is run with `python3 -S` (no site-packages: neither this checkout's editable
+install nor the machine's requests or keyring can help it), except for one plain run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kward import __version__
+from lib.fake_openrouter import FakeOpenRouter
+from lib.paths import REPO
+from lib.rpc_client import RpcClient, kward_command, kward_env
+from lib.scripts import text, tool, write_script
+
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pyz(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("zipapp") / "build" / "kward.pyz"
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "build_zipapp.py"), "--output", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    copy = elsewhere / "kward.pyz"
+    shutil.copy2(out, copy)
+    return copy
+
+
+@pytest.fixture
+def env(isolated_home, tmp_path) -> dict[str, str]:
+    env = kward_env(isolated_home)
+    env.pop("PYTHONPATH", None)
+    env["TMPDIR"] = str(tmp_path / "tmp")
+    os.mkdir(env["TMPDIR"])
+    return env
+
+
+def test_the_archive_holds_pure_python_and_every_dist_info(pyz):
+    names = zipfile.ZipFile(pyz).namelist()
+    assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+    assert "__main__.py" in names and "kward/cli.py" in names and "kward/terminal/interactive.py" in names
+    assert "kward/resources/base_prompt.md" in names  # read through importlib.resources from the archive
+    compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".dll")) or "_cffi_backend" in n]
+    assert compiled == [] and not [n for n in names if n.startswith(("cryptography/", "cffi/", "bin/"))]
+    dist_infos = {n.split("/")[0].split("-")[0].lower() for n in names if ".dist-info/" in n}
+    assert {"kward", "requests", "keyring", "urllib3", "certifi", "idna", "charset_normalizer"} <= dist_infos
+    assert "keyring-" in "".join(n for n in names if n.endswith("entry_points.txt"))
+    # pip's records and what only the (compiled) Secret Service backend would use are left out
+    assert not [n for n in names if n.rpartition("/")[2] in ("RECORD", "INSTALLER", "REQUESTED", "WHEEL")]
+    assert not [n for n in names if n.startswith(("secretstorage", "jeepney"))]
+    with zipfile.ZipFile(pyz) as z:  # read on every start: stored, so that no start imports zlib
+        assert z.getinfo("__main__.py").compress_type == zipfile.ZIP_STORED
+        # this Python's bytecode of it (hash-checked: zipimport would compile the source each start)
+        pyc = z.read("__main__.pyc")
+        assert z.getinfo("__main__.pyc").compress_type == zipfile.ZIP_STORED
+        assert pyc[:4] == importlib.util.MAGIC_NUMBER and int.from_bytes(pyc[4:8], "little") == 0b11
+        assert z.getinfo("kward/cli.py").compress_type == zipfile.ZIP_DEFLATED
+    assert not [n for n in names if "__pycache__" in n]
+
+
+def test_version_and_exit_status_from_outside_the_checkout(pyz, env):
+    for argv in ([sys.executable, str(pyz), "--version"], [sys.executable, "-S", str(pyz), "--version"]):
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=pyz.parent, env=env, timeout=60)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"kward {__version__}\n", "")
+    bad = subprocess.run([sys.executable, "-S", str(pyz), "--frobnicate"], capture_output=True, text=True,
+                         cwd=pyz.parent, env=env, timeout=60)
+    assert bad.returncode == 2 and "unknown option" in bad.stderr  # the exit status survives the archive
+
+
+def test_another_python_reads_the_main_source_when_the_bytecode_is_not_its_own(pyz, env, tmp_path):
+    # __main__.pyc is the building Python's: another version sees a magic number not its own
+    # (played here by a changed one) and zipimport falls back to __main__.py
+    other = tmp_path / "other.pyz"
+    with zipfile.ZipFile(pyz) as src, open(other, "wb") as f:
+        f.write(pyz.read_bytes()[:pyz.read_bytes().index(b"\n") + 1])
+        with zipfile.ZipFile(f, "w") as dst:
+            for info in src.infolist():
+                data = src.read(info)
+                dst.writestr(info, b"\0\0\r\n" + data[4:] if info.filename == "__main__.pyc" else data)
+    for archive in (pyz, other):
+        proc = subprocess.run([sys.executable, str(archive), "--frobnicate"], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=60)
+        assert proc.returncode == 2 and "unknown option" in proc.stderr
+
+
+def test_rpc_handshake_and_a_scripted_turn(pyz, env, isolated_home):
+    ws = isolated_home / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello\n")
+    script = write_script(isolated_home / "scripts", [[tool("read_file", path="notes.txt")], [text("It says hello.")]])
+    env = {**env, "KWARD_PROVIDER": "scripted", "KWARD_SCRIPT": str(script)}
+    with RpcClient(isolated_home, cwd=ws, env=env, argv=kward_command(pyz)) as c:
+        init = c.request("initialize", {"clientInfo": {"name": "zipapp-test", "version": "1"}})
+        assert (init["serverName"], init["serverVersion"]) == ("kward", __version__)
+        session = c.request("sessions/create", {"workspaceRoot": str(ws)})
+        turn = c.request("turns/start", {"sessionId": session["id"], "input": "read it"})
+        c.wait_notification(lambda n: n["method"] == "turn/event" and n["params"]["turnId"] == turn["id"]
+                            and n["params"]["type"] == "turnFinished")
+        events = [n["params"] for n in c.notifications if n["method"] == "turn/event"]
+        assert [e["payload"] for e in events if e["type"] == "answer"] == [{"content": "It says hello."}]
+        assert [e["payload"]["result"]["content"] for e in events if e["type"] == "toolResult"] == ["hello\n"]
+        assert c.close() == 0 and c.stderr == ""
+    oneshot = subprocess.run([sys.executable, "-S", str(pyz), "what", "is", "it"], capture_output=True, text=True,
+                             cwd=ws, env={**env, "KWARD_SCRIPT": str(write_script(
+                                 isolated_home / "scripts", [[text("One shot.")]]))}, timeout=60)
+    assert (oneshot.returncode, oneshot.stdout) == (0, "One shot.\n"), oneshot.stderr
+
+
+def test_everything_is_imported_from_the_archive_and_certifi_leaves_no_temp_file(pyz, env, isolated_home):
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "import json, kward, kward.terminal.doctor, requests, urllib3, keyring, certifi\n"
+            "print(json.dumps({m.__name__: m.__file__ for m in (kward, requests, urllib3, keyring, certifi)}))\n")
+    found = json.loads(subprocess.run([sys.executable, "-S", "-c", code, str(pyz)], capture_output=True, text=True,
+                                      check=True, env=env, timeout=60).stdout)
+    assert all(path.startswith(str(pyz) + os.sep) for path in found.values()), found
+    with FakeOpenRouter() as fake:  # the doctor imports requests (and keyring) from the archive itself
+        doctor = subprocess.run([sys.executable, "-S", str(pyz), "doctor"], capture_output=True, text=True,
+                                cwd=pyz.parent, timeout=60,
+                                env={**env, "KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url,
+                                     "KWARD_PYZ_EXTRACT": "0"})
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "keyring.backends.fail.Keyring" in doctor.stdout and "answers (HTTP" in doctor.stdout
+    [pem] = (isolated_home / ".kward" / "cache").glob("certifi-*/cacert.pem")
+    with zipfile.ZipFile(pyz) as z:
+        assert pem.read_bytes() == z.read("certifi/cacert.pem")
+    assert os.listdir(env["TMPDIR"]) == []  # no extracted copy left behind
+    assert not (isolated_home / ".kward" / "cache" / "pyz").exists()  # KWARD_PYZ_EXTRACT=0: no tree
+
+
+def test_the_file_store_takes_over_where_the_keyring_cannot_load_and_auth_status_says_so(pyz, env, isolated_home):
+    # keyring's Secret Service backend needs a compiled library the archive leaves out: it cannot load
+    env = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"}
+    key = "sk-or-v1-zipapp0123456789abc"
+    login = subprocess.run([sys.executable, "-S", str(pyz), "login", "openrouter"], input=key, capture_output=True,
+                           text=True, cwd=pyz.parent, env=env, timeout=60)
+    assert (login.returncode, login.stdout) == (0, "Saved the OpenRouter API key in a 0600 file.\n"), login.stderr
+    status = subprocess.run([sys.executable, "-S", str(pyz), "auth", "status"], capture_output=True, text=True,
+                            cwd=pyz.parent, env=env, timeout=60)
+    assert status.returncode == 0 and status.stderr == ""
+    lines = {line[:11].strip(): line[12:] for line in status.stdout.splitlines()}
+    assert lines["OpenRouter"] == "API key stored" and lines["store"].startswith("file: ")
+    assert "inside the zipapp only pure-Python keyring backends load" in lines["keyring"]
+    config = isolated_home / ".kward" / "config.json"
+    assert json.loads(config.read_text())["openrouter_api_key"] == key and config.stat().st_mode & 0o777 == 0o600
+    assert tree(isolated_home).is_dir()  # that ran from the extracted tree; from the archive it says the same
+    archive = subprocess.run([sys.executable, "-S", str(pyz), "auth", "status"], capture_output=True, text=True,
+                             cwd=pyz.parent, env={**env, "KWARD_PYZ_EXTRACT": "0"}, timeout=60)
+    assert (archive.returncode, archive.stdout, archive.stderr) == (0, status.stdout, "")
+
+
+# --- the extracted cache --------------------------------------------------------------
+
+def tree(home: Path) -> Path:
+    [found] = (home / ".kward" / "cache" / "pyz").iterdir()
+    return found
+
+
+def loaded_from(pyz: Path, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `kward --version` with `python3 -v`; (the process, where kward.cli came from:
+    "archive", "source" in the tree, "bytecode" in the tree)."""
+    proc = subprocess.run([sys.executable, "-S", "-v", str(pyz), *args, "--version"], capture_output=True, text=True,
+                          cwd=pyz.parent, env=env, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, f"kward {__version__}\n"), proc.stderr
+    lines = proc.stderr.splitlines()
+    if any(line.startswith("import 'kward.cli' # <zipimporter") for line in lines):
+        return proc, "archive"
+    [line] = [line for line in lines if line.startswith("# ") and line.endswith(os.sep + os.path.join("kward", "cli.py"))]
+    return proc, "bytecode" if " matches " in line else "source"
+
+
+def test_the_first_start_extracts_the_archive_and_later_starts_run_from_the_bytecode_there(pyz, env, isolated_home):
+    env = {**env, "PYTHONDONTWRITEBYTECODE": "1"}  # the tree is compiled at extraction all the same
+    _, first = loaded_from(pyz, env)
+    where = tree(isolated_home)
+    assert (where / ".kward-pyz").read_text() == where.name
+    for directory in (where, where.parent, where.parent.parent, isolated_home / ".kward"):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+    with zipfile.ZipFile(pyz) as z:
+        assert (where / "kward" / "cli.py").read_bytes() == z.read("kward/cli.py")
+        assert (where / "__main__.py").read_bytes() == z.read("__main__.py")
+    marker = (where / ".kward-pyz").stat()
+    proc, second = loaded_from(pyz, env)
+    assert (first, second) == ("bytecode", "bytecode") and str(where) in proc.stderr
+    copy = isolated_home / "other" / "renamed.pyz"  # a copy of the same build shares the tree
+    copy.parent.mkdir()
+    shutil.copy(pyz, copy)
+    assert loaded_from(copy, env)[1] == "bytecode" and tree(isolated_home) == where
+    assert (where / ".kward-pyz").stat().st_ino == marker.st_ino  # never extracted again
+    assert [p.name for p in where.parent.iterdir()] == [where.name]  # no temp dir left
+
+
+def test_concurrent_first_starts_share_one_tree(pyz, env, isolated_home):
+    procs = [subprocess.Popen([sys.executable, "-S", str(pyz), "--version"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=pyz.parent, env=env) for _ in range(3)]
+    results = [(p.wait(120), p.stdout.read(), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert results == [(0, f"kward {__version__}\n", "")] * 3
+    assert (tree(isolated_home) / ".kward-pyz").is_file()  # and no temp dir is left (tree() finds one entry)
+    assert loaded_from(pyz, env)[1] == "bytecode"
+
+
+def test_a_damaged_tree_is_extracted_again(pyz, env, isolated_home):
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    (where / ".kward-pyz").write_text("")  # a marker cut short: the tree is not trusted
+    (where / "kward" / "config" / "rules.py").unlink()
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    assert (where / ".kward-pyz").read_text() == where.name and (where / "kward" / "config" / "rules.py").is_file()
+    (where / "kward" / "cli.py").write_text("def (")  # a file cut short behind a good marker
+    proc, found = loaded_from(pyz, env)
+    assert found == "archive" and not (where / ".kward-pyz").exists()  # this start gave the tree up
+    assert loaded_from(pyz, env)[1] == "bytecode"  # and the next extracted it again
+    with zipfile.ZipFile(pyz) as z:
+        assert (where / "kward" / "cli.py").read_bytes() == z.read("kward/cli.py")
+    assert tree(isolated_home) == where
+
+
+@pytest.mark.parametrize("how", ["a file in the way", "a read-only directory"])
+def test_an_unwritable_cache_runs_from_the_archive_silently(pyz, env, isolated_home, how):
+    cache = isolated_home / ".kward" / "cache"
+    cache.mkdir(parents=True)
+    if how == "a file in the way":
+        (cache / "pyz").write_text("not a directory")
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only directories")
+        cache.chmod(0o500)
+    try:
+        assert loaded_from(pyz, env)[1] == "archive"
+        with RpcClient(isolated_home, cwd=pyz.parent, env=env, argv=kward_command(pyz)) as c:
+            assert c.request("initialize")["serverName"] == "kward"  # only frames on stdout
+            assert c.close() == 0 and c.stderr == ""
+    finally:
+        cache.chmod(0o700)
+    assert sorted(p.name for p in cache.iterdir()) == ["pyz"]
+
+
+def test_kward_pyz_extract_0_runs_from_the_archive(pyz, env, isolated_home):
+    assert loaded_from(pyz, {**env, "KWARD_PYZ_EXTRACT": "0"})[1] == "archive"
+    assert not (isolated_home / ".kward" / "cache" / "pyz").exists()

@@ -1,0 +1,153 @@
+"""Capabilities claim exactly what the method table implements."""
+
+import json
+
+import pytest
+
+from kward.rpc import capabilities
+from kward.rpc import method_table as registry
+from lib.paths import REPO
+from lib.scripted_kward import kward  # noqa: F401
+from lib.scripts import text, tool
+from lib.turn_events import check_turn_events
+
+SHARED = REPO.parent / "shared"  # the project's shared reference, beside the checkout
+ORIGINAL = json.loads((SHARED / "reference" / "initialize-original.json").read_text())["capabilities"] \
+    if SHARED.exists() else None
+
+
+def walk(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield path + (k,), v
+            yield from walk(v, path + (k,))
+
+
+def test_every_registered_handler_exists():
+    table = registry.default_table()
+    for name in registry.METHODS:
+        assert callable(table.handler(name)), name
+
+
+def test_listed_methods_exist_and_supported_groups_have_methods():
+    caps = capabilities.build(registry.METHODS)
+    for path, value in walk(caps):
+        if path[-1] == "methods":
+            for m in value:
+                assert m in registry.METHODS, (path, m)
+        if path[-1] == "supported" and value is True:
+            group = caps
+            for key in path[:-1]:
+                group = group[key]
+            listed = group.get("methods") or ([group["method"]] if "method" in group else [])
+            assert all(m in registry.METHODS for m in listed), path
+
+
+def test_unimplemented_groups_say_so():
+    caps = capabilities.build(["initialize", "shutdown"])
+    for group in ("sessions", "turns", "models", "runtime", "auth", "memory", "commands", "transcript",
+                  "export", "logging", "config", "prompts", "tools"):
+        assert caps[group]["supported"] is False, group
+    assert caps["extensionUi"]["question"]["supported"] is False
+    assert caps["attachments"]["input"]["supported"] is False
+    assert caps["asyncTurns"] is False and caps["uiQuestions"] is False
+
+
+def test_flags_follow_the_table():
+    caps = capabilities.build(["initialize", "sessions/create", "turns/start", "turns/cancel"])
+    assert caps["sessions"]["supported"] is True and caps["sessions"]["methods"] == ["sessions/create"]
+    assert caps["turns"]["supported"] is True and caps["turnCancellation"] == "best-effort"
+    assert caps["sessions"]["fork"]["supported"] is False and caps["turnEventReplay"] is False
+
+
+def test_every_group_and_field_of_the_original_is_present():
+    if ORIGINAL is None:  # the shared reference is not beside this checkout
+        return
+    ours = capabilities.build(registry.METHODS)
+    ours_paths = {p for p, _ in walk(ours)}
+    missing = [p for p, _ in walk(ORIGINAL) if p not in ours_paths]
+    assert missing == []
+
+
+def test_numbers_and_flags_survive_redaction():
+    from kward.redact import redact
+
+    caps = capabilities.build(registry.METHODS)
+    assert redact(caps) == caps  # e.g. runtime.stats.tokens stays a boolean
+
+
+def test_steering_table_matches_the_provider_classes():
+    from kward.providers.codex import CodexProvider
+    from kward.providers.openai_compat import OpenAICompatibleProvider
+    from kward.providers.openrouter import OpenRouterProvider
+    from kward.providers.scripted import ScriptedProvider
+    from kward.providers import specs as providers
+    from kward.providers.specs import STEERING
+
+    classes = {"codex": CodexProvider, "openrouter": OpenRouterProvider,
+               "openai-compatible": OpenAICompatibleProvider, "scripted": ScriptedProvider}
+    assert {k: c.supports_steering for k, c in classes.items()} == STEERING
+    assert {s.key: providers.provider_class(s) for s in providers.PROVIDERS} == classes  # every spec names its class
+
+
+def test_capabilities_report_the_limits_the_code_enforces(tmp_path):
+    from kward.agent.attachments import normalize_attachments
+    from kward.agent.eventlog import EventLog
+    from kward.errors import InvalidParams
+    from kward.telemetry import CATEGORIES
+    from kward.telemetry.log import TelemetryLog
+    from kward.telemetry.ranges import BUCKETS, UNITS
+
+    caps = capabilities.build(registry.METHODS)
+    image = caps["attachments"]["input"]
+    assert image["mimeTypes"] == ["image/png", "image/jpeg", "image/gif", "image/webp"]
+    for mime in image["mimeTypes"]:  # each claimed type is accepted, at the claimed size ...
+        normalize_attachments([{"type": "image", "mimeType": mime, "data": "AAAA", "sizeBytes": image["maxBytes"]}])
+    with pytest.raises(InvalidParams):  # ... and a byte more is refused
+        normalize_attachments([{"type": "image", "mimeType": "image/png", "data": "AAAA",
+                                "sizeBytes": image["maxBytes"] + 1}])
+    with pytest.raises(InvalidParams):
+        normalize_attachments([{"type": "image", "mimeType": "image/bmp", "data": "AAAA"}])
+    limit = caps["turns"]["eventReplay"]["limit"]
+    log = EventLog("t", "s", publish=lambda e: None, make_room=lambda: None)
+    for _ in range(limit + 5):
+        log.emit("assistantDelta", {}, wait=False)
+    assert [e.sequence for e in log.after(0)] == list(range(6, limit + 6))  # the last `limit` are kept
+    logging = caps["logging"]
+    assert logging["rotation"]["maxBytes"] == TelemetryLog(tmp_path).max_bytes == 10 * 1024 * 1024
+    assert logging["categories"] == list(CATEGORIES)
+    assert logging["stats"]["units"] == [u + "s" for u in UNITS] and logging["usageCsv"]["buckets"] == list(BUCKETS)
+
+
+def test_memory_and_logging_groups_follow_the_table():
+    caps = capabilities.build(registry.METHODS, capabilities.RuntimeFacts(logging_categories=("tools",)))
+    assert caps["memory"]["supported"] is True and caps["memory"]["methods"] == list(capabilities.MEMORY_METHODS)
+    assert caps["logging"]["supported"] is True and caps["logging"]["enabledCategories"] == ["tools"]
+    none = capabilities.build(["initialize"], capabilities.RuntimeFacts(logging_categories=("tools",)))
+    assert none["memory"]["hierarchy"] is False and none["memory"]["scopes"] == []
+    assert none["logging"]["enabledCategories"] == [] and none["logging"]["methods"] == []
+
+
+def test_changed_files_are_claimed_only_for_the_tools_that_report_them():
+    tools = capabilities.build(registry.METHODS)["events"]["tools"]
+    assert tools["changedFiles"] is False  # no changed-file detection for shell commands
+    assert tools["changedFilesTools"] == ["edit", "write"]
+    assert capabilities.build(["initialize"])["events"]["tools"]["changedFilesTools"] == []
+
+
+@pytest.mark.slow
+def test_changed_files_flags_tell_what_a_turn_reports(kward):
+    k = kward([[tool("run_shell_command", {"command": "echo made > shell.txt"}, id="sh"),
+                tool("write_file", {"path": "w.txt", "content": "w\n"}, id="write"),
+                tool("read_file", {"path": "e.txt"}, id="read"),  # edit wants the file read first
+                tool("edit_file", {"path": "e.txt", "edits": [{"old_text": "a", "new_text": "b"}]}, id="edit")],
+               [text("done")]], files={"e.txt": "a\n"})
+    tools = k.request("initialize")["capabilities"]["events"]["tools"]
+    _, events = k.run(k.session()["id"])
+    check_turn_events(events, "completed")
+    results = {e["payload"]["toolName"]: e["payload"]["result"] for e in events if e["type"] == "toolResult"}
+    assert (k.ws / "shell.txt").read_text() == "made\n"  # the shell did change a file ...
+    assert "changedFiles" not in results["bash"] and tools["changedFiles"] is False  # ... and says nothing
+    for name in tools["changedFilesTools"]:
+        assert results[name]["changedFiles"] == [f"{name[0]}.txt"], name
+    assert sorted(tools["changedFilesTools"]) == sorted(n for n, r in results.items() if "changedFiles" in r)

@@ -1,0 +1,43 @@
+"""sessions/export over the real `kward rpc`: litter of killed exports is cleaned up,
+OS limits answer -32602, and the overwrite rules."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from lib.processes import dead_pid
+from lib.rpc_sessions import start, workspace  # noqa: F401 (fixtures)
+
+
+def test_temp_files_of_a_killed_export_are_removed_by_the_next_one(start, workspace):
+    k = start()
+    s = k.create(name="litter")
+    out = workspace / "out"
+    out.mkdir()
+    victim = start()  # a second process whose export temp file outlives it
+    victim_pid = victim.proc.pid
+    (out / f".exp-{victim_pid}-0badc0de.tmp").write_text("half an export")
+    (out / f".exp-{dead_pid()}-0badc0de.tmp").write_text("half an export")
+    k.request("sessions/export", {"sessionId": s["id"], "path": "out/chat.md"})
+    assert (out / f".exp-{victim_pid}-0badc0de.tmp").exists()  # its process still runs
+    victim.proc.send_signal(signal.SIGKILL)
+    victim.proc.wait(10)
+    k.request("sessions/export", {"sessionId": s["id"], "path": "out/chat.md"})
+    assert sorted(os.listdir(out)) == ["chat.md"]
+
+
+def test_os_limits_and_overwrite_rules(start, workspace):
+    k = start()
+    s = k.create(name="limits")
+    err = k.error("sessions/export", {"sessionId": s["id"], "path": "n" * 300 + ".md"})
+    assert err.code == -32602 and err.reason == "invalid_params" and err.error["data"]["param"] == "path"
+    (workspace / "mine.md").write_text("the user said replace it")
+    assert k.request("sessions/export", {"sessionId": s["id"], "path": "mine.md"})["path"] == str(workspace / "mine.md")
+    assert (workspace / "mine.md").read_text().startswith("# Kward Session")
+    os.mkfifo(workspace / "pipe.md")
+    err = k.error("sessions/export", {"sessionId": s["id"], "path": "pipe.md"})
+    assert err.code == -32602 and err.reason == "path_not_allowed"
+    (workspace / "copy.jsonl").write_bytes(open(s["path"], "rb").read())  # a session file in the workspace
+    err = k.error("sessions/export", {"sessionId": s["id"], "path": "copy.jsonl"})
+    assert err.reason == "path_not_allowed" and "session file" in err.error["message"]
