@@ -9,7 +9,7 @@
 only what serving the protocol needs: nothing of this module runs before it but the
 argument check. Everything else is parsed here from two tables, `OPTIONS` and `COMMANDS`,
 which also make `kward help` (with the slash commands of `kward.terminal.commands`) and
-which tests/test_docs.py checks against the man page. Options come before the command or
+which tests/packaging/test_docs.py checks against the man page. Options come before the command or
 the prompt; a command name takes precedence over a prompt (`kward -- help me` asks the
 model).
 """

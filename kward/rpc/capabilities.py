@@ -2,7 +2,7 @@
 
 Every group of the spec (and the legacy compatibility fields) is always present. A group
 is `supported: true` only when its methods are in the method table; a method is listed
-only when it exists. `tests/test_capabilities.py` checks both directions. Facts that do
+only when it exists. `tests/rpc/test_capabilities.py` checks both directions. Facts that do
 not follow from the method table (e.g. the steering mode of the active provider) are
 passed in by the caller.
 """

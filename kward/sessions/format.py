@@ -124,7 +124,7 @@ def encode_line(record: dict[str, Any]) -> bytes:
 
 # --- the text a record shows, without decoding it ------------------------------------
 # What `kward.sessions.codec` makes of the parts of a stored content value, for the texts a
-# listing shows (tests/test_sessions_codec.py checks them against the decoded messages).
+# listing shows (tests/sessions/test_sessions_codec.py checks them against the decoded messages).
 
 TEXT_TYPES = ("text", "input_text", "output_text")
 IMAGE_TYPES = ("image", "image_url", "input_image")

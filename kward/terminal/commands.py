@@ -5,7 +5,7 @@ decorator on its handler `handler(shell, arg)`: `shell` is the interactive sessi
 command may use of it is `ShellPort`; kward.terminal.interactive.Shell is the one), `arg` is
 the text after the name, stripped. `available(shell)` (optional) returns None when the
 command can run now, or the reason it cannot. `/help`, `kward help` and the man page's
-INTERACTIVE COMMANDS are made from (and checked against, tests/test_docs.py) this table. The built-in commands live in
+INTERACTIVE COMMANDS are made from (and checked against, tests/packaging/test_docs.py) this table. The built-in commands live in
 `cmd_sessions` and `cmd_runtime`; later features (`cmd_memory`, `cmd_compact`) register
 theirs the same way. Built-in names are reserved: registering a name twice raises ValueError (and
 the server reserves them for templates and plugins too: kward.resources.prompts.RESERVED).
