@@ -25,8 +25,9 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 from kward.compaction.estimate import context_tokens, over_threshold
+from kward.compaction.events import CompactionEmit
 from kward.compaction.prompt import Profile
-from kward.compaction.run import CompactionEmit, Summarize, run
+from kward.compaction.run import Summarize, run
 from kward.config.settings import CompactionSettings
 from kward.errors import AlreadyCompacted, Canceled, KwardError, NothingToCompact
 

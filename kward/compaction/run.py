@@ -23,12 +23,18 @@ lock (no turn appends meanwhile); blocks for the model calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence, Union
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from kward.cancel import CancelToken
 from kward.compaction.cut import Cut, branch_start, find_cut, kept_entry_id
 from kward.compaction.estimate import KEPT_MESSAGES, context_tokens
+from kward.compaction.events import (
+    CompactionEmit,
+    CompactionEnd,
+    CompactionResult,
+    CompactionStart,
+)
 from kward.compaction.files import file_details, rewrite_files
 from kward.compaction.prompt import (
     SPLIT_SEPARATOR,
@@ -74,42 +80,6 @@ def prompt_budget(window: int | None, reserve_tokens: int) -> int | None:
     return max(MIN_PROMPT_CHARS, int((window - reserve_tokens - PROMPT_OVERHEAD_TOKENS) * CHARS_PER_TOKEN))
 
 
-@dataclass(frozen=True)
-class CompactionResult:
-    """What a compaction did (the `sessions/compact` result)."""
-
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int
-    details: dict[str, list[str]]
-    tokens_after: int = 0  # the estimate of the compacted context
-    split_turn: bool = False
-
-
-@dataclass(frozen=True)
-class CompactionStart:
-    """compactionStart: `reason` is manual, threshold or overflow."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class CompactionEnd:
-    """compactionEnd: the result, or `aborted` with the error's message; `will_retry`
-    when the model request that overflowed is sent again."""
-
-    result: CompactionResult | None
-    aborted: bool = False
-    will_retry: bool = False
-    error_message: str | None = None
-    error: KwardError | None = field(default=None, compare=False)
-
-
-#: A session event of a compaction (its payload).
-CompactionEvent = Union[CompactionStart, CompactionEnd]
-#: The callback of the session events: ``events("compactionStart", CompactionStart)``,
-#: ``events("compactionEnd", CompactionEnd)``.
-CompactionEmit = Callable[[str, CompactionEvent], None]
 
 
 @dataclass(frozen=True)

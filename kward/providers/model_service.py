@@ -189,7 +189,9 @@ class ModelService:
     def openrouter_catalog(self, provider: Provider, selection: Selection) -> ModelListing:
         """OpenRouter's full public catalog (`provider` is an OpenRouter provider, whichever
         provider is active)."""
-        from kward.providers.streaming import StreamingProvider  # (the HTTP stack: a turn on Scripted never needs it)
+        from kward.providers.streaming import (
+            StreamingProvider,  # (the HTTP stack: a turn on Scripted never needs it)
+        )
 
         spec = specs.get("openrouter")
         if spec.wider_listing is None or not isinstance(provider, StreamingProvider):

@@ -20,13 +20,8 @@ from typing import TYPE_CHECKING, Callable, Protocol
 from kward.cancel import CancelToken
 from kward.compaction.auto import AutoCompaction
 from kward.compaction.prompt import detect_profile
-from kward.compaction.run import (
-    CompactionEmit,
-    CompactionEvent,
-    CompactionResult,
-    model_summarizer,
-    run,
-)
+from kward.compaction.events import CompactionEmit, CompactionEvent, CompactionResult
+from kward.compaction.run import model_summarizer, run
 from kward.config.settings import CompactionSettings
 from kward.errors import KwardError
 from kward.runtime.notices import SessionEvent

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.engine import AgentEngine
     from kward.agent.questions import QuestionBroker
     from kward.agent.scheduler import Turn, TurnManager
-    from kward.compaction.run import CompactionResult
+    from kward.compaction.events import CompactionResult
     from kward.model import TurnEvent
     from kward.providers.model_service import ModelChoice, ModelListing, ModelService
     from kward.runtime.auth import RuntimeAuth

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.auth.login import LoginState
-    from kward.compaction.run import CompactionEvent
+    from kward.compaction.events import CompactionEvent
 
 
 @dataclass(frozen=True)

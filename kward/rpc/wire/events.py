@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from kward.compaction.run import CompactionStart
+from kward.compaction.events import CompactionStart
 from kward.model import Delta, ToolCall, ToolOutcome, TurnError, TurnEvent
 from kward.rpc.protocol import error_object
 from kward.rpc.wire.sessions import compaction_result

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kward.rpc.wire.shape import present
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.compaction.run import CompactionResult
+    from kward.compaction.events import CompactionResult
     from kward.sessions.export import Exported
     from kward.sessions.listing import SessionSummary
     from kward.sessions.manager import ForkEntry
