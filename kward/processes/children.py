@@ -217,6 +217,8 @@ def end_descendants(grace: float = EXIT_GRACE_SECONDS) -> None:
     """At exit: SIGTERM every descendant, wait up to `grace` seconds, SIGKILL whatever
     is left (in rounds, as `CommandProcesses.kill`), then reap. For the process that
     called `own_descendants`, on its way out."""
+    if not _subreaper and proctable.has_children() is False:
+        return  # no child and no orphan re-parented to this process: no descendant at all
     prefix = f"\0{TAG_VARIABLE}={_token}.".encode()
     table = proctable.table()
     if table is None:

@@ -89,6 +89,24 @@ def descendants(table: dict[int, Proc], roots: Iterable[int]) -> set[int]:
     return found
 
 
+def has_children() -> bool | None:
+    """Whether this process has a child now (any of its threads' ``children`` lists in
+    /proc); None where the kernel does not keep those lists. A few small reads."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        data = read_proc(f"/proc/self/task/{tid}/children", 1 << 16)
+        if data is None:
+            if os.path.exists(f"/proc/self/task/{tid}"):
+                return None  # (no children list: the kernel was built without it)
+            continue  # the thread ended meanwhile
+        if data.strip():
+            return True
+    return False
+
+
 def environ_has(pid: int, needle: bytes) -> bool:
     data = read_proc(f"/proc/{pid}/environ", 1 << 24)  # gone, a zombie's (empty), another user's
     return data is not None and needle in b"\0" + data
