@@ -5,15 +5,20 @@ warm-up (kward/rpc/warmup.py; off with KWARD_NO_WARMUP=1).
 installed `kward rpc` of bench_startup's virtual environment, with a fresh HOME, driven
 by `kward.client` (one request at a time; `initialize` alone, as before the library).
 
-- First turn vs warm turn: initialize, then the client is idle for `IDLE` seconds (a user
-  typing; the warm-up runs meanwhile), then `sessions/create` and three turns of one text
-  answer; the first turn (`turns/start` written to `turnFinished` read) against the
-  third, median over fresh processes. With the Scripted provider and with a loopback fake
-  OpenRouter (the HTTP stack: `requests`). The first `sessions/create` is shown too.
-- Requests at start-up: `sessions/list` written right after the `initialize` response was
-  read (the warm-up has not started: it waits for 50 ms of quiet), 60 ms after it (the
-  warm-up has been importing for about 10 ms: the request meets it and pauses it) and
-  100 ms after it, each with and without the warm-up, median over fresh processes.
+The warm-up starts once the client was given a session (sessions/create, resume, clone,
+fork) and has been quiet for 50 ms, never in a process that only answers `initialize` and a
+list.
+
+- First turn vs warm turn: initialize, `sessions/create` (timed: it loads the session
+  store), then the client is idle for `IDLE` seconds (a user typing; the warm-up runs
+  meanwhile), then three turns of one text answer; the first turn (`turns/start` written
+  to `turnFinished` read) against the third, median over fresh processes. With the
+  Scripted provider and with a loopback fake OpenRouter (the HTTP stack: `requests`).
+- Requests into the warm-up: `sessions/list` written right after the `sessions/create`
+  response was read (the warm-up has not started: it waits for 50 ms of quiet), 60 ms
+  after it (the warm-up has been importing for about 10 ms: the request meets it and
+  pauses it) and 100 ms after it, each with and without the warm-up, median over fresh
+  processes.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ sys.path.insert(0, str(REPO))  # kward.client from this checkout, whichever kwar
 from bench_startup import user_env, venv  # noqa: E402
 from kward.client import Client  # noqa: E402
 
-IDLE = 0.5  # seconds between the initialize response and the first session request
+IDLE = 0.5  # seconds between the sessions/create response and the first turn
 MEET_DELAY = 0.06  # seconds: into the warm-up (which starts after 0.05 s of quiet)
 LATER_DELAY = 0.1  # seconds: the warm-up has imported the session store by then
 
@@ -50,10 +55,10 @@ def _turns(kward: str, env: dict, work: Path, before_turn=None) -> tuple[float, 
     """(first sessions/create, first turn, third turn) seconds of one fresh process."""
     with Client.spawn([kward, "rpc"], env=env, cwd=work) as client:
         client.request("initialize", {})
-        time.sleep(IDLE)  # the client is idle (a user typing): what the warm-up waits for
         t0 = time.perf_counter()
         session = client.request("sessions/create", {"workspaceRoot": str(work)})["id"]
         create = time.perf_counter() - t0
+        time.sleep(IDLE)  # the client is idle (a user typing): what the warm-up waits for
         times = []
         for _ in range(3):
             if before_turn is not None:
@@ -65,6 +70,7 @@ def _turns(kward: str, env: dict, work: Path, before_turn=None) -> tuple[float, 
 def _list_after(kward: str, env: dict, work: Path, delay: float) -> float:
     with Client.spawn([kward, "rpc"], env=env, cwd=work) as client:
         client.request("initialize", {})
+        client.request("sessions/create", {"workspaceRoot": str(work)})
         if delay:
             time.sleep(delay)  # the moment the request is sent, not a synchronisation
         t0 = time.perf_counter()
@@ -111,9 +117,9 @@ def bench(quick: bool = False) -> list[dict]:
                     results.append(_turns(kward, env, work, before_turn))
                 what = "warm-up" if warm else "no warm-up (KWARD_NO_WARMUP=1)"
                 first, third = _median_ms(r[1] for r in results), _median_ms(r[2] for r in results)
-                row(f"{label}, {what}: first sessions/create after {IDLE:g} s idle (median of {runs} processes)",
+                row(f"{label}, {what}: first sessions/create (median of {runs} processes)",
                     _median_ms(r[0] for r in results))
-                row(f"{label}, {what}: first turn, turns/start to turnFinished", first)
+                row(f"{label}, {what}: first turn {IDLE:g} s after it, turns/start to turnFinished", first)
                 row(f"{label}, {what}: warm turn (the third)", third)
                 row(f"{label}, {what}: first turn - warm turn", first - third, "ms",
                     "<= ~20" if warm else "-")
@@ -122,7 +128,7 @@ def bench(quick: bool = False) -> list[dict]:
     for warm in (True, False):
         env = user_env(Path(tempfile.mkdtemp(prefix="kward-bench-")), **({} if warm else {"KWARD_NO_WARMUP": "1"}))
         what = "warm-up" if warm else "no warm-up"
-        for delay, when in ((0.0, "right after the initialize response"),
+        for delay, when in ((0.0, "right after the sessions/create response"),
                             (MEET_DELAY, f"{MEET_DELAY * 1000:.0f} ms after it (meets the warm-up)"),
                             (LATER_DELAY, f"{LATER_DELAY * 1000:.0f} ms after it")):
             cases[f"sessions/list sent {when}, {what}: round trip (median of {list_runs} processes)"] = (

@@ -132,8 +132,10 @@ class RpcServer:
     def _start_warm_up(self) -> None:
         if self.warm_up is None:
             make, self.make_warm_up = self.make_warm_up, None
+            if make is None:
+                return
             try:
-                self.warm_up = make()  # type: ignore[misc]
+                self.warm_up = make()
             except Exception:  # never fatal: what it would import is imported where it is used
                 log.debug("making the warm-up failed", exc_info=True)
                 return
