@@ -16,7 +16,6 @@ model).
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
@@ -132,6 +131,8 @@ def _rpc(args: list[str], real_process: bool) -> int:
 
 
 def _exit_now(code: int) -> None:
+    import logging  # (loaded by `kward rpc`, which this ends; `kward --version` needs none of it)
+
     logging.shutdown()  # flush the log
     for stream in (sys.stdout, sys.stderr):
         try:
