@@ -297,7 +297,7 @@ def in_zipapp() -> bool:
 
 def select_store(paths: Paths, config: ConfigStore, *, backend: KeyringBackend | None = None) -> StoreChoice:
     """Choose the keyring when it has a usable backend, else the file store. `backend`
-    overrides `keyring.get_keyring()` (tests). Imports `keyring` (~60 ms); call once."""
+    overrides `keyring.get_keyring()` (tests). Imports `keyring` (its backend detection is slow); call once."""
     files = FileStore(paths, config)
     started = time.monotonic()
     where = "; inside the zipapp only pure-Python keyring backends load" if in_zipapp() else ""

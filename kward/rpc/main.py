@@ -9,7 +9,7 @@ streams; `sys.stdout` becomes a logger (`diagnostics.StrayOutput`).
 
 The cyclic garbage collector is off while the server is set up: the modules and objects
 made then live as long as the process, and the collections their allocations trigger
-would cost ~1.5 ms of the start. They are moved to the collector's permanent generation
+would only walk them. They are moved to the collector's permanent generation
 (`gc.freeze`) and the collector is turned back on before the first message is read.
 """
 

@@ -1,7 +1,7 @@
 """The method table: every wire method name beside the handler that serves it.
 
 `METHODS` is the one list of the methods kward serves. Handlers live in
-`kward/rpc/methods/<namespace>.py` and are imported on first use, so start-up cost does not
+`kward/rpc/methods/<namespace>.py` and are imported on first use, so what a process loads does not
 grow with the number of methods. A handler is `def handler(call: Call) -> result` and is a
 thin adapter: it validates params through `call.params`, calls the runtime
 (`call.runtime`, kward.runtime.Runtime), and shapes the result. Quick handlers run on the

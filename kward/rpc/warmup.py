@@ -102,14 +102,14 @@ def imports_for(methods: MethodTable, runtime: Runtime) -> Callable[[], list[Cal
     """The steps of a server's warm-up: import each module of `runtime.warm_up_modules()`
     (the session store first: what a client asks for first), then `WIRE_MODULE`, then
     resolve every handler of `methods` (importing its module), then collect the garbage
-    collector's young generations (`gc.collect(1)`, about a millisecond)."""
+    collector's young generations (`gc.collect(1)`)."""
 
     def steps() -> list[Callable[[], object]]:
         # __import__, as an import statement does (-X importtime shows it; import_module bypasses it)
         out: list[Callable[[], object]] = [partial(__import__, name) for name in runtime.warm_up_modules()]
         out.append(partial(__import__, WIRE_MODULE))
         # the imports leave hundreds of young objects: the collection they make due would
-        # otherwise land in one of the first turns (~0.5 ms of it)
+        # otherwise land in one of the first turns
         return out + [partial(methods.handler, name) for name in methods] + [partial(gc.collect, 1)]
 
     return steps
