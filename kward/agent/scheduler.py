@@ -325,6 +325,7 @@ class TurnManager:
         """Run one turn on this worker and settle its final status (not announced yet);
         False when it had already finished (canceled while queued)."""
         session = turn.session
+        steering = self._steering_supported()  # (before turn.lock: the first call builds the engine)
         with turn.lock:
             if turn.status in TERMINAL:
                 return False
@@ -334,7 +335,7 @@ class TurnManager:
                 return True
             turn.status = "running"
             turn.started_at = now_iso()
-            if self._steering_supported():
+            if steering:
                 turn.steering = SteeringInbox()
         turn.emit("turnStarted", Status("running"))
         sync_tried = False

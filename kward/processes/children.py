@@ -57,6 +57,7 @@ _children: set[int] = set()  # spawned and not yet reaped by their owner
 _groups: set[int] = set()  # process groups of spawned children (the fallback without /proc)
 _owner = False
 _subreaper = False
+_spawned = False  # `spawn` started a child (a command's tagged processes may exist)
 _token = os.urandom(4).hex()
 _sequence = itertools.count(1)
 
@@ -78,7 +79,9 @@ def spawn(argv: list[str], **popen_kwargs: Any) -> subprocess.Popen[bytes]:
     it to its owner, who must reap it with `wait_child`. Raises OSError like Popen."""
     import subprocess  # (when a tool first starts a process: `kward rpc` starts and lists sessions without it)
 
+    global _spawned
     with _lock:
+        _spawned = True
         if _owner and not _subreaper:
             _install_subreaper()
         proc = subprocess.Popen(argv, **popen_kwargs)
@@ -109,6 +112,7 @@ def _install_subreaper() -> None:
         _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (ImportError, OSError, AttributeError):  # (ctypes is optional; the subreaper is best effort)
         _subreaper = False
+_spawned = False  # `spawn` started a child (a command's tagged processes may exist)
 
 
 # --- one command -----------------------------------------------------------------------
@@ -217,8 +221,10 @@ def end_descendants(grace: float = EXIT_GRACE_SECONDS) -> None:
     """At exit: SIGTERM every descendant, wait up to `grace` seconds, SIGKILL whatever
     is left (in rounds, as `CommandProcesses.kill`), then reap. For the process that
     called `own_descendants`, on its way out."""
-    if not _subreaper and proctable.has_children() is False:
-        return  # no child and no orphan re-parented to this process: no descendant at all
+    if (_subreaper or not _spawned) and proctable.has_children() is False:
+        # no child, and no tagged orphan elsewhere (a subreaper's orphans are its children;
+        # without a subreaper only a spawned command could have left one): no descendant
+        return
     prefix = f"\0{TAG_VARIABLE}={_token}.".encode()
     table = proctable.table()
     if table is None:
