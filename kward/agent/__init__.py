@@ -1,3 +1,5 @@
-"""The agent: the turn loop (`loop`), turn scheduling (`turns`), event payloads
-(`payloads`), the UI question broker (`questions`), attachments and the system prompt.
-Nothing here imports kward.rpc; progress is reported through callbacks."""
+"""The agent: one turn's plan (`plan`) and its run (`engine`: the provider, the tool
+context, the agent loop of `loop`), turn scheduling (`scheduler`, over `turn`, `lanes` and
+`eventlog`), the UI question broker (`questions`), attachments and the statistics of a
+conversation (`stats`). Nothing here imports kward.rpc; progress is reported through
+callbacks."""

@@ -29,6 +29,7 @@ from kward.config.settings import LiveSettings, Settings
 from kward.config.store import ConfigStore, Paths
 from kward.errors import InvalidParams
 from kward.model import Answer, AssistantMessage, Delta, UserMessage
+from kward.providers import specs
 from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
 from kward.tools.base import ToolContext
@@ -101,8 +102,6 @@ class AgentEngine:
         selection = self.selection()
         if selection.key == "openrouter":
             return selection.provider
-        from kward.providers import specs
-
         return build(specs.get("openrouter"), self.settings.current(), self.credentials)
 
     def steering_supported(self) -> bool:

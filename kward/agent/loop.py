@@ -66,7 +66,7 @@ DEFAULT_MAX_STEPS = 50
 
 
 class SessionPort(Protocol):
-    """What the loop needs from an open session (kward.sessions.SessionHandle)."""
+    """What the loop needs from an open session (kward.sessions.handle.SessionHandle)."""
 
     def append_message(self, message: Message) -> None: ...
 

@@ -107,7 +107,9 @@ class BasePlanner:
     config_dir: Path
 
     def plan(self, turn: Turn, session: SessionHandle, tools: ToolRegistry) -> TurnPlan:
-        from kward.resources.system_prompt import static_instructions
+        from kward.resources.system_prompt import (
+            static_instructions,  # (the agent does not load kward.resources)
+        )
 
         text = static_instructions(self.config_dir, session.workspace_root)
         return ModelTurn(turn.input, turn.display, lambda: text, tools, turn.emit)

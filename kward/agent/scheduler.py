@@ -31,7 +31,7 @@ the file here, takes the cross-process turn lock like a turn (`session_busy` whe
 process holds it), and turns started meanwhile queue behind it and run when it ends. It
 shares the lock of a lane whose drain job has yet to run (its turns canceled while queued).
 
-What a session must offer (`kward.sessions.SessionHandle` does): `id` (the RPC id),
+What a session must offer (`kward.sessions.handle.SessionHandle` does): `id` (the RPC id),
 `shared` (the object behind every id on one file: the lane key, with `turn_lock()`) and
 `sync()` (fsync; raises when the file is no longer at its path). `execute` gets the
 session the turn was started through.

@@ -12,7 +12,8 @@ checkpoint so that a session never dead-ends in a context overflow.
   summary's Files & Code lists;
 - `run`: one compaction of an open session (plan, summarizer calls, the `compaction`
   record), and `auto`: the guard a turn runs with (before each model request, and once
-  after a context overflow).
+  after a context overflow);
+- `events`: what a compaction reports (its result, compactionStart and compactionEnd).
 
 Nothing here knows JSON-RPC; the runtime (`kward.runtime.compaction`) drives it.
 """

@@ -12,7 +12,7 @@ from typing import Callable, Union
 from kward.errors import KwardError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompactionResult:
     """What a compaction did (the `sessions/compact` result)."""
 
@@ -24,14 +24,14 @@ class CompactionResult:
     split_turn: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompactionStart:
     """compactionStart: `reason` is manual, threshold or overflow."""
 
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompactionEnd:
     """compactionEnd: the result, or `aborted` with the error's message; `will_retry`
     when the model request that overflowed is sent again."""

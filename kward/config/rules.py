@@ -4,7 +4,7 @@ A `Rule` turns a value into the one kward uses (or refuses it) and says what is 
 `KEYS` is the table of every config.json key kward reads, each with its rule and the
 environment variable that overrides it; the providers' own keys (models, reasoning levels,
 base URLs, credentials, options) come from `kward.providers.specs`. config/update
-checks values with these rules (`kward.config.validate_values`), `kward.config.settings` resolves
+checks values with these rules (`kward.config.store.validate_values`), `kward.config.settings` resolves
 them, and `ENV` names every environment variable whose value is checked:
 `check_environment` runs those once when `kward rpc` starts, so a bad value stops the
 process at once (exit status 2, one stderr line naming the variable) instead of being

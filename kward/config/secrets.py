@@ -133,7 +133,7 @@ class KnownSecrets:
                  ttl: float = TTL_SECONDS):
         self._env = env
         self._config = config
-        self._auth_file = os.fspath(auth_file)  # (text: pathlib is not needed to read it)
+        self._auth_file = os.fspath(auth_file)
         self._ttl = ttl
         self._lock = threading.RLock()  # reentrant: a log record written during a refresh refreshes too
         self._known: set[str] = set()

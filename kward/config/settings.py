@@ -115,8 +115,8 @@ class LoggingSettings(NamedTuple):
         return tuple(c for c in CATEGORY_FIELDS if getattr(self, c) is True)
 
 
-#: The telemetry categories (kward.telemetry.CATEGORIES), in the order of LoggingSettings' fields.
-CATEGORY_FIELDS: tuple[str, ...] = ("tokens", "performance", "tools", "errors")
+#: The telemetry categories (kward.telemetry), in the order of LoggingSettings' fields.
+CATEGORY_FIELDS: tuple[str, ...] = LoggingSettings._fields[1:]  # tokens, performance, tools, errors
 
 
 class ToolsSettings(NamedTuple):

@@ -43,18 +43,6 @@ class Paths(NamedTuple):
     def memory_dir(self) -> Path:
         return self.config_dir / "memory"
 
-    @property
-    def cache_dir(self) -> Path:
-        return self.config_dir / "cache"
-
-    @property
-    def prompts_dir(self) -> Path:
-        return self.config_dir / "prompts"
-
-    @property
-    def skills_dir(self) -> Path:
-        return self.config_dir / "skills"
-
 
 def resolve_paths(env: Mapping[str, str] = os.environ) -> Paths:
     """Apply KWARD_CONFIG_PATH / KWARD_AUTH_PATH / HOME to find the config files."""

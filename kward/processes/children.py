@@ -39,7 +39,7 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from kward.processes import table as proctable
 
@@ -147,7 +147,7 @@ class CommandProcesses:
             signalled = proctable.signal_live(table, members, sig)
         return signalled
 
-    def kill(self, also: Any = None, frozen_group: int | None = None) -> None:
+    def kill(self, also: Callable[[], object] | None = None, frozen_group: int | None = None) -> None:
         """SIGKILL them (and call `also()` after each round, e.g. to kill the process group)
         until none is alive or `KILL_ROUNDS_SECONDS` passed. Each round waits for the
         killed ones to die, then looks again unless none of them could have forked since

@@ -10,6 +10,7 @@ Pure functions over the OS: any thread, no state.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 from typing import Iterable, NamedTuple
@@ -164,8 +165,6 @@ def wait_dead(victims: list[Proc], deadline: float) -> bool:
                 return False
             time.sleep(DEATH_POLL)
         return True
-    import select
-
     poller = select.poll()
     fds: list[int] = []
     try:

@@ -8,7 +8,7 @@
   public catalog (`openrouter/catalog`).
 - OpenAICompatible: the server's `GET {base}/models`.
 
-Entries are `ModelEntry` dataclasses (the RPC face shapes them: `kward.rpc.wire.model_entry`).
+Entries are `ModelEntry` dataclasses (the RPC face shapes them: `kward.rpc.wire.models.model_entry`).
 
 Reasoning levels: any level of `EFFORTS` may be requested (`normalize_effort` refuses only
 unknown words); `effective_effort` is the one place that turns the requested level into

@@ -1,6 +1,6 @@
 """The Codex provider: ChatGPT OAuth + the Responses API over SSE, as the Codex CLI uses them.
 
-Credentials come from a callable passed in by the auth layer (`kward.auth.TokenSource`:
+Credentials come from a callable passed in by the auth layer (`kward.auth.token_source.TokenSource`:
 the environment token, else the stored login, refreshed before it expires), called once
 per attempt on the request's thread: it returns `(access_token, account_id or None)`, or
 None when not logged in. Without an account id the `chatgpt_account_id` claim of the

@@ -26,7 +26,7 @@ from kward.rpc.transport import WRITER_FAILED, Transport
 from kward.runtime import Runtime
 
 if TYPE_CHECKING:  # pragma: no cover
-
+    from kward.model import EventPayload
     from kward.rpc.warmup import WarmUp
 
 ENV_NO_WARMUP = "KWARD_NO_WARMUP"  # any non-empty value: a server without a warm-up
@@ -40,7 +40,7 @@ class Setup(NamedTuple):
     config: ConfigStore
     settings: Settings
     secrets: KnownSecrets
-    launch_cwd: str  # the default workspace (real path; text: the Runtime makes it a Path on first use)
+    launch_cwd: str  # the default workspace (its real path)
     live: LiveSettings  # the settings of config.json now (`settings` until it changes)
 
 
@@ -60,7 +60,7 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike[s
                  launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()), live=live)
 
 
-def _event_payload(type_: str, payload: object) -> dict[str, Any]:
+def _event_payload(type_: str, payload: EventPayload) -> dict[str, Any]:
     """`kward.rpc.wire.events.event_payload`, imported when a plugin first observes an event."""
     from kward.rpc.wire.events import event_payload
 
@@ -90,8 +90,8 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
 
 
 def _warm_up(table: MethodTable, runtime: Runtime) -> "WarmUp":
-    """The server's warm-up, made when the client is first idle (kward.rpc.warmup is not
-    imported to answer `initialize`)."""
+    """The server's warm-up, made when the client is first idle after it was given a
+    session (kward.rpc.warmup is imported then)."""
     from kward.rpc.warmup import WarmUp, imports_for
 
     return WarmUp(imports_for(table, runtime))

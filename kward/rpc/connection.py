@@ -29,24 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.notices import Notice
 
 
-class ClientState:
-    """What the client told us in `initialize` that the server acts on: the notification
-    methods it opted out of (a plain class: no dataclass at start-up)."""
-
-    __slots__ = ("opt_out",)
-
-    def __init__(self, opt_out: frozenset[str] = frozenset()):
-        self.opt_out = opt_out
-
-    def __repr__(self) -> str:
-        return f"ClientState(opt_out={self.opt_out!r})"
-
-
 class Connection:
     def __init__(self, outbox: Outbox, secrets: KnownSecrets):
         self.outbox = outbox
         self.secrets = secrets
-        self.client = ClientState()
+        self.opt_out: frozenset[str] = frozenset()  # the notification methods the client opted out of (initialize)
         self.stop_requested = False
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
@@ -67,7 +54,7 @@ class Connection:
     def notify(self, method: str, params: Any, *, wait: bool = True) -> None:
         """Send a notification unless the client opted out of `method`. `wait=False` never
         blocks (the dispatcher, and callers that paced themselves)."""
-        if method not in self.client.opt_out:
+        if method not in self.opt_out:
             self.send(protocol.notification(method, params), urgent=False, wait=wait,
                       policy=redaction.NOTIFICATIONS.get(method, redaction.FULL))
 

@@ -26,6 +26,7 @@ from kward import diagnostics
 from kward.errors import ConfigError
 from kward.fsutil import remove_stale_temps
 from kward.processes import children as procs
+from kward.redact import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.method_table import MethodTable
@@ -80,8 +81,6 @@ def _build(methods: "MethodTable | None") -> "RpcServer | None":
     try:
         setup = compose.resolve(os.environ)  # checks every KWARD_* value kward reads
     except ConfigError as exc:  # a bad environment variable: one line naming it, exit 2
-        from kward.redact import redact_text
-
         sys.stderr.write(f"kward rpc: {redact_text(exc.message)}\n")
         return None
     remove_stale_temps(setup.paths.config_dir)  # config.json copies a SIGKILL left

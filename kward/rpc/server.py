@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
-IDLE_SECONDS = 0.05  # quiet input after the first message before the warm-up starts (or resumes)
+IDLE_SECONDS = 0.05  # quiet input, once a session was opened, before the warm-up starts (or resumes)
 STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()
 _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a graceful stop
 

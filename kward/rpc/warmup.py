@@ -100,7 +100,7 @@ class WarmUp:
 
 def imports_for(methods: MethodTable, runtime: Runtime) -> Callable[[], list[Callable[[], object]]]:
     """The steps of a server's warm-up: import each module of `runtime.warm_up_modules()`
-    (the session store first: what a client asks for first), then `WIRE_MODULE`, then
+    (what the first turn needs), then `WIRE_MODULE`, then
     resolve every handler of `methods` (importing its module), then collect the garbage
     collector's young generations (`gc.collect(1)`)."""
 

@@ -10,7 +10,9 @@ the tools list, question answers and shutdown. `runtime.memory` (kward.runtime.m
 `runtime.telemetry` (kward.runtime.telemetry) are its memory and telemetry parts,
 `runtime.auth` (kward.runtime.auth) its credentials and logins, and `runtime.resources`
 (kward.runtime.resources) its prompt templates, skills, plugin commands and startup
-listing. It knows nothing of JSON-RPC: it reports
+listing, `runtime.compaction` (kward.runtime.compaction) manual and automatic compaction;
+its planner (kward.runtime.planner) resolves what each turn does. It knows nothing of
+JSON-RPC: it reports
 through the callables it is built with (turn events to an event sink, the notices of
 `kward.runtime.notices` to `notify`), raises the classes of `kward.errors`, and returns
 core objects or plain data the face shapes. Nothing here imports `kward.rpc`.

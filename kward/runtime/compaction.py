@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.compaction.auto import AutoCompaction
-from kward.compaction.prompt import detect_profile
 from kward.compaction.events import CompactionEmit, CompactionEvent, CompactionResult
+from kward.compaction.prompt import detect_profile
 from kward.compaction.run import model_summarizer, run
 from kward.config.settings import CompactionSettings
 from kward.errors import KwardError

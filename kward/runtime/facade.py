@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.compaction.events import CompactionResult
     from kward.model import TurnEvent
     from kward.providers.model_service import ModelChoice, ModelListing, ModelService
+    from kward.resources.observers import EventFields
     from kward.runtime.auth import RuntimeAuth
     from kward.runtime.compaction import RuntimeCompaction
     from kward.runtime.memory import MemoryRuntime
@@ -111,7 +112,7 @@ class Runtime:
                  secrets: KnownSecrets | None = None, event_sink: EventSink = _drop,
                  notify: Callable[[Notice], None] = _drop, make_room: Callable[[], None] = _nothing,
                  admit: Callable[[], None] = _nothing,
-                 event_payload: Callable[[str, Any], dict[str, Any]] | None = None,
+                 event_payload: EventFields | None = None,
                  live_settings: LiveSettings | None = None):
         self.paths = paths
         self.config = config
@@ -137,13 +138,17 @@ class Runtime:
         self._telemetry = Lazy(lock, self._build_telemetry)
         self._resources = Lazy(lock, self._build_resources)
         self._compaction = Lazy(lock, self._build_compaction)
+        self._services: dict[str, Lazy[Any]] = {
+            "sessions": self._sessions, "questions": self._questions, "models": self._models,
+            "engine": self._engine, "turns": self._turns, "auth": self._auth, "memory": self._memory,
+            "telemetry": self._telemetry, "resources": self._resources, "compaction": self._compaction}
 
     # --- the services, built on first use ----------------------------------------------
 
     def has_service(self, name: str) -> bool:
-        """Whether the service `name` (sessions, engine, turns, auth, ...) was built."""
-        service: Lazy[object] | None = getattr(self, f"_{name}", None)
-        return isinstance(service, Lazy) and service.peek() is not None
+        """Whether the service `name` (sessions, questions, models, engine, turns, auth,
+        memory, telemetry, resources, compaction) was built."""
+        return self._services[name].peek() is not None
 
     @property
     def sessions(self) -> SessionManager:
@@ -412,7 +417,7 @@ class Runtime:
                                       "actual_chars": len(text)})
         return text
 
-    def start_turn(self, session_id: str, text: str, *, attachments: list[Any] | None = None,
+    def start_turn(self, session_id: str, text: str, *, attachments: object = None,
                    behavior: str | None = None, headers: Mapping[str, str] | None = None,
                    sink: EventSink | None = None) -> "Turn":
         """Queue a turn on the session (or, `behavior="steer"` or by default while one runs
@@ -446,7 +451,7 @@ class Runtime:
         """A turn this runtime started (the last few hundred finished ones are kept)."""
         return self.turns.get(turn_id)
 
-    def answer_question(self, session_id: str, request_id: str, answers: list[Any] | None) -> None:
+    def answer_question(self, session_id: str, request_id: str, answers: object) -> None:
         """The user's answers to a QuestionAsked notice; `[]` or None: dismissed."""
         self.sessions.get(session_id)
         self.questions.answer(session_id, request_id, answers or [])

@@ -1,11 +1,12 @@
-"""`runtime.memory`: the memory operations of the runtime facade, and the turn hooks that
-give normal session turns their memories.
+"""`runtime.memory`: the memory operations of the runtime facade, and what normal session
+turns get of them (the runtime's planner, `kward.runtime.planner`, calls `prepare` and
+`after_turn`).
 
 The store is `kward.memory.store.MemoryStore` in `<config dir>/memory`. The switches are
 config.json `memory.enabled` and `memory.auto_summary` (read live; each must be literally
 `true`), written through `ConfigStore.update`.
 
-A turn (`prepare`, from the engine before the model is called) retrieves the memories
+A turn (`prepare`, when its instructions are first built) retrieves the memories
 for its input when memory is enabled, records the retrieval in the session (a
 `memory_state` record: the ids and reasons, never texts) and returns the `<kward_memory>`
 block for the system prompt. After a completed turn (`after_turn`) auto-summary infers
@@ -229,7 +230,7 @@ class MemoryRuntime:
                                   lastRetrieval=state.get("lastRetrieval") if state is not None else None)
         return added
 
-    # --- turn hooks (the engine calls these on the turn's worker thread) ----------------
+    # --- what turns get (the planner's calls, on the turn's worker thread) ------------
 
     def exclude(self, session: SessionHandle) -> None:
         """Turns of this session (an RPC id's handle) use no memory at all."""

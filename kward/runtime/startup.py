@@ -1,6 +1,6 @@
 """What a face learns of the runtime at start: the facts it announces (`announce`, the RPC
-face's `initialize`) and the modules worth importing ahead of the first session request
-and the first turn (`warm_up_modules`, the RPC server's warm-up thread).
+face's `initialize`) and the modules worth importing ahead of the first turn, once a
+session is open (`warm_up_modules`, the RPC server's warm-up thread).
 
 Both are cheap and never fail: they read config.json and the environment, import no
 provider and build no service (problems become warnings, or a shorter list). Any thread.
@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping, NamedTuple
 
 from kward.errors import KwardError
+from kward.providers.select import FileCredentials, choose, choose_spec
+from kward.providers.specs import STEERING, get
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.config.settings import LiveSettings, Settings
@@ -19,8 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # What `warm_up_modules` names besides the active provider's module: the services of the
 # facade, in small steps (the warm-up pauses between two imports when a request arrives).
-_WARM_MODULES = ("kward.model", "kward.sessions.codec", "kward.sessions.manager", "kward.workspace",
-                 "kward.agent.questions", "kward.providers.base", "kward.tools.process", "kward.tools.search",
+_WARM_MODULES = ("kward.agent.questions", "kward.providers.base", "kward.tools.process", "kward.tools.search",
                  "kward.tools.registry", "kward.agent.loop", "kward.agent.engine", "kward.agent.scheduler",
                  "kward.providers.model_service", "kward.agent.attachments", "kward.agent.plan",
                  # the services a first turn builds: resources, auth (the store choice imports keyring
@@ -60,9 +61,6 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
         current = None
     if current is not None:
         try:
-            from kward.providers.select import FileCredentials, choose_spec
-            from kward.providers.specs import STEERING
-
             if credentials is None:
                 credentials = FileCredentials(env, paths.auth_file)
             spec, _ = choose_spec(current, credentials)
@@ -76,14 +74,11 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
 
 
 def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -> list[str]:
-    """The session store, the agent and its tools, the model service, and the module of
-    the provider `announce` sees (with `requests` for an HTTP provider, which imports it
+    """The agent and its tools, the model service, the services a first turn builds, and the
+    module of the provider `announce` sees (with `requests` for an HTTP provider, which imports it
     on its first request)."""
     names = [*_WARM_MODULES]
     try:
-        from kward.providers.select import FileCredentials, choose
-        from kward.providers.specs import get
-
         key, _ = choose(config.load(), env, FileCredentials(env, paths.auth_file))
         spec = get(key)
     except KwardError:  # an invalid config.json or provider name: reported where it is used

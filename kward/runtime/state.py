@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kward.agent.stats import context_usage, message_counts, token_totals
 from kward.errors import KwardError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,8 +74,6 @@ def session_ids(session: SessionHandle) -> SessionIds:
 
 
 def session_state(rt: Runtime, session: SessionHandle) -> SessionState:
-    from kward.agent.stats import message_counts
-
     turns = rt.turns if rt.has_service("turns") else None  # no turn was ever started: none runs
     config = rt.config.load()
     compaction = config.get("compaction")
@@ -101,8 +100,6 @@ def session_state(rt: Runtime, session: SessionHandle) -> SessionState:
 
 
 def session_stats(rt: Runtime, session: SessionHandle) -> SessionStats:
-    from kward.agent.stats import context_usage, message_counts, token_totals
-
     messages = session.entry_messages()
     try:
         window = rt.models.current(rt.engine.selection()).entry.context_window

@@ -21,7 +21,6 @@ from kward.config.secrets import KnownSecrets
 from kward.config.settings import LiveSettings
 from kward.config.store import ConfigStore
 from kward.errors import LoggingDisabled
-from kward.telemetry import enabled_categories
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.telemetry.log import TelemetryLog
@@ -45,7 +44,7 @@ class TelemetryRuntime:
         self._log: TelemetryLog | None = None
 
     def enabled_categories(self) -> tuple[str, ...]:
-        return enabled_categories(self._live.current().logging)
+        return self._live.current().logging.enabled_categories
 
     def _writer(self) -> TelemetryLog:
         with self._lock:

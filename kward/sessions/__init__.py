@@ -25,7 +25,9 @@ so that a process that only lists sessions loads only the listing (`listing`).
 - ``lines``, ``reader``: bounded, forgiving reading of session files.
 - ``replay``: the live state rebuilt from records (`Replay`).
 - ``listing``: recent sessions of a workspace as a tree (`list_workspace`: no open session needed).
-- ``messages``: helpers over a conversation (entry ids, texts shown, compaction).
+- ``entries``: entry ids and the live list after a compaction (no model types).
+- ``messages``: helpers over a typed conversation (roles, ids, the texts forks read); the
+  texts a listing shows are read from records by ``format``.
 - ``paths``: where session files live, and resolving user-given paths.
 - ``export``, ``export_target``: Markdown/HTML exports and where they may go.
 - ``transcript``: what ``sessions/transcript`` reads of a session.

@@ -64,8 +64,8 @@ class LineScanner:
 
     - `consumed`: the offset just past the last complete line, or past the skipped bytes
       of an over-long line still unterminated at the end (`skipping` is then True);
-    - `tail`, `tail_start`: an unterminated last line of at most `max_line` bytes (``b""``
-      when none); its bytes are not counted in `consumed`;
+    - `tail`: an unterminated last line of at most `max_line` bytes (``b""`` when none),
+      starting at `consumed` (its bytes are not counted in it);
     - `lines`, `blank`, `oversized`: complete lines seen, blank ones and over-long ones
       (an over-long line still unterminated counts as oversized too).
     """
@@ -81,7 +81,6 @@ class LineScanner:
         self.blank = 0
         self.oversized = 0
         self.tail = b""
-        self.tail_start = offset
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
         parts: list[bytes] = []  # pieces of the current unterminated line
@@ -169,7 +168,6 @@ class LineScanner:
                 yield line, start
             base += n
         self.tail = b"".join(parts)
-        self.tail_start = self.consumed
 
 
 def range_reader(pread: Callable[[int, int], bytes], start: int, end: int) -> Callable[[int], bytes]:

@@ -2,8 +2,9 @@
 
 `list_workspace` is what ``sessions/list`` shows, without any session being open: a
 process that only lists (a UI's list refresh: ``initialize``, ``sessions/list``, exit)
-calls it directly and imports only this module's few dependencies (the reader, the
-codec, no store, no open-session state).
+calls it directly and imports only this module's few dependencies (the reader and the
+record format, `kward.sessions.format`, whose texts it reads without decoding messages:
+no conversation model, no store, no open-session state).
 `kward.sessions.manager.SessionManager.list_workspace` uses it too, leaving out that
 process's own unused sessions and passing its descriptor pool.
 
@@ -214,7 +215,7 @@ def list_sessions(directory: str, workspace_root: str, limit: int | None = DEFAU
                   pool: Reclaimer | None = None) -> list[SessionSummary]:
     """What ``sessions/list`` shows of one workspace's session directory, as a tree (see
     `newest_files` for `temps`, `SessionReader` for `pool`); the RPC face shapes it
-    (`kward.rpc.wire.listed_session`)."""
+    (`kward.rpc.wire.sessions.listed_session`)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
         limit = DEFAULT_LIMIT  # as the original: a non-positive limit means the default
     listed = decorate_tree(recent_sessions(directory, limit, skip, temps, pool))

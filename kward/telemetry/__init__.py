@@ -22,18 +22,7 @@ error records carry the error's (redacted) text.
 
 Modules: `log` (the writer), `recorder` (a turn's records: the provider and tool
 wrappers), `ranges` (the range grammar), `stats` (`logging/stats`), `tokens` (the token
-CSV). This module holds only the category names (the fields of
-`kward.config.settings.LoggingSettings`, whose `enabled_categories` `initialize` reports). Any
+CSV). The category names are `kward.config.settings.CATEGORY_FIELDS` (the fields of
+`LoggingSettings`, whose `enabled_categories` `initialize` reports). Any
 thread.
 """
-
-from __future__ import annotations
-
-from kward.config.settings import CATEGORY_FIELDS, LoggingSettings
-
-CATEGORIES = CATEGORY_FIELDS
-
-
-def enabled_categories(logging_settings: LoggingSettings) -> tuple[str, ...]:
-    """The categories a `kward.config.settings.LoggingSettings` switches on."""
-    return logging_settings.enabled_categories

@@ -28,6 +28,7 @@ import os
 import re
 import sys
 
+import kward
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.paths import open_existing, outside
 from kward.tools.process import child_environment, run_command
@@ -48,8 +49,6 @@ _BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
 
 def _package_parent() -> str:
     """The sys.path entry that holds the `kward` package (a directory or a zipapp)."""
-    import kward
-
     return os.path.dirname(os.path.dirname(os.path.abspath(kward.__file__)))
 
 

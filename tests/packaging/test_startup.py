@@ -165,7 +165,7 @@ def test_kward_no_warmup_turns_the_warm_up_off(tmp_path):
         r, w = os.pipe()
         with open(r, "rb") as stdin, open(w, "wb") as stdout:  # never served: the streams close here
             server = build_server(stdin, stdout, env=env, launch_cwd=tmp_path)
-            assert server.warm_up is None  # made when the client is first idle
+            assert server.warm_up is None  # made once the client, given a session, is idle
             return server.make_warm_up and server.make_warm_up()
 
     assert isinstance(warm_up({"HOME": str(tmp_path)}), WarmUp)
@@ -177,7 +177,7 @@ def test_the_warm_up_starts_once_the_client_was_given_a_session(isolated_home):
     s = InProcessServer(isolated_home)
 
     def first_step():
-        seen.append(s.server.conn.client.opt_out)  # what initialize stored
+        seen.append(s.server.conn.opt_out)  # what initialize stored
         started.set()
 
     s.server.warm_up = WarmUp(lambda: [first_step])

@@ -94,7 +94,7 @@ def test_capabilities_report_the_limits_the_code_enforces(tmp_path):
     from kward.agent.attachments import normalize_attachments
     from kward.agent.eventlog import EventLog
     from kward.errors import InvalidParams
-    from kward.telemetry import CATEGORIES
+    from kward.config.settings import CATEGORY_FIELDS as CATEGORIES
     from kward.telemetry.log import TelemetryLog
     from kward.telemetry.ranges import BUCKETS, UNITS
 

@@ -13,7 +13,6 @@ from kward.errors import Canceled, InvalidParams
 from kward.providers.base import ModelResponse, Provider, ProviderError, RetryInfo, Usage
 from kward.rpc.wire.telemetry import stats, time_range
 from kward.config.secrets import Snapshot
-from kward.telemetry import enabled_categories
 from kward.telemetry.log import MAX_BYTES, TelemetryLog
 from kward.telemetry.ranges import USAGE, bucket_bounds, parse_bucket, parse_range
 from kward.telemetry.recorder import TurnRecorder, trace_fields
@@ -35,10 +34,10 @@ def lines(path):
 
 
 def test_categories_need_the_switch_and_their_own_flag():
-    assert enabled_categories(LoggingSettings()) == ()
-    assert enabled_categories(LoggingSettings(tokens=True, tools=True)) == ()  # logging.enabled is off
-    assert enabled_categories(LoggingSettings(enabled=True)) == ()
-    assert enabled_categories(LoggingSettings(enabled=True, tokens=True, errors=True)) == ("tokens", "errors")
+    assert LoggingSettings().enabled_categories == ()
+    assert LoggingSettings(tokens=True, tools=True).enabled_categories == ()  # logging.enabled is off
+    assert LoggingSettings(enabled=True).enabled_categories == ()
+    assert LoggingSettings(enabled=True, tokens=True, errors=True).enabled_categories == ("tokens", "errors")
 
 
 def test_records_go_to_daily_files_that_roll_at_the_limit_and_are_never_deleted(tmp_path):

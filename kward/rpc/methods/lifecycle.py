@@ -22,7 +22,7 @@ def initialize(call: Call) -> dict[str, Any]:
     if not isinstance(experimental, bool):
         raise InvalidParams("Invalid params: 'capabilities.experimentalApi' must be true or false",
                             data={"param": "capabilities.experimentalApi"})
-    call.conn.client.opt_out = frozenset(opt_out)
+    call.conn.opt_out = frozenset(opt_out)
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
     facts = capabilities.RuntimeFacts(
         steering="native" if info.steering else "unsupported",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kward.compaction.events import CompactionStart
-from kward.model import Delta, ToolCall, ToolOutcome, TurnError, TurnEvent
+from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, TurnError, TurnEvent
 from kward.rpc.protocol import error_object
 from kward.rpc.wire.sessions import compaction_result
 from kward.rpc.wire.shape import present
@@ -78,7 +78,7 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
 }
 
 
-def event_payload(type_: str, payload: Any) -> dict[str, Any]:
+def event_payload(type_: str, payload: EventPayload) -> dict[str, Any]:
     """The protocol's payload of an event of `type_` (the typed payload of
     `kward.model.EventPayload`)."""
     if isinstance(payload, Delta):  # the hot path: thousands a second
