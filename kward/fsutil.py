@@ -7,6 +7,12 @@ writers in other processes see the old or the new content, never a mix. `file_lo
 flock on a sidecar file and serializes read-modify-write cycles across processes.
 `remove_stale_files` deletes only temp files whose writer process is gone (see there).
 Errors are plain OSErrors; the boundaries convert them (`errors.as_kward_error`).
+
+kward's own files under the config directory are input like any other: `open_own` and
+`read_own` open them without following a final symlink and without blocking on a FIFO,
+accept only a regular file that this user owns, and read at most a stated size, so a
+symlink, a FIFO, a device or a huge file in their place is a clear OSError, never a hang,
+a read of /dev/zero or a write through a link.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import errno
 import fcntl
 import os
 import re
+import stat
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -24,6 +31,65 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+
+#: Flags of every open of kward's own files: no final symlink followed, no wait on a FIFO
+#: (the open of a FIFO without a writer returns at once; for writing, ENXIO), no terminal
+#: adopted, not inherited by children.
+OWN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+READ_OWN = os.O_RDONLY | OWN_FLAGS
+APPEND_OWN = os.O_WRONLY | os.O_CREAT | os.O_APPEND | OWN_FLAGS
+
+
+def own_file_error(path: Path | str, problem: str, code: int = errno.EINVAL) -> OSError:
+    """The OSError for one of kward's own files that is not what it must be."""
+    return OSError(code, problem, str(path))
+
+
+def open_own(path: Path | str, flags: int = READ_OWN, mode: int = FILE_MODE) -> int:
+    """A descriptor of `path`, which must be a regular file owned by this user (flags
+    should include `OWN_FLAGS`; with O_CREAT a missing file is created with `mode`).
+
+    A symlink in its place: ELOOP, "is a symbolic link (kward does not follow links for
+    its own files)"; a FIFO, socket, device or directory: EINVAL, "is not a regular file";
+    another user's file: EPERM. FileNotFoundError as usual when it is missing. The
+    descriptor is in blocking mode again when returned (so writes to it behave as on
+    any file). Any thread."""
+    try:
+        fd = os.open(path, flags, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise own_file_error(path, "is a symbolic link (kward does not follow links for its own files)",
+                                 errno.ELOOP) from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader, opened for writing
+            raise own_file_error(path, "is not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise own_file_error(path, "is not a regular file")
+        if st.st_uid != os.geteuid():
+            raise own_file_error(path, f"is owned by another user (uid {st.st_uid})", errno.EPERM)
+        if flags & os.O_NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_own(path: Path | str, limit: int) -> bytes:
+    """The whole content of kward's own file `path` (see `open_own`), at most `limit`
+    bytes: a larger file is EFBIG, "is larger than N bytes", and is not read. Any thread."""
+    fd = open_own(path)
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
+        data = read_fd(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew while it was read
+        raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
+    return data
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -111,7 +177,7 @@ class file_lock:
 
     def __enter__(self) -> None:
         ensure_private_dir(self.lock_path.parent)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        fd = open_own(self.lock_path, os.O_RDWR | os.O_CREAT | OWN_FLAGS)
         try:
             fcntl.flock(fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
         except BaseException:
