@@ -35,7 +35,7 @@ def events(home):
     return [json.loads(line)["type"] for line in (memory_dir(home) / "events.jsonl").read_text().splitlines()]
 
 
-def test_memory_is_off_by_default_and_the_switches_write_config(kward, isolated_home):
+def test_memory_is_off_by_default_and_the_switches_write_config_and_answer_the_status(kward, isolated_home):
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "config.json").write_text(json.dumps({"memory": {"other": 1}, "keep": True}))
     k = kward()
@@ -46,18 +46,22 @@ def test_memory_is_off_by_default_and_the_switches_write_config(kward, isolated_
              (("core", "core.json"), ("soft", "soft.jsonl"), ("events", "events.jsonl"))}
     assert status == {"enabled": False, "autoSummary": False, "paths": paths}
     assert not memory_dir(isolated_home).exists()
-    assert k.request("memory/enable") == {"enabled": True}
+    assert k.request("memory/enable") == {"enabled": True, "autoSummary": False, "paths": paths}
     assert read_config(isolated_home) == {"memory": {"other": 1, "enabled": True}, "keep": True}
     for path in paths.values():
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert json.loads(open(paths["core"]).read()) == []
     assert stat.S_IMODE(os.stat(memory_dir(isolated_home)).st_mode) == 0o700
-    assert k.request("memory/autoSummary/enable") == {"autoSummary": True}
+    assert k.request("memory/autoSummary/enable") == {"enabled": True, "autoSummary": True, "paths": paths}
     assert k.request("memory/status")["autoSummary"] is True
-    assert k.request("memory/autoSummary/disable") == {"autoSummary": False}
-    assert k.request("memory/disable") == {"enabled": False}
+    assert k.request("memory/disable") == {"enabled": False, "autoSummary": True, "paths": paths}
+    assert k.request("memory/autoSummary/disable") == {"enabled": False, "autoSummary": False, "paths": paths}
+    assert k.request("memory/enable") == k.request("memory/status") == {"enabled": True, "autoSummary": False,
+                                                                         "paths": paths}
+    assert k.request("memory/disable") == {"enabled": False, "autoSummary": False, "paths": paths}
     assert read_config(isolated_home)["memory"] == {"other": 1, "enabled": False, "auto_summary": False}
-    assert events(isolated_home) == ["enable", "auto_summary_enable", "auto_summary_disable", "disable"]
+    assert events(isolated_home) == ["enable", "auto_summary_enable", "disable", "auto_summary_disable", "enable",
+                                     "disable"]
     (isolated_home / ".kward" / "config.json").write_text(json.dumps({"memory": {"enabled": "yes"}}))
     assert k.request("memory/status")["enabled"] is False  # only a literal true switches it on
 
