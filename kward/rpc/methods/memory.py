@@ -1,6 +1,7 @@
 """memory/*: thin adapters onto `runtime.memory` (kward.runtime.memory).
 
-`workspaceRoot` (optional, default the launch directory) names the workspace of the
+`workspaceRoot` (optional, default the workspace of the session this connection created or
+resumed last, else the launch directory: `Runtime.current_workspace`) names the workspace of the
 hierarchy of `memory/list`, of the `workspace` scope of `memory/add` / `memory/addCore`
 and of `memory/relax`. Unknown params are ignored. `memory/status` is answered on the
 dispatcher thread, the others (`slow` in the method table) on the worker pool; the memory
