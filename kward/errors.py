@@ -68,7 +68,9 @@ REASONS: dict[str, str] = {
     "provider_error": "The model provider failed the request (server error, bad response, broken stream).",
     "canceled": "The work was canceled.",
     "memory_not_found": "No memory has that id (or none that the operation applies to).",
-    "invalid_memory_store": "A memory file (memory/core.json) is not valid JSON of the expected shape.",
+    "invalid_memory_store": "A memory file (memory/core.json, soft.jsonl, events.jsonl, .lock) is unusable: not JSON of "
+                            "the expected shape, not a regular file of this user, or larger than the cap.",
+    "memory_full": "The memory store holds as many memories of that layer as it may (or its file is at its size cap).",
     "logging_disabled": "Telemetry logging is off (or the category a method needs is).",
     "command_not_found": "No prompt template or plugin command has that name.",
     "plugin_failed": "A plugin command raised an error (the plugin's own failure, not kward's).",
@@ -254,11 +256,20 @@ class MemoryNotFound(InvalidParams):
 
 
 class MemoryStoreError(KwardError):
-    """A memory file kward must read is unusable (core.json is not a JSON array). -32002,
-    like an unusable config.json: the user has to fix or remove the file."""
+    """A memory file kward must read or append to is unusable: core.json is not an array of
+    records, or a file is a symlink, a FIFO, a device, another user's, or over the size
+    cap. -32002, like an unusable config.json: the user has to fix or remove the file.
+    `data.path` names it."""
 
     code = CONFIG_ERROR
     reason = "invalid_memory_store"
+
+
+class MemoryFull(StateConflict):
+    """An add (or promotion) beyond the cap of a memory layer (`kward.limits`); `data`
+    names the `layer` and its `limit`. Forgetting memories makes room."""
+
+    reason = "memory_full"
 
 
 class LoggingDisabled(StateConflict):

@@ -12,3 +12,12 @@ MAX_IMAGE_BYTES = 10 * 1024 * 1024
 EVENT_REPLAY_LIMIT = 1000
 #: A telemetry log file rotates once it holds this many bytes.
 LOG_ROTATION_BYTES = 10 * 1024 * 1024
+#: At most this many core memories (core.json is rewritten whole by every change, and each
+#: one is a candidate for every turn: kept small).
+MAX_CORE_MEMORIES = 200
+#: At most this many active soft memories (soft.jsonl takes an add as one appended line;
+#: forgotten ones do not count).
+MAX_SOFT_MEMORIES = 10_000
+#: A memory file (core.json, soft.jsonl) is read only up to this size; a change that
+#: would make it larger is refused.
+MAX_MEMORY_FILE_BYTES = 32 * 1024 * 1024

@@ -1,7 +1,10 @@
 """The in-memory view of soft.jsonl: parsed records, their search index, and what it takes
 to keep both current without re-reading the file on every turn.
 
-`SoftLog.refresh()` costs one stat when nothing changed. When the file grew (another
+`SoftLog.refresh()` costs one stat (of the path itself, no link followed) when nothing
+changed. The file is opened as kward's own (`kward.fsutil.open_own`: a symlink, a FIFO, a
+device or another user's file is an OSError naming it, never followed, never waited on)
+and read only while it is at most `limit` bytes (EFBIG beyond). When the file grew (another
 process appended), only the new bytes are read, after checking that the last bytes read
 before are still where they were; when it was replaced (a rewrite) or changed in place,
 it is read again in full. A line that does not end in a newline yet (an append in
@@ -20,12 +23,16 @@ lock. File errors are plain OSErrors.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from kward.fsutil import open_own, own_file_error
+from kward.limits import MAX_MEMORY_FILE_BYTES
 from kward.memory import records
 from kward.memory.records import Memory
 
@@ -74,6 +81,8 @@ class SoftLog:
     index: dict[str, list[int]] = field(default_factory=dict)  # text term -> entry indices
     tag_index: dict[str, list[int]] = field(default_factory=dict)  # lower-case tag -> entry indices
     max_number: int = 0  # the highest soft_NNN number seen
+    active: int = 0  # how many of the memories are active
+    limit: int = MAX_MEMORY_FILE_BYTES  # the largest file read
     _ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
     _size: int = 0  # its size at the last look
     _mtime: int = 0
@@ -84,23 +93,34 @@ class SoftLog:
 
     def refresh(self) -> None:
         try:
-            st = os.stat(self.path)
+            st = os.lstat(self.path)
         except FileNotFoundError:
+            st = None
+        if st is not None:
+            if (stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == self._ident and st.st_size == self._size
+                    and st.st_mtime_ns == self._mtime):
+                return
+            try:
+                fd = open_own(self.path)
+            except FileNotFoundError:
+                st = None
+        if st is None:
             if self._ident is not None or self.entries:
                 self._reset()
             return
-        ident = (st.st_dev, st.st_ino)
-        if ident == self._ident and st.st_size == self._size and st.st_mtime_ns == self._mtime:
-            return
-        with open(self.path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if st.st_size > self.limit:
+                raise own_file_error(self.path, f"is larger than {self.limit} bytes", errno.EFBIG)
+            ident = (st.st_dev, st.st_ino)
             # an append only ever makes the file longer; anything else is a rewrite
             if ident == self._ident and st.st_size > self._size and self._unchanged(f):
                 f.seek(self._offset)
-                self._consume(f.read(), ident, st)
+                self._consume(f.read(self.limit + 1 - self._offset), ident, st)
                 return
             self._reset()
             f.seek(0)
-            self._consume(f.read(), ident, os.fstat(f.fileno()))
+            self._consume(f.read(self.limit + 1), ident, st)
 
     def _unchanged(self, f: BinaryIO) -> bool:
         """The bytes before `_offset` still end with what was read there last."""
@@ -120,6 +140,7 @@ class SoftLog:
 
     def _reset(self) -> None:
         self.entries, self.by_id, self.index, self.tag_index, self.max_number = [], {}, {}, {}, 0
+        self.active = 0
         self._ident, self._size, self._mtime, self._offset, self._tail = None, 0, 0, 0, b""
 
     def _add(self, entry: Entry) -> None:
@@ -135,7 +156,13 @@ class SoftLog:
             self.max_number = number
         if previous is not None:  # a duplicate id: the last line wins
             self._unindex(previous)
+            self._count(self.entries[previous].memory, -1)
+        self._count(entry.memory, 1)
         self._index(position)
+
+    def _count(self, memory: Memory | None, change: int) -> None:
+        if memory is not None and memory.active:
+            self.active += change
 
     def _index(self, position: int) -> None:
         entry = self.entries[position]
@@ -155,6 +182,11 @@ class SoftLog:
                 hits = index.get(key)
                 if hits and position in hits:
                     hits.remove(position)
+
+    @property
+    def size(self) -> int:
+        """The file's size at the last look."""
+        return self._size
 
     @property
     def torn(self) -> bool:
@@ -178,6 +210,8 @@ class SoftLog:
         """Change a memory in memory (write the file with `encode` afterwards)."""
         position = self.by_id[memory.id]
         self._unindex(position)
+        self._count(self.entries[position].memory, -1)
+        self._count(memory, 1)
         self.entries[position] = make_entry(memory, None)
         self._index(position)
 
@@ -201,7 +235,7 @@ class SoftLog:
     def appended(self, line: bytes, memory: Memory) -> None:
         """This process appended `line` (the record of `memory`, ending in a newline) at
         the end of the file as it had read it."""
-        st = os.stat(self.path)
+        st = os.lstat(self.path)
         if self.torn or (st.st_dev, st.st_ino) != self._ident or st.st_size != self._size + len(line):
             self.refresh()  # more than our line is new: read what is there
             return
@@ -212,6 +246,6 @@ class SoftLog:
 
     def written(self, data: bytes) -> None:
         """This process replaced the file with `data` (the encoding of `entries`)."""
-        st = os.stat(self.path)
+        st = os.lstat(self.path)
         self._ident, self._size, self._mtime = (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
         self._offset, self._tail = len(data), data[-_TAIL:]

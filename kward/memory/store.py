@@ -19,15 +19,31 @@ shutdown), so a turn never waits for a rewrite of a large soft.jsonl. Pending co
 survive other processes' rewrites (they are applied again to what is read); a crash loses
 at most the counts of the last interval.
 
-Thread contract: any thread. `_lock` (reentrant) guards the cached views and the pending
-counts and is taken before the flock; the flock is taken once per outermost operation.
-File errors are OSErrors (the RPC boundary turns them into filesystem errors);
-`MemoryStoreError` when core.json is not an array of records.
+The files are input (another process, the user or an attacker with write access to the
+directory may have put anything there): each is opened as kward's own
+(`kward.fsutil.open_own` / `read_own` / `APPEND_OWN`: no final symlink followed, no wait
+on a FIFO, a regular file of this user only) and core.json and soft.jsonl are read only up
+to `MAX_MEMORY_FILE_BYTES`. A file that is not what it must be, and a core.json that is not
+an array of records (JSON objects with a string `id`), is `MemoryStoreError` naming its
+path, and the operation changes nothing: every change opens events.jsonl (and the lock)
+before it writes anything, and core.json is never rewritten from a reading that failed.
+
+Bounds (`kward.limits`): at most `MAX_CORE_MEMORIES` core memories (core.json is
+rewritten whole by every change of it: that cap keeps a rewrite cheap) and
+`MAX_SOFT_MEMORIES` active soft memories (an add is one appended line, whatever the count);
+neither file may grow past `MAX_MEMORY_FILE_BYTES`. An add beyond them is `MemoryFull`.
+events.jsonl is only ever appended to, never read.
+
+Thread contract: any thread. `_lock` (reentrant) guards the cached views, the pending
+counts and the open events.jsonl of the operation in progress, and is taken before the
+flock; the flock is taken once per outermost operation. Other file errors are OSErrors
+(the RPC boundary turns them into filesystem errors).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
@@ -36,8 +52,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
-from kward.errors import InvalidParams, MemoryNotFound, MemoryStoreError
-from kward.fsutil import FILE_MODE, atomic_write_bytes, ensure_private_dir, file_lock
+from kward.errors import InvalidParams, MemoryFull, MemoryNotFound, MemoryStoreError
+from kward.fsutil import APPEND_OWN, FILE_MODE, atomic_write_bytes, ensure_private_dir, file_lock, open_own, read_own
+from kward.limits import MAX_CORE_MEMORIES, MAX_MEMORY_FILE_BYTES, MAX_SOFT_MEMORIES
 from kward.memory import records
 from kward.memory.records import Clock, Memory
 from kward.memory.retrieval import Retrieval, select
@@ -46,13 +63,46 @@ from kward.memory.softlog import SoftLog
 FLUSH_INTERVAL = 60.0  # seconds between writes of pending hit counts
 
 
-def _append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+#: The errors of `open_own` / `read_own` for a file that is not what it must be.
+_UNUSABLE = frozenset((errno.ELOOP, errno.EINVAL, errno.EFBIG, errno.EPERM, errno.ENXIO))
+
+
+def _open_append(path: Path) -> int:
+    fd = open_own(path, APPEND_OWN)
     try:
         os.fchmod(fd, FILE_MODE)
-        os.write(fd, data)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _parse_core(raw: bytes, path: Path) -> list[Memory]:
+    """The memories of core.json's bytes; MemoryStoreError unless they are a JSON array (or
+    an object whose `memories` is one) of records (objects with a string `id`)."""
+    try:
+        data = json.loads(raw.decode("utf-8")) if raw.strip() else []
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise MemoryStoreError(f"Invalid Kward core memory JSON: {path}", data={"path": str(path)}) from None
+    if isinstance(data, dict) and "memories" in data:
+        data = data["memories"]
+    if not isinstance(data, list):
+        raise MemoryStoreError(f"Invalid Kward core memory JSON: {path} (not an array of memories)",
+                               data={"path": str(path)})
+    memories = []
+    for position, record in enumerate(data):
+        memory = records.from_record(record, "core")
+        if memory is None:
+            raise MemoryStoreError(f"Invalid Kward core memory JSON: {path} (entry {position} is not an object "
+                                   "with a string id)", data={"path": str(path), "entry": position})
+        memories.append(memory)
+    return memories
 
 
 class MemoryStore:
@@ -64,24 +114,46 @@ class MemoryStore:
         self._clock = clock
         self._lock = threading.RLock()
         self._held = False  # this store holds the flock (only ever read by the _lock holder)
+        self._events_fd = -1  # events.jsonl, open while the flock is held
+        self._paths = frozenset(str(p) for p in (self.core_path, self.soft_path, self.events_path,
+                                                 self.directory / ".lock"))
         self._soft = SoftLog(self.soft_path)
-        self._core_key: tuple[int, int, int, int] | None = None
+        self._core_key: tuple[int, int, int, int, int] | None = None
         self._core: list[Memory] = []
         self._pending: dict[str, tuple[int, str]] = {}  # soft id -> (hits not yet on disk, last seen)
         self._flushed = time.monotonic()
 
     @contextlib.contextmanager
+    def _checked(self) -> Iterator[None]:
+        """An OSError of one of the memory files that is not a regular file of this user
+        within the cap becomes MemoryStoreError naming it."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno not in _UNUSABLE or exc.filename not in self._paths:
+                raise
+            words = exc.strerror or os.strerror(exc.errno or 0)
+            raise MemoryStoreError(f"Unusable memory file {exc.filename}: {words}",
+                                   data={"path": exc.filename, "osMessage": words,
+                                         "errno": errno.errorcode.get(exc.errno or 0, str(exc.errno))}) from None
+
+    @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        """The flock, and events.jsonl open for appending, for the outermost operation: an
+        unusable lock or events file fails it before anything is written."""
         with self._lock:
             if self._held:
                 yield
                 return
-            with file_lock(self.directory / ".lock"):
+            with self._checked(), file_lock(self.directory / ".lock"):
+                self._events_fd = _open_append(self.events_path)
                 self._held = True
                 try:
                     yield
                 finally:
                     self._held = False
+                    fd, self._events_fd = self._events_fd, -1
+                    os.close(fd)
 
     def _now(self) -> datetime:
         return self._clock()
@@ -92,31 +164,24 @@ class MemoryStore:
         """core.json's memories (cached by stat; entries that are not records are left out).
         Caller holds `_lock`."""
         try:
-            st = os.stat(self.core_path)
+            st = os.lstat(self.core_path)
         except FileNotFoundError:
             self._core_key, self._core = None, []
             return self._core
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        key = (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if key != self._core_key:
-            raw = self.core_path.read_bytes()
-            try:
-                data = json.loads(raw.decode("utf-8")) if raw.strip() else []
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                raise MemoryStoreError(f"Invalid Kward core memory JSON: {self.core_path}",
-                                       data={"path": str(self.core_path)}) from None
-            if isinstance(data, dict):
-                data = data.get("memories", [])
-            if not isinstance(data, list):
-                raise MemoryStoreError(f"Invalid Kward core memory JSON: {self.core_path} (not an array)",
-                                       data={"path": str(self.core_path)})
-            self._core = [m for m in (records.from_record(r, "core") for r in data) if m is not None]
+            self._core_key = None
+            with self._checked():
+                raw = read_own(self.core_path, MAX_MEMORY_FILE_BYTES)
+            self._core = _parse_core(raw, self.core_path)
             self._core_key = key
         return self._core
 
     def _read_soft(self) -> SoftLog:
         """soft.jsonl, current, with this process's pending counts applied. Caller holds `_lock`."""
         before = self._soft.entries
-        self._soft.refresh()
+        with self._checked():
+            self._soft.refresh()
         if self._pending and self._soft.entries is not before:  # read anew: count our hits again
             for memory_id, (hits, stamp) in self._pending.items():
                 self._soft.touch(memory_id, hits, stamp)
@@ -142,28 +207,36 @@ class MemoryStore:
 
     def ensure(self) -> None:
         """Create the directory and any missing file (core.json as `[]`)."""
-        with self._locked():
-            ensure_private_dir(self.directory)
-            if not self.core_path.exists():
-                atomic_write_bytes(self.core_path, b"[]\n")
-            for path in (self.soft_path, self.events_path):
-                _append(path, b"")
-            os.chmod(self.core_path, FILE_MODE)
+        with self._locked(), self._checked():
+            for path in (self.core_path, self.soft_path):
+                try:
+                    fd = open_own(path) if path == self.core_path else _open_append(path)
+                except FileNotFoundError:  # (only core.json: appending creates)
+                    atomic_write_bytes(path, b"[]\n")
+                    continue
+                try:
+                    os.fchmod(fd, FILE_MODE)
+                finally:
+                    os.close(fd)
 
     def event(self, event_type: str, **fields: object) -> None:
         line = json.dumps({"type": event_type, "timestamp": records.iso(self._now()), **fields},
                           ensure_ascii=False, separators=(",", ":")) + "\n"
         with self._locked():
-            _append(self.events_path, line.encode("utf-8"))
+            _write_all(self._events_fd, line.encode("utf-8"))
 
     def _write_core(self, memories: list[Memory]) -> None:
         data = (json.dumps([records.to_record(m) for m in memories], indent=2, ensure_ascii=False)
                 + "\n").encode("utf-8")
+        if len(data) > MAX_MEMORY_FILE_BYTES:
+            raise _full("core", MAX_MEMORY_FILE_BYTES, "bytes")
         atomic_write_bytes(self.core_path, data)
         self._core_key = None
 
     def _write_soft(self) -> None:
         data = self._soft.encode()
+        if len(data) > MAX_MEMORY_FILE_BYTES:
+            raise _full("soft", MAX_MEMORY_FILE_BYTES, "bytes")
         atomic_write_bytes(self.soft_path, data)
         self._soft.written(data)
         self._pending.clear()  # every count is in the file now
@@ -174,6 +247,8 @@ class MemoryStore:
         text = records.memory_text(text)
         with self._locked():
             memories = list(self._fresh_core())
+            if len(memories) >= MAX_CORE_MEMORIES:
+                raise _full("core", MAX_CORE_MEMORIES)
             numbers = [n for n in (records.id_number("core", m.id) for m in memories) if n is not None]
             memory = records.new_core(records.format_id("core", max(numbers, default=0) + 1), text, scope,
                                       records.clean_tags(tags), self._now(), source)
@@ -204,6 +279,8 @@ class MemoryStore:
     def _append_soft(self, soft: SoftLog, text: str, scope: str, tags: list[str] | None, confidence: float,
                      source: str, ttl_days: int) -> Memory:
         """Caller holds the flock and has just read `soft`; `text` is checked."""
+        if soft.active >= MAX_SOFT_MEMORIES:
+            raise _full("soft", MAX_SOFT_MEMORIES)
         memory = records.new_soft(records.format_id("soft", soft.max_number + 1), text, scope,
                                   records.clean_tags(tags), self._now(), confidence=confidence, source=source,
                                   ttl_days=ttl_days)
@@ -211,8 +288,14 @@ class MemoryStore:
                 + "\n").encode("utf-8")
         if soft.torn:  # a crashed writer's incomplete line: ours starts on a line of its own
             line = b"\n" + line
-        ensure_private_dir(self.directory)
-        _append(self.soft_path, line)
+        if soft.size + len(line) > MAX_MEMORY_FILE_BYTES:
+            raise _full("soft", MAX_MEMORY_FILE_BYTES, "bytes")
+        with self._checked():
+            fd = _open_append(self.soft_path)
+        try:
+            _write_all(fd, line)
+        finally:
+            os.close(fd)
         soft.appended(line, memory)
         self.event("add", **records.event_ref(memory))
         return memory
@@ -309,3 +392,8 @@ class MemoryStore:
         with self._lock:
             if self._pending and time.monotonic() - self._flushed >= interval:
                 self.flush()
+
+
+def _full(layer: str, limit: int, unit: str = "memories") -> MemoryFull:
+    what = f"{limit:,} {layer} memories" if unit == "memories" else f"{layer} memory file of {limit:,} bytes"
+    return MemoryFull(f"Memory is full: at most {what}; forget some first", data={"layer": layer, "limit": limit})

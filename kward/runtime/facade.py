@@ -118,6 +118,7 @@ class Runtime:
         self.config = config
         self.settings = settings
         self.launch_cwd = Path(launch_cwd)  # the default workspace
+        self._current_workspace: str | None = None  # of the session opened last (see `current_workspace`)
         self.env = env
         self.secrets = secrets if secrets is not None else KnownSecrets(env, config, paths.auth_file)
         self._submit = submit
@@ -247,7 +248,7 @@ class Runtime:
     def _build_memory(self) -> MemoryRuntime:
         from kward.runtime.memory import MemoryRuntime
 
-        return MemoryRuntime(self.paths.memory_dir, self.config, self.env, workspace=self.resolve_workspace,
+        return MemoryRuntime(self.paths.memory_dir, self.config, self.env, workspace=self.current_workspace,
                              session=self.session, scrub=self.secrets.scrub_output)
 
     def _build_telemetry(self) -> TelemetryRuntime:
@@ -297,6 +298,21 @@ class Runtime:
 
         return resolve_root(root, self.launch_cwd)
 
+    def current_workspace(self, root: str | None) -> Path:
+        """`resolve_workspace(root)`, except that no `root` names the workspace of the
+        session this runtime's face created, resumed, cloned or forked last (it stays the
+        default after that session is closed); before any, the launch directory. The
+        default of the memory methods, whose client may have launched kward anywhere. Any
+        thread (the workspace is one reference, written and read whole)."""
+        current = self._current_workspace
+        if root is None and current is not None:
+            return Path(current)
+        return self.resolve_workspace(root)
+
+    def _opened(self, handle: "SessionHandle") -> "SessionHandle":
+        self._current_workspace = handle.workspace_root
+        return handle
+
     def describe_workspace(self, root: str | None) -> "WorkspaceInfo":
         from kward.workspace import describe
 
@@ -343,10 +359,10 @@ class Runtime:
         handle = self.sessions.create(workspace_root, name or None)
         if not memory:
             self.memory.exclude(handle)
-        return handle
+        return self._opened(handle)
 
     def resume_session(self, path: str, workspace_root: str | None = None) -> "SessionHandle":
-        return self.sessions.resume(path, workspace_root)
+        return self._opened(self.sessions.resume(path, workspace_root))
 
     def list_sessions(self, workspace_root: str | None = None, limit: int | None = 20) -> list[SessionSummary]:
         """Recent sessions of the workspace as a tree. In a process that has no session open
@@ -363,14 +379,15 @@ class Runtime:
         return self.sessions.rename(session_id, name if name and name.strip() else None)
 
     def clone_session(self, session_id: str) -> "SessionHandle":
-        return self.sessions.clone(session_id)
+        return self._opened(self.sessions.clone(session_id))
 
     def fork_messages(self, session_id: str) -> "list[ForkEntry]":
         return self.sessions.fork_messages(session_id)
 
     def fork_session(self, session_id: str, entry_id: str) -> "tuple[SessionHandle, str]":
         """A new session holding the messages before that user message, and its text."""
-        return self.sessions.fork(session_id, entry_id)
+        handle, text = self.sessions.fork(session_id, entry_id)
+        return self._opened(handle), text
 
     def export_session(self, session_id: str, path: str | None = None, format: str | None = None) -> "Exported":
         return self.sessions.export(session_id, path, format)

@@ -95,7 +95,8 @@ class MemoryWhy:
 
 
 class MemoryRuntime:
-    """`workspace(root)` resolves a workspace root (None: the default one); `session(id)`
+    """`workspace(root)` resolves a workspace root (None: the default one, the workspace of
+    the client's current session, else the launch directory); `session(id)`
     gives an open session (SessionNotFound); `scrub` masks known secrets in a text."""
 
     def __init__(self, memory_dir: Path, config: ConfigStore, env: Mapping[str, str], *,

@@ -35,7 +35,7 @@ def events(home):
     return [json.loads(line)["type"] for line in (memory_dir(home) / "events.jsonl").read_text().splitlines()]
 
 
-def test_memory_is_off_by_default_and_the_switches_write_config(kward, isolated_home):
+def test_memory_is_off_by_default_and_the_switches_write_config_and_answer_the_status(kward, isolated_home):
     (isolated_home / ".kward").mkdir()
     (isolated_home / ".kward" / "config.json").write_text(json.dumps({"memory": {"other": 1}, "keep": True}))
     k = kward()
@@ -46,18 +46,22 @@ def test_memory_is_off_by_default_and_the_switches_write_config(kward, isolated_
              (("core", "core.json"), ("soft", "soft.jsonl"), ("events", "events.jsonl"))}
     assert status == {"enabled": False, "autoSummary": False, "paths": paths}
     assert not memory_dir(isolated_home).exists()
-    assert k.request("memory/enable") == {"enabled": True}
+    assert k.request("memory/enable") == {"enabled": True, "autoSummary": False, "paths": paths}
     assert read_config(isolated_home) == {"memory": {"other": 1, "enabled": True}, "keep": True}
     for path in paths.values():
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert json.loads(open(paths["core"]).read()) == []
     assert stat.S_IMODE(os.stat(memory_dir(isolated_home)).st_mode) == 0o700
-    assert k.request("memory/autoSummary/enable") == {"autoSummary": True}
+    assert k.request("memory/autoSummary/enable") == {"enabled": True, "autoSummary": True, "paths": paths}
     assert k.request("memory/status")["autoSummary"] is True
-    assert k.request("memory/autoSummary/disable") == {"autoSummary": False}
-    assert k.request("memory/disable") == {"enabled": False}
+    assert k.request("memory/disable") == {"enabled": False, "autoSummary": True, "paths": paths}
+    assert k.request("memory/autoSummary/disable") == {"enabled": False, "autoSummary": False, "paths": paths}
+    assert k.request("memory/enable") == k.request("memory/status") == {"enabled": True, "autoSummary": False,
+                                                                         "paths": paths}
+    assert k.request("memory/disable") == {"enabled": False, "autoSummary": False, "paths": paths}
     assert read_config(isolated_home)["memory"] == {"other": 1, "enabled": False, "auto_summary": False}
-    assert events(isolated_home) == ["enable", "auto_summary_enable", "auto_summary_disable", "disable"]
+    assert events(isolated_home) == ["enable", "auto_summary_enable", "disable", "auto_summary_disable", "enable",
+                                     "disable"]
     (isolated_home / ".kward" / "config.json").write_text(json.dumps({"memory": {"enabled": "yes"}}))
     assert k.request("memory/status")["enabled"] is False  # only a literal true switches it on
 
@@ -255,3 +259,32 @@ def test_concurrent_adds_from_several_processes_lose_nothing(isolated_home):
     assert sorted(m["id"] for m in listed["core"]) == [f"core_{i:03d}" for i in range(1, 31)]
     returned = sorted(r["result"]["memory"]["id"] for r in results)
     assert returned == sorted(soft_ids + [f"core_{i:03d}" for i in range(1, 31)])  # each id handed out once
+
+
+def test_memory_follows_the_workspace_of_the_clients_current_session(kward, isolated_home):
+    k = kward([[text("ok")]], loop=True)  # launched in k.ws (A), as Tauren launches kward from its own folder
+    launch = os.path.realpath(k.ws)
+    b, c = isolated_home / "project-b", isolated_home / "project-c"
+    b.mkdir()
+    c.mkdir()
+    before = k.request("memory/add", {"text": "Before any session", "scope": "workspace"})["memory"]
+    assert before["scope"] == f"workspace:{launch}"  # no session yet: the launch directory
+    k.request("memory/enable")
+    session_b = k.request("sessions/create", {"workspaceRoot": str(b)})
+    soft = k.request("memory/add", {"text": "Deploys go through make ship", "scope": "workspace"})["memory"]
+    core = k.request("memory/addCore", {"text": "Use tabs in project b", "scope": "workspace"})["memory"]
+    assert soft["scope"] == core["scope"] == f"workspace:{os.path.realpath(b)}"
+    listed = k.request("memory/list")
+    assert [m["id"] for m in listed["workspace_soft"]] == [soft["id"]]
+    assert [m["id"] for m in listed["workspace_core"]] == [core["id"]]
+    at_launch = k.request("memory/list", {"workspaceRoot": str(k.ws)})
+    assert [m["id"] for m in at_launch["workspace_soft"]] == [before["id"]] and at_launch["workspace_core"] == []
+    k.run(session_b["id"], "How do deploys work here?")
+    why = k.request("memory/why")
+    assert [m["id"] for m in why["memories"]] == [core["id"], soft["id"]]
+    k.request("sessions/create", {"workspaceRoot": str(c)})
+    assert k.request("memory/list")["workspace_soft"] == []
+    relaxed = k.request("memory/relax", {"id": k.request("memory/addCore", {"text": "Global rule"})["memory"]["id"]})
+    assert relaxed["memory"]["scope"] == f"workspace:{os.path.realpath(c)}"
+    k.request("sessions/resume", {"path": session_b["path"]})
+    assert [m["id"] for m in k.request("memory/list")["workspace_soft"]] == [soft["id"]]

@@ -1,10 +1,12 @@
 """memory/*: thin adapters onto `runtime.memory` (kward.runtime.memory).
 
-`workspaceRoot` (optional, default the launch directory) names the workspace of the
+`workspaceRoot` (optional, default the workspace of the session this connection created or
+resumed last, else the launch directory: `Runtime.current_workspace`) names the workspace of the
 hierarchy of `memory/list`, of the `workspace` scope of `memory/add` / `memory/addCore`
 and of `memory/relax`. Unknown params are ignored. `memory/status` is answered on the
 dispatcher thread, the others (`slow` in the method table) on the worker pool; the memory
-runtime locks what it shares.
+runtime locks what it shares. The four switches answer the whole status, as it is after
+the change (`memory/status`'s shape).
 """
 
 from __future__ import annotations
@@ -24,22 +26,22 @@ def status(call: Call) -> dict[str, Any]:
 
 def enable(call: Call) -> dict[str, Any]:
     call.runtime.memory.set_enabled(True)
-    return {"enabled": True}
+    return status(call)
 
 
 def disable(call: Call) -> dict[str, Any]:
     call.runtime.memory.set_enabled(False)
-    return {"enabled": False}
+    return status(call)
 
 
 def auto_summary_enable(call: Call) -> dict[str, Any]:
     call.runtime.memory.set_auto_summary(True)
-    return {"autoSummary": True}
+    return status(call)
 
 
 def auto_summary_disable(call: Call) -> dict[str, Any]:
     call.runtime.memory.set_auto_summary(False)
-    return {"autoSummary": False}
+    return status(call)
 
 
 def list_(call: Call) -> dict[str, Any]:
