@@ -12,3 +12,5 @@ MAX_IMAGE_BYTES = 10 * 1024 * 1024
 EVENT_REPLAY_LIMIT = 1000
 #: A telemetry log file rotates once it holds this many bytes.
 LOG_ROTATION_BYTES = 10 * 1024 * 1024
+#: config.json is read only when it holds at most this many bytes (larger: invalid_config).
+CONFIG_FILE_BYTES = 4 * 1024 * 1024
