@@ -19,7 +19,8 @@ thread joined (within about 2 s). From the moment the stop begins until the outp
 closed, a request that arrives is answered `-32600` `shutting_down` (by the stop's
 refuser thread), and a slow request still running when the workers are given up on is
 answered `-32603` `shutting_down` in its place (whichever answer is claimed first is the
-one sent; `_answer_lock`). Once a request that gives the client a session
+one sent: `_answers` guards the unanswered table only, never held while sending, and the
+stop waits briefly for answers claimed but not yet queued). Once a request that gives the client a session
 succeeded (`Method.opens_session`: sessions/create, resume, clone, fork: this process is
 going to run turns) and the input has been quiet for `IDLE_SECONDS` with no slow request
 in flight, the dispatcher makes the server's warm-up (`kward.rpc.warmup`, imported only
@@ -64,6 +65,7 @@ SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
 IDLE_SECONDS = 0.05  # quiet input, once a session was opened, before the warm-up starts (or resumes)
 STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()
 _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a graceful stop
+_SENDING_WAIT = 0.2  # seconds the stop waits for answers claimed but not yet queued (never paced then)
 
 
 class RpcServer:
@@ -85,11 +87,12 @@ class RpcServer:
         self._session_opened = False  # set by the thread that answered sessions/create (or resume, ...)
         self._inflight = 0
         self._inflight_cond = threading.Condition()
-        # slow requests not answered yet, by a token: claimed (and answered) under _answer_lock
-        # by their worker or, once the workers are given up on, by the stop
+        # slow requests not answered yet, by a token: claimed by their worker or, once the
+        # workers are given up on, by the stop; `_sending` counts claimed answers not yet queued
         self._unanswered: dict[int, tuple[str, Call]] = {}
         self._next_token = 0
-        self._answer_lock = threading.Lock()
+        self._sending = 0
+        self._answers = threading.Condition()
 
     # --- called from any thread -----------------------------------------------------
 
@@ -177,7 +180,7 @@ class RpcServer:
             self._inflight += 1
         token: int | None = None
         if is_request:
-            with self._answer_lock:
+            with self._answers:
                 self._next_token += 1
                 token = self._next_token
                 self._unanswered[token] = (msg.method, call)
@@ -229,13 +232,22 @@ class RpcServer:
 
     @contextlib.contextmanager
     def _claim(self, token: int | None) -> Iterator[bool]:
-        """Holds `_answer_lock` (for a slow request) while the answer is sent; yields whether
-        the caller is the one to answer (False: the stop answered it already)."""
+        """Yields whether the caller is the one to answer the slow request `token` (False: the
+        stop answered it already); the block sends the answer, counted in `_sending`."""
         if token is None:
             yield True
             return
-        with self._answer_lock:
-            yield self._unanswered.pop(token, None) is not None
+        with self._answers:
+            mine = self._unanswered.pop(token, None) is not None
+            if mine:
+                self._sending += 1
+        try:
+            yield mine
+        finally:
+            if mine:
+                with self._answers:
+                    self._sending -= 1
+                    self._answers.notify_all()
 
     def _answer(self, method: str, spec: Method, call: Call, result: Any) -> None:
         raw = isinstance(result, Unredacted)
@@ -313,9 +325,10 @@ class RpcServer:
     def _answer_unanswered(self) -> None:
         """Answer every slow request whose worker has not answered it (the workers were given
         up on, or the pool refused the job): nothing is left silent at exit."""
-        with self._answer_lock:
+        with self._answers:
             left, self._unanswered = list(self._unanswered.values()), {}
-            for method, call in left:
-                self._send(protocol.error_response(call.id, Canceled(
-                    f"{method} did not finish before the server shut down", reason="shutting_down",
-                    data={"method": method})), urgent=True)
+            self._answers.wait_for(lambda: self._sending == 0, timeout=_SENDING_WAIT)
+        for method, call in left:
+            self._send(protocol.error_response(call.id, Canceled(
+                f"{method} did not finish before the server shut down", reason="shutting_down",
+                data={"method": method})), urgent=True)
