@@ -57,6 +57,7 @@ REASONS: dict[str, str] = {
     "turn_not_found": "No turn has that id (finished turns are forgotten after a while).",
     "question_not_found": "No pending UI question has that id in that session.",
     "path_not_allowed": "A path lies outside the places this method may touch.",
+    "directory_not_found": "The directory a file is to be written in does not exist (nothing is created).",
     "not_logged_in": "The provider has no usable credentials.",
     "login_not_found": "No OAuth login has that id (finished logins are forgotten after a while).",
     "login_finished": "The OAuth login is no longer pending (completed, failed or cancelled).",
@@ -174,6 +175,13 @@ class FilesystemError(KwardError):
 
 class PathNotAllowed(InvalidParams):
     reason = "path_not_allowed"
+
+
+class DirectoryNotFound(InvalidParams):
+    """The directory a file is to be written in does not exist; `data.directory` names it,
+    `data.missing` its first missing part."""
+
+    reason = "directory_not_found"
 
 
 class Canceled(KwardError):

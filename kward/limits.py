@@ -21,3 +21,5 @@ MAX_SOFT_MEMORIES = 10_000
 #: A memory file (core.json, soft.jsonl) is read only up to this size; a change that
 #: would make it larger is refused.
 MAX_MEMORY_FILE_BYTES = 32 * 1024 * 1024
+#: config.json is read only when it holds at most this many bytes (larger: invalid_config).
+CONFIG_FILE_BYTES = 4 * 1024 * 1024

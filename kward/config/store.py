@@ -12,8 +12,10 @@ serializes read-modify-write across processes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
@@ -21,7 +23,11 @@ from typing import Any, Mapping, NamedTuple
 from kward import jsonshape
 from kward.config import rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
-from kward.fsutil import atomic_write_bytes, file_lock
+from kward.fsutil import atomic_write_bytes, file_lock, read_own
+from kward.limits import CONFIG_FILE_BYTES
+
+# what `read_own` answers for a file that is not kward's own regular file of a usable size
+_UNUSABLE = frozenset({errno.ELOOP, errno.EINVAL, errno.EFBIG, errno.EPERM})
 
 
 class Paths(NamedTuple):
@@ -130,8 +136,9 @@ class ConfigStore:
         return self.paths.config_file
 
     def load(self) -> dict[str, Any]:
-        """The current config (a fresh copy). Missing file = {}; invalid = ConfigError;
-        unreadable = FilesystemError (permission denied, a part of the path is a file, ...)."""
+        """The current config (a fresh copy). Missing file = {}; invalid or unusable (a
+        symlink, a FIFO, a device, too large: see `_load_locked`) = ConfigError; unreadable =
+        FilesystemError (permission denied, a directory, a part of the path is a file, ...)."""
         with self._lock:
             return _copy(self._load_locked())
 
@@ -148,18 +155,26 @@ class ConfigStore:
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def _load_locked(self) -> dict[str, Any]:
+        """The parsed file (cached by its stamp). Read with `fsutil.read_own`: a directory is
+        EISDIR and an OS failure a FilesystemError as usual; a symlink, a FIFO, a device or a
+        file over `limits.CONFIG_FILE_BYTES` is a ConfigError naming the path (never a hang
+        on a FIFO nor a read of /dev/zero)."""
         path = self.paths.config_file
         try:
             st = os.stat(path)
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             if key == self._cache_key:
                 return self._cache
-            with open(path, "rb") as f:
-                raw = f.read()
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+            raw = read_own(path, CONFIG_FILE_BYTES)
         except FileNotFoundError:
             self._cache_key, self._cache = None, {}
             return self._cache
         except OSError as exc:  # permission denied, a part of the path that is a file, ...
+            if exc.errno in _UNUSABLE and exc.filename == str(path):  # what read_own refuses
+                raise ConfigError(f"Unusable Kward config: {path} {exc.strerror}",
+                                  data={"path": str(path)}) from None
             raise FilesystemError.from_os_error(exc) from None
         try:
             data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}

@@ -6,7 +6,8 @@ and whether the message was a notification (never answered). Batches (JSON array
 not supported and are answered `-32600` with reason `batch_not_supported`.
 Params nested more than `jsonshape.MAX_DEPTH` levels deep or holding an unpaired surrogate
 anywhere are answered `-32602` naming the param, so no handler, redaction or store ever
-sees such a value.
+sees such a value; also when they are too deep for the decoder itself, answered to the
+request's own top-level `id` (read from the text) and never for a notification.
 `encode(message)` produces compact UTF-8 JSON. Pure functions, safe from any thread.
 """
 
@@ -66,6 +67,24 @@ def _invalid_params(err: InvalidParams, request_id: Any) -> Rejected:
     return Rejected(err, request_id)
 
 
+def _too_deep(text: str) -> Rejected:
+    """The answer to a message too deeply nested to decode: to its own top-level `id` when
+    the text shows one (`jsonshape.scan_top_level`), never for a notification, else a parse
+    error with id null. Nested params are -32602 as for a message that decodes."""
+    top = jsonshape.scan_top_level(text)
+    if top is None or not (top.has_id or top.complete):
+        return _fail(ParseError("Parse error: the JSON is nested too deeply"))
+    if top.deep_member == "params":
+        name = top.deep_key
+        where = f"'{jsonshape.format_path([name])}'" if name is not None else "params"
+        err: KwardError = InvalidParams(f"Invalid params: {where} {jsonshape.NESTED_TOO_DEEPLY}",
+                                        data={"param": jsonshape.format_path([name])} if name is not None else None)
+    else:
+        member = top.deep_member if top.deep_member is not None else "the message"
+        err = InvalidRequest(f"Invalid Request: {member!r} {jsonshape.NESTED_TOO_DEEPLY}")
+    return Rejected(err, top.id) if top.has_id else Rejected(err, None, notification=True)
+
+
 def parse(body: bytes) -> Request | Notification:
     try:
         text = body.decode("utf-8")
@@ -74,7 +93,7 @@ def parse(body: bytes) -> Request | Notification:
     try:
         msg = _DECODER.decode(text)
     except RecursionError:
-        raise _fail(ParseError("Parse error: the JSON is nested too deeply")) from None
+        raise _too_deep(text) from None
     except ValueError as exc:
         detail = f": {exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise _fail(ParseError("Parse error" + detail))

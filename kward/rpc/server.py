@@ -15,7 +15,12 @@ the method table it serves, the runtime its handlers call, and the connection ev
 outgoing message goes through (redacted and encoded on the producing thread, then queued
 on the outbox; `kward.rpc.connection`). `serve()` returns 0 after `shutdown`, end of
 input or a stop signal, with running work cancelled, queued output flushed and every
-thread joined (within about 2 s). Once a request that gives the client a session
+thread joined (within about 2 s). From the moment the stop begins until the output is
+closed, a request that arrives is answered `-32600` `shutting_down` (by the stop's
+refuser thread), and a slow request still running when the workers are given up on is
+answered `-32603` `shutting_down` in its place (whichever answer is claimed first is the
+one sent: `_answers` guards the unanswered table only, never held while sending, and the
+stop waits briefly for answers claimed but not yet queued). Once a request that gives the client a session
 succeeded (`Method.opens_session`: sessions/create, resume, clone, fork: this process is
 going to run turns) and the input has been quiet for `IDLE_SECONDS` with no slow request
 in flight, the dispatcher makes the server's warm-up (`kward.rpc.warmup`, imported only
@@ -26,13 +31,15 @@ warms up.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from queue import Empty
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kward.errors import (
+    Canceled,
     InternalError,
     InvalidRequest,
     KwardError,
@@ -58,6 +65,7 @@ SIGNAL_POLL = 0.2  # seconds: the longest a signal waits for its handler
 IDLE_SECONDS = 0.05  # quiet input, once a session was opened, before the warm-up starts (or resumes)
 STOP_BUDGET = 1.8  # seconds from a stop request to the end of serve()
 _DRAIN_SHARE = 0.6  # of the budget, spent waiting for in-flight requests on a graceful stop
+_SENDING_WAIT = 0.2  # seconds the stop waits for answers claimed but not yet queued (never paced then)
 
 
 class RpcServer:
@@ -79,6 +87,12 @@ class RpcServer:
         self._session_opened = False  # set by the thread that answered sessions/create (or resume, ...)
         self._inflight = 0
         self._inflight_cond = threading.Condition()
+        # slow requests not answered yet, by a token: claimed by their worker or, once the
+        # workers are given up on, by the stop; `_sending` counts claimed answers not yet queued
+        self._unanswered: dict[int, tuple[str, Call]] = {}
+        self._next_token = 0
+        self._sending = 0
+        self._answers = threading.Condition()
 
     # --- called from any thread -----------------------------------------------------
 
@@ -164,12 +178,22 @@ class RpcServer:
             return
         with self._inflight_cond:
             self._inflight += 1
-        if not self.pool.submit(lambda: self._execute_tracked(msg.method, spec, call, is_request)):
+        token: int | None = None
+        if is_request:
+            with self._answers:
+                self._next_token += 1
+                token = self._next_token
+                self._unanswered[token] = (msg.method, call)
+        if not self.pool.submit(lambda: self._execute_tracked(msg.method, spec, call, is_request, token)):
             self._finish_inflight()
+            with self._claim(token) as mine:
+                if mine:
+                    self._send(protocol.error_response(call.id, InvalidRequest(
+                        "The server is shutting down", reason="shutting_down")), urgent=True)
 
-    def _execute_tracked(self, method: str, spec: Method, call: Call, is_request: bool) -> None:
+    def _execute_tracked(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None) -> None:
         try:
-            self._execute(method, spec, call, is_request)
+            self._execute(method, spec, call, is_request, token)
         finally:
             self._finish_inflight()
 
@@ -178,10 +202,11 @@ class RpcServer:
             self._inflight -= 1
             self._inflight_cond.notify_all()
 
-    def _execute(self, method: str, spec: Method, call: Call, is_request: bool) -> None:
+    def _execute(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None = None) -> None:
         """Run one handler and answer. A KwardError is answered as it is, an OSError as the
         FilesystemError `errors.as_kward_error` makes of it (reason, path, the OS's words);
-        anything else is a bug: -32603, with the traceback in the log only."""
+        anything else is a bug: -32603, with the traceback in the log only. A slow request
+        (`token` given) is answered only if the stop did not answer it first."""
         try:
             result = self.methods.handler(method)(call)
         except Exception as exc:
@@ -193,12 +218,38 @@ class RpcServer:
             elif not isinstance(exc, KwardError):
                 log.warning("%s failed: %s", method, err.message)
             if is_request:
-                self._send(protocol.error_response(call.id, err), urgent=True)
+                with self._claim(token) as mine:
+                    if mine:
+                        self._send(protocol.error_response(call.id, err), urgent=True)
             return
         if spec.opens_session:
             self._session_opened = True
         if not is_request:
             return
+        with self._claim(token) as mine:
+            if mine:
+                self._answer(method, spec, call, result)
+
+    @contextlib.contextmanager
+    def _claim(self, token: int | None) -> Iterator[bool]:
+        """Yields whether the caller is the one to answer the slow request `token` (False: the
+        stop answered it already); the block sends the answer, counted in `_sending`."""
+        if token is None:
+            yield True
+            return
+        with self._answers:
+            mine = self._unanswered.pop(token, None) is not None
+            if mine:
+                self._sending += 1
+        try:
+            yield mine
+        finally:
+            if mine:
+                with self._answers:
+                    self._sending -= 1
+                    self._answers.notify_all()
+
+    def _answer(self, method: str, spec: Method, call: Call, result: Any) -> None:
         raw = isinstance(result, Unredacted)
         try:
             self.conn.send(protocol.response(call.id, result.value if raw else result), urgent=True, raw=raw,
@@ -214,22 +265,38 @@ class RpcServer:
     def _stop(self, graceful: bool) -> None:
         start = time.monotonic()
         deadline = start + STOP_BUDGET
+        refusing = threading.Event()
+        refuser = threading.Thread(target=self._refuse_until, args=(refusing,), name="kward-refuser", daemon=True)
+        refuser.start()
         if self.warm_up is not None:
             self.warm_up.stop()
         if graceful:  # let requests already being served answer
             with self._inflight_cond:
                 self._inflight_cond.wait_for(lambda: self._inflight == 0,
                                              timeout=STOP_BUDGET * _DRAIN_SHARE)
-        self._refuse_queued()
         self.transport.outbox.stop_pacing()
         self.runtime.shutdown()
         pool_done = self.pool.shutdown(max(0.05, deadline - 0.3 - time.monotonic()))
+        refusing.set()
+        refuser.join(0.2)
+        self._refuse_queued()
+        self._answer_unanswered()
         self.transport.close_output()
         writer_done = self.transport.join_writer(deadline - time.monotonic())
         reader_done = self.transport.join_reader(0.05)
         warm_done = self.warm_up is None or self.warm_up.join(deadline - time.monotonic())
         log.info("stopped in %.0f ms (graceful=%s pool=%s writer=%s reader=%s warm-up=%s)",
                  1000 * (time.monotonic() - start), graceful, pool_done, writer_done, reader_done, warm_done)
+
+    def _refuse_until(self, done: threading.Event) -> None:
+        """The refuser thread, owned by `_stop` (which sets `done` and joins it): answers
+        what arrives while the stop waits for work in flight."""
+        while not done.is_set():
+            try:
+                item = self.transport.inbox.get(timeout=SIGNAL_POLL / 4)
+            except Empty:
+                continue
+            self._refuse(item)
 
     def _refuse_queued(self) -> None:
         """Answer requests that arrived after the stop began, instead of dropping them."""
@@ -238,12 +305,30 @@ class RpcServer:
                 item = self.transport.inbox.get(block=False)
             except Empty:
                 return
-            if not isinstance(item, bytes):
-                continue
-            try:
-                msg = protocol.parse(item)
-            except protocol.Rejected:
-                continue
-            if isinstance(msg, protocol.Request):
-                self._send(protocol.error_response(msg.id, InvalidRequest(
-                    "The server is shutting down", reason="shutting_down")), urgent=True)
+            self._refuse(item)
+
+    def _refuse(self, item: object) -> None:
+        """One message that arrived while stopping: a request is answered `shutting_down`
+        (one that is not valid gets its own error), anything else is dropped."""
+        if not isinstance(item, bytes):
+            return
+        try:
+            msg = protocol.parse(item)
+        except protocol.Rejected as rejected:
+            if not rejected.notification:
+                self._send(protocol.error_response(rejected.request_id, rejected.error), urgent=True)
+            return
+        if isinstance(msg, protocol.Request):
+            self._send(protocol.error_response(msg.id, InvalidRequest(
+                "The server is shutting down", reason="shutting_down")), urgent=True)
+
+    def _answer_unanswered(self) -> None:
+        """Answer every slow request whose worker has not answered it (the workers were given
+        up on, or the pool refused the job): nothing is left silent at exit."""
+        with self._answers:
+            left, self._unanswered = list(self._unanswered.values()), {}
+            self._answers.wait_for(lambda: self._sending == 0, timeout=_SENDING_WAIT)
+        for method, call in left:
+            self._send(protocol.error_response(call.id, Canceled(
+                f"{method} did not finish before the server shut down", reason="shutting_down",
+                data={"method": method})), urgent=True)

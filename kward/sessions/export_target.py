@@ -2,8 +2,10 @@
 
 Rules (the original's): no path -> beside the session file (``<session>.md`` /
 ``.html``). An explicit path is resolved against the session's workspace (``~``
-expanded); its parent must exist, must not be a symlink, and its real path must lie
-inside the real workspace or the session's directory. Inside the session directory only
+expanded); its parent must exist (else DirectoryNotFound naming it and its first missing
+part, when what exists of it lies inside the workspace or session directory; nothing is
+created), must not be a symlink, and its real path must lie inside the real workspace or
+the session's directory. Inside the session directory only
 ``.md`` and ``.html`` names are allowed (never a ``.jsonl`` or a ``.lock``/``.open``
 sidecar). Anything else is PathNotAllowed; a path the OS cannot use (a name too long, no
 permission to look) is InvalidParams naming ``path``.
@@ -46,7 +48,7 @@ from kward.confined import (
     replace_file,
     split_below,
 )
-from kward.errors import InvalidParams, PathNotAllowed
+from kward.errors import DirectoryNotFound, InvalidParams, KwardError, PathNotAllowed
 from kward.fsutil import FILE_MODE, read_fd
 from kward.sessions.fdretry import out_of_descriptors
 from kward.sessions.lines import HEADER_MAX
@@ -87,7 +89,7 @@ def resolve_target(path: object, suffix: str, session_suffixes: Iterable[str], *
     if name in ("", ".", ".."):
         raise PathNotAllowed(f"Export path is not a file name: {path}", data={"path": target})
     if os.path.islink(parent) or not os.path.isdir(parent):
-        raise _refused(path, target)
+        raise _missing_directory(path, target, parent, session_dir, workspace_root)
     try:
         real_parent = os.path.realpath(parent)
     except OSError:  # a component changing under it (a symlink swapped in and out)
@@ -164,6 +166,28 @@ def _holds_session(dir_fd: int, name: str) -> bool:
     finally:
         os.close(fd)
     return header_ok(data)
+
+
+def _missing_directory(given: str, target: str, parent: str, session_dir: str, workspace_root: str) -> KwardError:
+    """DirectoryNotFound when `parent` does not exist but its nearest existing ancestor (a
+    directory, symlinks resolved) lies inside the workspace or the session directory; PathNotAllowed for
+    anything else (a dangling symlink, a file, a place outside: nothing is said about what
+    is there)."""
+    missing = parent
+    above = os.path.dirname(parent)
+    while above != missing and not os.path.lexists(above):
+        missing, above = above, os.path.dirname(above)
+    if os.path.lexists(missing) or not os.path.isdir(above):
+        return _refused(given, target)
+    try:
+        real_above = os.path.realpath(above)
+    except OSError:
+        return _refused(given, target)
+    if split_below(session_dir, real_above) is None and split_below(os.path.realpath(workspace_root),
+                                                                    real_above) is None:
+        return _refused(given, target)
+    return DirectoryNotFound(f"Export directory does not exist: {parent} ({missing} is missing); create it first",
+                             data={"path": target, "directory": parent, "missing": missing})
 
 
 def _refused(given: str, shown: str) -> PathNotAllowed:

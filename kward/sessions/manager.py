@@ -255,7 +255,8 @@ class SessionManager:
     def fork(self, session_id: str, entry: object) -> tuple[SessionHandle, str]:
         """A new session holding the messages before the chosen user message (`entry`, a
         ``message:<n>`` entry id; anything else is InvalidParams); returns it and that
-        message's text (for the composer)."""
+        message's text (for the composer). With nothing before that message the new session
+        is unnamed, so while it stays empty it is an unused session (the cleanup rule)."""
         source = self.get(session_id)
         index = parse_entry_id(entry)
         if index is None:
@@ -267,12 +268,14 @@ class SessionManager:
         chosen = messages[index]
         if not isinstance(chosen, UserMessage):
             raise InvalidParams(f"Entry is not forkable: {entry}", data={"param": "entryId"})
-        return self._opened(self._derive(source.shared, messages[:index])), full_text(chosen)
+        before = messages[:index]
+        return self._opened(self._derive(source.shared, before, keep_name=bool(before))), full_text(chosen)
 
     def _derive(self, source: OpenSession, messages: list[Message],
-                read_paths: set[str] | None = None) -> OpenSession:
+                read_paths: set[str] | None = None, *, keep_name: bool = True) -> OpenSession:
         self._tidy(workspace_session_dir(self.sessions_dir, source.workspace_root))
-        return derive_session(self.sessions_dir, source, messages, read_paths, presence=self.presence)
+        return derive_session(self.sessions_dir, source, messages, read_paths, presence=self.presence,
+                              keep_name=keep_name)
 
     # --- reading ---------------------------------------------------------------------
 

@@ -115,11 +115,13 @@ def load_session(path: str, root: str | Callable[[SessionHeader], str], *,
 
 
 def derive_session(sessions_dir: Path, source: OpenSession, messages: list[Message],
-                   read_paths: set[str] | None = None, presence: PresenceTable = PROCESS_TABLE) -> OpenSession:
-    """A clone/fork of `source`: new file with parentId/parentPath, the source's name and
-    runtime, then `messages` re-appended. `read_paths` replaces the rebuilt read state when
-    given. The source file is untouched."""
-    session = create_session(sessions_dir, source.workspace_root, name=source.name, model=source.model,
+                   read_paths: set[str] | None = None, presence: PresenceTable = PROCESS_TABLE, *,
+                   keep_name: bool = True) -> OpenSession:
+    """A clone/fork of `source`: new file with parentId/parentPath, the source's name (unless
+    not `keep_name`) and runtime, then `messages` re-appended. `read_paths` replaces the
+    rebuilt read state when given. The source file is untouched."""
+    session = create_session(sessions_dir, source.workspace_root, name=source.name if keep_name else None,
+                             model=source.model,
                              reasoning_effort=source.reasoning_effort, parent=source, presence=presence)
     try:
         for message in messages:

@@ -58,3 +58,25 @@ def test_an_odd_config_on_disk_is_reported_and_never_crashes(isolated_home):
             assert c.request("sessions/list")["sessions"] == []
             assert c.close() == 0 and c.stderr == ""
         assert cfg.read_text() == text
+
+
+def test_params_too_deep_to_parse_are_answered_to_the_request_id(isolated_home):
+    deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+    with RpcClient(isolated_home) as c:
+        for rid, head, tail in ((1, b'{"jsonrpc":"2.0","id":1,"method":"config/update","params":', b"}"),
+                                ("late", b'{"jsonrpc":"2.0","method":"config/update","params":', b',"id":"late"}'),
+                                (3, b'{"jsonrpc":"2.0","id":3,"method":"config/update","params":{"values":[' + b"[" * 5000,
+                                 b"]" * 5000 + b"]}}")):
+            c.write(frame(head + (deep if rid != 3 else b"") + tail))
+            err = c.response(rid)["error"]
+            assert (err["code"], err["data"]["reason"]) == (-32602, "invalid_params"), err
+            assert "nested more than 64 levels" in err["message"]
+        # not a request at top level: a string "id" inside the params, or a notification
+        c.write(frame(b'{"jsonrpc":"2.0","method":"x","params":{"id":5,"b":' + b"[" * 5000 + b"]" * 5000 + b"}}"))
+        c.write(frame(b'{"jsonrpc":"2.0","method":"x","params":{"s":"\\",\\"id\\":6,","b":' + b"[" * 5000
+                      + b"]" * 5000 + b"}}"))
+        assert c.request("config/read")["config"] == {}
+        assert c.response_counts[json.dumps(5)] == 0 and c.response_counts[json.dumps(6)] == 0
+        assert c.null_id_errors == []  # notifications stay unanswered
+        assert not (isolated_home / ".kward" / "config.json").exists()
+        assert c.close() == 0 and c.stderr == "" and c.protocol_errors == []

@@ -15,9 +15,11 @@ from lib.scripts import text, write_script
 def test_deeply_nested_json_is_a_parse_error(isolated_home):
     with RpcClient(isolated_home) as c:
         c.write(frame(b"[" * 5000 + b"]" * 5000))
-        c.write(frame(b'{"jsonrpc":"2.0","id":1,"method":"x","params":' + b'{"a":' * 3000 + b"1" + b"}" * 3001))
+        c.write(frame(b'{"jsonrpc":"2.0","id":"deep","method":"x","params":' + b'{"a":' * 3000 + b"1" + b"}" * 3001))
+        c.write(frame(b'{"jsonrpc":"2.0","id":' + b"[" * 5000 + b"]" * 5000 + b',"method":"x"}'))
         assert c.request("workspace/info")["writable"] is True
-        assert [e["error"]["code"] for e in c.null_id_errors] == [-32700, -32700]
+        assert c.response("deep")["error"]["code"] == -32602  # answered to its own id
+        assert [e["error"]["code"] for e in c.null_id_errors] == [-32700, -32600]
         assert c.close() == 0 and c.stderr == ""
 
 

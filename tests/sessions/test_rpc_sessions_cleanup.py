@@ -48,13 +48,18 @@ def test_moving_to_another_session_removes_the_idle_empty_unnamed_ones(start):
         ("fork", lambda: k.request("sessions/fork", {"sessionId": source["id"], "entryId": "message:0"})["session"]),
         ("create unnamed", lambda: k.create()),
     ]
+    first_fork = None  # a fork at the first message is empty and unnamed: unused until it gets content
     for what, move in moves:
         empty = k.create()
         assert os.path.exists(empty["path"])
         new = move()
         assert gone(empty) and unknown(k, empty), what
         assert os.path.exists(new["path"]), what
-        kept.append(new)
+        if what == "fork":
+            first_fork = new
+        else:
+            kept.append(new)
+    assert first_fork is not None and gone(first_fork) and unknown(k, first_fork)
     *older, last_unnamed = kept
     for s in older:
         assert os.path.exists(s["path"]) and k.transcript(s["id"])["session"]["id"] == s["id"]

@@ -150,13 +150,16 @@ def test_export_refused_paths(exported, workspace, tmp_path):
     os.symlink(outside / "victim.md", workspace / "target-link.md")
     (workspace / "adir").mkdir()
     refused = ["../escape.md", str(outside / "abs.md"), "/etc/kward.md", "link-out/x.md", "link-in/x.md",
-               "missing-dir/x.md", "target-link.md", "adir", "adir/", ".", "notes.txt/x.md"]
+               "link-out/missing-dir/x.md", "target-link.md", "adir", "adir/", ".", "notes.txt/x.md"]
     for path in refused:
         err = k.error("sessions/export", {"sessionId": s["id"], "path": path})
         assert err.code == -32602 and err.reason == "path_not_allowed", path
         assert err.error["data"]["errorClass"] == "PathNotAllowed", path
     assert list(outside.iterdir()) == [] and not (workspace / "inner" / "x.md").exists()
     assert not (tmp_path / "escape.md").exists()
+    err = k.error("sessions/export", {"sessionId": s["id"], "path": "missing-dir/x.md"})  # inside: said so
+    assert err.reason == "directory_not_found" and err.error["data"]["missing"] == str(workspace / "missing-dir")
+    assert not (workspace / "missing-dir").exists()
     err = k.error("sessions/export", {"sessionId": s["id"], "path": 12})
     assert err.code == -32602 and err.error["data"]["param"] == "path"
 
@@ -206,3 +209,28 @@ def test_close(start):
     err = k.error("sessions/close", {"sessionId": s["id"]})
     assert err.code == -32602 and err.error["message"] == f"Unknown session: {s['id']}"
     assert k.resume(s["path"])["persistentId"] == s["persistentId"]
+
+
+def test_a_fork_at_the_first_message_leaves_no_empty_named_session(start, workspace):
+    k = start()
+    source = k.create(name="forked")
+    k.run_turn(source["id"], "first question")
+    result = k.request("sessions/fork", {"sessionId": source["id"], "entryId": "message:0"})
+    fork = result["session"]
+    assert result["text"] == "first question" and fork["parentId"] == source["persistentId"]
+    assert fork.get("name") is None  # nothing before the first message: a fresh, unnamed session
+    assert k.transcript(fork["id"])["messages"] == []
+
+    def empty_named(listing):
+        return [s for s in listing["sessions"] if s.get("name") and s["messageCount"] == 0]
+
+    other = start()  # a list refresh by another process, as a UI makes after every turn
+    assert empty_named(k.request("sessions/list")) == [] and empty_named(other.request("sessions/list")) == []
+    k.run_turn(fork["id"], "edited first question")  # once it has content it is listed, as a child
+    listed = {s["path"]: s for s in other.request("sessions/list")["sessions"]}
+    assert listed[fork["path"]]["parentId"] == source["persistentId"]
+    assert listed[fork["path"]]["messageCount"] > 0 and listed[fork["path"]]["firstMessage"] == "edited first question"
+    unused = k.request("sessions/fork", {"sessionId": source["id"], "entryId": "message:0"})["session"]
+    k.create()  # moving on deletes the unused fork, as an unused new session
+    assert not os.path.exists(unused["path"])
+    assert empty_named(other.request("sessions/list")) == []

@@ -41,3 +41,20 @@ def test_os_limits_and_overwrite_rules(start, workspace):
     (workspace / "copy.jsonl").write_bytes(open(s["path"], "rb").read())  # a session file in the workspace
     err = k.error("sessions/export", {"sessionId": s["id"], "path": "copy.jsonl"})
     assert err.reason == "path_not_allowed" and "session file" in err.error["message"]
+
+
+def test_an_export_into_a_missing_directory_names_it_and_creates_nothing(start, workspace, tmp_path):
+    k = start()
+    s = k.create(name="nowhere")
+    before = sorted(p for p in workspace.rglob("*"))
+    for given, missing in (("gone/chat.md", workspace / "gone"), ("gone/deeper/chat.md", workspace / "gone"),
+                           (str(workspace / "also" / "x.html"), workspace / "also")):
+        err = k.error("sessions/export", {"sessionId": s["id"], "path": given})
+        assert (err.code, err.reason) == (-32602, "directory_not_found"), err.error
+        parent = os.path.dirname(os.path.join(str(workspace), given))
+        assert err.error["data"]["directory"] == parent and err.error["data"]["missing"] == str(missing)
+        assert f"Export directory does not exist: {parent}" in err.error["message"]
+    # outside the workspace it stays path_not_allowed: nothing is said about what exists there
+    err = k.error("sessions/export", {"sessionId": s["id"], "path": str(tmp_path / "elsewhere" / "x.md")})
+    assert err.reason == "path_not_allowed"
+    assert sorted(p for p in workspace.rglob("*")) == before

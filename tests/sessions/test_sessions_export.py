@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kward.errors import InvalidParams, PathNotAllowed
+from kward.errors import DirectoryNotFound, InvalidParams, PathNotAllowed
 from kward.sessions.export import Exported, render_html, render_markdown
 from lib.processes import dead_pid
 from lib.session_manager import new_manager
@@ -114,11 +114,17 @@ def test_paths_outside_are_refused(env, tmp_path):
     os.symlink(outside, ws / "real" / "deep")
     (outside / "sub").mkdir()  # reached through a symlink in the middle of the path
     os.symlink(outside / "target.md", ws / "file-link.md")  # the target itself is a symlink
+    (ws / "notes.txt").write_text("a file, not a directory")
     for bad in (str(outside / "x.md"), "../outside/x.md", "link/x.md", "inner-link/x.md",
-                "real/deep/x.md", "real/deep/sub/x.md", "missing-dir/x.md", "file-link.md", ".", "real", "/etc/passwd"):
+                "real/deep/x.md", "real/deep/sub/x.md", "file-link.md", ".", "real", "/etc/passwd",
+                "link/missing/x.md", "real/deep/missing/x.md", "real/deep/sub/missing/x.md", "notes.txt/x.md",
+                str(outside / "missing" / "x.md")):
         with pytest.raises(PathNotAllowed) as err:
             manager.export(s.id, path=bad)
         assert err.value.reason == "path_not_allowed", bad
+    with pytest.raises(DirectoryNotFound) as missing:  # inside, but not there: said so
+        manager.export(s.id, path="inner-link/missing-dir/x.md")
+    assert missing.value.data["missing"] == str(ws / "inner-link" / "missing-dir")
     assert os.listdir(outside) == ["sub"] and os.listdir(outside / "sub") == []
 
 

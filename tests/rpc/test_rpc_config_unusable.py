@@ -1,0 +1,56 @@
+"""A config.json kward cannot use (a directory, unreadable, a FIFO, a link to /dev/zero, a
+huge file) answers what needs config with an error naming it, while the rest is served
+and end of input still ends the process."""
+
+import os
+import time
+
+import pytest
+
+from lib.rpc_client import RpcClient
+
+# methods that read config.json, and methods that do not
+NEEDS_CONFIG = ("config/read", "models/current", "auth/status")
+NO_CONFIG = ("workspace/info", "sessions/list", "tools/list")
+
+
+def make_unusable(cfg, kind):
+    if kind == "directory":
+        cfg.mkdir()
+    elif kind == "unreadable":
+        cfg.write_text('{"model": "m"}')
+        cfg.chmod(0)
+    elif kind == "fifo":
+        os.mkfifo(cfg)
+    elif kind == "dev-zero":
+        os.symlink("/dev/zero", cfg)
+    elif kind == "huge":
+        with open(cfg, "wb") as f:
+            f.truncate(300 << 20)  # sparse: 300 MB that read as NUL bytes
+
+
+@pytest.mark.parametrize("kind", ["directory", "unreadable", "fifo", "dev-zero", "huge"])
+def test_an_unusable_config_is_named_and_the_rest_is_served(isolated_home, kind):
+    if kind == "unreadable" and os.geteuid() == 0:
+        pytest.skip("root reads a file whatever its mode")
+    cfg = isolated_home / ".kward" / "config.json"
+    cfg.parent.mkdir()
+    make_unusable(cfg, kind)
+    with RpcClient(isolated_home) as c:
+        warnings = c.request("initialize", timeout=5)["warnings"]
+        assert any(str(cfg) in w["message"] for w in warnings), warnings
+        sent = {m: c.send(m) for m in NEEDS_CONFIG + NO_CONFIG}
+        for method in NEEDS_CONFIG:
+            err = c.response(sent[method], timeout=5)["error"]
+            assert err["code"] in (-32002, -32003) and err["data"]["path"] == str(cfg), (method, err)
+            assert str(cfg) in err["message"] and "Internal error" not in err["message"], (method, err)
+        for method in NO_CONFIG:
+            assert "result" in c.response(sent[method], timeout=5), method
+        t0 = time.monotonic()
+        c.close_stdin()
+        assert c.wait_exit(5) == 0 and time.monotonic() - t0 < 2
+        assert c.stderr == "" and c.protocol_errors == [] and c.null_id_errors == []
+    if kind == "huge":
+        assert cfg.stat().st_size == 300 << 20
+    elif kind == "unreadable":
+        cfg.chmod(0o600)
