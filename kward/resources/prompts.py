@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kward.errors import InputTooLarge
 from kward.resources.text import (
     NAME_RE,
     decode,
@@ -26,6 +27,9 @@ from kward.resources.text import (
 )
 
 MAX_TEMPLATE_BYTES = 64 * 1024
+PLACEHOLDER = "$ARGUMENTS"
+#: A skill command's prefix: `/skill:<name> args` runs the skill <name>.
+SKILL_PREFIX = "skill:"
 _SLASH = re.compile(r"/(\S+)(?:\s+(.*))?", re.S)
 
 #: Built-in command names no template or plugin command may take: the original's reserved
@@ -54,8 +58,14 @@ class PromptTemplate:
     path: str
     body: str
 
-    def expand(self, arguments: str = "") -> str:
-        return self.body.replace("$ARGUMENTS", arguments.strip())
+    def expand(self, arguments: str = "", limit: int | None = None) -> str:
+        """The body with every `$ARGUMENTS` replaced by `arguments` (stripped). Its length
+        is worked out first: over `limit` characters, InputTooLarge and nothing is built."""
+        arguments = arguments.strip()
+        size = len(self.body) + self.body.count(PLACEHOLDER) * (len(arguments) - len(PLACEHOLDER))
+        if limit is not None and size > limit:
+            raise InputTooLarge(size, limit, f"/{self.command}")
+        return self.body.replace(PLACEHOLDER, arguments)
 
 
 def discover_prompts(directory: Path, taken: set[str]) -> tuple[list[PromptTemplate], list[Warning_]]:
@@ -112,3 +122,12 @@ def parse_slash(text: str) -> tuple[str, str] | None:
     if match is None or not NAME_RE.fullmatch(match.group(1)):
         return None
     return match.group(1), (match.group(2) or "").strip()
+
+
+def parse_skill(text: str) -> tuple[str, str] | None:
+    """(skill name, arguments) of input shaped like `/skill:<name> args` (the name as
+    typed: any name, to be looked up); None otherwise."""
+    match = _SLASH.fullmatch(text)
+    if match is None or not match.group(1).startswith(SKILL_PREFIX):
+        return None
+    return match.group(1)[len(SKILL_PREFIX):], (match.group(2) or "").strip()

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from kward.confined import Escape, open_below, split_below
-from kward.fsutil import read_fd
+from kward.errors import InputTooLarge
+from kward.fsutil import read_fd, read_own
 from kward.resources.prompts import Warning_
 from kward.resources.text import (
     NAME_RE,
@@ -105,6 +106,32 @@ def skills_prompt(skills: list[Skill]) -> str | None:
              "Available skills:"]
     lines += [f"- {s.name}: {s.description}" if s.description else f"- {s.name}" for s in skills]
     return "\n".join(lines)
+
+
+def skill_text(skill: Skill) -> str:
+    """The text of the skill's SKILL.md now (a file of kward's own: `kward.fsutil.read_own`,
+    so a symlink in its place is refused as at discovery). OSError when it cannot be read;
+    ValueError for a binary file."""
+    data = read_own(os.path.join(skill.folder, SKILL_FILE), MAX_SKILL_FILE)
+    if b"\0" in data:
+        raise ValueError(f"binary file: {SKILL_FILE}")
+    return decode(data)
+
+
+def expand_skill(skill: Skill, arguments: str, limit: int | None = None) -> str:
+    """What a `/skill:<name> arguments` turn sends the model: the skill's SKILL.md body
+    (front matter left out) inside ``<skill name=... location=...>`` with the folder that
+    its relative references start from, then the arguments after a blank line (none:
+    nothing). Over `limit` characters: InputTooLarge, before the text is built."""
+    _, body = split_front_matter(skill_text(skill))
+    body, arguments = body.strip(), arguments.strip()
+    head = (f'<skill name="{skill.name}" location="{os.path.join(skill.folder, SKILL_FILE)}">\n'
+            f"References are relative to {skill.folder}.\n\n")
+    tail = "\n</skill>"
+    size = len(head) + len(body) + len(tail) + (len(arguments) + 2 if arguments else 0)
+    if limit is not None and size > limit:
+        raise InputTooLarge(size, limit, f"/skill:{skill.name}")
+    return head + body + tail + (f"\n\n{arguments}" if arguments else "")
 
 
 def read_skill_file(skill: Skill, path: str) -> str:
