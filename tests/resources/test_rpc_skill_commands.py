@@ -15,7 +15,7 @@ from lib.fake_openrouter import FakeOpenRouter
 from lib.loopback_kward import create_session, run_turn, start_kward
 from lib.resources_helpers import write_prompt, write_skill
 from lib.scripted_kward import kward  # noqa: F401
-from lib.scripts import text
+from lib.scripts import text, tool
 from lib.turn_events import check_turn_events, failed_error, finished
 
 KEY = "sk-or-v1-skills0123456789abcdef"
@@ -72,3 +72,76 @@ def test_skill_commands_are_stored_as_typed_and_unknown_skills_are_refused(kward
     shown = [m for m in transcript["messages"] if m["role"] == "user"]
     assert [m["content"] for m in shown] == [[{"type": "text", "text": "/skill:pdf do X"}],
                                              [{"type": "text", "text": "/skill:pdf"}]]  # what was typed
+
+
+def test_a_template_expansion_over_the_input_limit_is_refused_before_it_is_built(kward, cfg):
+    write_prompt(cfg, "many", "Do: " + "$ARGUMENTS " * 10)
+    k = kward([[text("ok")]], env={"KWARD_MAX_INPUT_CHARS": "1000"})
+    session = k.session()
+    arguments = "x" * 200  # 113 (the body) + 10 * (200 - 10) = 2,013 characters once expanded
+    _, events = k.run(session["id"], f"/many {arguments}")  # a fresh process: resolved when the turn runs
+    error = failed_error(events)
+    assert error["reason"] == "input_too_large" and error["data"]["max_chars"] == 1000
+    assert error["data"]["actual_chars"] == 2013 and "/many expands to 2013 characters" in error["message"]
+    assert k.messages(session) == []
+    err = k.error("prompts/expand", {"command": "many", "arguments": arguments})  # the catalog is loaded now
+    assert (err.code, err.reason) == (-32602, "input_too_large") and err.data["actual_chars"] == 2013
+    err = k.error("turns/start", {"sessionId": session["id"], "input": f"/many {arguments}"})
+    assert (err.code, err.reason) == (-32602, "input_too_large")
+    assert err.data == {"input_error_code": "input_too_large", "max_chars": 1000, "actual_chars": 2013,
+                        "errorClass": "InputTooLarge", "reason": "input_too_large"}
+    assert k.request("prompts/expand", {"command": "many", "arguments": "y" * 80})["text"] == "Do: " + "y" * 80 + \
+        (" " + "y" * 80) * 9  # within the limit: expanded
+    _, events = k.run(session["id"], "/many " + "y" * 80)
+    check_turn_events(events, "completed")
+    assert [m["display_content"] for m in k.messages(session) if m["role"] == "user"] == ["/many " + "y" * 80]
+
+
+def test_a_skill_expansion_over_the_input_limit_is_refused(kward, cfg):
+    write_skill(cfg, "big", "B" * 900, description="d")
+    k = kward([[text("ok")]], env={"KWARD_MAX_INPUT_CHARS": "1000"})
+    session = k.session()
+    k.request("commands/list")
+    err = k.error("turns/start", {"sessionId": session["id"], "input": "/skill:big " + "a" * 300})
+    assert (err.code, err.reason) == (-32602, "input_too_large") and "/skill:big expands to" in err.message
+    assert err.data["actual_chars"] > 1000 and k.messages(session) == []
+
+
+def test_symlinked_templates_and_skill_files_are_refused_at_discovery_and_when_read(kward, cfg, isolated_home):
+    elsewhere = isolated_home / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "t.md").write_text("Linked template $ARGUMENTS")
+    (elsewhere / "SKILL.md").write_text("---\ndescription: linked\n---\nLinked skill.")
+    write_prompt(cfg, "plain", "Plain $ARGUMENTS")
+    os.symlink(elsewhere / "t.md", cfg / "prompts" / "linked.md")
+    write_skill(cfg, "real", "Real skill.", description="real")
+    (cfg / "skills" / "linked").mkdir()
+    os.symlink(elsewhere / "SKILL.md", cfg / "skills" / "linked" / "SKILL.md")
+    write_skill(cfg, "inside", "Inside.", description="a link that stays inside its folder")
+    os.replace(cfg / "skills" / "inside" / "SKILL.md", cfg / "skills" / "inside" / "main.md")
+    os.symlink("main.md", cfg / "skills" / "inside" / "SKILL.md")
+    skill_dir = isolated_home / "shared-skills" / "pdf"
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text("---\ndescription: a linked folder\n---\nUse pdftotext.")
+    os.symlink(skill_dir, cfg / "skills" / "pdf")  # a linked folder is followed (at discovery and when read)
+    k = kward([[tool("read_skill", {"name": "real"}, id="a")], [text("read")], [text("pdf")]])
+    session = k.session()
+    startup = k.request("resources/startup", {"sessionId": session["id"]})
+    assert startup["sections"][1:3] == [{"name": "Skills", "items": ["pdf", "real"]},
+                                        {"name": "Prompts", "items": ["/plain"]}]
+    warned = {w["path"]: w["message"] for w in startup["warnings"]}
+    assert set(warned) == {str(cfg / "prompts" / "linked.md"), str(cfg / "skills" / "linked" / "SKILL.md"),
+                           str(cfg / "skills" / "inside" / "SKILL.md")}
+    assert all("symbolic link" in message for message in warned.values()), warned
+    # SKILL.md swapped for a link after discovery: refused when read, by read_skill and by /skill:
+    os.replace(cfg / "skills" / "real" / "SKILL.md", elsewhere / "real.md")
+    os.symlink(elsewhere / "real.md", cfg / "skills" / "real" / "SKILL.md")
+    _, events = k.run(session["id"], "read it")
+    [result] = [e["payload"] for e in events if e["type"] == "toolResult"]
+    assert result["result"]["isError"] is True and "symbolic link" in result["content"]
+    err = k.error("turns/start", {"sessionId": session["id"], "input": "/skill:real go"})
+    assert err.code == -32602 and "symbolic link" in err.message
+    _, events = k.run(session["id"], "/skill:pdf go")
+    check_turn_events(events, "completed")
+    [*_, last] = [m for m in k.messages(session) if m["role"] == "user"]
+    assert last["content"].startswith(f'<skill name="pdf" location="{os.path.realpath(skill_dir)}/SKILL.md">')
