@@ -73,7 +73,7 @@ REASONS: dict[str, str] = {
                             "the expected shape, not a regular file of this user, or larger than the cap.",
     "memory_full": "The memory store holds as many memories of that layer as it may (or its file is at its size cap).",
     "logging_disabled": "Telemetry logging is off (or the category a method needs is).",
-    "command_not_found": "No prompt template or plugin command has that name.",
+    "command_not_found": "No prompt template, skill or plugin command has that name.",
     "plugin_failed": "A plugin command raised an error (the plugin's own failure, not kward's).",
     "plugin_timeout": "A plugin command did not return within plugins.command_timeout_seconds.",
     "nothing_to_compact": "The session has no older conversation to summarize (what there is fits the kept part).",
@@ -288,9 +288,23 @@ class LoggingDisabled(StateConflict):
 
 
 class CommandNotFound(InvalidParams):
-    """`commands/run` or `prompts/expand` of a name no command has."""
+    """`commands/run` or `prompts/expand` of a name no command has; a `/skill:<name>`
+    turn of a name no skill has."""
 
     reason = "command_not_found"
+
+
+class InputTooLarge(InvalidParams):
+    """A turn's input, or the text a prompt template or skill command would expand it to,
+    over `rpc.max_input_chars` (`actual` characters; `expanded`: the command that would
+    expand to them, as typed, e.g. ``/plan``)."""
+
+    reason = "input_too_large"
+
+    def __init__(self, actual: int, limit: int, expanded: str | None = None):
+        what = f"{expanded} expands to " if expanded else ""
+        super().__init__(f"Input is too large: {what}{actual} characters (the limit is {limit})",
+                         data={"input_error_code": "input_too_large", "max_chars": limit, "actual_chars": actual})
 
 
 class PluginFailed(KwardError):

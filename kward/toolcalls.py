@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 TOOL_NAME_MAP: dict[str, str] = {
     "read_file": "read",
@@ -31,6 +31,28 @@ TOOL_NAME_MAP: dict[str, str] = {
     "write_file": "write",
     "run_shell_command": "bash",
 }
+
+#: The title clients show for each of kward's own tools (`metadata.displayName` of
+#: `tools/list` entries and of tool events).
+DISPLAY_NAMES: dict[str, str] = {
+    "list_directory": "List",
+    "read_file": "Read",
+    "write_file": "Write",
+    "edit_file": "Edit",
+    "run_shell_command": "Bash",
+    "search_files": "Search",
+    "ask_user_question": "Question",
+    "read_skill": "Skill",
+}
+
+
+class ToolMetadata(NamedTuple):
+    """Where a tool comes from (`builtin`: kward's own; `plugin`: none so far, plugins add
+    no tools) and the title clients group and show it by."""
+
+    source: Literal["builtin", "plugin"]
+    display_name: str
+
 
 DEFAULT_BASH_TIMEOUT = 30
 
@@ -41,6 +63,12 @@ _DIFF_START = re.compile(r"^--- ", re.M)
 def normalize_tool_name(name: str) -> str:
     """The client-facing tool name (see the module doc)."""
     return TOOL_NAME_MAP.get(name, name)
+
+
+def tool_metadata(name: str) -> ToolMetadata:
+    """The metadata of the tool `name` (a name no tool has, as a model may call: its own
+    name as the title, since kward itself answers such a call)."""
+    return ToolMetadata("builtin", DISPLAY_NAMES.get(name, name))
 
 
 def camelize_key(key: str) -> str:

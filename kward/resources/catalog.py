@@ -8,7 +8,9 @@ invalid, reserved or taken is skipped with a warning (the rest of its plugin sta
 `Catalog.resolve(text)` turns a turn's input into a `Plan`: `/name args` naming a
 template is a `prompt` plan (the expansion, the typed text kept as `display`); naming a
 plugin command (and sent without attachments) a `plugin` plan; anything else, unknown
-slash commands included, is `literal` input.
+slash commands included, is `literal` input. `/skill:<name> args` is a `prompt` plan too
+(the skill's SKILL.md and the arguments, `skills.expand_skill`); an unknown skill is an
+error (CommandNotFound). Expansions are held to the input limit before they are built.
 
 A catalog is immutable once loaded (its `Stuck` counters and observers' queues aside):
 any thread may read it. `load_catalog` runs plugin code and belongs on a worker thread.
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from kward.errors import CommandNotFound, InvalidParams
 from kward.resources import prompts, skills
 from kward.resources.observers import Observer, stop_all
 from kward.resources.plugins import (
@@ -31,7 +34,14 @@ from kward.resources.plugins import (
     forget_module,
     load_plugins,
 )
-from kward.resources.prompts import RESERVED, PromptTemplate, Warning_, parse_slash
+from kward.resources.prompts import (
+    RESERVED,
+    SKILL_PREFIX,
+    PromptTemplate,
+    Warning_,
+    parse_skill,
+    parse_slash,
+)
 from kward.resources.skills import Skill
 from kward.resources.text import NAME_RE
 
@@ -69,14 +79,31 @@ class Catalog:
         self.skill_map = {s.name: s for s in self.skills}
         self.skills_text = skills.skills_prompt(list(self.skills))
 
-    def resolve(self, text: str, has_attachments: bool = False) -> Plan:
+    def resolve(self, text: str, has_attachments: bool = False, limit: int | None = None) -> Plan:
+        """The plan of `text` (see the module doc); an expansion over `limit` characters
+        raises InputTooLarge, an unknown skill CommandNotFound, an unreadable SKILL.md
+        OSError (reading it is the one I/O here)."""
+        skill_call = parse_skill(text)
+        if skill_call is not None:
+            skill_name, arguments = skill_call
+            skill = self.skill_map.get(skill_name)
+            if skill is None:
+                shown = skill_name if len(skill_name) <= 100 else skill_name[:100] + "..."
+                known = ", ".join(sorted(self.skill_map)) or "none"
+                raise CommandNotFound(f"Unknown skill: {shown} (available: {known})",
+                                      data={"command": SKILL_PREFIX + shown})
+            try:
+                expanded = skills.expand_skill(skill, arguments, limit)
+            except ValueError as exc:  # a binary SKILL.md
+                raise InvalidParams(f"Skill {skill.name} cannot be used: {exc}") from None
+            return Plan("prompt", expanded, display=text, arguments=arguments)
         parsed = parse_slash(text)
         if parsed is None:
             return Plan("literal", text)
         name, arguments = parsed
         template = self.prompt_map.get(name)
         if template is not None:
-            return Plan("prompt", template.expand(arguments), display=text, arguments=arguments)
+            return Plan("prompt", template.expand(arguments, limit), display=text, arguments=arguments)
         command = self.commands.get(name)
         if command is not None and not has_attachments:
             return Plan("plugin", text, command=command, arguments=arguments)

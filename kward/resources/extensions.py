@@ -37,7 +37,7 @@ from kward.resources.catalog import Catalog, Plan, load_catalog
 from kward.resources.context import CommandOutput, Output, context_for, result_text
 from kward.resources.observers import EventFields, observing
 from kward.resources.plugins import PluginCommand
-from kward.resources.prompts import Warning_, parse_slash
+from kward.resources.prompts import Warning_, parse_skill, parse_slash
 from kward.resources.system_prompt import (
     Parts,
     agents_files,
@@ -75,8 +75,9 @@ class Resources:
     """See the module docstring. `timeout()` gives `plugins.command_timeout_seconds`."""
 
     def __init__(self, config_dir: Path, *, timeout: Callable[[], float] = lambda: DEFAULT_TIMEOUT,
-                 event_payload: EventFields | None = None):
+                 event_payload: EventFields | None = None, max_input_chars: int | None = None):
         self.config_dir = Path(config_dir)
+        self.max_input_chars = max_input_chars  # what an expansion may come to (None: no bound)
         self._timeout = timeout
         self._event_payload = event_payload
         self.files = FileCache()
@@ -137,18 +138,20 @@ class Resources:
     # --- commands ---------------------------------------------------------------------
 
     def resolve(self, text: str, has_attachments: bool = False) -> Plan:
-        """How `text` runs; loads the catalog only for slash-shaped input."""
-        if parse_slash(text) is None:
+        """How `text` runs (`Catalog.resolve`, held to `max_input_chars`); loads the
+        catalog only for slash-shaped input."""
+        if parse_slash(text) is None and parse_skill(text) is None:
             return Plan("literal", text)
-        return self.catalog().resolve(text, has_attachments)
+        return self.catalog().resolve(text, has_attachments, self.max_input_chars)
 
     def expand(self, command: str, arguments: str = "") -> tuple[str, str]:
-        """(name, expanded text) of the template `command` (leading slash optional)."""
+        """(name, expanded text) of the template `command` (leading slash optional);
+        CommandNotFound, or InputTooLarge for an expansion over `max_input_chars`."""
         name = command.strip().removeprefix("/")
         template = self.catalog().prompt_map.get(name)
         if template is None:
             raise CommandNotFound(f"Unknown prompt template: /{_shown(name)}", data={"command": _shown(name)})
-        return name, template.expand(arguments)
+        return name, template.expand(arguments, self.max_input_chars)
 
     def command(self, name: str) -> PluginCommand:
         """The plugin command `name` (leading slash optional); CommandNotFound."""

@@ -1,9 +1,14 @@
 """Skills: `<config>/skills/<folder>/SKILL.md`, and the `read_skill` tool that reads them.
 
 A skill's front matter gives `name` (default: the folder's name; it must match
-`NAME_RE`) and `description`. Folders are read in name order; a later skill with a name
-already taken is skipped with a warning, as is a folder whose SKILL.md is missing,
-unreadable or larger than `MAX_SKILL_FILE`.
+`NAME_RE` and be at most `MAX_SKILL_NAME` characters) and `description`. Folders are read
+in name order; a later skill with a name already taken is skipped with a warning, as is a
+folder whose SKILL.md is missing, unreadable or larger than `MAX_SKILL_FILE`.
+
+SKILL.md is one of kward's own files: it is read with `kward.fsutil.read_own` at discovery
+and whenever it is read again (`skill_text`: `read_skill` of SKILL.md, a `/skill:<name>`
+turn), so a symlink, a FIFO or another user's file in its place is refused every time. The
+skill's folder may be a symlink: it is resolved once at discovery (`Skill.folder`).
 
 `read_skill {name, path = "SKILL.md"}` reads one file of a skill's folder: `path` is
 relative to the folder (an absolute path must lie inside it), walked confined
@@ -22,19 +27,17 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from kward.confined import Escape, open_below, split_below
-from kward.fsutil import read_fd
+from kward.errors import InputTooLarge
+from kward.fsutil import read_fd, read_own
 from kward.resources.prompts import Warning_
-from kward.resources.text import (
-    NAME_RE,
-    decode,
-    one_line,
-    read_regular,
-    split_front_matter,
-)
+from kward.resources.system_prompt import capped
+from kward.resources.text import NAME_RE, decode, one_line, split_front_matter
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 
 MAX_SKILL_FILE = 100_000
 SKILL_FILE = "SKILL.md"
+#: The longest skill name (the Agent Skills format's limit).
+MAX_SKILL_NAME = 64
 
 
 @dataclass(frozen=True)
@@ -68,21 +71,19 @@ def discover_skills(directory: Path) -> tuple[list[Skill], list[Warning_]]:
             warnings.append(Warning_("skill", str(path), f"Skill {folder_name} skipped: {why}"))
 
         try:
-            data = read_regular(path, MAX_SKILL_FILE + 1)
+            data = read_own(path, MAX_SKILL_FILE)  # as `skill_text` reads it later
         except FileNotFoundError:
             skip(f"no {SKILL_FILE} in the folder")
             continue
         except OSError as exc:
-            skip(exc.strerror or str(exc))
-            continue
-        if data is None:
-            skip(f"{SKILL_FILE} is not a regular file")
-            continue
-        if len(data) > MAX_SKILL_FILE:
-            skip(f"{SKILL_FILE} is larger than {MAX_SKILL_FILE} bytes")
+            skip(f"{SKILL_FILE} {exc.strerror or exc}")
             continue
         fields, _ = split_front_matter(decode(data))
         name = fields.get("name", "").strip() or folder_name
+        if len(name) > MAX_SKILL_NAME:
+            skip(f"the name {name[:MAX_SKILL_NAME]!r}... is longer than {MAX_SKILL_NAME} characters "
+                 f"(a skill name is at most {MAX_SKILL_NAME} characters)")
+            continue
         if not NAME_RE.fullmatch(name):
             skip(f"the name {name!r} must start with a letter or digit and hold only letters, digits, '_' and '-'")
             continue
@@ -96,7 +97,8 @@ def discover_skills(directory: Path) -> tuple[list[Skill], list[Warning_]]:
 
 
 def skills_prompt(skills: list[Skill]) -> str | None:
-    """The system prompt's part that lists the skills (None without skills)."""
+    """The system prompt's part that lists the skills (None without skills), capped at
+    32 KiB like the other parts (`system_prompt.capped`)."""
     if not skills:
         return None
     lines = ["Configured skills: instructions for particular kinds of tasks, kept in files. When a task "
@@ -104,7 +106,33 @@ def skills_prompt(skills: list[Skill]) -> str | None:
              "before you start, and read_skill with a path for any other file of the skill it refers to.",
              "Available skills:"]
     lines += [f"- {s.name}: {s.description}" if s.description else f"- {s.name}" for s in skills]
-    return "\n".join(lines)
+    return capped("\n".join(lines))
+
+
+def skill_text(skill: Skill) -> str:
+    """The text of the skill's SKILL.md now (a file of kward's own: `kward.fsutil.read_own`,
+    so a symlink in its place is refused as at discovery). OSError when it cannot be read;
+    ValueError for a binary file."""
+    data = read_own(os.path.join(skill.folder, SKILL_FILE), MAX_SKILL_FILE)
+    if b"\0" in data:
+        raise ValueError(f"binary file: {SKILL_FILE}")
+    return decode(data)
+
+
+def expand_skill(skill: Skill, arguments: str, limit: int | None = None) -> str:
+    """What a `/skill:<name> arguments` turn sends the model: the skill's SKILL.md body
+    (front matter left out) inside ``<skill name=... location=...>`` with the folder that
+    its relative references start from, then the arguments after a blank line (none:
+    nothing). Over `limit` characters: InputTooLarge, before the text is built."""
+    _, body = split_front_matter(skill_text(skill))
+    body, arguments = body.strip(), arguments.strip()
+    head = (f'<skill name="{skill.name}" location="{os.path.join(skill.folder, SKILL_FILE)}">\n'
+            f"References are relative to {skill.folder}.\n\n")
+    tail = "\n</skill>"
+    size = len(head) + len(body) + len(tail) + (len(arguments) + 2 if arguments else 0)
+    if limit is not None and size > limit:
+        raise InputTooLarge(size, limit, f"/skill:{skill.name}")
+    return head + body + tail + (f"\n\n{arguments}" if arguments else "")
 
 
 def read_skill_file(skill: Skill, path: str) -> str:
@@ -114,6 +142,13 @@ def read_skill_file(skill: Skill, path: str) -> str:
     parts = split_below(root, path)
     if parts is None or not parts:
         raise ValueError(f"path outside the skill folder: {path}" if parts is None else f"not a file: {path}")
+    if parts == [SKILL_FILE]:  # read as at discovery: a symlink in its place is refused
+        try:
+            return skill_text(skill)
+        except FileNotFoundError:
+            raise ValueError(f"no such file in skill {skill.name}: {path}") from None
+        except OSError as exc:
+            raise ValueError(f"{path} {exc.strerror or exc}") from None
     try:
         node = open_below(root, parts)
     except Escape:

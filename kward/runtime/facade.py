@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, TypeVar
 from kward.config.secrets import KnownSecrets
 from kward.config.settings import LiveSettings, Settings
 from kward.config.store import ConfigStore, Paths
-from kward.errors import InvalidParams
+from kward.errors import InputTooLarge, InvalidParams
 from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -260,7 +260,8 @@ class Runtime:
         from kward.runtime.resources import RuntimeResources
 
         return RuntimeResources(self.paths.config_dir, self.config, self.env, launch_cwd=self.launch_cwd,
-                                session=self.session, event_payload=self.event_payload)
+                                session=self.session, event_payload=self.event_payload,
+                                max_input_chars=self.settings.max_input_chars)
 
     def _build_compaction(self) -> RuntimeCompaction:
         from kward.runtime.compaction import RuntimeCompaction
@@ -425,13 +426,10 @@ class Runtime:
     # --- turns ------------------------------------------------------------------------
 
     def check_input(self, text: str) -> str:
-        """`text` when it is within the input limit; InvalidParams `input_too_large`."""
+        """`text` when it is within the input limit; InputTooLarge (`input_too_large`)."""
         limit = self.settings.max_input_chars
         if len(text) > limit:
-            raise InvalidParams(f"Input is too large: {len(text)} characters (the limit is {limit})",
-                                reason="input_too_large",
-                                data={"input_error_code": "input_too_large", "max_chars": limit,
-                                      "actual_chars": len(text)})
+            raise InputTooLarge(len(text), limit)
         return text
 
     def start_turn(self, session_id: str, text: str, *, attachments: object = None,

@@ -1,10 +1,11 @@
 """The runtime's turn planner (`kward.agent.plan.Planner`): what a turn will do, resolved
 once when it starts running.
 
-Slash input resolves against the user's prompt templates and plugin commands
-(`kward.resources`): a prompt template runs the model on its expansion (the typed text
-kept as the user message's `display_content`); a plugin command runs instead of the
-model. Input that `turns/start` already expanded (`Turn.display` set) runs as it is;
+Slash input resolves against the user's prompt templates, skills and plugin commands
+(`kward.resources`): a prompt template or a `/skill:<name>` command runs the model on its
+expansion (the typed text kept as the user message's `display_content`; an unknown skill
+or an expansion over the input limit fails the turn before anything is stored); a plugin
+command runs instead of the model. Input that `turns/start` already expanded (`Turn.display` set) runs as it is;
 anything else runs the model on the input as typed.
 
 A model turn gets: the instructions rebuilt before each model request (the AGENTS.md

@@ -21,7 +21,7 @@ from kward.resources import Resources
 from kward.resources.catalog import Catalog
 from kward.resources.context import CommandOutput
 from kward.resources.observers import EventFields
-from kward.resources.prompts import Warning_, parse_slash
+from kward.resources.prompts import Warning_, parse_skill, parse_slash
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.config.store import ConfigStore
@@ -45,11 +45,13 @@ class RuntimeResources:
     workspace; `event_payload` what plugin observers see of an event (None: nothing)."""
 
     def __init__(self, config_dir: Path, config: ConfigStore, env: Mapping[str, str], *, launch_cwd: Path,
-                 session: Callable[[str], SessionHandle], event_payload: EventFields | None):
+                 session: Callable[[str], SessionHandle], event_payload: EventFields | None,
+                 max_input_chars: int | None = None):
         self._session_of = session
         self._launch_cwd = launch_cwd
         self._settings = LiveSettings(config, env)  # config.json edits apply at once
-        self.core = Resources(config_dir, timeout=self._timeout, event_payload=event_payload)
+        self.core = Resources(config_dir, timeout=self._timeout, event_payload=event_payload,
+                              max_input_chars=max_input_chars)
 
     def _timeout(self) -> float:
         return self._settings.current().plugins.command_timeout_seconds
@@ -93,13 +95,15 @@ class RuntimeResources:
         """(text to queue, what the user typed when the text is its expansion, behavior)
         for a turn about to start. Uses the catalog only when it is loaded already (always
         so while a turn runs); otherwise slash input is resolved when the turn runs
-        (`kward.runtime.planner`). A prompt template is expanded here, so that steered
-        input carries the expansion; a plugin command is queued as a turn of its own,
-        never steered into a running one."""
+        (`kward.runtime.planner`). A prompt template or a skill command is expanded here, so
+        that steered input carries the expansion (a skill's SKILL.md is read: one bounded
+        read of a regular file); a plugin command is queued as a turn of its own, never
+        steered into a running one. An unknown skill raises CommandNotFound, an expansion
+        over the input limit InputTooLarge: the turn is not started."""
         catalog = self.core.peek()
-        if catalog is None or parse_slash(text) is None:
+        if catalog is None or (parse_slash(text) is None and parse_skill(text) is None):
             return text, None, behavior
-        plan = catalog.resolve(text, has_attachments)
+        plan = catalog.resolve(text, has_attachments, self.core.max_input_chars)
         if plan.kind == "prompt":
             return plan.text, plan.display, behavior
         if plan.kind == "plugin" and behavior in (None, "steer"):

@@ -107,8 +107,8 @@ def help_lines(width: int = 20) -> list[str]:
 
 
 def server_commands(shell: ShellPort) -> dict[str, dict[str, Any]]:
-    """The server's prompt templates and plugin commands by name (`commands/list`),
-    cached on the shell (`shell.server_commands`; None: fetch again)."""
+    """The server's prompt templates, skill commands (`skill:<name>`) and plugin commands by
+    name (`commands/list`), cached on the shell (`shell.server_commands`; None: fetch again)."""
     cached = shell.server_commands
     if cached is None:
         try:
@@ -117,7 +117,7 @@ def server_commands(shell: ShellPort) -> dict[str, dict[str, Any]]:
             shell.error(f"the prompt templates and plugin commands are not available: {exc.message}")
             listed = {}
         cached = {c["name"]: c for c in listed.get("commands") or []
-                  if isinstance(c, dict) and c.get("source") in ("prompt", "plugin") and c.get("name") not in TABLE}
+                  if isinstance(c, dict) and c.get("source") in ("prompt", "skill", "plugin") and c.get("name") not in TABLE}
         shell.server_commands = cached
     return cached
 
@@ -126,7 +126,7 @@ def server_help_lines(shell: ShellPort, width: int = 20) -> list[str]:
     lines = []
     for name, c in server_commands(shell).items():
         usage = f"/{name} {c.get('argumentHint') or ''}".rstrip()
-        kind = "plugin" if c.get("source") == "plugin" else "prompt"
+        kind = c.get("source") if c.get("source") in ("plugin", "skill") else "prompt"
         description = c.get("description") or ""
         lines.append(f"  {usage:<{width}} {description} ({kind})" if description else f"  {usage:<{width}} ({kind})")
     return lines
@@ -138,7 +138,7 @@ def dispatch(shell: ShellPort, line: str) -> None:
     command = table().get(name)
     if command is None:
         if name in server_commands(shell):
-            shell.turn(line)  # the server expands the template or runs the plugin command
+            shell.turn(line)  # the server expands the template or skill, or runs the plugin command
             return
         shell.error(f"unknown command: /{name} (type /help for the commands)")
         return

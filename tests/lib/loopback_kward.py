@@ -68,8 +68,9 @@ def run_turn(client: RpcClient, session_id: str, text: str = "hi", timeout: floa
 
 
 def chat_schemas(client: RpcClient) -> list[dict[str, Any]]:
-    """The tool schemas kward gives the model, as `tools/list` reports them (chat form)."""
-    return client.request("tools/list")["tools"]
+    """The tool schemas kward gives the model, as `tools/list` reports them (chat form;
+    without the `metadata` that is for clients only)."""
+    return [{k: v for k, v in t.items() if k != "metadata"} for t in client.request("tools/list")["tools"]]
 
 
 def responses_tools(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:

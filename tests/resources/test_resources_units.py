@@ -312,3 +312,19 @@ def test_the_plugin_timeout_setting():
     with pytest.raises(InvalidParams, match="command_timeout_seconds must be a number of seconds") as refused:
         validate_values({"plugins": {"command_timeout_seconds": "soon"}})
     assert refused.value.reason == "invalid_config"
+
+
+def test_skill_names_are_at_most_64_characters_and_the_skills_list_is_capped(tmp_path):
+    from kward.resources.catalog import Catalog
+    from kward.resources.text import MAX_PROMPT_FILE, truncation_note
+
+    write_skill(tmp_path, "a" * 64, "ok", description="longest name")
+    write_skill(tmp_path, "b" * 65, "too long", description="over")
+    found, warnings = skills.discover_skills(tmp_path / "skills")
+    assert [s.name for s in found] == ["a" * 64]
+    [warning] = warnings
+    assert "at most 64 characters" in warning.message
+    many = [skills.Skill(name=f"s{i:04}", description="d" * 300, folder="/f", path="/f/SKILL.md") for i in range(200)]
+    listed = Catalog(skills=tuple(many)).skills_text
+    assert listed is not None and len(listed.encode()) <= MAX_PROMPT_FILE + len(truncation_note()) + 1
+    assert listed.endswith(truncation_note()) and listed.startswith("Configured skills")

@@ -166,3 +166,29 @@ def test_inline_answers_by_number_text_or_dismissal():
     assert "One: Q1?" in "".join(written) and "  1. a\n" in "".join(written)
     assert ask_inline(questions, written.append, reader(["1", "  "])) is None
     assert ask_inline(questions[:1], written.append, reader(["9"])) == [{"question": "Q1?", "answer": "9"}]
+
+
+def test_skill_commands_of_the_server_run_as_turns_in_the_terminal():
+    listed = {"commands": [{"name": "skill:pdf", "description": "PDFs", "source": "skill"},
+                           {"name": "plan", "description": "", "source": "prompt"}]}
+
+    class Client:
+        def request(self, method, params, timeout=None):
+            assert method == "commands/list"
+            return listed
+
+    class Shell:
+        client, session_id, server_commands = Client(), "s", None
+        turns: list = []
+        errors: list = []
+
+        def turn(self, text):
+            self.turns.append(text)
+
+        def error(self, text):
+            self.errors.append(text)
+
+    shell = Shell()
+    commands.dispatch(shell, "/skill:pdf do X")
+    assert shell.turns == ["/skill:pdf do X"] and shell.errors == []
+    assert commands.server_help_lines(shell) == ["  /skill:pdf           PDFs (skill)", "  /plan                (prompt)"]

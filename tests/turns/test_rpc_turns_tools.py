@@ -41,7 +41,8 @@ def test_tool_call_and_result_payloads_carry_every_normalized_field(kward):
            "function": {"name": "read_file", "arguments": json.dumps({"path": "a.txt", "offset": 2, "limit": 1})}}
     assert call == {"toolCallId": "c1", "toolName": "read", "args": {"path": "a.txt", "offset": 2, "limit": 1},
                     "rawToolCall": raw, "toolCall": raw,
-                    "tool": {"name": "read_file", "displayName": "read", "path": "a.txt"}}
+                    "tool": {"name": "read_file", "displayName": "read", "path": "a.txt"},
+                    "metadata": {"source": "builtin", "displayName": "Read"}}
     assert {k_: v for k_, v in result.items() if k_ not in ("content", "result")} == call
     assert result["content"] == "two\n\n[2 more lines in file. Use offset=3 to continue.]"
     assert result["result"] == {"content": result["content"], "isError": False, "images": []}

@@ -6,6 +6,7 @@
 Tool calls and results go out in the shapes UI clients read: the normalized `toolCallId`,
 `toolName` (read/edit/write/bash/...) and camelCase `args`, the model's own call as
 `rawToolCall` and `toolCall`, Tauren's legacy `tool {name, displayName, path?, command?}`,
+`metadata {source, displayName}` (as `tools/list` entries carry it),
 and for a result its raw `content` and `result {content, isError, images, diff?,
 changedFiles?}`. Shapes a session record shares with the protocol (an assistant message,
 a tool call, a tool result) come from `kward.sessions.codec`. Pure functions, any thread.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from kward import toolcalls
 from kward.compaction.events import CompactionStart
 from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, TurnError, TurnEvent
 from kward.rpc.protocol import error_object
@@ -32,6 +34,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.notices import SessionEvent
 
 
+def tool_metadata(name: str) -> dict[str, str]:
+    """``{source, displayName}`` of the tool `name` (`kward.toolcalls.tool_metadata`): the
+    `metadata` of tool events and of `tools/list` entries."""
+    meta = toolcalls.tool_metadata(name)
+    return {"source": meta.source, "displayName": meta.display_name}
+
+
 def tool_call(call: ToolCall) -> dict[str, Any]:
     """A `toolCall` payload (see the module docstring)."""
     fields = call_fields(call)
@@ -40,7 +49,7 @@ def tool_call(call: ToolCall) -> dict[str, Any]:
     for key in ("path", "command"):
         if isinstance(fields["args"].get(key), str):
             tool[key] = fields["args"][key]
-    return {**fields, "rawToolCall": raw, "toolCall": raw, "tool": tool}
+    return {**fields, "rawToolCall": raw, "toolCall": raw, "tool": tool, "metadata": tool_metadata(call.name)}
 
 
 def tool_result(outcome: ToolOutcome) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def session_state(st: SessionState) -> dict[str, Any]:
         "autoCompactionEnabled": st.auto_compaction, "autoCompactionReserveTokens": st.reserve_tokens,
         "workspaceGuardrailsEnabled": True,
         "hideThinkingBlock": False, "quietStartup": False, "transport": "kward-rpc", "imageAutoResize": False,
-        "blockImages": False, "enabledModels": [], "enableSkillCommands": False,
+        "blockImages": False, "enabledModels": [], "enableSkillCommands": True,
         "messageCount": st.message_count, "pendingMessageCount": st.pending,
         "workspaceRoot": st.workspace_root,
     }

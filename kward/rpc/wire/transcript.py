@@ -1,5 +1,6 @@
 """The normalized transcript of `sessions/transcript` (Tauren's `tauren-transcript-v1`):
-system messages dropped; user -> ``{role:"user", content:[parts]}``; assistant ->
+system messages dropped; user -> ``{role:"user", content:[parts]}`` (what the user typed:
+the `display_content` of an expanded prompt template or skill command); assistant ->
 ``{role:"assistant", content:[thinking..., text/image parts..., toolCall...]}`` (the
 reasoning summary as a first ``thinking`` block when the content has none),
 ``errorMessage?``, ``interrupted?``; tool results -> ``{role:"toolResult", toolCallId,
@@ -147,7 +148,8 @@ def transcript_messages(messages: list[Message], details: dict[str, Any] | None 
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": _content(message.content)})
+            shown = message.display if message.display is not None else message.content  # what was typed
+            out.append({"role": "user", "content": _content(shown)})
         elif isinstance(message, AssistantMessage):
             out.append(_assistant(message, calls))
         elif isinstance(message, ToolResultMessage):
