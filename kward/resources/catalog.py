@@ -9,8 +9,8 @@ invalid, reserved or taken is skipped with a warning (the rest of its plugin sta
 template is a `prompt` plan (the expansion, the typed text kept as `display`); naming a
 plugin command (and sent without attachments) a `plugin` plan; anything else, unknown
 slash commands included, is `literal` input. `/skill:<name> args` is a `prompt` plan too
-(the skill's SKILL.md and the arguments, `skills.expand_skill`); an unknown skill is an
-error (CommandNotFound). Expansions are held to the input limit before they are built.
+(the skill's SKILL.md and the arguments, `skills.expand_skill`); a name no skill has is
+literal input like any unknown slash command. Expansions are held to the input limit before they are built.
 
 A catalog is immutable once loaded (its `Stuck` counters and observers' queues aside):
 any thread may read it. `load_catalog` runs plugin code and belongs on a worker thread.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from kward.errors import CommandNotFound, InvalidParams
+from kward.errors import InvalidParams
 from kward.resources import prompts, skills
 from kward.resources.observers import Observer, stop_all
 from kward.resources.plugins import (
@@ -36,7 +36,6 @@ from kward.resources.plugins import (
 )
 from kward.resources.prompts import (
     RESERVED,
-    SKILL_PREFIX,
     PromptTemplate,
     Warning_,
     parse_skill,
@@ -81,17 +80,14 @@ class Catalog:
 
     def resolve(self, text: str, has_attachments: bool = False, limit: int | None = None) -> Plan:
         """The plan of `text` (see the module doc); an expansion over `limit` characters
-        raises InputTooLarge, an unknown skill CommandNotFound, an unreadable SKILL.md
+        raises InputTooLarge, an unreadable SKILL.md
         OSError (reading it is the one I/O here)."""
         skill_call = parse_skill(text)
-        if skill_call is not None:
-            skill_name, arguments = skill_call
-            skill = self.skill_map.get(skill_name)
-            if skill is None:
-                shown = skill_name if len(skill_name) <= 100 else skill_name[:100] + "..."
-                known = ", ".join(sorted(self.skill_map)) or "none"
-                raise CommandNotFound(f"Unknown skill: {shown} (available: {known})",
-                                      data={"command": SKILL_PREFIX + shown})
+        skill = None if skill_call is None else self.skill_map.get(skill_call[0])
+        if skill_call is not None and skill is None:
+            return Plan("literal", text)  # like any unknown slash command: sent as typed
+        if skill_call is not None and skill is not None:
+            arguments = skill_call[1]
             try:
                 expanded = skills.expand_skill(skill, arguments, limit)
             except ValueError as exc:  # a binary SKILL.md

@@ -3,8 +3,8 @@ once when it starts running.
 
 Slash input resolves against the user's prompt templates, skills and plugin commands
 (`kward.resources`): a prompt template or a `/skill:<name>` command runs the model on its
-expansion (the typed text kept as the user message's `display_content`; an unknown skill
-or an expansion over the input limit fails the turn before anything is stored); a plugin
+expansion (the typed text kept as the user message's `display_content`; an expansion over the
+input limit fails the turn before anything is stored; an unknown skill is input as typed); a plugin
 command runs instead of the model. Input that `turns/start` already expanded (`Turn.display` set) runs as it is;
 anything else runs the model on the input as typed.
 

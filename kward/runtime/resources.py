@@ -98,8 +98,8 @@ class RuntimeResources:
         (`kward.runtime.planner`). A prompt template or a skill command is expanded here, so
         that steered input carries the expansion (a skill's SKILL.md is read: one bounded
         read of a regular file); a plugin command is queued as a turn of its own, never
-        steered into a running one. An unknown skill raises CommandNotFound, an expansion
-        over the input limit InputTooLarge: the turn is not started."""
+        steered into a running one. An expansion over the input limit raises InputTooLarge:
+        the turn is not started."""
         catalog = self.core.peek()
         if catalog is None or (parse_slash(text) is None and parse_skill(text) is None):
             return text, None, behavior
