@@ -41,6 +41,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 from kward.config.store import ConfigStore
+from kward.credential_env import is_credential_variable
 from kward.errors import ConfigError
 from kward.redact import REDACTED, is_secret_key, masks
 
@@ -49,17 +50,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MIN_SECRET_CHARS = 8
 TTL_SECONDS = 1.0
-
-#: Environment variables kward reads as credentials (kept from child processes too).
-CREDENTIAL_VARIABLES = frozenset({"OPENAI_ACCESS_TOKEN", "OPENROUTER_API_KEY"})
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
-
-
-def is_credential_variable(name: str) -> bool:
-    """True for kward's credential variables, including any ``KWARD_*_KEY/_TOKEN/...``."""
-    upper = name.upper()
-    return upper in CREDENTIAL_VARIABLES or (upper.startswith("KWARD_") and upper.endswith(_SECRET_SUFFIXES))
-
 
 def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterable[str]:
     """Every string of a JSON-like value that sits under a secret-looking key."""
