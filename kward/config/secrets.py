@@ -47,7 +47,7 @@ from kward.config.store import ConfigStore
 from kward.credential_env import is_credential_variable
 from kward.errors import ConfigError
 from kward.fsutil import FILE_MODE, open_own, own_file_error, read_fd
-from kward.redact import REDACTED, is_secret_key, masks
+from kward.redact import REDACTED, is_secret_key, masks, secret_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -88,12 +88,16 @@ def file_problem(exc: OSError) -> str:
     return f"{where}{exc.strerror or type(exc).__name__}"
 
 def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterable[str]:
-    """Every string of a JSON-like value that sits under a secret-looking key."""
+    """Every string of a JSON-like value that sits under a secret-looking key, and in every
+    other string what the redaction patterns take for a secret (`redact.secret_fragments`:
+    an ``sk-...`` key under a key that says nothing, a ``Bearer`` header in a list)."""
     if _depth > 64:  # a hostile file nested deeper holds nothing kward would use
         return
     if isinstance(value, str):
         if secret:
             yield value
+        else:
+            yield from secret_fragments(value)
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from secret_strings(v, secret or (isinstance(k, str) and is_secret_key(k)), _depth + 1)
