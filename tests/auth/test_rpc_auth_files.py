@@ -87,3 +87,18 @@ def test_no_auth_file_has_no_mode_and_no_problem(kward):
     k = kward([[text("ok")]])
     status = k.request("auth/status")
     assert status["authFileMode"] is None and status["authFileProblem"] is None
+
+
+@pytest.mark.parametrize("make", [_fifo, _link_to_zero], ids=["fifo", "dev-zero-symlink"])
+def test_provider_selection_does_not_read_an_unusable_auth_file(isolated_home, make):
+    from lib.loopback_kward import start_kward
+
+    auth = isolated_home / ".kward" / "auth.json"
+    auth.parent.mkdir(exist_ok=True)
+    make(auth)
+    with start_kward(isolated_home, KWARD_PROVIDER=None) as client:  # chosen by the credentials there are
+        info = client.request("initialize")
+        assert info["serverName"] == "kward"
+        assert client.request("auth/status")["openaiOAuth"] is False
+        client.close_stdin()
+        assert client.wait_exit(2) == 0
