@@ -193,6 +193,9 @@ def model_env(spec: str) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The console script (`argv` None: this process's arguments, and it ends the process)."""
+    if argv is None:
+        _hide_credentials()
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["rpc"]:
         return _rpc(args[1:], argv is None)
@@ -208,6 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         _exit_now(code)
     return code
+
+
+def _hide_credentials() -> None:
+    """Before anything else: kward's credential variables out of the environment block
+    that tools' processes can read (/proc/<pid>/environ) and of the C environ; the values
+    stay in os.environ (kward.credential_env)."""
+    from kward.credential_env import hide_credentials
+
+    hide_credentials()
 
 
 def _main(args: list[str], real_process: bool) -> int:

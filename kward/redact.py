@@ -97,6 +97,21 @@ def redact_text(text: str) -> str:
     return m.json_secret.sub(lambda found: found.group(1) + REDACTED + found.group(3), text)
 
 
+def secret_fragments(text: str) -> list[str]:
+    """The parts of `text` the masks take for secrets: whole ``sk-...`` keys and JWT-shaped
+    tokens, the credential after ``Bearer``, the value of an ``access_token=``-style
+    parameter or of an ``"api_key": "..."`` fragment (`kward.config.secrets` learns them as
+    known values)."""
+    if len(text) < _MIN_SECRET_LEN or not _quick(text):
+        return []
+    m = masks()
+    found = [hit.group(0) for pattern in (m.sk_key, m.jwt) for hit in pattern.finditer(text)]
+    found += [hit.group(0).split(None, 1)[1] for hit in m.bearer.finditer(text)]
+    found += [hit.group(0).split("=", 1)[1] for hit in m.query_secret.finditer(text)]
+    found += [hit.group(2) for hit in m.json_secret.finditer(text)]
+    return found
+
+
 def redact(value: Any, _secret: bool = False) -> Any:
     """Return a redacted copy of a JSON-like value (dicts, lists, strings, numbers).
 

@@ -41,6 +41,7 @@ from kward.auth.stores import (
     OPENAI_OAUTH,
     OPENROUTER_API_KEY,
     CredentialStore,
+    FileStore,
     StoreChoice,
     select_store,
 )
@@ -72,6 +73,8 @@ class CredentialStatus(NamedTuple):
     store: str
     store_detail: str
     store_reason: str
+    auth_file_mode: int | None = None  # auth.json's permission bits; None: no such file
+    auth_file_problem: str | None = None  # why auth.json is not read (a symlink, a FIFO, too large, ...)
 
 
 class ProviderCard(NamedTuple):
@@ -318,9 +321,10 @@ class Credentials:
         degraded = choice.store.degraded  # a keyring that failed while in use
         reason = f"the OS keyring failed ({degraded}); using 0600 files for the rest of this process" \
             if degraded else choice.reason
+        auth_file = FileStore(self.paths, self.config).auth_file_state()  # whichever store is in use
         return CredentialStatus(self._source(False, f["openai_stored"]), self._source(f["openai_env"], False),
                                 self._source(f["openrouter_env"], f["openrouter_stored"]), choice.name,
-                                choice.store.describe(), reason)
+                                choice.store.describe(), reason, auth_file.mode, auth_file.problem)
 
     def providers(self) -> ProviderCards:
         """The provider cards a UI shows (`auth/providers`, docs/protocol.md)."""

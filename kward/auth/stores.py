@@ -35,15 +35,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 import time
 import zipimport
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol, TypeVar, Union
 
 import kward
+from kward.config.secrets import MAX_AUTH_FILE_BYTES, file_problem, read_credential_file
 from kward.config.store import ConfigStore, Paths
 from kward.fsutil import atomic_write_bytes
 
@@ -60,7 +62,6 @@ OPENAI_OAUTH = "openai_oauth"
 OPENROUTER_API_KEY = "openrouter_api_key"
 CREDENTIALS = (OPENAI_OAUTH, OPENROUTER_API_KEY)
 SERVICE = "kward"
-MAX_AUTH_FILE_BYTES = 4 << 20
 
 
 def timestamp(value: object) -> float | None:
@@ -80,6 +81,14 @@ def timestamp(value: object) -> float | None:
 def _check_name(credential: str) -> None:
     if credential not in CREDENTIALS:
         raise ValueError(f"unknown credential {credential!r}")
+
+
+class AuthFileState(NamedTuple):
+    """auth.json as `auth/status` reports it: its permission bits (None: there is no
+    file) and why kward does not read it (None: it can)."""
+
+    mode: int | None
+    problem: str | None
 
 
 class CredentialStore(Protocol):
@@ -128,12 +137,11 @@ class FileStore(CredentialStore):
             value = self.config.load().get(OPENROUTER_API_KEY)
             return value if isinstance(value, str) and value.strip() else None
         try:
-            with open(self.auth_file, "rb") as f:
-                raw = f.read(MAX_AUTH_FILE_BYTES + 1)
+            raw = read_credential_file(self.auth_file, MAX_AUTH_FILE_BYTES)
         except FileNotFoundError:
             return None
-        if len(raw) > MAX_AUTH_FILE_BYTES:
-            log.warning("%s is larger than %d bytes; ignoring it", self.auth_file, MAX_AUTH_FILE_BYTES)
+        except OSError as exc:  # a symlink, FIFO, device, another user's or too large: never read
+            log.warning("%s; ignoring it (remove it, or log in again to replace it)", file_problem(exc))
             return None
         try:
             data = json.loads(raw.decode("utf-8")) if raw.strip() else None
@@ -141,6 +149,22 @@ class FileStore(CredentialStore):
             log.warning("%s is not valid JSON; ignoring it (log in again to replace it)", self.auth_file)
             return None
         return data if isinstance(data, dict) else None
+
+    def auth_file_state(self) -> AuthFileState:
+        """The mode of auth.json and what makes it unusable (`auth/status`), read now."""
+        try:
+            mode = stat.S_IMODE(os.lstat(self.auth_file).st_mode)
+        except FileNotFoundError:
+            return AuthFileState(None, None)
+        except OSError as exc:
+            return AuthFileState(None, file_problem(exc))
+        try:
+            read_credential_file(self.auth_file, MAX_AUTH_FILE_BYTES)
+        except FileNotFoundError:
+            return AuthFileState(None, None)
+        except OSError as exc:
+            return AuthFileState(mode, file_problem(exc))
+        return AuthFileState(stat.S_IMODE(os.lstat(self.auth_file).st_mode), None)
 
     def set(self, credential: str, value: Credential) -> None:
         _check_name(credential)

@@ -34,40 +34,70 @@ attribute read) without locking.
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
+import stat
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 from kward.config.store import ConfigStore
+from kward.credential_env import is_credential_variable
 from kward.errors import ConfigError
-from kward.redact import REDACTED, is_secret_key, masks
+from kward.fsutil import FILE_MODE, open_own, own_file_error, read_fd
+from kward.redact import REDACTED, is_secret_key, masks, secret_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 MIN_SECRET_CHARS = 8
 TTL_SECONDS = 1.0
-
-#: Environment variables kward reads as credentials (kept from child processes too).
-CREDENTIAL_VARIABLES = frozenset({"OPENAI_ACCESS_TOKEN", "OPENROUTER_API_KEY"})
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
+MAX_AUTH_FILE_BYTES = 4 << 20
 
 
-def is_credential_variable(name: str) -> bool:
-    """True for kward's credential variables, including any ``KWARD_*_KEY/_TOKEN/...``."""
-    upper = name.upper()
-    return upper in CREDENTIAL_VARIABLES or (upper.startswith("KWARD_") and upper.endswith(_SECRET_SUFFIXES))
+def read_credential_file(path: str | Path, limit: int = MAX_AUTH_FILE_BYTES) -> bytes:
+    """The content of a file holding credentials (auth.json), opened as kward's own file
+    (`kward.fsutil.open_own`: no symlink followed, no wait on a FIFO, a regular file of
+    this user) and read only when it holds at most `limit` bytes (else EFBIG, unread). A
+    mode wider than 0600 is narrowed to 0600 on the open descriptor first, with a warning
+    in the log. FileNotFoundError when it is missing, OSError for the rest. Any thread."""
+    fd = open_own(path)
+    try:
+        st = os.fstat(fd)
+        if st.st_size > limit:
+            raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & ~FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+            log.warning("%s had mode %04o (others could read it); kward set it to %04o", path, mode, FILE_MODE)
+        data = read_fd(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew while it was read
+        raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
+    return data
 
+
+def file_problem(exc: OSError) -> str:
+    """One line for an OSError of `read_credential_file`: the file and what is wrong."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or type(exc).__name__}"
 
 def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterable[str]:
-    """Every string of a JSON-like value that sits under a secret-looking key."""
+    """Every string of a JSON-like value that sits under a secret-looking key, and in every
+    other string what the redaction patterns take for a secret (`redact.secret_fragments`:
+    an ``sk-...`` key under a key that says nothing, a ``Bearer`` header in a list)."""
     if _depth > 64:  # a hostile file nested deeper holds nothing kward would use
         return
     if isinstance(value, str):
         if secret:
             yield value
+        else:
+            yield from secret_fragments(value)
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from secret_strings(v, secret or (isinstance(k, str) and is_secret_key(k)), _depth + 1)
@@ -197,8 +227,7 @@ class KnownSecrets:
 
     def _read_auth(self) -> list[str]:
         try:
-            with open(self._auth_file, "rb") as f:
-                data = json.loads(f.read(4 << 20).decode("utf-8"))
+            data = json.loads(read_credential_file(self._auth_file).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             return []
         return list(secret_strings(data))

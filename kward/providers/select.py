@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
+from kward.config.secrets import read_credential_file
 from kward.config.settings import Settings, resolve_settings
 from kward.providers import specs
 from kward.providers.specs import ProviderSpec
@@ -71,10 +72,11 @@ class Selection(NamedTuple):
 
 
 def stored_openai_tokens(auth_file: str | Path) -> tuple[str, str | None] | None:
-    """(access token, account id) from a stored login, or None."""
+    """(access token, account id) from a stored login, or None (also when the file is not
+    one kward reads: `read_credential_file`)."""
     try:
-        data = json.loads(Path(auth_file).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_credential_file(auth_file).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None
     if not isinstance(tokens, dict) or not isinstance(tokens.get("access_token"), str):

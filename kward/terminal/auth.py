@@ -108,6 +108,8 @@ def status(client: Client, out: TextIO) -> int:
     ]
     if s.get("credentialStore") != "keyring":
         rows.append(("keyring", f"not used: {s.get('credentialStoreReason')}"))
+    if s.get("authFileProblem"):
+        rows.append(("auth.json", f"not read: {s.get('authFileProblem')}"))
     for label, text in rows:
         out.write(f"{label:<11} {text}\n")
     return 0

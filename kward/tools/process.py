@@ -25,7 +25,7 @@ discarded, so the child never blocks on a full pipe and memory stays bounded.
   (`procs.reap_orphans`).
 
 Environment: `child_environment` is ``os.environ`` without kward's own credentials
-(`kward.config.secrets.is_credential_variable`: its `CREDENTIAL_VARIABLES` and any ``KWARD_*``
+(`kward.credential_env.is_credential_variable`: its `CREDENTIAL_VARIABLES` and any ``KWARD_*``
 variable named like a secret), so that a command the model runs (``env``, ``printenv``)
 cannot read them into the conversation.
 
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from kward.cancel import CancelToken
-from kward.config.secrets import is_credential_variable
+from kward.credential_env import is_credential_variable
 from kward.errors import Canceled
 from kward.processes import children as procs
 
@@ -214,7 +214,7 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
     cancel.raise_if_cancelled()
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     tag = procs.new_tag()
-    child_env = dict(os.environ if env is None else env)
+    child_env = child_environment() if env is None else dict(env)
     child_env[procs.TAG_VARIABLE] = tag
     proc = procs.spawn(
         argv, cwd=cwd, env=child_env,

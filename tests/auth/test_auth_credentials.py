@@ -59,7 +59,7 @@ def test_nothing_configured():
         "openaiOAuth": False, "openaiOAuthSource": None, "openaiAccessToken": False,
         "openaiAccessTokenSource": None, "openrouterApiKey": False, "openrouterApiKeySource": None,
         "credentialStore": "file", "credentialStoreDetail": c.store.describe(),
-        "credentialStoreReason": c.choice.reason}
+        "credentialStoreReason": c.choice.reason, "authFileMode": None, "authFileProblem": None}
     got = cards(c)
     assert got["openai"] == {"id": "openai", "name": "OpenAI", "authType": "oauth", "configured": False,
                              "source": None, "storedCredentialType": None, "canLogout": False,

@@ -19,9 +19,26 @@ def test_settings_defaults_config_and_environment():
     assert s.token_endpoint == "https://auth.openai.com/oauth/token"
     s = resolve_oauth_settings({"openai_auth_issuer": "http://127.0.0.1:9/", "openai_oauth_client_id": "app_x"}, {})
     assert (s.issuer, s.client_id) == ("http://127.0.0.1:9", "app_x")
-    s = resolve_oauth_settings({"openai_auth_issuer": "http://a.example"},
-                               {"KWARD_OPENAI_AUTH_ISSUER": "http://b.example", "KWARD_OAUTH_PORT": "0"})
-    assert (s.issuer, s.port) == ("http://b.example", 0)
+    s = resolve_oauth_settings({"openai_auth_issuer": "https://a.example"},
+                               {"KWARD_OPENAI_AUTH_ISSUER": "https://b.example", "KWARD_OAUTH_PORT": "0"})
+    assert (s.issuer, s.port) == ("https://b.example", 0)
+
+
+@pytest.mark.parametrize("issuer", ["http://127.0.0.1:9", "http://127.8.9.10", "http://[::1]:8080/x",
+                                    "http://localhost:1234", "http://LOCALHOST.", "https://auth.example"])
+def test_https_or_a_loopback_issuer_is_accepted(issuer):
+    assert resolve_oauth_settings({"openai_auth_issuer": issuer}, {}).issuer == issuer.rstrip("/")
+
+
+@pytest.mark.parametrize("issuer", ["http://example.com", "http://localhost.example.com", "http://10.0.0.1",
+                                    "http://128.0.0.1", "http://[::2]", "http://0.0.0.0"])
+def test_a_plain_http_issuer_elsewhere_is_refused(issuer):
+    with pytest.raises(ConfigError) as info:
+        resolve_oauth_settings({}, {"KWARD_OPENAI_AUTH_ISSUER": issuer})
+    assert "KWARD_OPENAI_AUTH_ISSUER must be an https:// URL" in info.value.message
+    with pytest.raises(ConfigError) as info:
+        resolve_oauth_settings({"openai_auth_issuer": issuer}, {})
+    assert info.value.message.startswith("openai_auth_issuer must be") and info.value.data == {"key": "openai_auth_issuer"}
 
 
 @pytest.mark.parametrize("env, name", [({"KWARD_OAUTH_PORT": "70000"}, "KWARD_OAUTH_PORT"),

@@ -118,3 +118,13 @@ def test_log_lines_lose_known_values(isolated_home):
                                ("plainkey-without-prefix",), None)
     assert formatter.format(record) == f"got {REDACTED} and Bearer {REDACTED}"
     assert os.environ.get("OPENROUTER_API_KEY") is None  # the test did not touch the real environment
+
+
+def test_config_strings_shaped_like_secrets_are_known_under_any_key(isolated_home):
+    jwt = make_jwt("acct_in_a_list")
+    config = {"someplugin": {"endpoint": "sk-or-v1-plainkey0123456789", "headers": ["Authorization: Bearer hdr-value-123"],
+                             "url": "https://x.invalid/?access_token=query-value-456&a=1", "jwts": [jwt],
+                             "note": "plain words, https://x.invalid/v1", "embedded": 'cfg {"api_key": "json-value-789"}'}}
+    secrets, _ = known(isolated_home, config=config)
+    assert set(secrets.refresh().values) == {"sk-or-v1-plainkey0123456789", "hdr-value-123", "query-value-456",
+                                             jwt, "json-value-789"}

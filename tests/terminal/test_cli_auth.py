@@ -53,6 +53,18 @@ def test_auth_status_names_sources_and_the_store(cli, oauth):
 
 
 @pytest.mark.slow
+def test_auth_status_says_when_the_login_file_is_not_read(cli, oauth):
+    auth = cli.home / ".kward" / "auth.json"
+    auth.parent.mkdir(exist_ok=True)
+    auth.symlink_to("/dev/zero")
+    proc = cli.run("auth", "status")
+    assert b"is a symbolic link" in proc.stderr and b"ignoring it" in proc.stderr  # the warning of the read
+    lines = status_lines(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, b""))
+    assert lines["OpenAI"].startswith("not configured")
+    assert lines["auth.json"] == f"not read: {auth}: is a symbolic link (kward does not follow links for its own files)"
+
+
+@pytest.mark.slow
 def test_login_openrouter_reads_the_key_from_stdin_then_status_and_logout(cli, oauth):
     proc = cli.run("login", "openrouter", input=KEY + "\n")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"Saved the OpenRouter API key in a 0600 file.\n", b"")

@@ -29,6 +29,8 @@ def credential_status(s: CredentialStatus) -> dict[str, Any]:
         "credentialStore": s.store,
         "credentialStoreDetail": s.store_detail,
         "credentialStoreReason": s.store_reason,
+        "authFileMode": None if s.auth_file_mode is None else format(s.auth_file_mode, "04o"),
+        "authFileProblem": s.auth_file_problem,
     }
 
 
