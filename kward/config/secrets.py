@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 from kward.config.store import ConfigStore
 from kward.credential_env import is_credential_variable
-from kward.errors import ConfigError
+from kward.errors import ConfigError, FilesystemError
 from kward.fsutil import FILE_MODE, open_own, own_file_error, read_fd
 from kward.redact import REDACTED, is_secret_key, masks, secret_fragments
 
@@ -215,7 +215,7 @@ class KnownSecrets:
                 self._config_key = key
                 try:
                     found.update(secret_strings(self._config.load()))
-                except (ConfigError, OSError, RecursionError):
+                except (ConfigError, FilesystemError, OSError, RecursionError):
                     pass  # an unreadable config holds no key kward can use; earlier values stay known
             key = _stat_key(self._auth_file)
             if key != self._auth_key:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kward.config.secrets import KnownSecrets
-from kward.errors import KwardError, Overloaded
+from kward.errors import Overloaded
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.transport import Outbox
@@ -46,10 +46,7 @@ class Connection:
         else:
             message = redaction.apply(policy, message)
             data = protocol.encode(message)
-            try:
-                secrets = self.secrets.snapshot()
-            except KwardError:  # a source it could not read (config.json a directory): looked at once more,
-                secrets = self.secrets.snapshot()  # which skips that source until it changes again
+            secrets = self.secrets.snapshot()
             if secrets.found_in(data):  # rare: walk the message, so no JSON escape is cut
                 data = protocol.encode(secrets.scrub_value(message))
         self.outbox.put(encode_frame(data), urgent=urgent, wait=wait)
