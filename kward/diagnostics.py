@@ -13,6 +13,7 @@ thread-safe (every handler holds its own lock while emitting).
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -28,6 +29,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.config.secrets import KnownSecrets
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
+#: The errors of `open_own` that refuse what is in the log file's place (a link; not a
+#: regular file; another user's): logging to the file stops.
+REFUSED = (errno.ELOOP, errno.EINVAL, errno.EPERM)
 BACKUPS = 3
 _FORMAT = "%(asctime)s %(process)d %(threadName)s %(levelname)s %(name)s: %(message)s"
 
@@ -69,8 +73,9 @@ class PrivateRotatingFileHandler(logging.FileHandler):
 
     def emit(self, record: logging.LogRecord) -> None:
         """Never raises: when the log file cannot be opened (a read-only or full disk, a
-        file where the logs directory should be, a symlink or FIFO in its place) the
-        record is dropped, and so are all later ones (one warning says why)."""
+        file where the logs directory should be) the record is dropped; when something
+        else than a regular file of this user is in its place (a symlink, a FIFO, a
+        device), so are all later ones, and one warning says why."""
         if self._refused:
             return
         try:
@@ -79,8 +84,11 @@ class PrivateRotatingFileHandler(logging.FileHandler):
             elif self.stream.tell() >= MAX_LOG_BYTES:
                 self._rotate(self.stream)
                 self.stream = self._open()
-        except (OSError, ValueError) as exc:
-            self._refuse(exc)
+        except OSError as exc:
+            if exc.errno in REFUSED:
+                self._refuse(exc)
+            return
+        except ValueError:
             return
         logging.StreamHandler.emit(self, record)
 
