@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -155,14 +156,16 @@ def test_bad_lines_are_skipped_and_counted(kward, isolated_home):
     (logs / f"{now:%Y-%m-%d}.jsonl").write_bytes(b"\n".join(bad + good_lines(now)) + b"\n")
     k = kward([[text("ok")]], env=ALL)
     stats = k.request("logging/stats", {"range": "1 day"})
-    assert stats["skippedLines"] == len(bad) and stats["skippedFiles"] == 0
-    assert stats["recordCount"] == 4 and stats["droppedKeys"] == 0
+    # (before 3.11 a 5000-digit integer parses: that line is then a record, its number not summed)
+    unusable = len(bad) - (0 if hasattr(sys, "get_int_max_str_digits") else 1)
+    assert stats["skippedLines"] == unusable and stats["skippedFiles"] == 0
+    assert stats["recordCount"] == 4 + len(bad) - unusable and stats["droppedKeys"] == 0
     assert stats["tools"] == {"calls": 1, "resultBytes": 0, "byName": {"read_file": 1}, "byStatus": {}}
     assert stats["usageStats"] == {"modelUsageEvents": 1, "totals": {"input_tokens": 7, "total_tokens": 7}}
     assert stats["errors"]["byEvent"] == {"tool_error": 1} and stats["errors"]["byProvider"] == {"5": 1}
     csv = k.request("logging/tokenCsv", {"range": "1 day"})
     not_tokens = 2  # (the timestamps of other categories' lines are not looked at)
-    assert csv["skippedLines"] == len(bad) - not_tokens and csv["droppedKeys"] == 0
+    assert csv["skippedLines"] == unusable - not_tokens and csv["droppedKeys"] == 0
     assert csv["csv"].splitlines()[1].split(",")[2:] == ["P", "m", "1", "7", "0", "0", "0", "7"]
 
 
