@@ -13,21 +13,25 @@ thread-safe (every handler holds its own lock while emitting).
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TextIO
 
-from kward.fsutil import FILE_MODE, ensure_private_dir
+from kward.fsutil import APPEND_OWN, FILE_MODE, ensure_private_dir, open_own
 from kward.redact import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.config.secrets import KnownSecrets
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
+#: The errors of `open_own` that refuse what is in the log file's place (a link; not a
+#: regular file; another user's): logging to the file stops.
+REFUSED = (errno.ELOOP, errno.EINVAL, errno.EPERM)
 BACKUPS = 3
 _FORMAT = "%(asctime)s %(process)d %(threadName)s %(levelname)s %(name)s: %(message)s"
 
@@ -50,38 +54,62 @@ class PrivateRotatingFileHandler(logging.FileHandler):
 
     Rotation renames kward.log -> kward.log.1 -> ... (BACKUPS kept). Several processes may
     share the file; appends use O_APPEND, so lines never interleave, and a rotation race
-    at worst leaves one file a little over the limit.
+    at worst leaves one file a little over the limit. The file is opened with
+    `kward.fsutil.open_own`: a symlink, a FIFO or a device in its place is never written
+    through or waited on; logging to the file stops instead, with one warning on stderr
+    (`stderr`, resolved at that moment), and the records are dropped.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, stderr: Callable[[], TextIO] = lambda: sys.__stderr__ or sys.stderr):
         self._path = path
+        self._stderr = stderr
+        self._refused = False
         super().__init__(str(path), mode="a", encoding="utf-8", delay=True)
 
     def _open(self) -> io.TextIOWrapper:
         ensure_private_dir(self._path.parent)
-        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        fd = open_own(self._path, APPEND_OWN, FILE_MODE)
         return open(fd, "a", encoding="utf-8")
 
     def emit(self, record: logging.LogRecord) -> None:
         """Never raises: when the log file cannot be opened (a read-only or full disk, a
-        file where the logs directory should be) the record is dropped."""
+        file where the logs directory should be) the record is dropped; when something
+        else than a regular file of this user is in its place (a symlink, a FIFO, a
+        device), so are all later ones, and one warning says why."""
+        if self._refused:
+            return
         try:
             if self.stream is None:
                 self.stream = self._open()
             elif self.stream.tell() >= MAX_LOG_BYTES:
                 self._rotate(self.stream)
                 self.stream = self._open()
-        except (OSError, ValueError):
+        except OSError as exc:
+            if exc.errno in REFUSED:
+                self._refuse(exc)
+            return
+        except ValueError:
             return
         logging.StreamHandler.emit(self, record)
+
+    def _refuse(self, exc: BaseException) -> None:
+        """Stop logging to the file; say so once. Caller holds the handler's lock."""
+        self._refused = True
+        self.stream = None  # (a rotation closed it)
+        try:
+            stream = self._stderr()
+            stream.write(f"kward: not logging to {self._path}: {getattr(exc, 'strerror', None) or exc}\n")
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
 
     def _rotate(self, stream: io.TextIOWrapper) -> None:
         stream.close()
         for i in range(BACKUPS - 1, 0, -1):
             src = self._path.with_name(f"{self._path.name}.{i}")
-            if src.exists():
+            if os.path.lexists(src):
                 os.replace(src, self._path.with_name(f"{self._path.name}.{i + 1}"))
-        if self._path.exists():
+        if os.path.lexists(self._path):
             os.replace(self._path, self._path.with_name(f"{self._path.name}.1"))
 
 

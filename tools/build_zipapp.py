@@ -23,7 +23,9 @@ Steps (docs: README "One file: kward.pyz"):
 4. Add the root `__main__.py` (tools/zipapp_main.py: exit status, the extracted cache)
    with the build id written into it: a hash of every file staged, which names the
    archive's tree in the cache (`<config dir>/cache/pyz/<build id>/`), and beside it
-   `_kward_zipapp.py` (tools/zipapp_cache.py: extracting that tree, certifi's cacert.pem);
+   `_kward_zipapp.py` (tools/zipapp_cache.py: extracting that tree, certifi's cacert.pem)
+   and `.kward-pyz-files`, the sha256 and size of every file, which the extracted tree
+   is checked against;
    and `__main__.pyc`, hash-checked, of the building Python (zipimport would compile the
    source on every start; another version sees the wrong magic number and reads the source).
 5. `--compile`: legacy `.pyc` beside each `.py` (zipimport reads only those), faster
@@ -133,17 +135,39 @@ def build_id(stage: Path) -> str:
     return digest.hexdigest()[:20]
 
 
-def add_main(stage: Path) -> None:
-    """tools/zipapp_cache.py as `_kward_zipapp.py`, then tools/zipapp_main.py as
-    `__main__.py` with the build id (of everything else) written in."""
-    shutil.copy2(REPO / "tools" / "zipapp_cache.py", stage / "_kward_zipapp.py")
-    code = (REPO / "tools" / "zipapp_main.py").read_text()
-    placeholder = 'BUILD_ID = ""'
+FILE_LIST = ".kward-pyz-files"  # in the archive: `<sha256> <size> <path>` of every other file
+
+
+def write_file_list(stage: Path) -> None:
+    """The hash list the extracted tree is checked against (tools/zipapp_cache.py): one
+    line `<sha256 hex> <size> <posix path>` per file of `stage`, sorted by path."""
+    lines = []
+    for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        lines.append(f"{hashlib.sha256(data).hexdigest()} {len(data)} {path.relative_to(stage).as_posix()}\n")
+    (stage / FILE_LIST).write_text("".join(lines), encoding="utf-8")
+
+
+def _fill(code: str, placeholder: str, value: str) -> str:
     if code.count(placeholder) != 1:
-        raise SystemExit("build_zipapp: tools/zipapp_main.py has no single BUILD_ID placeholder")
+        raise SystemExit(f"build_zipapp: tools/zipapp_main.py has no single {placeholder} placeholder")
+    return code.replace(placeholder, value)
+
+
+def add_main(stage: Path) -> None:
+    """tools/zipapp_cache.py as `_kward_zipapp.py`, the hash list of the files, then
+    tools/zipapp_main.py as `__main__.py` with the build id (of everything else) and the
+    top-level names of the tree written in."""
+    shutil.copy2(REPO / "tools" / "zipapp_cache.py", stage / "_kward_zipapp.py")
+    write_file_list(stage)
+    tops = sorted({p.name.split(".")[0] for p in stage.iterdir()
+                   if (p.is_dir() and not p.name.endswith(".dist-info")) or p.suffix == ".py"})
+    code = (REPO / "tools" / "zipapp_main.py").read_text()
     if code.startswith('"""'):  # the docstring: compiled on every start, read by no one
         code = code[code.index('"""', 3) + 3:].lstrip("\n")
-    (stage / "__main__.py").write_text(code.replace(placeholder, f'BUILD_ID = "{build_id(stage)}"'))
+    code = _fill(code, 'BUILD_ID = ""', f'BUILD_ID = "{build_id(stage)}"')
+    code = _fill(code, "TOPS = frozenset()", f"TOPS = frozenset({tuple(tops)!r})")
+    (stage / "__main__.py").write_text(code)
     # zipimport compiles a source with compile(), whose first call builds the AST types (~10 M
     # instructions); a hash-checked __main__.pyc of this Python skips it, and any other
     # version finds the wrong magic number and falls back to __main__.py

@@ -3,14 +3,20 @@
 that runs from the archive (`start`).
 
 The extracted tree: `prepare` extracts the archive into a temp dir beside
-`<config dir>/cache/pyz/<build id>/`, byte-compiles it (as pip does when it installs, so
-the start is as fast with PYTHONDONTWRITEBYTECODE set), writes the marker `.kward-pyz`
-(the build id) last and renames the temp dir into place, so a start never sees a
+`<config dir>/cache/pyz/<build id>/`, checks every file against the archive's hash list
+(`.kward-pyz-files`: sha256 and size, written by tools/build_zipapp.py), makes it private
+(0700 directories, 0600 files), byte-compiles it (as pip does when it installs, so
+the start is as fast with PYTHONDONTWRITEBYTECODE set), records the size, mtime and ctime
+of every file and directory (`.kward-pyz-stat`, which `__main__` compares as it imports),
+writes the marker `.kward-pyz` (the build id) last and renames the temp dir into place, so a start never sees a
 half-extracted tree; a concurrent first start loses the rename and uses the winner's
 tree. A tree without the right marker is moved aside, removed and extracted again. A tree
 whose files fail the import of `kward.cli` is given up for that start (`give_up`: it runs
 from the archive) and extracted again at the next. Another Python version compiles a
-complete tree for itself once (the stamp `.kward-pyz-<cache tag>`). Anything that fails
+complete tree for itself once (the stamp `.kward-pyz-<cache tag>`); a start without
+that stamp first checks the tree (`_intact`): every entry whose stat changed must be a
+listed file whose hash still matches, else the tree is extracted again. A `cache/` or
+`cache/pyz/` that is a link, another user's or writable by others is not used. Anything that fails
 (an unwritable cache, a full disk) leaves kward running from the archive, silently. A
 copy of the same archive elsewhere uses the same tree. Temp and discarded trees that
 killed starts left behind are removed by the next extraction after an hour.
@@ -30,6 +36,8 @@ import sys
 
 STALE_SECONDS = 3600  # a temp or discarded tree older than this is left over from a killed start
 MARKER = ".kward-pyz"  # at the root of an extracted tree (kward.auth.stores.in_zipapp looks for it)
+FILE_LIST = ".kward-pyz-files"  # in the archive (tools/build_zipapp.py): `<sha256> <size> <path>` per file
+STAT = ".kward-pyz-stat"  # in the tree: marshal of {path: (size, mtime ns, ctime ns)} per file and directory
 
 
 def start(archive: str, config_dir: str, tree: "str | None", complete: "bool | None", build_id: str):
@@ -119,6 +127,125 @@ def _sweep(base: str, now: float) -> None:
                 pass
 
 
+def _private(name: str) -> bool:
+    """A directory (not a link) of this user that no one else may write."""
+    try:
+        st = os.lstat(name)
+    except OSError:
+        return False
+    if not hasattr(os, "geteuid"):  # no POSIX owners: a directory, not a link
+        return st.st_mode & 0o170000 == 0o040000
+    return st.st_mode & 0o170022 == 0o040000 and st.st_uid == os.geteuid()
+
+
+def _listing(archive: str) -> "dict[str, tuple[str, int]]":
+    """The archive's hash list: {path: (sha256 hex, size)}."""
+    import zipfile
+
+    with zipfile.ZipFile(archive) as z:
+        text = z.read(FILE_LIST).decode("utf-8")
+    listed = {}
+    for line in text.splitlines():
+        digest, size, name = line.split(" ", 2)
+        listed[name] = (digest, int(size))
+    return listed
+
+
+def _matches(path: str, expected: "tuple[str, int]") -> bool:
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size != expected[1]:
+                return False
+            return hashlib.sha256(f.read()).hexdigest() == expected[0]
+    except OSError:
+        return False
+
+
+def _verify(tree: str, listed: "dict[str, tuple[str, int]]") -> bool:
+    """Every listed file is in `tree` with its hash (what extractall wrote is checked)."""
+    return all(_matches(os.path.join(tree, name), expected) for name, expected in listed.items())
+
+
+def _entries(tree: str) -> "list[str]":
+    """The files and directories of `tree` the stat list covers (all but the root's own
+    marker files), as posix paths relative to it."""
+    found = []
+    for top, dirs, files in os.walk(tree):
+        rel = os.path.relpath(top, tree).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        for name in dirs + files:
+            if prefix or not name.startswith(MARKER):
+                found.append(prefix + name)
+    return found
+
+
+def _private_modes(tree: str) -> None:
+    """No one but this user may write in the tree (extractall follows the umask)."""
+    for top, dirs, files in os.walk(tree):
+        os.chmod(top, 0o700)
+        for name in files:
+            os.chmod(os.path.join(top, name), 0o600)
+
+
+def _write_stat(tree: str) -> None:
+    """Record the size, mtime and ctime of every file and directory of the checked tree,
+    which `__main__` compares at each start (the hash only when they differ)."""
+    import marshal
+
+    stats = {}
+    for name in _entries(tree):
+        st = os.lstat(os.path.join(tree, name))
+        stats[name] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    temp = os.path.join(tree, f"{STAT}.{os.getpid()}.tmp")
+    with open(temp, "wb") as f:
+        f.write(marshal.dumps(stats))
+    os.replace(temp, os.path.join(tree, STAT))
+
+
+def _changed(tree: str) -> "list[str] | None":
+    """The entries of the stat list whose size, mtime or ctime differ now (missing ones
+    too), plus entries of the tree it does not list; None when there is no stat list."""
+    import marshal
+
+    try:
+        with open(os.path.join(tree, STAT), "rb") as f:
+            stats = marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if type(stats) is not dict:
+        return None
+    changed = []
+    for name, recorded in stats.items():
+        try:
+            st = os.lstat(os.path.join(tree, name))
+        except (OSError, TypeError, ValueError):
+            changed.append(name)
+            continue
+        if (st.st_size, st.st_mtime_ns, st.st_ctime_ns) != recorded:
+            changed.append(name)
+    return changed + [name for name in _entries(tree) if name not in stats]
+
+
+def _intact(archive: str, tree: str) -> bool:
+    """Whether the tree still holds what was extracted: every entry whose stat changed is
+    a listed file whose hash still matches (then the stat list is written again); a changed
+    directory, a changed bytecode file, a missing or an unknown file: no."""
+    changed = _changed(tree)
+    if changed is None:
+        return False
+    if changed:
+        listed = _listing(archive)
+        for name in changed:
+            expected = listed.get(name)
+            if expected is None or not _matches(os.path.join(tree, name), expected):
+                return False
+        if os.access(tree, os.W_OK):
+            _write_stat(tree)
+    return True
+
+
 def _extract(archive: str, final: str, build_id: str, marker: str) -> bool:
     """Extract `archive` into `final` atomically; True when `final` is then complete."""
     import tempfile
@@ -127,12 +254,18 @@ def _extract(archive: str, final: str, build_id: str, marker: str) -> bool:
 
     base = os.path.dirname(final)
     _private_dirs(base)
+    if not (_private(os.path.dirname(base)) and _private(base)):
+        return False  # a link, another user's or a writable-by-others cache: not used
     _sweep(base, time.time())
     temp = tempfile.mkdtemp(prefix=f".{build_id}.", suffix=".tmp", dir=base)
     try:
         with zipfile.ZipFile(archive) as z:
             z.extractall(temp)
+        if not _verify(temp, _listing(archive)):
+            return False
+        _private_modes(temp)
         _compile(temp, build_id, marker)
+        _write_stat(temp)
         with open(os.path.join(temp, marker), "w") as f:
             f.write(build_id)
         if os.path.lexists(final):  # incomplete or damaged: moved aside, then removed
@@ -157,8 +290,13 @@ def prepare(archive: str, tree: str, build_id: str, marker: str, complete: bool)
     """`tree` once it is complete and compiled for this interpreter, or None (run from
     the archive). `complete`: the caller found the right marker in it."""
     try:
-        if complete:
-            _compile(tree, build_id, marker)
+        base = os.path.dirname(tree)
+        if os.path.lexists(base) and not (_private(os.path.dirname(base)) and _private(base)):
+            return None  # a link, another user's or a writable-by-others cache: not used
+        if complete and _private(tree) and _intact(archive, tree):
+            if not os.path.exists(os.path.join(tree, f"{marker}-{sys.implementation.cache_tag}")):
+                _compile(tree, build_id, marker)
+                _write_stat(tree)
             return tree
         return tree if _extract(archive, tree, build_id, marker) else None
     except Exception:  # unwritable, full disk, ...: the archive still runs

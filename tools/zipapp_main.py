@@ -16,11 +16,128 @@ marker `.kward-pyz` (one open: it holds the build id) and the stamp `.kward-pyz-
 tag>` of its interpreter's bytecode (one stat); anything else is `_kward_zipapp.start`'s
 (the atomic extraction, a damaged tree, certifi). Where the cache cannot be written, or
 with `KWARD_PYZ_EXTRACT=0`, kward runs from the archive as before, silently.
+
+The tree is verified: `cache/`, `cache/pyz/` and the tree must be directories (not
+links) of this user that no one else may write (else: the tree is extracted again into a
+fresh private dir; an unsafe `cache/` or `cache/pyz/` is not used at all: kward runs from
+the archive). Each module loads from the tree only when its source and bytecode still
+have the size, mtime and ctime recorded when the extraction checked them against the
+archive's hash list (`.kward-pyz-stat`; the stat the import makes anyway, and one fstat);
+a file that differs, or a module the tree no longer holds, is read from the archive
+instead and the stamp removed, so the next start checks the tree (the hash of what
+changed) and extracts it again when it is not intact.
 """
 
 import sys
 
 BUILD_ID = ""  # written by tools/build_zipapp.py; empty: never extract
+TOPS = frozenset()  # written by tools/build_zipapp.py: the top-level modules and packages of the archive
+STAT = ".kward-pyz-stat"  # in the tree: marshal of {path: (size, mtime ns, ctime ns)} of each file and directory
+
+
+def _private(name, uid, lstat):
+    """Whether `name` is a directory (not a link) of this user that no one else may write
+    (`uid` None, where there are no POSIX owners: a directory, not a link)."""
+    try:
+        st = lstat(name)
+    except OSError:
+        return False
+    if uid is None:
+        return st.st_mode & 0o170000 == 0o040000
+    return st.st_mode & 0o170022 == 0o040000 and st.st_uid == uid
+
+
+class _Changed(ImportError):
+    """A file of the tree is not as it was extracted and checked."""
+
+
+def _checked_finders(tree, archive, stats):
+    """The path hook of the tree's directories: their modules load only when the source
+    (and its bytecode) still have the size, mtime and ctime recorded at extraction (the
+    stat the import makes anyway, and an fstat of the open bytecode); any other file is
+    never executed: the module's code is read from the archive instead, and the tree's
+    stamp removed, so the next start checks it (`_kward_zipapp.prepare`: the hash of what
+    changed) and extracts it again if it is not intact."""
+    from _frozen_importlib_external import (BYTECODE_SUFFIXES, SOURCE_SUFFIXES, FileFinder, SourceFileLoader,
+                                            SourcelessFileLoader)
+    from _io import FileIO
+    from os import fstat, lstat, sep, unlink
+
+    skip = len(tree) + 1
+    posix = sep == "/"
+    stamp = f"{tree}/.kward-pyz-{sys.implementation.cache_tag}"
+
+    def same(path, st):
+        name = path[skip:] if posix else path[skip:].replace(sep, "/")
+        return stats.get(name) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    class Checked:
+        def path_stats(self, path):
+            st = lstat(path)
+            if not same(path, st):
+                raise _Changed(path)
+            return {"mtime": st.st_mtime, "size": st.st_size}
+
+        def get_data(self, path):
+            with FileIO(path, "r") as f:
+                if not same(path, fstat(f.fileno())):
+                    raise _Changed(path)
+                return f.read()
+
+        def get_code(self, fullname):
+            try:
+                return super().get_code(fullname)
+            except _Changed:
+                from zipimport import zipimporter
+
+                try:
+                    unlink(stamp)
+                except OSError:
+                    pass
+                package = fullname.rpartition(".")[0]
+                return zipimporter(archive + ("/" + package.replace(".", "/") if package else "")).get_code(fullname)
+
+    class Source(Checked, SourceFileLoader):
+        pass
+
+    class Sourceless(Checked, SourcelessFileLoader):
+        pass
+
+    def hook(path):
+        if path != tree and not path.startswith(tree + sep):
+            raise ImportError("not the tree")
+        return FileFinder(path, (Source, SOURCE_SUFFIXES), (Sourceless, BYTECODE_SUFFIXES))
+
+    return hook
+
+
+class _FromArchive:
+    """The last entry of `sys.meta_path` while kward runs from the tree: a module of the
+    archive's packages that the tree no longer holds (removed while kward runs) is loaded
+    from the archive, and the tree's stamp removed, so the next start checks it again."""
+
+    def __init__(self, archive, tree):
+        self.archive = archive
+        self.tree = tree
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] not in TOPS:
+            return None
+        from zipimport import zipimporter
+
+        package = name.rpartition(".")[0]
+        try:
+            spec = zipimporter(self.archive + ("/" + package.replace(".", "/") if package else "")).find_spec(name)
+        except Exception:
+            return None
+        if spec is not None:
+            from os import unlink
+
+            try:
+                unlink(f"{self.tree}/.kward-pyz-{sys.implementation.cache_tag}")
+            except OSError:
+                pass
+        return spec
 
 
 def _main():
@@ -29,7 +146,8 @@ def _main():
         from kward.cli import main
 
         return main
-    from os import environ, path
+    import os
+    from os import environ, lstat, path
 
     tree = complete = None
     custom = environ.get("KWARD_CONFIG_PATH")
@@ -37,14 +155,32 @@ def _main():
               else path.join(environ.get("HOME") or path.expanduser("~"), ".kward"))
     if (BUILD_ID and path.isabs(config) and sys.path and sys.path[0] == archive
             and environ.get("KWARD_PYZ_EXTRACT", "").strip().lower() not in ("0", "false", "no", "off")):
-        tree = path.join(config, "cache", "pyz", BUILD_ID)
-        try:
-            with open(path.join(tree, ".kward-pyz"), "rb") as f:
-                complete = f.read() == BUILD_ID.encode()
-        except OSError:
+        uid, cache = os.geteuid() if hasattr(os, "geteuid") else None, path.join(config, "cache")
+        if not _private(cache, uid, lstat) or not _private(path.join(cache, "pyz"), uid, lstat):
+            # missing (made safe by the extraction) or unsafe (refused there: run from the archive)
             complete = False
+        tree = path.join(cache, "pyz", BUILD_ID)
+        if complete is None and _private(tree, uid, lstat):
+            try:
+                with open(path.join(tree, ".kward-pyz"), "rb") as f:
+                    complete = f.read() == BUILD_ID.encode()
+            except OSError:
+                complete = False
+        else:
+            complete = False
+        stats = None
         if complete and path.exists(path.join(tree, f".kward-pyz-{sys.implementation.cache_tag}")):
+            from marshal import loads
+
+            try:
+                with open(path.join(tree, STAT), "rb") as f:
+                    stats = loads(f.read())
+            except (OSError, ValueError, EOFError, TypeError):
+                pass
+        if type(stats) is dict:
+            sys.path_hooks.insert(0, _checked_finders(tree, archive, stats))
             sys.path[0] = tree
+            sys.meta_path.append(_FromArchive(archive, tree))
             try:
                 from kward.cli import main
 

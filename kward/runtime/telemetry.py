@@ -85,12 +85,11 @@ class TelemetryRuntime:
 
     def token_csv(self, range_text: str | None = None, bucket: str | None = None) -> TokenCsv:
         from kward.telemetry.ranges import parse_bucket, parse_range
-        from kward.telemetry.tokens import TokenCsv, token_csv
+        from kward.telemetry.tokens import export
 
         self._categories_for("tokens")
         rng = parse_range(range_text, self._clock())
-        chosen = parse_bucket(bucket, rng.unit)
-        return TokenCsv(token_csv(self.log_dir, rng, chosen), rng, chosen)
+        return export(self.log_dir, rng, parse_bucket(bucket, rng.unit))
 
     def shutdown(self) -> None:
         """Close the log file (a later record opens it again)."""

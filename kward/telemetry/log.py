@@ -9,7 +9,9 @@ fsync per record: these are statistics, and a turn must not wait for the disk.
 The current file is `<directory>/<UTC date>.jsonl` or, once that holds `max_bytes`,
 `<date>-1.jsonl`, `<date>-2.jsonl`, ... (the first of them under the limit); it is looked
 at again (one stat) before each write, so a new day, a file another process filled, or a
-file someone deleted is noticed at once. A write that fails is logged once to the
+file someone deleted is noticed at once. A name that holds anything but a regular file of
+this user (a symlink, a FIFO, a device) is passed over like a full file, never written
+through (`kward.fsutil.open_own`). A write that fails is logged once to the
 diagnostic log and otherwise ignored: telemetry never fails a turn.
 
 Thread contract: any thread; `_lock` guards the open file.
@@ -17,20 +19,25 @@ Thread contract: any thread; `_lock` guards the open file.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kward.fsutil import FILE_MODE, ensure_private_dir
+from kward.fsutil import APPEND_OWN, FILE_MODE, ensure_private_dir, open_own
 from kward.limits import LOG_ROTATION_BYTES as MAX_BYTES
 from kward.redact import redact
 from kward.timefmt import iso_from_epoch
 
 log = logging.getLogger(__name__)
+
+#: At most this many files a day (`<date>.jsonl`, `-1`, ... `-999`); then writes fail.
+MAX_FILES_A_DAY = 1000
 
 
 class TelemetryLog:
@@ -71,23 +78,24 @@ class TelemetryLog:
         date = time.strftime("%Y-%m-%d", time.gmtime(now))
         if self._fd is not None and self._path is not None and self._path.name.startswith(date):
             try:
-                st = os.stat(self._path)
+                st = os.lstat(self._path)
             except FileNotFoundError:
                 st = None
             if st is not None and (st.st_dev, st.st_ino) == self._ident and st.st_size < self.max_bytes:
                 return self._fd
         self.close_locked()
         ensure_private_dir(self.directory)
-        index = 0
-        while True:
+        for index in range(MAX_FILES_A_DAY):
             path = self.directory / (f"{date}.jsonl" if index == 0 else f"{date}-{index}.jsonl")
             try:
-                if os.stat(path).st_size < self.max_bytes:
-                    break
+                st = os.lstat(path)
             except FileNotFoundError:
                 break
-            index += 1
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_size < self.max_bytes:
+                break
+        else:
+            raise OSError(errno.EFBIG, f"{MAX_FILES_A_DAY} telemetry files today", str(self.directory))
+        fd = open_own(path, APPEND_OWN, FILE_MODE)  # (a link or FIFO put there meanwhile: refused)
         os.fchmod(fd, FILE_MODE)
         st = os.fstat(fd)
         self._fd, self._path, self._ident = fd, path, (st.st_dev, st.st_ino)

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from kward.telemetry.ranges import Range, bucket_bounds
-from kward.telemetry.stats import is_number, read
+from kward.telemetry.stats import Keys, Skipped, is_number, read
 from kward.timefmt import normalize_iso, parse_ms, seconds_iso
 
 HEADER = ("bucket_start", "bucket_end", "provider", "model", "events", "input_tokens", "output_tokens",
@@ -28,6 +28,7 @@ class TokenCsv:
     csv: str
     range: Range
     bucket: str  # one of kward.telemetry.ranges.BUCKETS
+    skipped: Skipped = field(default_factory=Skipped)  # lines, files; keys: records of rows past MAX_KEYS
 
 
 @dataclass(slots=True)
@@ -53,8 +54,16 @@ def _cell(value: object) -> str:
 
 
 def token_csv(directory: Path, rng: Range, bucket: str) -> str:
+    return export(directory, rng, bucket).csv
+
+
+def export(directory: Path, rng: Range, bucket: str) -> TokenCsv:
+    """The CSV of the range with what was skipped: at most MAX_KEYS rows (the records of
+    further rows are counted in `skipped.keys`)."""
     rows: dict[tuple[datetime, str, str], _Row] = {}
-    for record in read(directory, rng.start, rng.end, ("tokens",)):
+    skipped = Skipped()
+    keys = Keys(skipped)
+    for record in read(directory, rng.start, rng.end, ("tokens",), skipped):
         usage = record.get("usage")
         stamp = record["timestamp"]
         if record.get("event") != "model_usage" or not isinstance(usage, dict) or not isinstance(stamp, str):
@@ -67,6 +76,8 @@ def token_csv(directory: Path, rng: Range, bucket: str) -> str:
         provider, model = str(record.get("provider") or ""), str(record.get("model") or "")
         row = rows.get((start, provider, model))
         if row is None:
+            if not keys.room(rows, (start, provider, model), max(len(provider), len(model))):
+                continue
             row = rows[(start, provider, model)] = _Row(seconds_iso(start), seconds_iso(end), provider, model)
         row.events += 1
         for i, column in enumerate(TOKEN_COLUMNS):
@@ -75,7 +86,7 @@ def token_csv(directory: Path, rng: Range, bucket: str) -> str:
                 row.tokens[i] += int(value)
     lines = [",".join(HEADER)]
     lines += [",".join(_cell(v) for v in rows[key].cells()) for key in sorted(rows)]
-    return "\n".join(lines) + "\n"
+    return TokenCsv("\n".join(lines) + "\n", rng, bucket, skipped)
 
 
 def _normalized(stamp: str) -> str:

@@ -181,7 +181,11 @@ def loaded_from(pyz: Path, env: dict, *args: str) -> tuple[subprocess.CompletedP
     lines = proc.stderr.splitlines()
     if any(line.startswith("import 'kward.cli' # <zipimporter") for line in lines):
         return proc, "archive"
-    [line] = [line for line in lines if line.startswith("# ") and line.endswith(os.sep + os.path.join("kward", "cli.py"))]
+    found = [line for line in lines if line.startswith("# ") and line.endswith(os.sep + os.path.join("kward", "cli.py"))]
+    if not found:  # the tree's file was refused: its code was read from the archive
+        assert any(line.startswith("import 'kward.cli' # <__main__.") for line in lines), proc.stderr
+        return proc, "archive"
+    [line] = found
     return proc, "bytecode" if " matches " in line else "source"
 
 
@@ -226,9 +230,8 @@ def test_a_damaged_tree_is_extracted_again(pyz, env, isolated_home):
     assert loaded_from(pyz, env)[1] == "bytecode"
     assert (where / ".kward-pyz").read_text() == where.name and (where / "kward" / "config" / "rules.py").is_file()
     (where / "kward" / "cli.py").write_text("def (")  # a file cut short behind a good marker
-    proc, found = loaded_from(pyz, env)
-    assert found == "archive" and not (where / ".kward-pyz").exists()  # this start gave the tree up
-    assert loaded_from(pyz, env)[1] == "bytecode"  # and the next extracted it again
+    assert loaded_from(pyz, env)[1] == "archive"  # its stat differs: never run, read from the archive
+    assert loaded_from(pyz, env)[1] == "bytecode"  # and the next start found its hash wrong: extracted again
     with zipfile.ZipFile(pyz) as z:
         assert (where / "kward" / "cli.py").read_bytes() == z.read("kward/cli.py")
     assert tree(isolated_home) == where
@@ -257,3 +260,111 @@ def test_an_unwritable_cache_runs_from_the_archive_silently(pyz, env, isolated_h
 def test_kward_pyz_extract_0_runs_from_the_archive(pyz, env, isolated_home):
     assert loaded_from(pyz, {**env, "KWARD_PYZ_EXTRACT": "0"})[1] == "archive"
     assert not (isolated_home / ".kward" / "cache" / "pyz").exists()
+
+
+# --- the cache is verified --------------------------------------------------------------
+
+def rpc_initialize(pyz: Path, env: dict, home: Path) -> str:
+    """`kward.pyz rpc` answers initialize; returns its stderr."""
+    with RpcClient(home, cwd=pyz.parent, env=env, argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
+        assert c.request("initialize")["serverName"] == "kward"
+        assert c.close() == 0
+        return c.stderr
+
+
+def test_the_archive_lists_the_hash_of_every_file(pyz):
+    import hashlib
+
+    with zipfile.ZipFile(pyz) as z:
+        listed = {}
+        for line in z.read(".kward-pyz-files").decode().splitlines():
+            digest, size, name = line.split(" ", 2)
+            listed[name] = (digest, int(size))
+        for name in ("kward/cli.py", "kward/rpc/main.py", "requests/__init__.py", "_kward_zipapp.py"):
+            data = z.read(name)
+            assert listed[name] == (hashlib.sha256(data).hexdigest(), len(data)), name
+        assert set(listed) == {n for n in z.namelist() if not n.endswith("/")} - {"__main__.py", "__main__.pyc",
+                                                                                  ".kward-pyz-files"}
+
+
+def test_a_modified_file_in_the_tree_is_never_executed(pyz, env, isolated_home, tmp_path):
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    marker = tmp_path / "executed"
+    target = where / "kward" / "rpc" / "main.py"
+    original = target.read_bytes()
+    target.write_bytes(original + f"\nopen({str(marker)!r}, 'w').close()\n".encode())
+    assert rpc_initialize(pyz, env, isolated_home) == ""  # kward.rpc.main came from the archive
+    assert not marker.exists()
+    assert loaded_from(pyz, env)[1] == "bytecode"  # the next start checks the tree and extracts it again
+    assert target.read_bytes() == original and tree(isolated_home) == where
+    assert rpc_initialize(pyz, env, isolated_home) == "" and not marker.exists()
+
+
+def test_a_touched_file_is_checked_by_its_hash_and_kept(pyz, env, isolated_home):
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    target = where / "kward" / "rpc" / "main.py"
+    os.utime(target)  # same bytes, another mtime and ctime
+    inode = target.stat().st_ino
+    assert rpc_initialize(pyz, env, isolated_home) == ""
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    assert target.stat().st_ino == inode  # its hash matched: not extracted again
+    assert (where / f".kward-pyz-{sys.implementation.cache_tag}").is_file()
+
+
+def test_a_file_missing_from_the_tree_is_extracted_again(pyz, env, isolated_home):
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    (where / "kward" / "rpc" / "main.py").unlink()
+    assert rpc_initialize(pyz, env, isolated_home) == ""  # from the archive
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    assert (where / "kward" / "rpc" / "main.py").is_file()
+    assert rpc_initialize(pyz, env, isolated_home) == ""
+
+
+def test_a_module_removed_while_kward_runs_is_loaded_from_the_archive(pyz, env, isolated_home):
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    logging_env = {**env, "KWARD_LOGGING": "1", "KWARD_LOGGING_TOOLS": "1"}
+    with RpcClient(isolated_home, cwd=pyz.parent, env=logging_env,
+                   argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
+        c.request("initialize")
+        (where / "kward" / "telemetry" / "stats.py").unlink()  # not imported yet
+        assert c.request("logging/stats", {})["recordCount"] == 0
+        assert c.close() == 0 and c.stderr == ""
+    assert not (where / f".kward-pyz-{sys.implementation.cache_tag}").exists()  # the next start checks the tree
+    assert loaded_from(pyz, env)[1] == "bytecode" and (where / "kward" / "telemetry" / "stats.py").is_file()
+
+
+@pytest.mark.parametrize("how", ["cache/pyz group-writable", "cache/pyz a symlink", "cache world-writable"])
+def test_an_unsafe_cache_directory_is_not_used(pyz, env, isolated_home, tmp_path, how):
+    loaded_from(pyz, env)
+    cache = isolated_home / ".kward" / "cache"
+    if how == "cache/pyz group-writable":
+        (cache / "pyz").chmod(0o770)
+    elif how == "cache/pyz a symlink":
+        os.rename(cache / "pyz", tmp_path / "pyz-elsewhere")
+        (cache / "pyz").symlink_to(tmp_path / "pyz-elsewhere")
+    else:
+        cache.chmod(0o777)
+    assert loaded_from(pyz, env)[1] == "archive"
+    assert rpc_initialize(pyz, env, isolated_home) == ""
+
+
+@pytest.mark.parametrize("how", ["group-writable", "another owner", "a symlink"])
+def test_an_unsafe_tree_is_extracted_again(pyz, env, isolated_home, tmp_path, how):
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    if how == "group-writable":
+        where.chmod(0o770)
+    elif how == "another owner":
+        if os.geteuid() != 0:
+            pytest.skip("only root can give a directory away")
+        os.chown(where, 12345, 12345)
+    else:
+        os.rename(where, tmp_path / "tree-elsewhere")
+        where.symlink_to(tmp_path / "tree-elsewhere")
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    st = os.lstat(where)
+    assert (st.st_mode & 0o777, st.st_uid) == (0o700, os.geteuid()) and not where.is_symlink()

@@ -10,7 +10,7 @@ from kward.timefmt import seconds_iso
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.telemetry.ranges import Range
-    from kward.telemetry.stats import Stats
+    from kward.telemetry.stats import Skipped, Stats
     from kward.telemetry.tokens import TokenCsv
 
 
@@ -36,9 +36,16 @@ def stats(s: Stats) -> dict[str, Any]:
                   "byStatus": dict(tools.by_status)},
         "errors": {"count": errors.count, "byEvent": dict(errors.by_event), "byClass": dict(errors.by_class),
                    "byProvider": dict(errors.by_provider), "byCode": dict(errors.by_code)},
+        **skipped(s.skipped),
     }
 
 
+def skipped(s: Skipped) -> dict[str, int]:
+    """What a pass over the log files left out: ``{skippedLines, skippedFiles, droppedKeys}``."""
+    return {"skippedLines": s.lines, "skippedFiles": s.files, "droppedKeys": s.keys}
+
+
 def token_csv(export: TokenCsv) -> dict[str, Any]:
-    """The `logging/tokenCsv` result of a `kward.telemetry.tokens.TokenCsv`: ``{csv, range, bucket}``."""
-    return {"csv": export.csv, "range": time_range(export.range), "bucket": export.bucket}
+    """The `logging/tokenCsv` result of a `kward.telemetry.tokens.TokenCsv`: ``{csv, range, bucket}``
+    and what was skipped."""
+    return {"csv": export.csv, "range": time_range(export.range), "bucket": export.bucket, **skipped(export.skipped)}
