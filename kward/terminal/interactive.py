@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
+from kward.fsutil import APPEND_OWN, open_own, own_file_error
 from kward.terminal import commands
 from kward.terminal.host import fail
 from kward.terminal.render import TurnView
@@ -32,6 +33,7 @@ from kward.terminal.turn import Interrupts, Question, ask_inline, run_turn
 
 PROMPT = "kward> "
 HISTORY_LIMIT = 1000
+HISTORY_BYTES = 4 << 20  # a larger history file is not read (nor written)
 
 
 class LineEditor(Protocol):
@@ -262,9 +264,27 @@ class Shell:
         except (RpcError, KeyError, TypeError):
             return
         try:
+            self._check_history()
             readline.read_history_file(str(self.history_path))
-        except OSError:
+        except FileNotFoundError:
             pass
+        except OSError as exc:
+            self._drop_history(exc)
+
+    def _check_history(self) -> None:
+        """OSError unless the history file is a regular file of this user within
+        HISTORY_BYTES (readline itself would follow a link and wait on a FIFO)."""
+        assert self.history_path is not None
+        fd = open_own(self.history_path)
+        try:
+            if os.fstat(fd).st_size > HISTORY_BYTES:
+                raise own_file_error(self.history_path, f"is larger than {HISTORY_BYTES} bytes")
+        finally:
+            os.close(fd)
+
+    def _drop_history(self, exc: OSError) -> None:
+        self.history_path = None
+        self.note(f"(history not used: {exc.filename or ''}: {exc.strerror or exc})")
 
     def _complete(self, text: str, state: int) -> str | None:
         if not text.startswith("/"):
@@ -285,15 +305,17 @@ class Shell:
             return
         try:
             self.history_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self.history_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-            os.chmod(self.history_path, 0o600)
+            fd = open_own(self.history_path, APPEND_OWN)
+            try:
+                os.fchmod(fd, 0o600)
+            finally:
+                os.close(fd)
             if length >= HISTORY_LIMIT or not hasattr(rl, "append_history_file"):
                 rl.write_history_file(str(self.history_path))  # rewrite, trimmed to the limit
             else:
                 rl.append_history_file(1, str(self.history_path))
         except OSError as exc:
-            self.history_path = None
-            self.note(f"(history not saved: {exc.strerror or exc})")
+            self._drop_history(exc)
 
 
 _ESCAPE = re.compile(r"(\x1b\[[0-9;]*m)")

@@ -168,3 +168,28 @@ def test_prompt_templates_and_plugin_commands_are_listed_and_run(term, cli):
     users = [json.loads(line)["message"] for line in session.read_text().splitlines()
              if json.loads(line)["type"] == "message" and json.loads(line)["message"]["role"] == "user"]
     assert [u["content"] for u in users] == ["/hi Ann", "Make a plan for: fix the bug", "/bye"]
+
+
+def test_a_history_file_that_is_a_fifo_or_a_link_is_neither_read_nor_written(term, cli):
+    cli.config_dir.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(cli.config_dir / "history")  # a blocking read of it would never return
+    k = term([[text("one")]])  # at its first prompt
+    start = k.text
+    assert "history not used" in start and "not a regular file" in start
+    k.line("hello")
+    assert "one" in k.expect(PROMPT)
+    k.send("\x04")
+    assert k.wait() == 0
+    assert stat.S_ISFIFO(os.lstat(cli.config_dir / "history").st_mode)
+    os.unlink(cli.config_dir / "history")
+    target = cli.ws / "elsewhere"
+    target.write_text("kept\n")
+    (cli.config_dir / "history").symlink_to(target)
+    k = term([[text("two")]])
+    start = k.text
+    assert "history not used" in start and "symbolic link" in start
+    k.line("hello again")
+    assert "two" in k.expect(PROMPT)
+    k.send("\x04")
+    assert k.wait() == 0
+    assert target.read_text() == "kept\n"
