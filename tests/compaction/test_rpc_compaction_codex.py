@@ -19,6 +19,7 @@ from lib.loopback_kward import create_session, run_turn, start_kward, start_turn
 from lib.turn_events import failed_error, finished, wait_turn
 
 TOKEN = make_jwt("acct_compaction")
+PROVIDER_ERROR = -32005  # docs/protocol.md, Codes
 BIG = "A" * 2999 + "\n"
 
 
@@ -240,10 +241,12 @@ def test_a_failed_compaction_changes_nothing(start, fake, isolated_home):
     fake.script("responses", fc.http_error(400, {"error": {"message": "no summaries today"}}))
     error = client.error("sessions/compact", {"sessionId": sid})
     assert error.reason == "provider_error" and "no summaries today" in error.error["message"]
+    assert error.code == PROVIDER_ERROR  # the provider's failure, not -32603 (a bug)
+    assert error.error["data"]["provider"] == "Codex" and error.error["data"]["status"] == 400
     fake.script("responses", fc.text([]))
     error = client.error("sessions/compact", {"sessionId": sid})
-    assert (error.reason, error.error["message"]) == (
-        "empty_summary", "Compaction produced an empty summary; context was not changed.")
+    assert (error.code, error.reason, error.error["message"]) == (
+        PROVIDER_ERROR, "empty_summary", "Compaction produced an empty summary; context was not changed.")
     assert open(session["path"], "rb").read() == before
 
     events = session_events(client, sid)
@@ -252,6 +255,7 @@ def test_a_failed_compaction_changes_nothing(start, fake, isolated_home):
         p = end["payload"]
         assert p["aborted"] is True and p["willRetry"] is False and p["result"] == {}
         assert p["error"]["data"]["reason"] == failure and p["errorMessage"] == p["error"]["message"]
+        assert p["error"]["code"] == PROVIDER_ERROR
 
     fake.script("responses", fc.text(["three"]))
     completed(client, sid, "third")
