@@ -12,7 +12,7 @@ import pytest
 
 from kward.compaction.prompt import SYSTEM_PROMPT
 from lib import fake_codex as fc
-from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
+from lib.compaction_helpers import compaction_records, session_events, wait_session_events, write_compaction_config
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_http import served
 from lib.loopback_kward import create_session, run_turn, start_kward, start_turn
@@ -153,6 +153,29 @@ def test_a_split_turn_keeps_tool_calls_with_their_results(start, fake, isolated_
     assert {i["call_id"] for i in items if i.get("type") == "function_call_output"} <= calls
 
 
+def test_the_compact_response_is_written_before_its_compaction_end_which_carries_the_estimate(
+        start, fake, isolated_home):
+    client = start(keep_recent_tokens=10)
+    sid = create_session(client, isolated_home)["id"]
+    fake.script("responses", fc.text([BIG]), fc.text(["two"]))
+    completed(client, sid, "first")
+    completed(client, sid, "second")
+    fake.script("responses", fc.text(["## Goal\n- short"]))
+    rid = client.send("sessions/compact", {"sessionId": sid})
+    result = client.response(rid, timeout=20)["result"]
+    client.wait_notification(lambda n: n["method"] == "session/event" and n["params"]["type"] == "compactionEnd")
+    frames = [json.loads(body) for body in list(client.bodies)]
+    answered = next(i for i, m in enumerate(frames) if m.get("id") == rid)
+    [ended] = [i for i, m in enumerate(frames)
+               if m.get("method") == "session/event" and m["params"]["type"] == "compactionEnd"]
+    [started] = [i for i, m in enumerate(frames)
+                 if m.get("method") == "session/event" and m["params"]["type"] == "compactionStart"]
+    assert started < answered < ended  # a client closing the reply on compactionEnd has the answer already
+    payload = frames[ended]["params"]["payload"]
+    assert payload["result"] == result and payload["aborted"] is False
+    assert 0 < payload["estimatedTokensAfter"] < result["tokensBefore"]
+
+
 def test_automatic_compaction_before_a_turn(start, fake, isolated_home):
     client = start(context_window=13_000, reserve_tokens=1_000, keep_recent_tokens=5)
     sid = create_session(client, isolated_home)["id"]
@@ -172,6 +195,7 @@ def test_automatic_compaction_before_a_turn(start, fake, isolated_home):
     assert start_event["payload"] == {"reason": "threshold"}
     assert end_event["payload"]["aborted"] is False and end_event["payload"]["willRetry"] is False
     assert end_event["payload"]["result"]["firstKeptEntryId"] == "message:2"
+    assert 0 < end_event["payload"]["estimatedTokensAfter"] < end_event["payload"]["result"]["tokensBefore"]
     # the usage of the new answer describes the compacted context: no compaction again
     fake.script("responses", fc.text(["three"]))
     completed(client, sid, "third")
@@ -249,7 +273,7 @@ def test_a_failed_compaction_changes_nothing(start, fake, isolated_home):
         PROVIDER_ERROR, "empty_summary", "Compaction produced an empty summary; context was not changed.")
     assert open(session["path"], "rb").read() == before
 
-    events = session_events(client, sid)
+    events = wait_session_events(client, 4, sid)
     assert [e["type"] for e in events] == ["compactionStart", "compactionEnd"] * 2
     for end, failure in ((events[1], "provider_error"), (events[3], "empty_summary")):
         p = end["payload"]

@@ -4,7 +4,7 @@ compacted context, and the errors of a compaction that cannot run."""
 
 from __future__ import annotations
 
-from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
+from lib.compaction_helpers import compaction_records, session_events, wait_session_events, write_compaction_config
 from lib.rpc_client import RpcClient
 from lib.scripted_kward import kward  # noqa: F401 - fixture
 from lib.scripts import delay, text
@@ -34,10 +34,13 @@ def test_manual_compaction_with_a_scripted_summary(kward, isolated_home):
     assert result["details"] == {"read_files": [], "modified_files": []}
     assert isinstance(result["tokensBefore"], int) and result["tokensBefore"] > 100
 
-    start, end = session_events(k.client, s["id"])
+    start, end = wait_session_events(k.client, 2, s["id"])  # compactionEnd comes after the response
     assert (start["type"], start["payload"]) == ("compactionStart", {"reason": "manual"})
     assert end["type"] == "compactionEnd"
-    assert end["payload"] == {"result": result, "aborted": False, "willRetry": False, "errorMessage": None}
+    after = end["payload"]["estimatedTokensAfter"]
+    assert isinstance(after, int) and 0 < after < result["tokensBefore"]
+    assert end["payload"] == {"result": result, "aborted": False, "willRetry": False, "errorMessage": None,
+                              "estimatedTokensAfter": after}
 
     [record] = compaction_records(s["path"])
     message = record["message"]
@@ -78,7 +81,8 @@ def test_the_builtin_scripted_checkpoint_and_the_refusals(kward, isolated_home):
     assert "1 assistant entries summarized" in result["summary"]
     error = k.error("sessions/compact", {"sessionId": s["id"]})  # nothing new since: the kept part fits
     assert error.reason == "nothing_to_compact"
-    assert [e["type"] for e in session_events(k.client)] == ["compactionStart", "compactionEnd"]  # refusals: none
+    assert [e["type"] for e in wait_session_events(k.client, 2)] == ["compactionStart", "compactionEnd"]
+    assert len(session_events(k.client)) == 2  # refusals: none (their answers came after that compactionEnd)
 
 
 def test_bad_params_and_unknown_sessions(kward):
