@@ -176,6 +176,40 @@ def test_the_compact_response_is_written_before_its_compaction_end_which_carries
     assert 0 < payload["estimatedTokensAfter"] < result["tokensBefore"]
 
 
+def usage_of(input_tokens, output_tokens):
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens}
+
+
+def test_stats_are_cumulative_across_a_compaction_and_a_resume_summarizer_included(start, fake, isolated_home):
+    client = start(keep_recent_tokens=10)
+    session = create_session(client, isolated_home)
+    sid = session["id"]
+    fake.script("responses", fc.text([BIG], usage=usage_of(1000, 100)), fc.text(["two"], usage=usage_of(2000, 20)))
+    completed(client, sid, "first")
+    completed(client, sid, "second")
+    before = client.request("runtime/stats", {"sessionId": sid})["tokens"]
+    assert (before["input"], before["output"], before["total"]) == (3000, 120, 3120)
+
+    fake.script("responses", fc.text(["## Goal\n- short"], usage=usage_of(700, 7)))  # the summarizer's call
+    client.request("sessions/compact", {"sessionId": sid}, timeout=20)
+    after = client.request("runtime/stats", {"sessionId": sid})["tokens"]
+    assert (after["input"], after["output"], after["total"]) == (3700, 127, 3827)
+
+    fake.script("responses", fc.text(["three"], usage=usage_of(400, 4)))
+    completed(client, sid, "third")
+    live = client.request("runtime/stats", {"sessionId": sid})["tokens"]
+    assert (live["input"], live["output"], live["total"]) == (4100, 131, 4231)
+    [record] = compaction_records(session["path"])
+    assert record["message"]["summarizer_usage"]["input_tokens"] == 700  # kept in the file
+    with client:
+        client.close()
+
+    other = start()  # a new process resumes the file: the same totals
+    resumed = other.request("sessions/resume", {"path": session["path"]})
+    assert other.request("runtime/stats", {"sessionId": resumed["id"]})["tokens"] == live
+
+
 def test_automatic_compaction_before_a_turn(start, fake, isolated_home):
     client = start(context_window=13_000, reserve_tokens=1_000, keep_recent_tokens=5)
     sid = create_session(client, isolated_home)["id"]
