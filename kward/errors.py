@@ -23,6 +23,7 @@ OVERLOADED = -32001
 CONFIG_ERROR = -32002
 FILESYSTEM_ERROR = -32003
 PLUGIN_ERROR = -32004
+PROVIDER_ERROR = -32005  # the model provider failed a request a method made itself
 
 #: Every stable reason slug a client may receive in ``error.data.reason``.
 REASONS: dict[str, str] = {
@@ -226,6 +227,7 @@ class NotLoggedIn(KwardError):
     """No usable credentials: never logged in, logged out, or the stored login expired and
     refreshing it failed for good. The message names what fixes it."""
 
+    code = PROVIDER_ERROR
     reason = "not_logged_in"
 
 
@@ -241,6 +243,7 @@ class AuthServerError(KwardError):
     """The OAuth authorization server could not be reached or failed (network, 5xx) while
     refreshing a login; retrying later may work. Reason `provider_error`."""
 
+    code = PROVIDER_ERROR
     reason = "provider_error"
 
 
@@ -340,8 +343,9 @@ class AlreadyCompacted(StateConflict):
 
 
 class EmptySummary(KwardError):
-    """The summarizer answered nothing; the session is left as it was."""
+    """The summarizer (the model) answered nothing; the session is left as it was."""
 
+    code = PROVIDER_ERROR
     reason = "empty_summary"
 
     def __init__(self) -> None:

@@ -44,6 +44,7 @@ from kward.model import (
     ToolResult,
     ToolResultMessage,
     UserMessage,
+    is_error_text,
 )
 from kward.providers.base import (
     ModelRequest,
@@ -223,7 +224,10 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
             except Canceled:
                 canceled = True
                 result = ToolResult.text(CANCELLED)
-        session.append_message(ToolResultMessage(call.id, call.name, result.content))
+        # the flag is stored when the text does not tell it (`Unknown tool:`), so that a
+        # reloaded transcript reports what the toolResult event did
+        flag = result.is_error if result.is_error != is_error_text(result.content) else None
+        session.append_message(ToolResultMessage(call.id, call.name, result.content, is_error=flag))
         session.append_tool_execution(call, result)
         setup.emit("toolResult", ToolOutcome(call, result))
     if canceled:

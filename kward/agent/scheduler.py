@@ -17,7 +17,10 @@ the session file was fsynced and, when nothing else is queued, the turn lock rel
 (see `_drain`). A turn canceled while queued never runs: `turnQueued`,
 `turnCancelRequested`, `turnFinished {status: canceled}`, without `turnStarted`. `steer` input that no running turn can take any more
 (it is finishing, or the next one has not started) becomes a follow-up turn; on an idle
-session it is refused.
+session it is refused. Inputs never overtake each other: while a turn is queued, a steer
+(explicit or by default) is not handed to the running turn but queued behind it as a
+follow-up turn, and steered input a finished turn never used is queued ahead of the turns
+queued after it.
 
 Thread contract: `start`, `cancel`, `get` and the queries are called from the
 dispatcher (any thread is fine); turns run on pool workers. `_lock` guards the turn table
@@ -108,6 +111,8 @@ class TurnManager:
             if self._closed:
                 raise InvalidParams("The server is shutting down", reason="shutting_down")
             running = lane.running if lane.running is not None and lane.running.status == "running" else None
+            if lane.queue:  # steering now would overtake the queued input: queue behind it instead
+                running = None
             if behavior is None:
                 behavior = "steer" if (steer_ok and running is not None) else "newTurn"
             if behavior == "steer":
@@ -251,8 +256,9 @@ class TurnManager:
 
     def _enqueue(self, lane: Lane, session: SessionHandle, text: str, attachments: list[ImagePart],
                  headers: dict[str, str] | None = None,
-                 publish: Callable[[TurnEvent], None] | None = None) -> Turn:
-        """Create a queued turn of `session` on `lane` and emit turnQueued. Caller holds `_lock`."""
+                 publish: Callable[[TurnEvent], None] | None = None, at: int | None = None) -> Turn:
+        """Create a queued turn of `session` on `lane` (at the end of its queue, or at index
+        `at`) and emit turnQueued. Caller holds `_lock`."""
         turn_id = str(uuid.uuid4())
         session_id = session.id
         publish = publish or self._publish
@@ -260,7 +266,10 @@ class TurnManager:
                     created_at=now_iso(), events=EventLog(turn_id, session_id, publish, self._make_room),
                     headers=dict(headers or {}), session=session, publish=publish)
         self._remember(turn)
-        lane.queue.append(turn)
+        if at is None:
+            lane.queue.append(turn)
+        else:
+            lane.queue.insert(at, turn)
         turn.emit("turnQueued", Status("queued"), wait=False)
         return turn
 
@@ -297,8 +306,9 @@ class TurnManager:
                 lane.running = None
                 if self._closed or turn.status == "canceled":
                     leftovers = []  # the user stopped this turn: its pending steer input goes with it
-                for item in leftovers:  # steered input the turn never used: keep it as a follow-up
-                    self._enqueue(lane, turn.session, item.text, item.attachments, turn.headers, turn.publish)
+                for at, item in enumerate(leftovers):  # steered input the turn never used: a follow-up
+                    # ahead of the turns queued after it was given
+                    self._enqueue(lane, turn.session, item.text, item.attachments, turn.headers, turn.publish, at=at)
                 done = not lane.queue
                 stack = lane.end() if done else None
             if done:

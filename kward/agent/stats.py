@@ -1,12 +1,14 @@
-"""Conversation statistics for runtime/stats: message counts, cumulative token usage and
-an estimate of the context the next request will use, as typed values (their wire shapes:
-`kward.rpc.wire.runtime`). Pure functions of the messages (`kward.model`), any thread."""
+"""Conversation statistics for runtime/stats: message counts and an estimate of the
+context the next request will use, as typed values (their wire shapes:
+`kward.rpc.wire.runtime`). Pure functions of the messages (`kward.model`), any thread. The
+cumulative token usage is the session's own (`OpenSession.spent`: compacted messages and
+summarizer calls included)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from kward.model import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from kward.model import AssistantMessage, Message, ToolResultMessage, UserMessage
 from kward.sessions.codec import stored_chars
 
 
@@ -47,26 +49,6 @@ def message_counts(messages: list[Message]) -> MessageCounts:
         elif isinstance(m, ToolResultMessage):
             tool_results += 1
     return MessageCounts(user, assistant, tool_calls, tool_results, total)
-
-
-def token_totals(messages: list[Message]) -> Usage:
-    """Cumulative provider usage over the assistant messages; `cost` their total cost (None
-    if never reported)."""
-    input_ = output = cache_read = cache_write = reasoning = total = 0
-    cost = None
-    for m in messages:
-        usage = m.usage if isinstance(m, AssistantMessage) else None
-        if usage is None:
-            continue
-        input_ += usage.input_tokens
-        output += usage.output_tokens
-        cache_read += usage.cache_read_tokens
-        cache_write += usage.cache_write_tokens
-        reasoning += usage.reasoning_tokens
-        total += usage.total_tokens
-        if usage.cost is not None:
-            cost = (cost or 0.0) + usage.cost
-    return Usage(input_, output, cache_read, cache_write, reasoning, total, cost)
 
 
 def context_usage(messages: list[Message], instructions: str, window: int | None) -> ContextUsage | None:

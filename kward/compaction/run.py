@@ -4,12 +4,13 @@ append the `compaction` record.
 `plan` refuses with `AlreadyCompacted` (the last entry is a summary) or
 `NothingToCompact` (no entries, or everything after the last summary fits in
 `keep_recent_tokens`). `compact` then calls the summarizer (`Summarize`: one model call
-without tools, answer text back) once for the summarized part, and once more for the
+without tools, its answer text and usage back) once for the summarized part, and once more for the
 prefix of a split turn (appended after ``---`` / ``**Turn Context (split turn):**``),
 rewrites the Files & Code lists from the tracked tool calls (`kward.compaction.files`) and
 appends ``{type:"compaction", message:{role:"compactionSummary", summary,
 first_kept_entry_id, tokens_before, from_hook:false, details:{read_files,
-modified_files}}}``. Appending applies the record as a reload would
+modified_files}, summarizer_usage?}}}`` (`summarizer_usage`: the summed usage its calls
+reported, counted in the session's totals). Appending applies the record as a reload would
 (`kward.sessions.replay`): the live conversation becomes the summary plus the kept
 messages, and the read-before-write state is cleared. Any failure before the append
 (the model's error, an empty summary, cancellation) leaves the session unchanged.
@@ -24,7 +25,7 @@ lock (no turn appends meanwhile); blocks for the model calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 from kward.cancel import CancelToken
 from kward.compaction.cut import Cut, branch_start, find_cut, kept_entry_id
@@ -52,18 +53,27 @@ from kward.errors import (
     KwardError,
     NothingToCompact,
 )
-from kward.model import AssistantMessage, CompactionSummary, Message, UserMessage
+from kward.model import AssistantMessage, CompactionSummary, Message, Usage, UserMessage, usage_plus
 from kward.providers.base import ModelRequest, Provider, QuietSink
 from kward.providers.scripted import SUMMARIZED_ASSISTANTS
-from kward.sessions.codec import encode
+from kward.sessions.codec import encode, usage_record
 from kward.sessions.entries import compacted
+from kward.sessions.format import SUMMARIZER_USAGE
 from kward.sessions.messages import message_ident, role_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.handle import SessionHandle
 
-#: One summarizer call: (system prompt, user message, max answer tokens) -> answer text.
-Summarize = Callable[[str, str, int], str]
+class SummaryAnswer(NamedTuple):
+    """One summarizer call's answer: its text and the usage the provider reported (None:
+    none)."""
+
+    text: str
+    usage: Usage | None = None
+
+
+#: One summarizer call: (system prompt, user message, max answer tokens) -> its answer.
+Summarize = Callable[[str, str, int], SummaryAnswer]
 
 MAIN_SHARE = 0.8  # of reserve_tokens: the main summary's answer cap
 SPLIT_SHARE = 0.5  # the split-turn summary's
@@ -107,18 +117,24 @@ def plan(entries: Sequence[Message], settings: CompactionSettings, instructions:
                 file_details(replaced, previous.details if previous is not None else None))
 
 
-def _call(summarize: Summarize, system: str, user: str, max_tokens: int) -> str:
-    text = (summarize(system, user, max_tokens) or "").strip()
+def _call(summarize: Summarize, system: str, user: str, max_tokens: int, spent: list[Usage]) -> str:
+    """The answer's text (EmptySummary when there is none); its usage goes to `spent`."""
+    answer = summarize(system, user, max_tokens)
+    if answer.usage is not None:
+        spent.append(answer.usage)
+    text = (answer.text or "").strip()
     if not text:
         raise EmptySummary()
     return text
 
 
 def summary_text(p: Plan, summarize: Summarize, profile: Profile, settings: CompactionSettings,
-                 focus: str | None = None, window: int | None = None) -> str:
+                 focus: str | None = None, window: int | None = None,
+                 spent: list[Usage] | None = None) -> str:
     """The checkpoint of the plan: the model's summary (and split-turn summary), with the
     Files & Code lists rewritten. The conversation each call carries is cut (oldest
-    first) to what fits `window` (`prompt_budget`)."""
+    first) to what fits `window` (`prompt_budget`). The usage of each call goes to `spent`."""
+    spent = [] if spent is None else spent
     entries, cut = p.entries, p.cut
     main_cap = max(1, int(settings.reserve_tokens * MAIN_SHARE))
     split_cap = max(1, int(settings.reserve_tokens * SPLIT_SHARE))
@@ -129,12 +145,12 @@ def summary_text(p: Plan, summarize: Summarize, profile: Profile, settings: Comp
     main_budget = None if budget is None else max(MIN_PROMPT_CHARS, budget - len(previous or ""))
     if summarized or previous or not prefix:
         text = _call(summarize, SYSTEM_PROMPT,
-                     summary_request(serialize(summarized, main_budget), profile, previous, focus), main_cap)
+                     summary_request(serialize(summarized, main_budget), profile, previous, focus), main_cap, spent)
         if prefix:
             text += SPLIT_SEPARATOR + _call(summarize, SYSTEM_PROMPT,
-                                            split_request(serialize(prefix, budget), profile), split_cap)
+                                            split_request(serialize(prefix, budget), profile), split_cap, spent)
     else:  # the cut turn is all there is to summarize
-        text = _call(summarize, SYSTEM_PROMPT, split_request(serialize(prefix, budget), profile), split_cap)
+        text = _call(summarize, SYSTEM_PROMPT, split_request(serialize(prefix, budget), profile), split_cap, spent)
     text = rewrite_files(text, p.details).strip()
     if not text:
         raise EmptySummary()
@@ -147,7 +163,8 @@ def compact(session: SessionHandle, summarize: Summarize, settings: CompactionSe
     `window`: the model's context window (settings' `context_window` wins), if known."""
     entries = session.entry_messages()
     p = plan(entries, settings, instructions)
-    text = summary_text(p, summarize, profile, settings, focus, settings.context_window or window)
+    spent: list[Usage] = []
+    text = summary_text(p, summarize, profile, settings, focus, settings.context_window or window, spent)
     replaced = p.cut.summarized(entries) + p.cut.turn_prefix(entries)
     kept = list(entries[p.cut.first_kept:])
     assistants = sum(1 for m in replaced if isinstance(m, AssistantMessage))
@@ -155,8 +172,13 @@ def compact(session: SessionHandle, summarize: Summarize, settings: CompactionSe
         earlier = p.previous.extras.get(SUMMARIZED_ASSISTANTS)
         assistants += earlier if isinstance(earlier, int) and not isinstance(earlier, bool) else 0
     details = {"read_files": list(p.details["read_files"]), "modified_files": list(p.details["modified_files"])}
-    summary = CompactionSummary(text, p.first_kept_entry_id, p.tokens_before, False, details,
-                                extras={SUMMARIZED_ASSISTANTS: assistants, KEPT_MESSAGES: len(kept)})
+    extras: dict[str, object] = {SUMMARIZED_ASSISTANTS: assistants, KEPT_MESSAGES: len(kept)}
+    if spent:
+        total = Usage()
+        for usage in spent:
+            total = usage_plus(total, usage)
+        extras[SUMMARIZER_USAGE] = usage_record(total)
+    summary = CompactionSummary(text, p.first_kept_entry_id, p.tokens_before, False, details, extras=extras)
     if compacted(entries, summary, p.first_kept_entry_id, role_of, message_ident) != [summary] + kept:
         raise InternalError("Compaction could not name the first kept message unambiguously; "
                             "context was not changed.")  # e.g. two messages with one id
@@ -188,10 +210,11 @@ def model_summarizer(provider: Provider, model: str, cancel: CancelToken, *, rea
                      headers: dict[str, str] | None = None, session_key: str | None = None) -> Summarize:
     """A `Summarize` over a provider: the active model, no tools."""
 
-    def summarize(system: str, user: str, max_tokens: int) -> str:
+    def summarize(system: str, user: str, max_tokens: int) -> SummaryAnswer:
         request = ModelRequest(instructions=system, messages=[UserMessage(user)], tools=[], model=model,
                                reasoning_effort=reasoning_effort, headers=dict(headers or {}),
                                session_id=session_key, purpose="compaction", max_output_tokens=max_tokens)
-        return provider.complete(request, QuietSink(), cancel).text
+        response = provider.complete(request, QuietSink(), cancel)
+        return SummaryAnswer(response.text, response.usage)
 
     return summarize

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from kward.cancel import CancelToken
-from kward.errors import KwardError
+from kward.errors import PROVIDER_ERROR, KwardError
 from kward.model import Message, RetryInfo, ToolCall, Usage
 
 __all__ = ["KIND_REASONS", "Message", "ModelRequest", "ModelResponse", "Provider", "ProviderError", "ProviderSetup",
@@ -99,7 +99,10 @@ KIND_REASONS: dict[str, str] = {"usage_limit": "usage_limit", "context_overflow"
 class ProviderError(KwardError):
     """A model request failed. `kind` is one of: auth, rate_limit, usage_limit,
     context_overflow, server, network, timeout, stream_incomplete, bad_request.
-    Without an explicit `reason` the reason follows from `kind` (`KIND_REASONS`)."""
+    Without an explicit `reason` the reason follows from `kind` (`KIND_REASONS`). Answered
+    as an error response (a method's own model request: `sessions/compact`), code -32005."""
+
+    code = PROVIDER_ERROR
 
     def __init__(self, message: str, *, provider: str, kind: str, status: int | None = None,
                  retryable: bool = False, retry_after: float | None = None, reason: str | None = None,

@@ -126,7 +126,8 @@ METHODS: dict[str, Method] = {
 class Call(NamedTuple):
     """One request as a handler sees it. `id` is None for notifications. `runtime` is the
     core; `conn` the client's connection (its initialize state, notifications, the stop
-    of `shutdown`, backpressure); `methods` the table being served."""
+    of `shutdown`, backpressure); `methods` the table being served. `deferred` (the
+    server gives each call its own list) holds what `after_answer` put off."""
 
     runtime: "Runtime"
     conn: "Connection"
@@ -134,6 +135,16 @@ class Call(NamedTuple):
     params: Params
     id: Any = None
     trace: dict[str, str] | None = None
+    deferred: list[Callable[[], None]] | None = None
+
+    def after_answer(self, then: Callable[[], None]) -> None:
+        """Run `then` once the answer to this call (its response or error) is queued to
+        the writer, on the thread that ran the handler: a notification it sends is written
+        after the answer. At once when the call has no `deferred` list (no server answers it)."""
+        if self.deferred is None:
+            then()
+        else:
+            self.deferred.append(then)
 
 
 class Unredacted(NamedTuple):

@@ -172,7 +172,7 @@ class RpcServer:
                     urgent=True)
             return
         call = Call(runtime=self.runtime, conn=self.conn, methods=self.methods, params=Params(msg.params),
-                    id=request_id, trace=msg.trace)
+                    id=request_id, trace=msg.trace, deferred=[])
         if not spec.slow:
             self._execute(msg.method, spec, call, is_request)
             return
@@ -203,6 +203,18 @@ class RpcServer:
             self._inflight_cond.notify_all()
 
     def _execute(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None = None) -> None:
+        """Run one handler and answer, then run what the handler put off until its answer
+        was queued (`Call.after_answer`)."""
+        try:
+            self._run_and_answer(method, spec, call, is_request, token)
+        finally:
+            for then in call.deferred or ():
+                try:
+                    then()
+                except Exception:
+                    log.exception("after answering %s", method)
+
+    def _run_and_answer(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None = None) -> None:
         """Run one handler and answer. A KwardError is answered as it is, an OSError as the
         FilesystemError `errors.as_kward_error` makes of it (reason, path, the OS's words);
         anything else is a bug: -32603, with the traceback in the log only. A slow request

@@ -436,7 +436,8 @@ class Runtime:
                    behavior: str | None = None, headers: Mapping[str, str] | None = None,
                    sink: EventSink | None = None) -> "Turn":
         """Queue a turn on the session (or, `behavior="steer"` or by default while one runs
-        on a steering provider, hand the input to the running turn); returns the turn the
+        on a steering provider and none is queued, hand the input to the running turn:
+        inputs never overtake each other, see kward.agent.scheduler); returns the turn the
         input went to. Its events go to `sink` (default: the runtime's event sink), from
         `turnQueued` to `turnFinished`; steered input joins the running turn's events.
         `attachments` are raw image attachments (checked here); `headers` go with the

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kward.agent.stats import context_usage, message_counts, token_totals
+from kward.agent.stats import context_usage, message_counts
 from kward.errors import KwardError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,7 +64,7 @@ class SessionState:
 class SessionStats:
     ids: SessionIds
     counts: "MessageCounts"
-    tokens: "Usage"  # the sum of the assistant messages' usage (`cost`: None when never reported)
+    tokens: "Usage"  # cumulative: every assistant message and summarizer call (`cost` None: never reported)
     context_usage: "ContextUsage | None"  # None when the model's context window is unknown
     auto_compaction: bool = False  # config `compaction.enabled`
 
@@ -106,5 +106,5 @@ def session_stats(rt: Runtime, session: SessionHandle) -> SessionStats:
     except KwardError:
         window = None
     usage = context_usage(messages, rt.resources.estimate(session), window)
-    return SessionStats(ids=session_ids(session), counts=message_counts(messages), tokens=token_totals(messages),
+    return SessionStats(ids=session_ids(session), counts=message_counts(messages), tokens=session.spent(),
                         context_usage=usage, auto_compaction=rt.compaction.auto_enabled())

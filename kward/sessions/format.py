@@ -7,7 +7,9 @@ the typed message as `kward.sessions.codec` encodes it:
 
 - ``{type:"session", version:1, id, timestamp, cwd, model?, reasoningEffort?, parentId?, parentPath?}``
 - ``{type:"message", timestamp, message}``
-- ``{type:"compaction", timestamp, message:{role:"compactionSummary", summary, first_kept_entry_id, ...}}``
+- ``{type:"compaction", timestamp, message:{role:"compactionSummary", summary, first_kept_entry_id, ...,
+  summarizer_usage?}}``: `summarizer_usage` (kward's addition; older records have none)
+  is the summed usage of the summarizer's model calls, counted in the session's totals
 - ``{type:"tool_execution_end", timestamp, toolCallId, toolName, args, result, isError}``
 - ``{type:"memory_state", timestamp, sessionMemories, lastRetrieval}``
 - ``{type:"session_info", timestamp, name?, model?, reasoningEffort?}``
@@ -23,6 +25,10 @@ from typing import Any, NamedTuple
 from kward.timefmt import now_iso
 
 SESSION_VERSION = 1
+
+#: The key of a compaction summary (an extra field of its record) holding the summed
+#: usage object of the summarizer's model calls.
+SUMMARIZER_USAGE = "summarizer_usage"
 
 #: Record types written after the header. Anything else is skipped (and logged) on read.
 BODY_TYPES = frozenset({"message", "compaction", "tool_execution_end", "memory_state", "session_info"})

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from kward.errors import SessionNotFound
-from kward.model import Message, ToolCall, ToolResult
+from kward.model import Message, ToolCall, ToolResult, Usage
 from kward.sessions.replay import MemoryState
 from kward.sessions.session import OpenSession, SessionInfo
 
@@ -110,6 +110,9 @@ class SessionHandle:
 
     def snapshot(self) -> tuple[list[Message], set[str]]:
         return self.shared.snapshot()
+
+    def spent(self) -> Usage:
+        return self.shared.spent()
 
     def refresh(self) -> None:
         self.shared.refresh()

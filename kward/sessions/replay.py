@@ -10,7 +10,9 @@ session_info's ``name`` (missing, empty or null clears it); read-before-write st
 set of realpaths of successful ``read_file``, ``write_file`` and ``edit_file`` results
 (tool content that is not an error text; the path comes from the assistant's matching
 tool call, resolved inside the workspace as the tools resolve it), cleared by compaction:
-the read-before-write rule of `kward.readstate`, which the tools apply too.
+the read-before-write rule of `kward.readstate`, which the tools apply too. `spent` is the
+usage of every assistant message ever replayed (compacted ones too) and of every
+compaction's summarizer (`summarizer_usage`): the session's cumulative totals.
 
 Not thread-safe by itself: the owner (OpenSession) serializes calls under its lock.
 """
@@ -25,13 +27,15 @@ from kward.model import (
     Message,
     ToolResultMessage,
     UserMessage,
+    Usage,
     content_text,
     is_error_text,
+    usage_plus,
 )
 from kward.readstate import READ_TOOLS, realpath_below
-from kward.sessions.codec import decode
+from kward.sessions.codec import decode, usage_from
 from kward.sessions.entries import compacted
-from kward.sessions.format import SessionHeader, clean_name
+from kward.sessions.format import SUMMARIZER_USAGE, SessionHeader, clean_name
 from kward.sessions.messages import message_ident, role_of
 from kward.toolcalls import parse_arguments
 
@@ -62,6 +66,7 @@ class Replay:
         self.conversation: list[Message] = []
         self.name: str | None = None
         self.content_messages = 0  # user/assistant/tool message records ever seen
+        self.spent = Usage()  # cumulative: every assistant message and summarizer ever replayed
         self.read_paths: set[str] = set()
         self.memory_state: MemoryState | None = None
         self.model = header.model
@@ -103,6 +108,8 @@ class Replay:
             self.content_messages += 1
         elif isinstance(message, AssistantMessage):
             self.content_messages += 1
+            if message.usage is not None:
+                self.spent = usage_plus(self.spent, message.usage)
             if message.tool_calls or message.other_calls:
                 self._note_read_calls(message)
         elif isinstance(message, ToolResultMessage):
@@ -129,6 +136,9 @@ class Replay:
                 self.read_paths.add(resolved)
 
     def compact(self, summary: CompactionSummary) -> None:
+        summarizer = usage_from(summary.extras.get(SUMMARIZER_USAGE))
+        if summarizer is not None:
+            self.spent = usage_plus(self.spent, summarizer)
         self.conversation = compacted(self.conversation, summary, summary.first_kept_entry_id, role_of,
                                       message_ident)
         self.read_paths.clear()

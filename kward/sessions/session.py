@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from kward.errors import SessionFileGone, SessionInUse, SessionNotFound
-from kward.model import MESSAGE_TYPES, Message, ToolCall, ToolResult
+from kward.model import MESSAGE_TYPES, Message, ToolCall, ToolResult, Usage
 from kward.sessions.codec import encode, tool_execution_fields
 from kward.sessions.format import (
     EXTRA_TYPES,
@@ -159,6 +159,13 @@ class OpenSession:
         with self._lock:
             self.refresh()
             return [m for m in self._replay.conversation if m.role != "system"]
+
+    def spent(self) -> Usage:
+        """The session's cumulative usage (`Replay.spent`), with what other processes
+        appended so far."""
+        with self._lock:
+            self.refresh()
+            return self._replay.spent
 
     def snapshot(self) -> tuple[list[Message], set[str]]:
         """(non-system live messages, copy of the read paths), consistent with each other

@@ -12,13 +12,14 @@ import pytest
 
 from kward.compaction.prompt import SYSTEM_PROMPT
 from lib import fake_codex as fc
-from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
+from lib.compaction_helpers import compaction_records, session_events, wait_session_events, write_compaction_config
 from lib.fake_codex import FakeCodex, make_jwt
 from lib.fake_http import served
 from lib.loopback_kward import create_session, run_turn, start_kward, start_turn
 from lib.turn_events import failed_error, finished, wait_turn
 
 TOKEN = make_jwt("acct_compaction")
+PROVIDER_ERROR = -32005  # docs/protocol.md, Codes
 BIG = "A" * 2999 + "\n"
 
 
@@ -152,6 +153,63 @@ def test_a_split_turn_keeps_tool_calls_with_their_results(start, fake, isolated_
     assert {i["call_id"] for i in items if i.get("type") == "function_call_output"} <= calls
 
 
+def test_the_compact_response_is_written_before_its_compaction_end_which_carries_the_estimate(
+        start, fake, isolated_home):
+    client = start(keep_recent_tokens=10)
+    sid = create_session(client, isolated_home)["id"]
+    fake.script("responses", fc.text([BIG]), fc.text(["two"]))
+    completed(client, sid, "first")
+    completed(client, sid, "second")
+    fake.script("responses", fc.text(["## Goal\n- short"]))
+    rid = client.send("sessions/compact", {"sessionId": sid})
+    result = client.response(rid, timeout=20)["result"]
+    client.wait_notification(lambda n: n["method"] == "session/event" and n["params"]["type"] == "compactionEnd")
+    frames = [json.loads(body) for body in list(client.bodies)]
+    answered = next(i for i, m in enumerate(frames) if m.get("id") == rid)
+    [ended] = [i for i, m in enumerate(frames)
+               if m.get("method") == "session/event" and m["params"]["type"] == "compactionEnd"]
+    [started] = [i for i, m in enumerate(frames)
+                 if m.get("method") == "session/event" and m["params"]["type"] == "compactionStart"]
+    assert started < answered < ended  # a client closing the reply on compactionEnd has the answer already
+    payload = frames[ended]["params"]["payload"]
+    assert payload["result"] == result and payload["aborted"] is False
+    assert 0 < payload["estimatedTokensAfter"] < result["tokensBefore"]
+
+
+def usage_of(input_tokens, output_tokens):
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens}
+
+
+def test_stats_are_cumulative_across_a_compaction_and_a_resume_summarizer_included(start, fake, isolated_home):
+    client = start(keep_recent_tokens=10)
+    session = create_session(client, isolated_home)
+    sid = session["id"]
+    fake.script("responses", fc.text([BIG], usage=usage_of(1000, 100)), fc.text(["two"], usage=usage_of(2000, 20)))
+    completed(client, sid, "first")
+    completed(client, sid, "second")
+    before = client.request("runtime/stats", {"sessionId": sid})["tokens"]
+    assert (before["input"], before["output"], before["total"]) == (3000, 120, 3120)
+
+    fake.script("responses", fc.text(["## Goal\n- short"], usage=usage_of(700, 7)))  # the summarizer's call
+    client.request("sessions/compact", {"sessionId": sid}, timeout=20)
+    after = client.request("runtime/stats", {"sessionId": sid})["tokens"]
+    assert (after["input"], after["output"], after["total"]) == (3700, 127, 3827)
+
+    fake.script("responses", fc.text(["three"], usage=usage_of(400, 4)))
+    completed(client, sid, "third")
+    live = client.request("runtime/stats", {"sessionId": sid})["tokens"]
+    assert (live["input"], live["output"], live["total"]) == (4100, 131, 4231)
+    [record] = compaction_records(session["path"])
+    assert record["message"]["summarizer_usage"]["input_tokens"] == 700  # kept in the file
+    with client:
+        client.close()
+
+    other = start()  # a new process resumes the file: the same totals
+    resumed = other.request("sessions/resume", {"path": session["path"]})
+    assert other.request("runtime/stats", {"sessionId": resumed["id"]})["tokens"] == live
+
+
 def test_automatic_compaction_before_a_turn(start, fake, isolated_home):
     client = start(context_window=13_000, reserve_tokens=1_000, keep_recent_tokens=5)
     sid = create_session(client, isolated_home)["id"]
@@ -171,6 +229,7 @@ def test_automatic_compaction_before_a_turn(start, fake, isolated_home):
     assert start_event["payload"] == {"reason": "threshold"}
     assert end_event["payload"]["aborted"] is False and end_event["payload"]["willRetry"] is False
     assert end_event["payload"]["result"]["firstKeptEntryId"] == "message:2"
+    assert 0 < end_event["payload"]["estimatedTokensAfter"] < end_event["payload"]["result"]["tokensBefore"]
     # the usage of the new answer describes the compacted context: no compaction again
     fake.script("responses", fc.text(["three"]))
     completed(client, sid, "third")
@@ -240,18 +299,21 @@ def test_a_failed_compaction_changes_nothing(start, fake, isolated_home):
     fake.script("responses", fc.http_error(400, {"error": {"message": "no summaries today"}}))
     error = client.error("sessions/compact", {"sessionId": sid})
     assert error.reason == "provider_error" and "no summaries today" in error.error["message"]
+    assert error.code == PROVIDER_ERROR  # the provider's failure, not -32603 (a bug)
+    assert error.error["data"]["provider"] == "Codex" and error.error["data"]["status"] == 400
     fake.script("responses", fc.text([]))
     error = client.error("sessions/compact", {"sessionId": sid})
-    assert (error.reason, error.error["message"]) == (
-        "empty_summary", "Compaction produced an empty summary; context was not changed.")
+    assert (error.code, error.reason, error.error["message"]) == (
+        PROVIDER_ERROR, "empty_summary", "Compaction produced an empty summary; context was not changed.")
     assert open(session["path"], "rb").read() == before
 
-    events = session_events(client, sid)
+    events = wait_session_events(client, 4, sid)
     assert [e["type"] for e in events] == ["compactionStart", "compactionEnd"] * 2
     for end, failure in ((events[1], "provider_error"), (events[3], "empty_summary")):
         p = end["payload"]
         assert p["aborted"] is True and p["willRetry"] is False and p["result"] == {}
         assert p["error"]["data"]["reason"] == failure and p["errorMessage"] == p["error"]["message"]
+        assert p["error"]["code"] == PROVIDER_ERROR
 
     fake.script("responses", fc.text(["three"]))
     completed(client, sid, "third")

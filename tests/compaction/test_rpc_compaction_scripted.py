@@ -4,10 +4,10 @@ compacted context, and the errors of a compaction that cannot run."""
 
 from __future__ import annotations
 
-from lib.compaction_helpers import compaction_records, session_events, write_compaction_config
+from lib.compaction_helpers import compaction_records, session_events, wait_session_events, write_compaction_config
 from lib.rpc_client import RpcClient
 from lib.scripted_kward import kward  # noqa: F401 - fixture
-from lib.scripts import delay, text
+from lib.scripts import delay, step, text, usage
 from lib.session_records import read_records
 
 LONG = "please look at the parser " * 8  # ~200 chars: ~51 estimated tokens
@@ -34,10 +34,13 @@ def test_manual_compaction_with_a_scripted_summary(kward, isolated_home):
     assert result["details"] == {"read_files": [], "modified_files": []}
     assert isinstance(result["tokensBefore"], int) and result["tokensBefore"] > 100
 
-    start, end = session_events(k.client, s["id"])
+    start, end = wait_session_events(k.client, 2, s["id"])  # compactionEnd comes after the response
     assert (start["type"], start["payload"]) == ("compactionStart", {"reason": "manual"})
     assert end["type"] == "compactionEnd"
-    assert end["payload"] == {"result": result, "aborted": False, "willRetry": False, "errorMessage": None}
+    after = end["payload"]["estimatedTokensAfter"]
+    assert isinstance(after, int) and 0 < after < result["tokensBefore"]
+    assert end["payload"] == {"result": result, "aborted": False, "willRetry": False, "errorMessage": None,
+                              "estimatedTokensAfter": after}
 
     [record] = compaction_records(s["path"])
     message = record["message"]
@@ -78,7 +81,8 @@ def test_the_builtin_scripted_checkpoint_and_the_refusals(kward, isolated_home):
     assert "1 assistant entries summarized" in result["summary"]
     error = k.error("sessions/compact", {"sessionId": s["id"]})  # nothing new since: the kept part fits
     assert error.reason == "nothing_to_compact"
-    assert [e["type"] for e in session_events(k.client)] == ["compactionStart", "compactionEnd"]  # refusals: none
+    assert [e["type"] for e in wait_session_events(k.client, 2)] == ["compactionStart", "compactionEnd"]
+    assert len(session_events(k.client)) == 2  # refusals: none (their answers came after that compactionEnd)
 
 
 def test_bad_params_and_unknown_sessions(kward):
@@ -119,3 +123,30 @@ def test_compaction_refuses_during_a_turn_and_turns_wait_for_a_compaction(kward,
     assert order.index("compactionEnd") < order.index("turnStarted")  # the turn waited for the compaction
     assert result["summary"].startswith("## Goal\n- slow summary")
     assert k.request("runtime/state", {"sessionId": s["id"]})["isCompacting"] is False
+
+
+def test_cost_and_tokens_never_go_down_across_a_compaction_and_a_resume(kward, isolated_home):
+    write_compaction_config(isolated_home, keep_recent_tokens=60)
+    k = kward([step(text("one"), usage=usage(100, 10, cost=0.25)), step(text("two"), usage=usage(200, 20, cost=0.5)),
+               step(text("three"), usage=usage(300, 30, cost=1.0))], compaction=[text(SUMMARY)])
+    s = k.session()
+    turn_texts(k, s["id"], [LONG + "1", LONG + "2"])
+    seen = [k.request("runtime/stats", {"sessionId": s["id"]})]
+    assert seen[0]["cost"] == 0.75 and seen[0]["tokens"]["input"] == 300
+    k.request("sessions/compact", {"sessionId": s["id"]})
+    seen.append(k.request("runtime/stats", {"sessionId": s["id"]}))
+    summarizer = seen[1]["tokens"]["input"] - 300  # the Scripted summarizer's estimated usage, counted
+    assert summarizer > 0 and seen[1]["cost"] == 0.75
+    turn_texts(k, s["id"], ["and on"])
+    seen.append(k.request("runtime/stats", {"sessionId": s["id"]}))
+    assert seen[2]["cost"] == 1.75 and seen[2]["tokens"]["input"] == 600 + summarizer
+    k.close()
+    other = RpcClient(isolated_home, cwd=k.ws, env=k.env)
+    with other:
+        resumed = other.request("sessions/resume", {"path": s["path"]})
+        seen.append(other.request("runtime/stats", {"sessionId": resumed["id"]}))
+        other.close()
+    assert (seen[3]["cost"], seen[3]["tokens"]) == (seen[2]["cost"], seen[2]["tokens"])
+    for earlier, later in zip(seen, seen[1:]):
+        assert later["cost"] >= earlier["cost"]
+        assert all(later["tokens"][key] >= earlier["tokens"][key] for key in earlier["tokens"])

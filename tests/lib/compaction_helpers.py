@@ -1,5 +1,5 @@
 """Helpers for the compaction tests: the compaction settings in config.json, the
-`session/event` notifications of a session, and the compaction records of a session file."""
+`session/event` notifications of a session (and waiting for them), and the compaction records of a session file."""
 
 from __future__ import annotations
 
@@ -22,6 +22,13 @@ def write_compaction_config(home: Path, **compaction: Any) -> None:
 def session_events(client: Any, session_id: str | None = None) -> list[dict]:
     return [n["params"] for n in list(client.notifications)
             if n["method"] == "session/event" and (session_id is None or n["params"]["sessionId"] == session_id)]
+
+
+def wait_session_events(client: Any, count: int, session_id: str | None = None, timeout: float = 10.0) -> list[dict]:
+    """The session events once `count` arrived (a sessions/compact's compactionEnd comes
+    after its response)."""
+    client.wait(lambda: len(session_events(client, session_id)) >= count, timeout, f"{count} session events")
+    return session_events(client, session_id)
 
 
 def compaction_records(path: str | Path) -> list[dict]:

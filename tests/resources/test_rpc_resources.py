@@ -13,7 +13,7 @@ from lib.resources_helpers import (
     write_plugin, write_prompt, write_skill,
 )
 from lib.scripted_kward import kward  # noqa: F401
-from lib.scripts import text, wait_for_steer
+from lib.scripts import text, tool
 from lib.turn_events import check_turn_events
 from lib.waiting import wait_until
 
@@ -249,19 +249,23 @@ def test_reload_reads_prompts_skills_plugins_and_agents_again(kward, cfg):
 def test_slash_input_while_a_turn_runs_steers_a_template_and_queues_a_plugin_command(kward, cfg):
     write_prompt(cfg, "plan", "Plan: $ARGUMENTS")
     write_plugin(cfg, "hello", HELLO)
-    k = kward([[wait_for_steer(20), text("noted")], [text("planned")]])
+    question = {"question": "Which color?", "header": "Color",
+                "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}
+    k = kward([[text("noted"), tool("ask_user_question", {"questions": [question]}, id="ask")], [text("planned")]])
     session = k.session()
     k.request("commands/list")  # loaded before the turn: resolved when turns/start arrives
     turn = k.start(session["id"], "start")
-    k.wait_event(turn["id"], "turnStarted")
-    queued = k.start(session["id"], "/hi Ann")  # a plugin command is never steered into the turn
-    assert queued["id"] != turn["id"] and queued["status"] == "queued"
+    q = k.question()  # the turn runs until the question is answered
     steered = k.start(session["id"], "/plan the tests")  # omitted behavior on a steering provider: steer
     assert steered["id"] == turn["id"]
+    queued = k.start(session["id"], "/hi Ann")  # a plugin command is never steered into the turn
+    assert queued["id"] != turn["id"] and queued["status"] == "queued"
+    k.request("ui/answerQuestion", {"sessionId": session["id"], "questionRequestId": q["questionRequestId"],
+                                    "answers": ["Red"]})
     events = k.finish(turn["id"])
     check_turn_events(events, "completed")
     assert [e["payload"]["input"] for e in events if e["type"] == "turnSteered"] == ["Plan: the tests"]
     check_turn_events(k.finish(queued["id"]), "completed")
     assert [(m["role"], m["content"]) for m in k.messages(session)] == [
-        ("user", "start"), ("assistant", "noted"), ("user", "Plan: the tests"), ("assistant", "planned"),
-        ("user", "/hi Ann"), ("assistant", f"Hello Ann\nfrom {k.ws}")]
+        ("user", "start"), ("assistant", "noted"), ("tool", "Which color?: Red"), ("user", "Plan: the tests"),
+        ("assistant", "planned"), ("user", "/hi Ann"), ("assistant", f"Hello Ann\nfrom {k.ws}")]

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from lib.rpc_sessions import TEXT_ONLY, start, workspace  # noqa: F401 (fixtures)
-from lib.scripts import text, wait_for_steer
+from lib.scripts import text, tool, wait_for_steer
 from lib.session_records import messages_of, strict_records
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -24,6 +24,19 @@ FIRST_WAITS = [
     [text("second done")],
     [text("third done")],
     [text("fourth done")],
+]
+
+#: The first turn streams, then asks a question (it runs until it is answered); every later
+#: model call answers at once.
+FIRST_ASKS = [
+    [text("working"), tool("ask_user_question", {"questions": [{
+        "question": "Which color?", "header": "Color",
+        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}]}, id="ask")],
+    [text("first done")],
+    [text("second done")],
+    [text("third done")],
+    [text("fourth done")],
+    [text("fifth done")],
 ]
 
 
@@ -68,11 +81,12 @@ def test_resume_of_an_open_file_answers_a_new_id_on_the_same_session(start, work
 
 
 def test_turns_through_two_ids_run_one_at_a_time_in_start_order(start):
-    k = start(FIRST_WAITS, loop=False)
+    k = start(FIRST_ASKS, loop=False)
     a = k.create(name="fifo")
     b = k.resume(a["path"])
     t1 = k.start_turn(a["id"], "one")
-    k.wait_event(t1["id"], "assistantDelta")
+    q = k.question()
+    assert k.start_turn(b["id"], "go on", "steer")["id"] == t1["id"]  # steering reaches the running turn
     t2 = k.start_turn(b["id"], "two", "followUp")
     t3 = k.start_turn(a["id"], "three", "followUp")
     t4 = k.start_turn(b["id"], "four", "newTurn")
@@ -81,19 +95,22 @@ def test_turns_through_two_ids_run_one_at_a_time_in_start_order(start):
     for sid in (a["id"], b["id"]):  # either id sees the running turn and the queue
         state = k.request("runtime/state", {"sessionId": sid})
         assert state["isStreaming"] is True and state["pendingMessageCount"] == 3, sid
-    assert k.start_turn(b["id"], "go on", "steer")["id"] == t1["id"]  # steering reaches the running turn
-    for turn in (t1, t2, t3, t4):
+    t5 = k.start_turn(a["id"], "five", "steer")  # turns are queued: it queues behind them, never ahead
+    assert t5["id"] not in (t1["id"], t2["id"], t3["id"], t4["id"]) and t5["status"] == "queued"
+    k.request("ui/answerQuestion", {"sessionId": a["id"], "questionRequestId": q["questionRequestId"],
+                                    "answers": ["Red"]})
+    for turn in (t1, t2, t3, t4, t5):
         assert k.outcome(turn["id"]) == "completed"
     # each turn's events carry the id it was started through, and the turns did not overlap
     with k._cond:
         arrival = [(n["params"]["turnId"], n["params"]["type"]) for n in k.notifications
                    if n["method"] == "turn/event" and n["params"]["type"] in ("turnStarted", "turnFinished")]
-    assert arrival == [(t["id"], kind) for t in (t1, t2, t3, t4) for kind in ("turnStarted", "turnFinished")]
-    assert {t for t, _ in turn_events(k, a["id"])} == {t1["id"], t3["id"]}
+    assert arrival == [(t["id"], kind) for t in (t1, t2, t3, t4, t5) for kind in ("turnStarted", "turnFinished")]
+    assert {t for t, _ in turn_events(k, a["id"])} == {t1["id"], t3["id"], t5["id"]}
     assert {t for t, _ in turn_events(k, b["id"])} == {t2["id"], t4["id"]}
     texts = [m["content"] for m in messages_of(strict_records(a["path"]))]
-    assert texts == ["one", "working", "go on", "first done", "two", "second done", "three", "third done",
-                     "four", "fourth done"]
+    assert texts == ["one", "working", "Which color?: Red", "go on", "first done", "two", "second done",
+                     "three", "third done", "four", "fourth done", "five", "fifth done"]
     assert k.request("runtime/state", {"sessionId": b["id"]})["isStreaming"] is False
 
 

@@ -364,6 +364,30 @@ def test_input_steered_while_the_turn_finishes_becomes_a_follow_up_turn():
     assert [e["payload"]["content"] for e in published if e["type"] == "answer"] == ["first", "late input"]
 
 
+def test_steered_input_a_failed_turn_never_used_runs_before_the_turns_queued_after_it():
+    running, release = threading.Event(), threading.Event()
+
+    def execute(turn, session):
+        if turn.input == "first":
+            running.set()
+            release.wait(5)
+            raise InvalidParams("the model call failed")  # the steered input was never drained
+        turn.emit("answer", Answer(turn.input))
+        return turn.input
+
+    manager, published, cond = _manager(execute)
+    session = _FakeSession()
+    first = manager.start(session, "first", [])
+    assert running.wait(5)
+    assert manager.start(session, "steered", [], "steer").id == first.id
+    later = manager.start(session, "queued later", [], "followUp")
+    assert later.status == "queued"
+    release.set()
+    with cond:
+        assert cond.wait_for(lambda: sum(e["type"] == "turnFinished" for e in published) == 3, 5)
+    assert [e["payload"]["content"] for e in published if e["type"] == "answer"] == ["steered", "queued later"]
+
+
 def test_end_of_input_cancels_running_and_queued_turns_and_reports_them(kward):
     k = kward([[ask()], [text("unreached")]])
     s = k.session()

@@ -218,3 +218,20 @@ def test_paths_outside_the_workspace_are_refused(kward, isolated_home):
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "top secret\n"
     assert not any("top secret\n" in res["content"] for res in r.values())
+
+
+def test_a_tool_results_error_flag_is_stored_and_the_transcript_agrees_with_the_event(kward):
+    k, s, events = run_tools(kward, [tool("frobnicate", {"x": 1}, id="unknown"),
+                                     tool("read_file", {"path": "a.txt"}, id="read")], files={"a.txt": "hi\n"})
+    live = {r["toolCallId"]: r["result"]["isError"] for r in tool_events(events)[1]}
+    assert live == {"unknown": True, "read": False}
+
+    def shown(client, session_id):
+        return {m["toolCallId"]: m["isError"] for m in client.transcript(session_id)["messages"]
+                if m["role"] == "toolResult"}
+
+    assert shown(k, s["id"]) == live
+    k.close()
+    other = kward()  # a new process resumes the file
+    resumed = other.resume(s["path"])
+    assert shown(other, resumed["id"]) == live

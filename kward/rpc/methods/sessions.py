@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kward.rpc.method_table import Call
 from kward.rpc.wire import sessions as wire
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.notices import SessionEvent
 
 
 def create(call: Call) -> dict[str, Any]:
@@ -64,8 +67,22 @@ def close(call: Call) -> dict[str, Any]:
 
 
 def compact(call: Call) -> dict[str, Any]:
+    """Its compactionEnd is sent after the answer (a client may close the reply on it)."""
     p = call.params
     session_id = p.text("sessionId", required=True)
     call.runtime.session(session_id)  # an unknown session is reported before the other params
     focus = p.text("customInstructions", max_len=100_000)
-    return wire.compaction_result(call.runtime.compact(session_id, focus))
+    held: list[SessionEvent] = []
+
+    def sink(event: SessionEvent) -> None:
+        if event.type == "compactionEnd":
+            held.append(event)
+        else:
+            call.conn.report(event)
+
+    def release() -> None:
+        for event in held:
+            call.conn.report(event)
+
+    call.after_answer(release)
+    return wire.compaction_result(call.runtime.compact(session_id, focus, sink=sink))

@@ -113,14 +113,17 @@ def turn(t: Turn) -> dict[str, Any]:
 def session_event(event: SessionEvent) -> dict[str, Any]:
     """A `kward.runtime.notices.SessionEvent` as the `session/event` params: compactionStart
     ``{reason}``; compactionEnd ``{result, aborted, willRetry, errorMessage}`` (`result`
-    as `sessions/compact` returns it, ``{}`` when aborted; an aborted one adds `error`,
-    the JSON-RPC error)."""
+    as `sessions/compact` returns it, ``{}`` when aborted; a completed one adds
+    `estimatedTokensAfter`, the estimate of the compacted context; an aborted one adds
+    `error`, the JSON-RPC error)."""
     p = event.payload
     if isinstance(p, CompactionStart):
         payload: dict[str, Any] = {"reason": p.reason}
     else:
         payload = {"result": compaction_result(p.result) if p.result is not None else {}, "aborted": p.aborted,
                    "willRetry": p.will_retry, "errorMessage": p.error_message}
+        if p.result is not None:
+            payload["estimatedTokensAfter"] = p.result.tokens_after
         if p.error is not None:
             payload["error"] = error_object(p.error)
     return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": payload}
