@@ -113,6 +113,13 @@ class InvalidRequest(KwardError):
     reason = "invalid_request"
 
 
+class ShuttingDown(InvalidRequest):
+    """A request the stopping server answers without running it to the end: it arrived
+    after the stop began, or was still running when the stop gave up on it."""
+
+    reason = "shutting_down"
+
+
 class MethodNotFound(KwardError):
     code = METHOD_NOT_FOUND
     reason = "method_not_found"

@@ -18,7 +18,7 @@ input or a stop signal, with running work cancelled, queued output flushed and e
 thread joined (within about 2 s). From the moment the stop begins until the output is
 closed, a request that arrives is answered `-32600` `shutting_down` (by the stop's
 refuser thread), and a slow request still running when the workers are given up on is
-answered `-32603` `shutting_down` in its place (whichever answer is claimed first is the
+answered `-32600` `shutting_down` too, in its place (whichever answer is claimed first is the
 one sent: `_answers` guards the unanswered table only, never held while sending, and the
 stop waits briefly for answers claimed but not yet queued). Once a request that gives the client a session
 succeeded (`Method.opens_session`: sessions/create, resume, clone, fork: this process is
@@ -39,12 +39,11 @@ from queue import Empty
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kward.errors import (
-    Canceled,
     InternalError,
-    InvalidRequest,
     KwardError,
     MethodNotFound,
     ParseError,
+    ShuttingDown,
     as_kward_error,
 )
 from kward.rpc import protocol
@@ -188,8 +187,8 @@ class RpcServer:
             self._finish_inflight()
             with self._claim(token) as mine:
                 if mine:
-                    self._send(protocol.error_response(call.id, InvalidRequest(
-                        "The server is shutting down", reason="shutting_down")), urgent=True)
+                    self._send(protocol.error_response(call.id, ShuttingDown(
+                        "The server is shutting down")), urgent=True)
 
     def _execute_tracked(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None) -> None:
         try:
@@ -331,8 +330,8 @@ class RpcServer:
                 self._send(protocol.error_response(rejected.request_id, rejected.error), urgent=True)
             return
         if isinstance(msg, protocol.Request):
-            self._send(protocol.error_response(msg.id, InvalidRequest(
-                "The server is shutting down", reason="shutting_down")), urgent=True)
+            self._send(protocol.error_response(msg.id, ShuttingDown(
+                "The server is shutting down")), urgent=True)
 
     def _answer_unanswered(self) -> None:
         """Answer every slow request whose worker has not answered it (the workers were given
@@ -341,6 +340,5 @@ class RpcServer:
             left, self._unanswered = list(self._unanswered.values()), {}
             self._answers.wait_for(lambda: self._sending == 0, timeout=_SENDING_WAIT)
         for method, call in left:
-            self._send(protocol.error_response(call.id, Canceled(
-                f"{method} did not finish before the server shut down", reason="shutting_down",
-                data={"method": method})), urgent=True)
+            self._send(protocol.error_response(call.id, ShuttingDown(
+                f"{method} did not finish before the server shut down", data={"method": method})), urgent=True)

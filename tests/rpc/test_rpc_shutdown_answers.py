@@ -42,7 +42,7 @@ def test_a_request_running_at_shutdown_is_answered_before_the_exit(isolated_home
         assert (err["code"], err["data"]["reason"]) == (-32600, "shutting_down")
         assert c.wait_exit(5) == 0
         err = c.response(blocked, timeout=0)["error"]
-        assert (err["code"], err["data"]["reason"], err["data"]["method"]) == (-32603, "shutting_down",
+        assert (err["code"], err["data"]["reason"], err["data"]["method"]) == (-32600, "shutting_down",
                                                                                "commands/run"), err
         assert c.response_counts[json.dumps(blocked)] == 1
         assert c.stderr == "" and c.protocol_errors == []
