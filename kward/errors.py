@@ -14,6 +14,8 @@ import errno as _errno
 import os
 from typing import Any
 
+from kward.fsutil import UnusableFile
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -50,6 +52,7 @@ REASONS: dict[str, str] = {
     "disk_full": "The disk (or the user's quota) is full.",
     "name_too_long": "A file name or path is longer than the OS allows (or loops through symlinks).",
     "too_many_open_files": "The process or system ran out of file descriptors.",
+    "unusable_file": "One of kward's own files is a symlink, not a regular file, another user's, or too big.",
     "filesystem_error": "Another failure of a file or directory operation; data names the path and the OS's words.",
     "session_not_found": "No RPC session has that id.",
     "session_busy": "Another process is running a turn on this session.",
@@ -161,7 +164,10 @@ class FilesystemError(KwardError):
 
     @classmethod
     def from_os_error(cls, exc: OSError) -> "FilesystemError":
-        reason = _ERRNO_REASONS.get(exc.errno or 0, "filesystem_error")
+        if isinstance(exc, UnusableFile):
+            reason = "unusable_file"
+        else:
+            reason = _ERRNO_REASONS.get(exc.errno or 0, "filesystem_error")
         words = exc.strerror or (os.strerror(exc.errno) if exc.errno else type(exc).__name__)
         data: dict[str, Any] = {"osMessage": words}
         if exc.errno:

@@ -40,9 +40,14 @@ READ_OWN = os.O_RDONLY | OWN_FLAGS
 APPEND_OWN = os.O_WRONLY | os.O_CREAT | os.O_APPEND | OWN_FLAGS
 
 
-def own_file_error(path: Path | str, problem: str, code: int = errno.EINVAL) -> OSError:
+class UnusableFile(OSError):
+    """One of kward's own files is not what it must be (a link, not a regular file,
+    another user's, too big): `errors.FilesystemError` answers it `unusable_file`."""
+
+
+def own_file_error(path: Path | str, problem: str, code: int = errno.EINVAL) -> UnusableFile:
     """The OSError for one of kward's own files that is not what it must be."""
-    return OSError(code, problem, str(path))
+    return UnusableFile(code, problem, str(path))
 
 
 def open_own(path: Path | str, flags: int = READ_OWN, mode: int = FILE_MODE) -> int:

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kward.errors import InvalidParams, SessionBusy
-from kward.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
+from kward.fsutil import FILE_MODE, OWN_FLAGS, ensure_private_dir, fsync_dir, open_own
 from kward.sessions.descriptors import DEFAULT_POOL, DescriptorPool, PooledDescriptor
 from kward.sessions.fdretry import retrying
 from kward.sessions.format import SessionHeader, encode_line
@@ -259,8 +259,9 @@ def _link_exclusive(tmp: Path, path: Path) -> None:
 
 
 def try_turn_lock(lock_path: Path) -> int | None:
-    """Open `lock_path` (0600) and take LOCK_EX|LOCK_NB; the fd, or None when held elsewhere."""
-    fd = retrying(lambda: os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE), pool=DEFAULT_POOL)
+    """Open `lock_path` (0600; a regular file of this user, `fsutil.open_own`) and take
+    LOCK_EX|LOCK_NB; the fd, or None when held elsewhere."""
+    fd = retrying(lambda: open_own(lock_path, os.O_RDWR | os.O_CREAT | OWN_FLAGS), pool=DEFAULT_POOL)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -137,7 +137,7 @@ def test_symlinked_templates_and_skill_files_are_refused_at_discovery_and_when_r
     [result] = [e["payload"] for e in events if e["type"] == "toolResult"]
     assert result["result"]["isError"] is True and "symbolic link" in result["content"]
     err = k.error("turns/start", {"sessionId": session["id"], "input": "/skill:real go"})
-    assert err.code == -32602 and "symbolic link" in err.message
+    assert (err.code, err.reason) == (-32003, "unusable_file") and "symbolic link" in err.message
     _, events = k.run(session["id"], "/skill:pdf go")
     check_turn_events(events, "completed")
     [*_, last] = [m for m in k.messages(session) if m["role"] == "user"]

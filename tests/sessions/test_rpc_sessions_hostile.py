@@ -227,3 +227,21 @@ def test_tauren_resumes_its_sessions_in_their_workspace(start, workspace, tmp_pa
     a.request("sessions/close", {"sessionId": s["id"]})
     b.run_turn(rb["id"], "again")
     assert (workspace / "planted.txt").exists() and not (launched_elsewhere / "planted.txt").exists()
+
+
+def test_a_turn_lock_that_is_a_link_or_a_fifo_is_refused_and_nothing_is_written_through_it(start, tmp_path):
+    k = start(TEXT_ONLY)
+    s = k.create(name="locked")
+    lock = Path(s["path"] + ".lock")
+    target = tmp_path / "victim"
+    lock.unlink(missing_ok=True)
+    lock.symlink_to(target)  # O_CREAT through the link would create the victim
+    err = k.error("turns/start", {"sessionId": s["id"], "input": "hi"})
+    assert (err.code, err.reason, err.data["path"]) == (-32003, "unusable_file", str(lock))
+    assert "symbolic link" in err.message and not os.path.lexists(target)
+    lock.unlink()
+    os.mkfifo(lock)
+    err = k.error("turns/start", {"sessionId": s["id"], "input": "hi"})  # the open never waits on the FIFO
+    assert err.reason == "unusable_file" and "not a regular file" in err.message
+    lock.unlink()
+    k.run_turn(s["id"], "hi")
