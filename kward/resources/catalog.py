@@ -83,11 +83,11 @@ class Catalog:
         raises InputTooLarge, an unreadable SKILL.md
         OSError (reading it is the one I/O here)."""
         skill_call = parse_skill(text)
-        skill = None if skill_call is None else self.skill_map.get(skill_call[0])
-        if skill_call is not None and skill is None:
-            return Plan("literal", text)  # like any unknown slash command: sent as typed
-        if skill_call is not None and skill is not None:
-            arguments = skill_call[1]
+        if skill_call is not None:
+            skill_name, arguments = skill_call
+            skill = self.skill_map.get(skill_name)
+            if skill is None:
+                return Plan("literal", text)  # like any unknown slash command: sent as typed
             try:
                 expanded = skills.expand_skill(skill, arguments, limit)
             except ValueError as exc:  # a binary SKILL.md

@@ -21,6 +21,7 @@ Pure functions over the filesystem: any thread; the handler runs on the turn's t
 
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,7 +127,8 @@ def expand_skill(skill: Skill, arguments: str, limit: int | None = None) -> str:
     nothing). Over `limit` characters: InputTooLarge, before the text is built."""
     _, body = split_front_matter(skill_text(skill))
     body, arguments = body.strip(), arguments.strip()
-    head = (f'<skill name="{skill.name}" location="{os.path.join(skill.folder, SKILL_FILE)}">\n'
+    location = html.escape(os.path.join(skill.folder, SKILL_FILE))  # a folder name may hold `"` or `<`
+    head = (f'<skill name="{skill.name}" location="{location}">\n'
             f"References are relative to {skill.folder}.\n\n")
     tail = "\n</skill>"
     size = len(head) + len(body) + len(tail) + (len(arguments) + 2 if arguments else 0)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
-from kward.fsutil import APPEND_OWN, open_own, own_file_error
+from kward.fsutil import APPEND_OWN, open_own
 from kward.terminal import commands
 from kward.terminal.host import fail
 from kward.terminal.render import TurnView
@@ -78,6 +78,7 @@ class Shell:
         self.done = False
         self.readline: LineEditor | None = None  # the readline module, once set up
         self.history_path: Path | None = None
+        self._rewrite_history = False  # the file was too big to read: the next save replaces it
         self._prefill: str | None = None
         self._exit_armed = False
 
@@ -264,27 +265,30 @@ class Shell:
         except (RpcError, KeyError, TypeError):
             return
         try:
-            self._check_history()
-            readline.read_history_file(str(self.history_path))
+            if self._history_readable():
+                readline.read_history_file(str(self.history_path))
+            else:  # too big to read: the first save writes it anew, trimmed
+                self._rewrite_history = True
         except FileNotFoundError:
             pass
         except OSError as exc:
             self._drop_history(exc)
 
-    def _check_history(self) -> None:
-        """OSError unless the history file is a regular file of this user within
-        HISTORY_BYTES (readline itself would follow a link and wait on a FIFO)."""
+    def _history_readable(self) -> bool:
+        """Whether the history file is small enough to read (HISTORY_BYTES); OSError
+        unless it is a regular file of this user (readline itself would follow a link
+        and wait on a FIFO)."""
         assert self.history_path is not None
         fd = open_own(self.history_path)
         try:
-            if os.fstat(fd).st_size > HISTORY_BYTES:
-                raise own_file_error(self.history_path, f"is larger than {HISTORY_BYTES} bytes")
+            return os.fstat(fd).st_size <= HISTORY_BYTES
         finally:
             os.close(fd)
 
     def _drop_history(self, exc: OSError) -> None:
         self.history_path = None
-        self.note(f"(history not used: {exc.filename or ''}: {exc.strerror or exc})")
+        where = f"{exc.filename}: " if exc.filename else ""
+        self.note(f"(history not used: {where}{exc.strerror or exc})")
 
     def _complete(self, text: str, state: int) -> str | None:
         if not text.startswith("/"):
@@ -310,8 +314,9 @@ class Shell:
                 os.fchmod(fd, 0o600)
             finally:
                 os.close(fd)
-            if length >= HISTORY_LIMIT or not hasattr(rl, "append_history_file"):
+            if length >= HISTORY_LIMIT or self._rewrite_history or not hasattr(rl, "append_history_file"):
                 rl.write_history_file(str(self.history_path))  # rewrite, trimmed to the limit
+                self._rewrite_history = False
             else:
                 rl.append_history_file(1, str(self.history_path))
         except OSError as exc:

@@ -193,3 +193,16 @@ def test_a_history_file_that_is_a_fifo_or_a_link_is_neither_read_nor_written(ter
     k.send("\x04")
     assert k.wait() == 0
     assert target.read_text() == "kept\n"
+
+
+def test_a_history_file_too_big_to_read_is_written_anew_trimmed(term, cli):
+    cli.config_dir.mkdir(parents=True, exist_ok=True)
+    history = cli.config_dir / "history"
+    with open(history, "wb") as f:
+        f.truncate(5 << 20)  # over the 4 MiB it reads
+    k = term([[text("one")]])
+    k.line("first line")
+    assert "one" in k.expect(PROMPT)
+    k.send("\x04")
+    assert k.wait() == 0
+    assert history.stat().st_size < 1000 and "first line" in history.read_text()
