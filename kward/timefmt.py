@@ -50,7 +50,8 @@ def seconds_iso(dt: datetime) -> str:
 
 
 def normalize_iso(value: Any) -> str | None:
-    """Any ISO-8601 timestamp re-formatted as UTC with milliseconds; None when unparseable."""
+    """Any ISO-8601 timestamp re-formatted as UTC with milliseconds; None when unparseable
+    or not a time of the years 1 to 9999 in UTC."""
     if not isinstance(value, str) or not value:
         return None
     text = value.strip()
@@ -64,11 +65,11 @@ def normalize_iso(value: Any) -> str | None:
         text = f"{head}.{(frac + '000000')[:6]}{tail}"
     try:
         dt = datetime.fromisoformat(text)
-    except ValueError:
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return iso_ms(dt)
+    except (ValueError, OverflowError):  # (OverflowError: beyond year 9999 or before year 1 in UTC)
         return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return iso_ms(dt)
 
 
 def parse_ms(stamp: str) -> datetime:

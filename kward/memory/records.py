@@ -56,6 +56,9 @@ _WORKSPACE_PREFIX = re.compile(r"^\[workspace:[^\]]*\]\s*")
 _PREAMBLE = re.compile(r"^(?:but\s+first\s+we\s+(?:always\s+)?need\s+to\s+remember\s+that|remember\s+that|"
                        r"please\s+remember\s+(?:to|that)|note\s+that|i\s+should\s+remember\s+that)\s+", re.I)
 _TAG_SPLIT = re.compile(r"[,\s]+")
+#: The number of an id kward allocates from (`core_NNN`, `soft_NNN`): ASCII digits only, at
+#: most 18 of them; another id is kept but allocates nothing.
+_ID_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
 def utc_now() -> datetime:
@@ -137,7 +140,8 @@ def resolve_scope(scope: str | None, workspace_root: str) -> str:
 
 
 def id_number(prefix: str, value: str) -> int | None:
-    if value.startswith(prefix + "_") and value[len(prefix) + 1:].isdigit():
+    """The number of `<prefix>_NNN` (see `_ID_NUMBER`); None for any other id."""
+    if value.startswith(prefix + "_") and _ID_NUMBER.fullmatch(value, len(prefix) + 1):
         return int(value[len(prefix) + 1:])
     return None
 

@@ -68,7 +68,7 @@ def parse_line(raw: bytes) -> Entry:
     text = raw.decode("utf-8", "replace")
     try:
         memory = records.from_record(json.loads(text), "soft")
-    except ValueError:
+    except (ValueError, RecursionError):  # (not JSON, or nested too deep)
         memory = None
     return Entry(None, text) if memory is None else make_entry(memory, text)
 

@@ -166,3 +166,48 @@ def test_a_soft_file_at_its_size_cap_takes_no_more(kward, isolated_home):
     err = k.error("memory/add", {"text": "x" * 200})
     assert (err.code, err.reason, err.error["data"]["layer"]) == (-32602, "memory_full", "soft"), err.error
     assert os.path.getsize(path) == MAX_MEMORY_FILE_BYTES - 100
+
+
+def soft_record(memory_id, **fields):
+    return json.dumps({"id": memory_id, "text": f"memory {memory_id}", "scope": "global", "tags": [],
+                       "confidence": 0.5, "hits": 0, "status": "active", **fields})
+
+
+#: soft.jsonl lines whose content kward cannot use as it stands: kept, never an internal error.
+HOSTILE_SOFT_LINES = {
+    "nested_too_deep": "[" * 100_000 + "]" * 100_000,
+    "object_nested_too_deep": '{"a": ' * 50_000 + "1" + "}" * 50_000,
+    "superscript_digit_id": soft_record("soft_\u00b2"),
+    "id_of_5000_digits": soft_record("soft_" + "9" * 5000),
+    "last_seen_beyond_year_9999": soft_record("soft_007", last_seen_at="9999-12-31T23:59:59.000-10:00", ttl_days=1),
+    "last_seen_before_year_1": soft_record("soft_007", last_seen_at="0001-01-01T00:00:00.000+10:00", ttl_days=1),
+}
+
+
+@pytest.mark.parametrize("line", HOSTILE_SOFT_LINES.values(), ids=HOSTILE_SOFT_LINES.keys())
+def test_soft_lines_of_unusable_content_are_kept_and_every_method_answers(kward, isolated_home, line):
+    path = memory_dir(isolated_home) / "soft.jsonl"
+    path.parent.mkdir(parents=True)
+    first = soft_record("soft_002", text="the usable one") + "\n"
+    path.write_text(first + line + "\n")
+    k = kward()
+    soft_ids = [m["id"] for m in k.request("memory/list")["soft"]]
+    assert "soft_002" in soft_ids
+    assert k.request("memory/add", {"text": "another"})["memory"]["id"] == \
+        ("soft_008" if "soft_007" in soft_ids else "soft_003")
+    assert k.request("memory/addCore", {"text": "a rule"})["memory"]["id"] == "core_001"
+    assert k.request("memory/forget", {"id": "soft_002"}) == {"forgotten": True}
+    assert line in path.read_text().splitlines()  # kept as it was
+
+
+@pytest.mark.parametrize("memory_id", ["core_\u00b2", "core_" + "9" * 5000, "core_" + "1" * 19],
+                         ids=["superscript_digit", "5000_digits", "19_digits"])
+def test_core_ids_that_are_not_numbers_kward_counts_are_kept(kward, isolated_home, memory_id):
+    path = memory_dir(isolated_home) / "core.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps([{"id": "core_004", "text": "kept"}, {"id": memory_id, "text": "odd id"},
+                                {"id": "core_003", "text": "kept too", "updated_at": "9999-12-31T23:59:59-10:00"}]))
+    k = kward()
+    assert [m["id"] for m in k.request("memory/list")["core"]] == ["core_004", memory_id, "core_003"]
+    assert k.request("memory/addCore", {"text": "a rule"})["memory"]["id"] == "core_005"
+    assert k.request("memory/add", {"text": "a hint"})["memory"]["id"] == "soft_001"
