@@ -3,7 +3,8 @@
 `read(directory, start, end, categories)` yields the records of the enabled categories
 whose timestamp lies in [start, end], from the files whose date lies in the range (day
 files and their `-N` successors, in order). Timestamps kward wrote
-(`YYYY-MM-DDTHH:MM:SS.mmmZ`) are compared as text; others are parsed. The files are input:
+(`YYYY-MM-DDTHH:MM:SS.mmmZ`, checked by their shape) are compared as text; others are
+parsed. The files are input:
 each is opened with `kward.fsutil.open_own` (a symlink, FIFO, device or another user's
 file is skipped, never followed or waited on), one larger than MAX_FILE_BYTES is skipped
 unread, and a line that is not a usable record is skipped; both are counted (`Skipped`).
@@ -119,14 +120,16 @@ class Stats:
 
 
 _FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(\d+))?\.jsonl$")
-_OURS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+#: kward's own form (`kward.timefmt.iso_ms`), compared as text once it matches; only a
+#: day past its month's end (February 30) passes it without being a time.
+_OURS = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z")
 
 
 def normalized_timestamp(value: object) -> str | None:
     """A record's timestamp in kward's own form (comparable as text); None if unusable."""
     if not isinstance(value, str):
         return None
-    if _OURS.match(value):
+    if _OURS.fullmatch(value):
         return value
     return normalize_iso(value)
 
@@ -240,12 +243,10 @@ def read(directory: Path, start: datetime, end: datetime, categories: Iterable[s
                 continue
             if category not in wanted:
                 continue
-            stamp = record.get("timestamp")
-            if not isinstance(stamp, str) or len(stamp) != 24:
-                stamp = normalized_timestamp(stamp)
-                if stamp is None:
-                    skipped.lines += 1
-                    continue
+            stamp = normalized_timestamp(record.get("timestamp"))
+            if stamp is None:
+                skipped.lines += 1
+                continue
             if low <= stamp <= high:
                 yield record
 

@@ -126,6 +126,9 @@ def hostile_lines(now: datetime) -> list[bytes]:
         rec(category={"x": 1}, event="tool_call"),
         json.dumps({"timestamp": 5, "category": "tools", "event": "tool_call"}),
         json.dumps({"timestamp": "yesterday-ish", "category": "tools", "event": "tool_call"}),
+        json.dumps({"timestamp": "9999-12-31T23:59:59.000-10:00", "category": "tokens", "event": "model_usage"}),
+        json.dumps({"timestamp": "0001-01-01T00:00:00+10:00", "category": "tokens", "event": "model_usage"}),
+        json.dumps({"timestamp": stamp[:11] + "garbage.....Z", "category": "tokens", "event": "model_usage"}),
         "[1, 2, 3]", '"a string"', "42", "null", "not json at all", '{"unterminated": ',
     ]
     out = [line.encode() for line in lines]
@@ -167,6 +170,28 @@ def test_bad_lines_are_skipped_and_counted(kward, isolated_home):
     not_tokens = 2  # (the timestamps of other categories' lines are not looked at)
     assert csv["skippedLines"] == unusable - not_tokens and csv["droppedKeys"] == 0
     assert csv["csv"].splitlines()[1].split(",")[2:] == ["P", "m", "1", "7", "0", "0", "0", "7"]
+
+
+def test_a_timestamp_of_kwards_length_but_not_its_shape_is_no_record(kward, isolated_home):
+    logs = isolated_home / ".kward" / "logs"
+    logs.mkdir(parents=True, mode=0o700)
+    now = _now()
+    yesterday = datetime.fromtimestamp(now.timestamp() - 86400, timezone.utc)
+    bogus = f"{yesterday:%Y-%m-%d}Tgarbage......"  # 24 characters, within "2 days" as text
+    assert len(bogus) == 24
+    lines = [{"timestamp": bogus, "category": "tokens", "event": "model_usage", "provider": "P", "model": "bogus",
+              "usage": {"input_tokens": 5}},
+             {"timestamp": f"{yesterday:%Y-%m-%d}T99:99:99.999Z", "category": "tokens", "event": "model_usage",
+              "provider": "P", "model": "bogus", "usage": {"input_tokens": 3}},
+             {"timestamp": _stamp(now), "category": "tokens", "event": "model_usage", "provider": "P", "model": "m",
+              "usage": {"input_tokens": 7}}]
+    (logs / f"{now:%Y-%m-%d}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    k = kward([[text("ok")]], env=ALL)
+    stats = k.request("logging/stats", {"range": "2 days"})
+    assert (stats["recordCount"], stats["skippedLines"]) == (1, 2)
+    assert stats["usageStats"] == {"modelUsageEvents": 1, "totals": {"input_tokens": 7}}
+    csv = k.request("logging/tokenCsv", {"range": "2 days"})
+    assert csv["skippedLines"] == 2 and len(csv["csv"].splitlines()) == 2 and ",bogus," not in csv["csv"]
 
 
 def test_the_maps_of_the_answer_are_capped(kward, isolated_home):

@@ -17,7 +17,7 @@ from kward.telemetry.log import MAX_BYTES, TelemetryLog
 from kward.telemetry.ranges import USAGE, bucket_bounds, parse_bucket, parse_range
 from kward.telemetry.recorder import TurnRecorder, trace_fields
 from kward.telemetry.stats import collect
-from kward.telemetry.tokens import HEADER, token_csv
+from kward.telemetry.tokens import HEADER, export
 from kward.config.settings import LoggingSettings
 from kward.tools.base import ToolResult
 from lib.session_records import recorded, typed
@@ -197,17 +197,17 @@ def test_stats_count_the_enabled_categories_of_the_range(logs):
 
 def test_the_token_csv(logs):
     rng = parse_range("2 days", at(2026, 3, 1, 23, 59))
-    assert token_csv(logs, rng, "hour").splitlines() == [
+    assert export(logs, rng, "hour").csv.splitlines() == [
         ",".join(HEADER),
         "2026-02-28T23:00:00Z,2026-03-01T00:00:00Z,Codex,gpt-5.5,1,100,20,5,0,120",  # yesterday is in "2 days"
         "2026-03-01T08:00:00Z,2026-03-01T09:00:00Z,Codex,gpt-5.5,1,100,20,5,0,120",
         '2026-03-01T11:00:00Z,2026-03-01T12:00:00Z,OpenRouter,"a,b",1,100,20,5,0,120',
     ]
-    assert token_csv(logs, parse_range("1 month", at(2026, 3, 31)), "month").splitlines()[1:] == [
+    assert export(logs, parse_range("1 month", at(2026, 3, 31)), "month").csv.splitlines()[1:] == [
         "2026-03-01T00:00:00Z,2026-04-01T00:00:00Z,Codex,gpt-5.5,2,200,40,10,0,240",
         '2026-03-01T00:00:00Z,2026-04-01T00:00:00Z,OpenRouter,"a,b",1,100,20,5,0,120',
     ]
-    assert token_csv(logs, parse_range("1 day", at(2026, 1, 1)), "day") == ",".join(HEADER) + "\n"
+    assert export(logs, parse_range("1 day", at(2026, 1, 1)), "day").csv == ",".join(HEADER) + "\n"
 
 
 class FakeProvider(Provider):
