@@ -244,6 +244,11 @@ class SoftLog:
         self._mtime = st.st_mtime_ns
         self._tail = (self._tail + line)[-_TAIL:]
 
+    def invalidate(self) -> None:
+        """Forget the view: the next `refresh` reads the file in full (after a change of
+        the view that was not written)."""
+        self._reset()
+
     def written(self, data: bytes) -> None:
         """This process replaced the file with `data` (the encoding of `entries`)."""
         st = os.lstat(self.path)

@@ -31,8 +31,12 @@ before it writes anything, and core.json is never rewritten from a reading that 
 Bounds (`kward.limits`): at most `MAX_CORE_MEMORIES` core memories (core.json is
 rewritten whole by every change of it: that cap keeps a rewrite cheap) and
 `MAX_SOFT_MEMORIES` active soft memories (an add is one appended line, whatever the count);
-neither file may grow past `MAX_MEMORY_FILE_BYTES`. An add beyond them is `MemoryFull`.
-events.jsonl is only ever appended to, never read.
+an add (and a promotion) may make neither file larger than `MAX_ADD_BYTES`, which leaves
+`MAX_MEMORY_FILE_BYTES - MAX_ADD_BYTES` for the rewrites that do not add (a forget, a
+relaxation, the hit counts), so that forgetting always makes room; a rewrite is refused
+only when it would pass `MAX_MEMORY_FILE_BYTES` (the file could not be read again). What
+is refused is `MemoryFull`; hit counts refused are dropped (logged), not tried again on
+every turn. events.jsonl is only ever appended to, never read.
 
 Thread contract: any thread. `_lock` (reentrant) guards the cached views, the pending
 counts and the open events.jsonl of the operation in progress, and is taken before the
@@ -45,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import threading
 import time
@@ -60,11 +65,15 @@ from kward.memory.records import Clock, Memory
 from kward.memory.retrieval import Retrieval, select
 from kward.memory.softlog import SoftLog
 
+log = logging.getLogger(__name__)
+
 FLUSH_INTERVAL = 60.0  # seconds between writes of pending hit counts
+#: The largest core.json or soft.jsonl an add makes (see the module docstring).
+MAX_ADD_BYTES = MAX_MEMORY_FILE_BYTES - (1 << 20)
 
-
-#: The errors of `open_own` / `read_own` for a file that is not what it must be.
-_UNUSABLE = frozenset((errno.ELOOP, errno.EINVAL, errno.EFBIG, errno.EPERM, errno.ENXIO))
+#: The errors of `open_own` / `read_own` for a file that is not what it must be (EISDIR:
+#: a directory opened for writing: events.jsonl, the lock).
+_UNUSABLE = frozenset((errno.ELOOP, errno.EINVAL, errno.EFBIG, errno.EPERM, errno.EISDIR))
 
 
 def _open_append(path: Path) -> int:
@@ -206,18 +215,18 @@ class MemoryStore:
     # --- writing (under the flock) ------------------------------------------------------
 
     def ensure(self) -> None:
-        """Create the directory and any missing file (core.json as `[]`)."""
-        with self._locked(), self._checked():
-            for path in (self.core_path, self.soft_path):
-                try:
-                    fd = open_own(path) if path == self.core_path else _open_append(path)
-                except FileNotFoundError:  # (only core.json: appending creates)
-                    atomic_write_bytes(path, b"[]\n")
-                    continue
+        """Create the directory and any missing file (core.json as `[]`), each 0600."""
+        with self._locked():
+            try:
+                fd = open_own(self.core_path)
+            except FileNotFoundError:
+                atomic_write_bytes(self.core_path, b"[]\n")
+            else:
                 try:
                     os.fchmod(fd, FILE_MODE)
                 finally:
                     os.close(fd)
+            os.close(_open_append(self.soft_path))
 
     def event(self, event_type: str, **fields: object) -> None:
         line = json.dumps({"type": event_type, "timestamp": records.iso(self._now()), **fields},
@@ -225,17 +234,22 @@ class MemoryStore:
         with self._locked():
             _write_all(self._events_fd, line.encode("utf-8"))
 
-    def _write_core(self, memories: list[Memory]) -> None:
+    def _write_core(self, memories: list[Memory], limit: int = MAX_MEMORY_FILE_BYTES) -> None:
+        """Rewrite core.json; MemoryFull (nothing written) past `limit` bytes (MAX_ADD_BYTES
+        for a change that adds)."""
         data = (json.dumps([records.to_record(m) for m in memories], indent=2, ensure_ascii=False)
                 + "\n").encode("utf-8")
-        if len(data) > MAX_MEMORY_FILE_BYTES:
-            raise _full("core", MAX_MEMORY_FILE_BYTES, "bytes")
+        if len(data) > limit:
+            raise _full("core", limit, "bytes")
         atomic_write_bytes(self.core_path, data)
         self._core_key = None
 
     def _write_soft(self) -> None:
+        """Rewrite soft.jsonl from the view (changed by the caller); MemoryFull (nothing
+        written, the view read again from the file) when that would not be readable again."""
         data = self._soft.encode()
         if len(data) > MAX_MEMORY_FILE_BYTES:
+            self._soft.invalidate()
             raise _full("soft", MAX_MEMORY_FILE_BYTES, "bytes")
         atomic_write_bytes(self.soft_path, data)
         self._soft.written(data)
@@ -252,7 +266,7 @@ class MemoryStore:
             numbers = [n for n in (records.id_number("core", m.id) for m in memories) if n is not None]
             memory = records.new_core(records.format_id("core", max(numbers, default=0) + 1), text, scope,
                                       records.clean_tags(tags), self._now(), source)
-            self._write_core(memories + [memory])
+            self._write_core(memories + [memory], MAX_ADD_BYTES)
             self.event("add", **records.event_ref(memory))
             return memory
 
@@ -288,10 +302,9 @@ class MemoryStore:
                 + "\n").encode("utf-8")
         if soft.torn:  # a crashed writer's incomplete line: ours starts on a line of its own
             line = b"\n" + line
-        if soft.size + len(line) > MAX_MEMORY_FILE_BYTES:
-            raise _full("soft", MAX_MEMORY_FILE_BYTES, "bytes")
-        with self._checked():
-            fd = _open_append(self.soft_path)
+        if soft.size + len(line) > MAX_ADD_BYTES:
+            raise _full("soft", MAX_ADD_BYTES, "bytes")
+        fd = _open_append(self.soft_path)
         try:
             _write_all(fd, line)
         finally:
@@ -318,7 +331,6 @@ class MemoryStore:
             if memory is None or memory.status == "forgotten":
                 return False
             soft.replace(records.forgotten(memory, self._now()))
-            self._pending.pop(memory_id, None)
             self._write_soft()
             self.event("forget", id=memory_id, layer="soft")
             return True
@@ -380,13 +392,20 @@ class MemoryStore:
         return result
 
     def flush(self) -> None:
-        """Write the pending hit counts to soft.jsonl (nothing when there are none)."""
+        """Write the pending hit counts to soft.jsonl (nothing when there are none). Counts
+        that would make the file too large to read are dropped (logged)."""
         with self._lock:
             if not self._pending:
                 return
             with self._locked():
                 self._read_soft()
-                self._write_soft()
+                try:
+                    self._write_soft()
+                except MemoryFull:
+                    log.warning("memory hit counts not written: %s would be larger than %d bytes",
+                                self.soft_path, MAX_MEMORY_FILE_BYTES)
+                    self._pending.clear()
+                    self._flushed = time.monotonic()
 
     def flush_if_due(self, interval: float = FLUSH_INTERVAL) -> None:
         with self._lock:

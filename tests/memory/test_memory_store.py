@@ -363,3 +363,18 @@ def test_the_prompt_block_and_the_explanation():
         "Memory retrieval reasons:\n- core_001 (core, score 1.0): scope match"
     record = retrieval.state_record(result.state())
     assert record["coreIds"] == ["core_001"] and "text" not in json.dumps(record)
+
+
+def test_hit_counts_that_would_make_soft_jsonl_unreadable_are_dropped_once(store, caplog):
+    from kward.limits import MAX_MEMORY_FILE_BYTES
+    store.directory.mkdir(parents=True)
+    head = json.dumps({"id": "soft_001", "text": "Use tabs", "scope": "global", "status": "active"}).encode() + b"\n"
+    store.soft_path.write_bytes(head + b"x" * (MAX_MEMORY_FILE_BYTES - 4 - len(head) - 1) + b"\n")
+    before = store.soft_path.read_bytes()
+    assert [m.id for m in store.retrieve("tabs", ["global"]).soft] == ["soft_001"]
+    store.flush()  # the counts (and their keys) would pass the cap: dropped, logged
+    assert store.soft_path.read_bytes() == before
+    assert "hit counts not written" in caplog.text
+    assert not store._pending  # not tried again on every later turn
+    store.flush_if_due(0)
+    assert caplog.text.count("hit counts not written") == 1

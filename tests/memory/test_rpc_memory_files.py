@@ -1,5 +1,5 @@
 """The memory files as input, over the real `kward rpc`: a file that is not a regular file
-of this user (a FIFO, a symlink, one to /dev/zero) or that is too large, a core.json of the
+of this user (a FIFO, a symlink, one to /dev/zero, a directory) or that is too large, a core.json of the
 wrong shape, and the caps on the number of memories. Each is a clear error that changes
 nothing, and never holds up a turn, EOF or SIGTERM."""
 
@@ -33,6 +33,8 @@ def plant(path, kind, home):
         path.symlink_to(target)
     elif kind == "dev_zero":
         path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
     else:  # a 300 MB file, sparse: cheap to make
         with open(path, "wb") as f:
             f.truncate(300 << 20)
@@ -49,7 +51,7 @@ USERS = {"core.json": ("memory/list", "memory/addCore"), "soft.jsonl": ("memory/
          "events.jsonl": ("memory/add", "memory/addCore"), ".lock": ("memory/add", "memory/addCore")}
 
 
-@pytest.mark.parametrize("kind", ["fifo", "symlink", "dev_zero", "huge"])
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "dev_zero", "directory", "huge"])
 @pytest.mark.parametrize("name", FILES)
 def test_a_hostile_memory_file_is_a_clear_error_that_changes_nothing(kward, isolated_home, name, kind):
     path = memory_dir(isolated_home) / name
@@ -211,3 +213,38 @@ def test_core_ids_that_are_not_numbers_kward_counts_are_kept(kward, isolated_hom
     assert [m["id"] for m in k.request("memory/list")["core"]] == ["core_004", memory_id, "core_003"]
     assert k.request("memory/addCore", {"text": "a rule"})["memory"]["id"] == "core_005"
     assert k.request("memory/add", {"text": "a hint"})["memory"]["id"] == "soft_001"
+
+
+def fill_soft_file(path, size, *memories):
+    """soft.jsonl holding `memories` (records), then one line that is not a memory (kept as
+    it is by every rewrite) making it `size` bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = "".join(json.dumps(m, separators=(",", ":")) + "\n" for m in memories).encode()
+    path.write_bytes(head + b"x" * (size - len(head) - 1) + b"\n")
+
+
+def test_at_the_size_cap_forgetting_makes_room_and_adds_stop_short_of_it(kward, isolated_home):
+    path = memory_dir(isolated_home) / "soft.jsonl"
+    # past where adds stop, 300 KiB short of the largest file kward reads
+    fill_soft_file(path, MAX_MEMORY_FILE_BYTES - (300 << 10),
+                   {"id": "soft_001", "text": "a", "scope": "global", "status": "active"})
+    k = kward()
+    err = k.error("memory/add", {"text": "one more"})
+    assert (err.code, err.reason, err.error["data"]["layer"]) == (-32602, "memory_full", "soft"), err.error
+    assert err.error["data"]["limit"] < MAX_MEMORY_FILE_BYTES - (300 << 10)
+    assert k.request("memory/forget", {"id": "soft_001"}) == {"forgotten": True}
+    assert json.loads(path.read_text().splitlines()[0])["status"] == "forgotten"
+    err = k.error("memory/add", {"text": "still full"})
+    assert (err.code, err.reason) == (-32602, "memory_full"), err.error
+
+
+def test_a_rewrite_the_file_could_not_be_read_after_is_refused_and_changes_nothing(kward, isolated_home):
+    path = memory_dir(isolated_home) / "soft.jsonl"
+    fill_soft_file(path, MAX_MEMORY_FILE_BYTES - 4,  # (written so by another program)
+                   {"id": "soft_001", "text": "a", "scope": "global", "status": "active"})
+    before = path.read_bytes()
+    k = kward()
+    err = k.error("memory/forget", {"id": "soft_001"})
+    assert (err.code, err.reason) == (-32602, "memory_full"), err.error
+    assert path.read_bytes() == before
+    assert [m["status"] for m in k.request("memory/list")["soft"]] == ["active"]  # not forgotten in the view either
