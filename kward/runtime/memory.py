@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kward.config.settings import LiveSettings, MemorySettings
-from kward.errors import InvalidParams
+from kward.errors import InvalidParams, MemoryStoreError
 from kward.memory import infer, records, retrieval
 from kward.memory.records import Memory
 from kward.memory.retrieval import RetrievalState
@@ -122,16 +122,27 @@ class MemoryRuntime:
         return MemoryStatus(s.enabled, s.auto_summary, store.core_path, store.soft_path, store.events_path)
 
     def set_enabled(self, enabled: bool) -> None:
-        self._write("enabled", enabled)
+        """Turning memory on creates the files first: a store that cannot be used fails it
+        (MemoryStoreError) before config.json is written. The audit line after the switch
+        is best-effort."""
         if enabled:
             self.store.ensure()
-        self.store.event("enable" if enabled else "disable")
+        self._write("enabled", enabled)
+        self._audit("enable" if enabled else "disable")
 
     def set_auto_summary(self, enabled: bool) -> None:
         before = self.settings().auto_summary
         self._write("auto_summary", enabled)
         if before != enabled:
-            self.store.event("auto_summary_enable" if enabled else "auto_summary_disable")
+            self._audit("auto_summary_enable" if enabled else "auto_summary_disable")
+
+    def _audit(self, event_type: str) -> None:
+        """An events.jsonl line for a switch already written: a failure is logged, never
+        answered (the switch is changed)."""
+        try:
+            self.store.event(event_type)
+        except (OSError, MemoryStoreError) as exc:
+            log.warning("memory event %s not written: %s", event_type, getattr(exc, "message", None) or exc)
 
     def _write(self, name: str, value: bool) -> None:
         group = self._config.load().get("memory")

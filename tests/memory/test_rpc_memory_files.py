@@ -248,3 +248,27 @@ def test_a_rewrite_the_file_could_not_be_read_after_is_refused_and_changes_nothi
     assert (err.code, err.reason) == (-32602, "memory_full"), err.error
     assert path.read_bytes() == before
     assert [m["status"] for m in k.request("memory/list")["soft"]] == ["active"]  # not forgotten in the view either
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", ".lock", "soft.jsonl"])
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_memory_enable_with_an_unusable_file_changes_no_config(kward, isolated_home, name, kind):
+    config = isolated_home / ".kward" / "config.json"
+    write_config(config.parent, {"memory": {"enabled": False}, "model": "kept"})
+    before = config.read_bytes()
+    plant(memory_dir(isolated_home) / name, kind, isolated_home)
+    k = kward()
+    check_store_error(k.error("memory/enable"), memory_dir(isolated_home) / name)
+    assert config.read_bytes() == before  # byte for byte
+    assert k.request("memory/status")["enabled"] is False
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_the_other_switches_work_with_an_unusable_events_file(kward, isolated_home, kind):
+    write_config(isolated_home / ".kward", {"memory": {"enabled": True}})
+    plant(memory_dir(isolated_home) / "events.jsonl", kind, isolated_home)
+    k = kward()
+    assert k.request("memory/autoSummary/enable")["autoSummary"] is True
+    assert k.request("memory/autoSummary/disable")["autoSummary"] is False
+    assert k.request("memory/disable")["enabled"] is False  # (their audit lines are not written: logged)
+    assert k.request("memory/status")["enabled"] is False
