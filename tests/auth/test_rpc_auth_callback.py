@@ -18,7 +18,7 @@ from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth
 from lib.ports import refused
 from lib.rpc_auth import auth_env, finished, port_of, start
-from lib.rpc_client import RpcError
+from lib.rpc_client import RpcError, spawn_kward
 
 oauth = served(FakeOAuth)
 
@@ -134,21 +134,39 @@ def test_the_callback_listens_on_both_loopbacks_and_skips_a_port_held_on_ipv6(is
         held.close()
 
 
-@pytest.mark.parametrize("where", ["env", "config"])
-def test_an_issuer_that_is_not_https_is_refused_unless_loopback(isolated_home, oauth, where):
-    issuer = "http://example.com"
+def test_an_issuer_variable_that_is_not_https_stops_kward_rpc(isolated_home, oauth):
+    env = auth_env(isolated_home, oauth, KWARD_OPENAI_AUTH_ISSUER="http://example.com")
+    proc = spawn_kward(isolated_home, env=env)
+    out, err = proc.communicate(b"", timeout=30)
+    assert (proc.returncode, out) == (2, b"")
+    assert err.decode() == ("kward rpc: KWARD_OPENAI_AUTH_ISSUER must be an https:// URL (http:// only for a "
+                            "loopback host: 127.0.0.0/8, ::1 or localhost), not 'http://example.com'\n")
+    assert oauth.requests() == []
+
+
+def test_config_update_refuses_an_issuer_that_is_not_https_unless_loopback(kward):
+    for issuer in ("http://example.com", "http://10.0.0.1/", "http://localhost.example.com"):
+        with pytest.raises(RpcError) as refusal:
+            kward.request("config/update", {"values": {"openai_auth_issuer": issuer}})
+        error = refusal.value.error
+        assert error["code"] == -32602 and error["data"]["reason"] == "invalid_config", error
+        assert "openai_auth_issuer" in error["message"] and "https://" in error["message"]
+    assert kward.request("config/read")["config"] == {}
+    for issuer in ("http://127.0.0.1:9", "http://[::1]:8080", "http://localhost:1", "https://auth.example"):
+        kward.request("config/update", {"values": {"openai_auth_issuer": issuer}})
+        assert kward.request("config/read")["config"]["openai_auth_issuer"] == issuer
+
+
+def test_an_issuer_in_config_json_that_is_not_https_is_refused_at_login(isolated_home, oauth):
     env = auth_env(isolated_home, oauth)
-    if where == "env":
-        env["KWARD_OPENAI_AUTH_ISSUER"] = issuer
-    else:
-        del env["KWARD_OPENAI_AUTH_ISSUER"]
-        (isolated_home / ".kward").mkdir(exist_ok=True)
-        (isolated_home / ".kward" / "config.json").write_text(json.dumps({"openai_auth_issuer": issuer}))
+    del env["KWARD_OPENAI_AUTH_ISSUER"]
+    (isolated_home / ".kward").mkdir(exist_ok=True)
+    (isolated_home / ".kward" / "config.json").write_text(json.dumps({"openai_auth_issuer": "http://example.com"}))
     with start(isolated_home, oauth, env=env) as c:
         with pytest.raises(RpcError) as refusal:
             c.request("auth/loginWithOAuth", {"providerId": "openai", "timeoutSeconds": 30})
         error = refusal.value.error
         assert error["data"]["reason"] == "invalid_config" and "https://" in error["message"]
-        assert ("KWARD_OPENAI_AUTH_ISSUER" if where == "env" else "openai_auth_issuer") in error["message"]
+        assert "openai_auth_issuer" in error["message"]
         assert c.request("auth/status")["openaiOAuth"] is False
     assert oauth.requests() == []  # nothing was asked of any issuer
