@@ -34,11 +34,9 @@ attribute read) without locking.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
-import stat
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
@@ -46,7 +44,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 from kward.config.store import ConfigStore
 from kward.credential_env import is_credential_variable
 from kward.errors import ConfigError, FilesystemError
-from kward.fsutil import FILE_MODE, open_own, own_file_error, read_fd
+from kward.fsutil import read_private
+from kward.limits import AUTH_FILE_BYTES
 from kward.redact import REDACTED, is_secret_key, masks, secret_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,36 +55,6 @@ log = logging.getLogger(__name__)
 
 MIN_SECRET_CHARS = 8
 TTL_SECONDS = 1.0
-MAX_AUTH_FILE_BYTES = 4 << 20
-
-
-def read_credential_file(path: str | Path, limit: int = MAX_AUTH_FILE_BYTES) -> bytes:
-    """The content of a file holding credentials (auth.json), opened as kward's own file
-    (`kward.fsutil.open_own`: no symlink followed, no wait on a FIFO, a regular file of
-    this user) and read only when it holds at most `limit` bytes (else EFBIG, unread). A
-    mode wider than 0600 is narrowed to 0600 on the open descriptor first, with a warning
-    in the log. FileNotFoundError when it is missing, OSError for the rest. Any thread."""
-    fd = open_own(path)
-    try:
-        st = os.fstat(fd)
-        if st.st_size > limit:
-            raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
-        mode = stat.S_IMODE(st.st_mode)
-        if mode & ~FILE_MODE:
-            os.fchmod(fd, FILE_MODE)
-            log.warning("%s had mode %04o (others could read it); kward set it to %04o", path, mode, FILE_MODE)
-        data = read_fd(fd, limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:  # grew while it was read
-        raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
-    return data
-
-
-def file_problem(exc: OSError) -> str:
-    """One line for an OSError of `read_credential_file`: the file and what is wrong."""
-    where = f"{exc.filename}: " if exc.filename else ""
-    return f"{where}{exc.strerror or type(exc).__name__}"
 
 def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterable[str]:
     """Every string of a JSON-like value that sits under a secret-looking key, and in every
@@ -227,7 +196,7 @@ class KnownSecrets:
 
     def _read_auth(self) -> list[str]:
         try:
-            data = json.loads(read_credential_file(self._auth_file).decode("utf-8"))
+            data = json.loads(read_private(self._auth_file, AUTH_FILE_BYTES).data.decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             return []
         return list(secret_strings(data))
