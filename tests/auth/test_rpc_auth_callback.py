@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 
 import pytest
 
@@ -40,6 +41,8 @@ class Trickler:
         self.stop = threading.Event()
         self.closed = threading.Event()
         self.answer = b""
+        self.connected_at = time.monotonic()
+        self.closed_at = float("inf")
         self.sock.sendall(b"GET /auth/callback?co")
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -57,6 +60,7 @@ class Trickler:
             if not data:
                 break
             self.answer += data
+        self.closed_at = time.monotonic()
         self.closed.set()
 
     def close(self) -> None:
@@ -90,16 +94,63 @@ def test_a_real_callback_completes_while_a_slow_client_is_connected(kward):
         slow.close()
 
 
+def _quiet(port: int) -> socket.socket:
+    """A connection that sends the start of a request head, then only reads."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /auth/callback?co")
+    return sock
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends before it closes (blocking reads, the socket's timeout)."""
+    answer = b""
+    while chunk := sock.recv(4096):
+        answer += chunk
+    return answer
+
+
 @pytest.mark.slow
 def test_a_slow_request_head_is_dropped_after_its_deadline(kward):
     started = kward.request("auth/loginWithOAuth", {"providerId": "openai", "timeoutSeconds": 60})
-    slow = Trickler(port_of(started["redirectUri"]))
+    port = port_of(started["redirectUri"])
+    slow = Trickler(port)
+    quiet_at = time.monotonic()
+    quiet = _quiet(port)
     try:
+        answer = _until_closed(quiet)  # a measurement: the head deadline is 5 s from the connect
+        assert time.monotonic() - quiet_at >= 4.5
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"The request took too long." in answer
         assert slow.closed.wait(10)  # 5 s for the whole head, however steadily the bytes come
-        assert slow.answer == b"" or slow.answer.startswith(b"HTTP/1.1 408 ")  # (a reset may eat the answer)
+        assert slow.closed_at - slow.connected_at >= 4.5
+        assert slow.answer == b"" or slow.answer.startswith(b"HTTP/1.1 408 ")  # (its bytes may reset the close)
         assert kward.request("auth/loginStatus", {"loginId": started["loginId"]})["status"] == "pending"
     finally:
         slow.close()
+        quiet.close()
+
+
+@pytest.mark.slow
+def test_idle_connections_filling_the_listener_do_not_shut_out_the_callback(kward):
+    started = kward.request("auth/loginWithOAuth", {"providerId": "openai", "timeoutSeconds": 60})
+    port = port_of(started["redirectUri"])
+    idle = [_quiet(port) for _ in range(16)]  # as many as the listener keeps
+    try:
+        newest = _quiet(port)  # one more: the oldest is dropped for it, with a 408
+        idle.append(newest)
+        idle[0].settimeout(3)  # well before the oldest's own head deadline
+        answer = _until_closed(idle[0])
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        page = open_in_browser(started["authorizationUrl"])  # drops the next oldest, and is served
+        assert page.status_code == 200 and "You can close this window" in page.text
+        assert finished(kward, started["loginId"])["status"] == "completed"
+        newest.settimeout(10)
+        try:  # kept until the listener closed with the login
+            assert _until_closed(newest) == b""
+        except ConnectionResetError:
+            pass
+    finally:
+        for sock in idle:
+            sock.close()
 
 
 def _ipv6_loopback() -> bool:
