@@ -7,7 +7,8 @@ Known secrets are the credential values this process could use (docs/protocol.md
   like a secret (`_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD`, `_CREDENTIALS`), the variables a
   child process never inherits (`kward.tools.process.child_environment`);
 - config.json: every string under a secret-looking key at any depth (`openrouter_api_key`,
-  `openai_compat_api_key`, ...; `kward.redact.is_secret_key`);
+  `openai_compat_api_key`, ...; `kward.redact.is_secret_key`), and in other strings the
+  fragments the redaction patterns find that look like tokens themselves (`token_shaped`);
 - the stored login (auth.json): every string under a secret-looking key (access, refresh
   and id tokens);
 - whatever the credential store hands over (`learn`: the runtime passes every value the
@@ -54,19 +55,32 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 MIN_SECRET_CHARS = 8
+MIN_FRAGMENT_CHARS = 16  # a secret-looking fragment of a string under another key
 TTL_SECONDS = 1.0
+
+def token_shaped(fragment: str) -> bool:
+    """Whether a fragment the redaction patterns found looks like a credential itself: a
+    whole ``sk-...`` key or JWT, or at least `MIN_FRAGMENT_CHARS` characters without
+    spaces holding letters and digits (not a word of prose such as "authentication")."""
+    m = masks()
+    if m.sk_key.fullmatch(fragment) or m.jwt.fullmatch(fragment):
+        return True
+    return (len(fragment) >= MIN_FRAGMENT_CHARS and not any(c.isspace() for c in fragment)
+            and any(c.isalpha() for c in fragment) and any(c.isdigit() for c in fragment))
+
 
 def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterable[str]:
     """Every string of a JSON-like value that sits under a secret-looking key, and in every
     other string what the redaction patterns take for a secret (`redact.secret_fragments`:
-    an ``sk-...`` key under a key that says nothing, a ``Bearer`` header in a list)."""
+    an ``sk-...`` key under a key that says nothing, a ``Bearer`` header in a list) when it
+    is `token_shaped`: prose that merely mentions a password or a bearer teaches nothing."""
     if _depth > 64:  # a hostile file nested deeper holds nothing kward would use
         return
     if isinstance(value, str):
         if secret:
             yield value
         else:
-            yield from secret_fragments(value)
+            yield from (f for f in secret_fragments(value) if token_shaped(f))
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from secret_strings(v, secret or (isinstance(k, str) and is_secret_key(k)), _depth + 1)
