@@ -6,8 +6,9 @@
     kward [options]                 interactive, on a terminal
 
 `kward rpc` (what UI clients start, many times a minute) takes a fast path that imports
-only what serving the protocol needs: nothing of this module runs before it but the
-argument check. Everything else is parsed here from two tables, `OPTIONS` and `COMMANDS`,
+only what serving the protocol needs: nothing of this module runs before it but
+`_hide_credentials` (the credential variables out of the environment block,
+`kward.credential_env`; stdlib only) and the argument check. Everything else is parsed here from two tables, `OPTIONS` and `COMMANDS`,
 which also make `kward help` (with the slash commands of `kward.terminal.commands`) and
 which tests/packaging/test_docs.py checks against the man page. Options come before the command or
 the prompt; a command name takes precedence over a prompt (`kward -- help me` asks the

@@ -18,10 +18,12 @@ child started with the inherited environment has none of them), and their
 Where that write is refused (a kernel without /proc, or one that forbids it), kward
 re-executes itself once without the variables and hands their values over an inherited
 pipe (`FD_VARIABLE` names its descriptor; `hide_credentials` in the new process reads and
-closes it and puts the values back into ``os.environ`` only).
+closes it and puts the values back into ``os.environ`` only; a variable naming a
+descriptor of 0 to 2 or one that is not a pipe is dropped unread).
 
-Stdlib ``os`` and ``sys`` only: this runs before anything else of kward is imported. Main
-thread, before any other thread exists.
+Stdlib ``os``, ``sys`` and ``typing`` only: this runs when only `kward` and `kward.cli`
+are imported, before the rest of kward (``json`` and ``stat`` are imported where needed).
+Main thread, before any other thread exists.
 """
 
 from __future__ import annotations
@@ -29,9 +31,7 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False  # (typing itself is not loaded yet when this runs)
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import MutableMapping
+from typing import MutableMapping
 
 #: Environment variables kward reads as credentials (kept from child processes too).
 CREDENTIAL_VARIABLES = frozenset({"OPENAI_ACCESS_TOKEN", "OPENROUTER_API_KEY"})
@@ -146,14 +146,19 @@ def _reexec(names: list[str], environ: MutableMapping[str, str]) -> bool:
 
 def _receive(handed: str, environ: MutableMapping[str, str]) -> None:
     """The values a re-executing parent wrote on descriptor `handed`, into `environ` (and
-    out of the C environ again)."""
+    out of the C environ again). Only a descriptor above 2 that is a pipe is read (and
+    closed): the variable may come from anyone's environment, and must not make kward eat
+    its standard input or another file it was given."""
     import json
+    import stat
 
     try:
         fd = int(handed)
+        if fd <= 2 or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
         with os.fdopen(fd, "rb") as f:
             values = json.loads(f.read(1 << 20).decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, OverflowError):
         return
     if isinstance(values, dict):
         for name, value in values.items():

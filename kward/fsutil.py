@@ -24,7 +24,7 @@ import re
 import stat
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -275,3 +275,44 @@ def read_fd(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+class PrivateContent(NamedTuple):
+    """What `read_private` read: the content, and the file's permission bits after any
+    narrowing (taken from the descriptor that was read)."""
+
+    data: bytes
+    mode: int
+
+
+def read_private(path: Path | str, limit: int) -> PrivateContent:
+    """`read_own` for a file that holds credentials (auth.json): a mode with any bit
+    beyond 0600 is first narrowed to 0600 on the open descriptor, with a warning in the
+    log. One open, one fstat: the mode reported is the one of the file that was read.
+    FileNotFoundError when it is missing, UnusableFile or another OSError for the rest.
+    Any thread."""
+    fd = open_own(path)
+    try:
+        st = os.fstat(fd)
+        if st.st_size > limit:
+            raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & ~FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+            import logging  # (only when a mode is narrowed)
+
+            logging.getLogger(__name__).warning("%s had mode %04o (wider than %04o); kward set it to %04o",
+                                                path, mode, FILE_MODE, FILE_MODE)
+            mode = FILE_MODE
+        data = read_fd(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew while it was read
+        raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
+    return PrivateContent(data, mode)
+
+
+def file_problem(exc: OSError) -> str:
+    """One line for an OSError of `read_own` or `read_private`: the file and what is wrong."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or type(exc).__name__}"

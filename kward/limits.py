@@ -23,3 +23,5 @@ MAX_SOFT_MEMORIES = 10_000
 MAX_MEMORY_FILE_BYTES = 32 * 1024 * 1024
 #: config.json is read only when it holds at most this many bytes (larger: invalid_config).
 CONFIG_FILE_BYTES = 4 * 1024 * 1024
+#: auth.json (the stored login) is read only when it holds at most this many bytes.
+AUTH_FILE_BYTES = 4 * 1024 * 1024

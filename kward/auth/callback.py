@@ -16,8 +16,9 @@ accepts new connections, reads what has arrived of each request head, answers th
 are complete, and drops those whose head has not arrived whole `HEAD_DEADLINE` seconds
 after they connected (a 408), however steadily their bytes trickle in. So a client that
 connects and sends nothing, or one byte a second, neither holds the listener nor the
-login past its own timeout. At most `MAX_CONNECTIONS` are kept open at once (more are
-closed on accept); a head longer than `MAX_HEAD_BYTES` is a 431.
+login past its own timeout. At most `MAX_CONNECTIONS` are kept open at once: when one
+more arrives, the oldest is dropped (a 408) and the new one kept, so idle connections
+cannot shut the browser out; a head longer than `MAX_HEAD_BYTES` is a 431.
 
 Thread contract: owned by one login's thread, which calls `handle_one` in a loop and
 `close` at the end. `wake()` may be called from any thread: it ends the current wait at
@@ -156,7 +157,6 @@ class CallbackServer:
         self._listeners = bind_listeners(preferred_port)
         host, port = self._listeners[0].getsockname()[:2]
         self._address = (str(host), int(port))
-        self.hosts = tuple(str(sock.getsockname()[0]) for sock in self._listeners)
         self._connections: dict[socket.socket, _Connection] = {}
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_w.setblocking(False)
@@ -210,9 +210,8 @@ class CallbackServer:
         except OSError:
             log.warning("OAuth callback: accept failed", exc_info=True)
             return
-        if len(self._connections) >= MAX_CONNECTIONS:
-            sock.close()
-            return
+        if len(self._connections) >= MAX_CONNECTIONS:  # the oldest goes (insertion order)
+            self._finish(next(iter(self._connections.values())), answer(408, "The request took too long."))
         sock.setblocking(False)
         connection = _Connection(sock, time.monotonic() + HEAD_DEADLINE)
         self._connections[sock] = connection

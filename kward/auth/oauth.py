@@ -9,7 +9,7 @@ parsing of what a user pastes back (OpenAI's OAuth flow with PKCE, as the Codex 
 
 The issuer must be an https:// URL; http:// is accepted only for a loopback host
 (127.0.0.0/8, ::1, localhost: a local test issuer), since the login's code and tokens go
-there (`check_issuer`).
+there (`kward.config.rules.ISSUER`, for the variable and the config key alike).
 
 Pure functions and frozen data; any thread.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ from typing import Mapping
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from kward.config.settings import resolve_settings
-from kward.errors import ConfigError
 
 DEFAULT_ISSUER = "https://auth.openai.com"
 DEFAULT_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
@@ -61,36 +59,8 @@ def resolve_oauth_settings(config: Mapping[str, object], env: Mapping[str, str] 
     settings = resolve_settings(config, env)
     settings.check("openai_auth_issuer")
     auth = settings.auth
-    from_env = bool(env.get("KWARD_OPENAI_AUTH_ISSUER", "").strip())
-    check_issuer(auth.issuer, "KWARD_OPENAI_AUTH_ISSUER" if from_env else "openai_auth_issuer", from_env)
     return OAuthSettings(issuer=auth.issuer, client_id=(auth.oauth_client_id or "").strip() or DEFAULT_CLIENT_ID,
                          port=DEFAULT_PORT if auth.oauth_port is None else auth.oauth_port)
-
-
-def loopback_host(host: str) -> bool:
-    """127.0.0.0/8, ::1 or ``localhost`` (a name, so only the resolver's word for it)."""
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_issuer(issuer: str, source: str, from_env: bool) -> None:
-    """ConfigError (naming `source`, the variable or the config key) unless `issuer` is
-    https://, or http:// to a loopback host."""
-    parts = urlsplit(issuer)
-    scheme = parts.scheme.lower()
-    try:
-        host = parts.hostname or ""
-    except ValueError:
-        host = ""
-    if scheme == "https" or (scheme == "http" and loopback_host(host)):
-        return
-    data = {"variable": source} if from_env else {"key": source}
-    raise ConfigError(f"{source} must be an https:// URL (http:// only for a loopback host: 127.0.0.0/8, ::1 or "
-                      f"localhost), not {issuer[:200]}", data=data)
 
 
 def _b64url(data: bytes) -> str:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
 import threading
 import time
 import zipimport
@@ -45,9 +44,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol, TypeVar, Union
 
 import kward
-from kward.config.secrets import MAX_AUTH_FILE_BYTES, file_problem, read_credential_file
 from kward.config.store import ConfigStore, Paths
-from kward.fsutil import atomic_write_bytes
+from kward.fsutil import atomic_write_bytes, file_problem, read_private
+from kward.limits import AUTH_FILE_BYTES
 
 if TYPE_CHECKING:  # pragma: no cover
     from keyring.backend import KeyringBackend
@@ -85,7 +84,7 @@ def _check_name(credential: str) -> None:
 
 class AuthFileState(NamedTuple):
     """auth.json as `auth/status` reports it: its permission bits (None: there is no
-    file) and why kward does not read it (None: it can)."""
+    file, or not one kward reads) and why kward does not read it (None: it can)."""
 
     mode: int | None
     problem: str | None
@@ -137,7 +136,7 @@ class FileStore(CredentialStore):
             value = self.config.load().get(OPENROUTER_API_KEY)
             return value if isinstance(value, str) and value.strip() else None
         try:
-            raw = read_credential_file(self.auth_file, MAX_AUTH_FILE_BYTES)
+            raw = read_private(self.auth_file, AUTH_FILE_BYTES).data
         except FileNotFoundError:
             return None
         except OSError as exc:  # a symlink, FIFO, device, another user's or too large: never read
@@ -151,20 +150,15 @@ class FileStore(CredentialStore):
         return data if isinstance(data, dict) else None
 
     def auth_file_state(self) -> AuthFileState:
-        """The mode of auth.json and what makes it unusable (`auth/status`), read now."""
+        """The mode of auth.json and what makes it unusable (`auth/status`), read now: one
+        open and read (`read_private`, which narrows a wide mode), the mode from that
+        descriptor; None for a file kward does not read (a link, a FIFO, too large ...)."""
         try:
-            mode = stat.S_IMODE(os.lstat(self.auth_file).st_mode)
+            return AuthFileState(read_private(self.auth_file, AUTH_FILE_BYTES).mode, None)
         except FileNotFoundError:
             return AuthFileState(None, None)
         except OSError as exc:
             return AuthFileState(None, file_problem(exc))
-        try:
-            read_credential_file(self.auth_file, MAX_AUTH_FILE_BYTES)
-        except FileNotFoundError:
-            return AuthFileState(None, None)
-        except OSError as exc:
-            return AuthFileState(mode, file_problem(exc))
-        return AuthFileState(stat.S_IMODE(os.lstat(self.auth_file).st_mode), None)
 
     def set(self, credential: str, value: Credential) -> None:
         _check_name(credential)

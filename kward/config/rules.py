@@ -23,7 +23,7 @@ reasoning level: passed on as written) are not checked.
 | KWARD_CODEX_BASE_URL           | codex_base_url           | http(s) URL |
 | KWARD_OPENROUTER_BASE_URL      | openrouter_base_url      | http(s) URL |
 | KWARD_OPENAI_COMPAT_BASE_URL   | openai_compat_base_url   | http(s) URL |
-| KWARD_OPENAI_AUTH_ISSUER       | openai_auth_issuer       | http(s) URL |
+| KWARD_OPENAI_AUTH_ISSUER       | openai_auth_issuer       | https URL; http only to a loopback host (127.0.0.0/8, ::1, localhost) |
 | KWARD_OAUTH_PORT               | -                        | integer 0 to 65535 (0: any free port) |
 | KWARD_LOGGING                  | logging.enabled          | 1, true, yes, on / 0, false, no, off |
 | KWARD_LOGGING_TOKENS (_PERFORMANCE, _TOOLS, _ERRORS) | logging.tokens (...) | as KWARD_LOGGING |
@@ -162,6 +162,32 @@ def _url(v: Any) -> str:
     return v.rstrip("/")
 
 
+def loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1 or ``localhost`` (a name, so only the resolver's word for it)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    import ipaddress  # (only when an issuer is set: not on the start-up path)
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _issuer(v: Any) -> str:
+    """An https:// URL, or http:// to a loopback host: the login's code and tokens go there."""
+    url = _url(v)
+    from urllib.parse import urlsplit  # (only when an issuer is set)
+
+    parts = urlsplit(url)
+    try:
+        host = parts.hostname or ""
+    except ValueError:
+        return _fail()
+    scheme = parts.scheme.lower()
+    return url if scheme == "https" or (scheme == "http" and loopback_host(host)) else _fail()
+
+
 PROVIDER = Rule("one of " + ", ".join(spec.key for spec in specs.PROVIDERS), _provider)
 LOG_LEVEL = Rule("one of " + ", ".join(LOG_LEVELS), _log_level)
 EFFORT = Rule("one of " + ", ".join(EFFORTS), _effort)
@@ -179,6 +205,7 @@ RETRY_DELAYS = Rule(f"a list of at most {MAX_RETRY_DELAYS} numbers of seconds (0
                     empty=())
 IDLE_TIMEOUT = seconds(0.05, 3600)
 URL = Rule("an http:// or https:// URL", _url)
+ISSUER = Rule("an https:// URL (http:// only for a loopback host: 127.0.0.0/8, ::1 or localhost)", _issuer)
 TOKENS = integer(0, 10_000_000)
 PLUGIN_TIMEOUT = seconds(0.05, 3600)
 #: The rule of each kind of `specs.Setting`.
@@ -216,7 +243,7 @@ def _table() -> dict[str, Key]:
                 keys.append(Key(s.key, KINDS[s.kind], s.env, env_checked=s.kind == "url", strict=s.kind == "url"))
     keys += [
         Key("openai_oauth_client_id", TEXT),
-        Key("openai_auth_issuer", URL, "KWARD_OPENAI_AUTH_ISSUER", strict=True),
+        Key("openai_auth_issuer", ISSUER, "KWARD_OPENAI_AUTH_ISSUER", strict=True),
         Key("logging.enabled", FLAG, "KWARD_LOGGING"),
         *(Key(f"logging.{name}", FLAG, f"KWARD_LOGGING_{name.upper()}")
           for name in ("tokens", "performance", "tools", "errors")),

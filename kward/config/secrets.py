@@ -7,7 +7,8 @@ Known secrets are the credential values this process could use (docs/protocol.md
   like a secret (`_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD`, `_CREDENTIALS`), the variables a
   child process never inherits (`kward.tools.process.child_environment`);
 - config.json: every string under a secret-looking key at any depth (`openrouter_api_key`,
-  `openai_compat_api_key`, ...; `kward.redact.is_secret_key`);
+  `openai_compat_api_key`, ...; `kward.redact.is_secret_key`), and in other strings the
+  fragments the redaction patterns find that look like tokens themselves (`token_shaped`);
 - the stored login (auth.json): every string under a secret-looking key (access, refresh
   and id tokens);
 - whatever the credential store hands over (`learn`: the runtime passes every value the
@@ -34,11 +35,9 @@ attribute read) without locking.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
-import stat
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
@@ -46,7 +45,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 from kward.config.store import ConfigStore
 from kward.credential_env import is_credential_variable
 from kward.errors import ConfigError, FilesystemError
-from kward.fsutil import FILE_MODE, open_own, own_file_error, read_fd
+from kward.fsutil import read_private
+from kward.limits import AUTH_FILE_BYTES
 from kward.redact import REDACTED, is_secret_key, masks, secret_fragments
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,49 +55,32 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 MIN_SECRET_CHARS = 8
+MIN_FRAGMENT_CHARS = 16  # a secret-looking fragment of a string under another key
 TTL_SECONDS = 1.0
-MAX_AUTH_FILE_BYTES = 4 << 20
 
+def token_shaped(fragment: str) -> bool:
+    """Whether a fragment the redaction patterns found looks like a credential itself: a
+    whole ``sk-...`` key or JWT, or at least `MIN_FRAGMENT_CHARS` characters without
+    spaces holding letters and digits (not a word of prose such as "authentication")."""
+    m = masks()
+    if m.sk_key.fullmatch(fragment) or m.jwt.fullmatch(fragment):
+        return True
+    return (len(fragment) >= MIN_FRAGMENT_CHARS and not any(c.isspace() for c in fragment)
+            and any(c.isalpha() for c in fragment) and any(c.isdigit() for c in fragment))
 
-def read_credential_file(path: str | Path, limit: int = MAX_AUTH_FILE_BYTES) -> bytes:
-    """The content of a file holding credentials (auth.json), opened as kward's own file
-    (`kward.fsutil.open_own`: no symlink followed, no wait on a FIFO, a regular file of
-    this user) and read only when it holds at most `limit` bytes (else EFBIG, unread). A
-    mode wider than 0600 is narrowed to 0600 on the open descriptor first, with a warning
-    in the log. FileNotFoundError when it is missing, OSError for the rest. Any thread."""
-    fd = open_own(path)
-    try:
-        st = os.fstat(fd)
-        if st.st_size > limit:
-            raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
-        mode = stat.S_IMODE(st.st_mode)
-        if mode & ~FILE_MODE:
-            os.fchmod(fd, FILE_MODE)
-            log.warning("%s had mode %04o (others could read it); kward set it to %04o", path, mode, FILE_MODE)
-        data = read_fd(fd, limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:  # grew while it was read
-        raise own_file_error(path, f"is larger than {limit} bytes", errno.EFBIG)
-    return data
-
-
-def file_problem(exc: OSError) -> str:
-    """One line for an OSError of `read_credential_file`: the file and what is wrong."""
-    where = f"{exc.filename}: " if exc.filename else ""
-    return f"{where}{exc.strerror or type(exc).__name__}"
 
 def secret_strings(value: Any, secret: bool = False, _depth: int = 0) -> Iterable[str]:
     """Every string of a JSON-like value that sits under a secret-looking key, and in every
     other string what the redaction patterns take for a secret (`redact.secret_fragments`:
-    an ``sk-...`` key under a key that says nothing, a ``Bearer`` header in a list)."""
+    an ``sk-...`` key under a key that says nothing, a ``Bearer`` header in a list) when it
+    is `token_shaped`: prose that merely mentions a password or a bearer teaches nothing."""
     if _depth > 64:  # a hostile file nested deeper holds nothing kward would use
         return
     if isinstance(value, str):
         if secret:
             yield value
         else:
-            yield from secret_fragments(value)
+            yield from (f for f in secret_fragments(value) if token_shaped(f))
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from secret_strings(v, secret or (isinstance(k, str) and is_secret_key(k)), _depth + 1)
@@ -227,7 +210,7 @@ class KnownSecrets:
 
     def _read_auth(self) -> list[str]:
         try:
-            data = json.loads(read_credential_file(self._auth_file).decode("utf-8"))
+            data = json.loads(read_private(self._auth_file, AUTH_FILE_BYTES).data.decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             return []
         return list(secret_strings(data))

@@ -24,7 +24,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
-from kward.config.secrets import read_credential_file
+from kward.fsutil import read_private
+from kward.limits import AUTH_FILE_BYTES
 from kward.config.settings import Settings, resolve_settings
 from kward.providers import specs
 from kward.providers.specs import ProviderSpec
@@ -73,9 +74,9 @@ class Selection(NamedTuple):
 
 def stored_openai_tokens(auth_file: str | Path) -> tuple[str, str | None] | None:
     """(access token, account id) from a stored login, or None (also when the file is not
-    one kward reads: `read_credential_file`)."""
+    one kward reads: `kward.fsutil.read_private`)."""
     try:
-        data = json.loads(read_credential_file(auth_file).decode("utf-8"))
+        data = json.loads(read_private(auth_file, AUTH_FILE_BYTES).data.decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None

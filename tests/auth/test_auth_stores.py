@@ -71,6 +71,24 @@ def test_file_store_ignores_a_broken_auth_file(isolated_home):
     assert FileStore(paths, config).get(OPENAI_OAUTH) is None
 
 
+def test_the_auth_file_state_comes_from_the_one_open(isolated_home, monkeypatch):
+    paths, config = setup()
+    store = FileStore(paths, config)
+    store.set(OPENAI_OAUTH, RECORD)
+    real_open = os.open
+
+    def open_then_remove(path, *args, **kwargs):  # the file goes away once it is open
+        fd = real_open(path, *args, **kwargs)
+        if os.fspath(path) == os.fspath(paths.auth_file):
+            os.unlink(path)
+        return fd
+
+    monkeypatch.setattr(os, "open", open_then_remove)
+    state = store.auth_file_state()
+    assert (state.mode, state.problem) == (0o600, None)
+    assert not paths.auth_file.exists()
+
+
 def test_unknown_credential_names_are_refused(isolated_home):
     with pytest.raises(ValueError):
         FileStore(*setup()).get("github")

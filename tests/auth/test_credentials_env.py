@@ -4,6 +4,7 @@ environment block (in place, or through the re-exec fallback) and stay in os.env
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -47,3 +48,57 @@ def test_where_the_block_cannot_be_written_the_process_restarts_without_them():
     assert KEY.encode() not in found["block"] and KEY.encode() not in found["child"]
     assert found["fd"] is None and b"KWARD_CREDENTIALS_FD" not in found["block"]
     assert len(found["fds"]) <= 4  # 0, 1, 2 and the listing's own: the pipe was closed
+
+
+HANDED = r'''
+import json, os, stat, sys
+import kward.credential_env as ce
+fd = int(sys.argv[1])
+kind = "pipe" if stat.S_ISFIFO(os.fstat(fd).st_mode) else "file"
+ce.hide_credentials()
+try:
+    rest = os.read(fd, 100)
+except OSError as exc:
+    rest = repr(exc).encode()
+print(repr({"kind": kind, "value": os.environ.get("OPENROUTER_API_KEY"), "fd": os.environ.get(ce.FD_VARIABLE),
+            "rest": rest}))
+'''
+
+
+def _handed(fd: int, **popen) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KWARD_CREDENTIALS_FD": str(fd)}
+    env.pop("OPENROUTER_API_KEY", None)
+    proc = subprocess.run([sys.executable, "-c", HANDED, str(fd)], capture_output=True, env=env, timeout=30, **popen)
+    assert proc.returncode == 0, proc.stderr
+    return ast.literal_eval(proc.stdout.decode())
+
+
+def test_the_handed_descriptor_is_not_stdin():
+    payload = json.dumps({"OPENROUTER_API_KEY": KEY}).encode()
+    found = _handed(0, input=payload + b"\nclient input")
+    assert found["kind"] == "pipe" and found["value"] is None and found["fd"] is None
+    assert found["rest"].startswith(payload)  # still there for whoever reads stdin
+
+
+def test_a_handed_descriptor_that_is_not_a_pipe_is_ignored(tmp_path):
+    held = tmp_path / "values.json"
+    held.write_text(json.dumps({"OPENROUTER_API_KEY": KEY}))
+    fd = os.open(held, os.O_RDONLY)
+    try:
+        found = _handed(fd, pass_fds=(fd,))
+    finally:
+        os.close(fd)
+    assert found["kind"] == "file" and found["value"] is None and found["fd"] is None
+    assert found["rest"].startswith(b"{")  # neither read nor closed
+
+
+def test_a_handed_pipe_is_read_and_closed():
+    read_end, write_end = os.pipe()
+    os.write(write_end, json.dumps({"OPENROUTER_API_KEY": KEY}).encode())
+    os.close(write_end)
+    try:
+        found = _handed(read_end, pass_fds=(read_end,))
+    finally:
+        os.close(read_end)
+    assert found["kind"] == "pipe" and found["value"] == KEY and found["fd"] is None
+    assert b"Bad file descriptor" in found["rest"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 
 import pytest
 
@@ -18,7 +19,7 @@ from lib.fake_http import served
 from lib.fake_oauth import FakeOAuth
 from lib.ports import refused
 from lib.rpc_auth import auth_env, finished, port_of, start
-from lib.rpc_client import RpcError
+from lib.rpc_client import RpcError, spawn_kward
 
 oauth = served(FakeOAuth)
 
@@ -40,6 +41,8 @@ class Trickler:
         self.stop = threading.Event()
         self.closed = threading.Event()
         self.answer = b""
+        self.connected_at = time.monotonic()
+        self.closed_at = float("inf")
         self.sock.sendall(b"GET /auth/callback?co")
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -57,6 +60,7 @@ class Trickler:
             if not data:
                 break
             self.answer += data
+        self.closed_at = time.monotonic()
         self.closed.set()
 
     def close(self) -> None:
@@ -90,16 +94,63 @@ def test_a_real_callback_completes_while_a_slow_client_is_connected(kward):
         slow.close()
 
 
+def _quiet(port: int) -> socket.socket:
+    """A connection that sends the start of a request head, then only reads."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /auth/callback?co")
+    return sock
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends before it closes (blocking reads, the socket's timeout)."""
+    answer = b""
+    while chunk := sock.recv(4096):
+        answer += chunk
+    return answer
+
+
 @pytest.mark.slow
 def test_a_slow_request_head_is_dropped_after_its_deadline(kward):
     started = kward.request("auth/loginWithOAuth", {"providerId": "openai", "timeoutSeconds": 60})
-    slow = Trickler(port_of(started["redirectUri"]))
+    port = port_of(started["redirectUri"])
+    slow = Trickler(port)
+    quiet_at = time.monotonic()
+    quiet = _quiet(port)
     try:
+        answer = _until_closed(quiet)  # a measurement: the head deadline is 5 s from the connect
+        assert time.monotonic() - quiet_at >= 4.5
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"The request took too long." in answer
         assert slow.closed.wait(10)  # 5 s for the whole head, however steadily the bytes come
-        assert slow.answer == b"" or slow.answer.startswith(b"HTTP/1.1 408 ")  # (a reset may eat the answer)
+        assert slow.closed_at - slow.connected_at >= 4.5
+        assert slow.answer == b"" or slow.answer.startswith(b"HTTP/1.1 408 ")  # (its bytes may reset the close)
         assert kward.request("auth/loginStatus", {"loginId": started["loginId"]})["status"] == "pending"
     finally:
         slow.close()
+        quiet.close()
+
+
+@pytest.mark.slow
+def test_idle_connections_filling_the_listener_do_not_shut_out_the_callback(kward):
+    started = kward.request("auth/loginWithOAuth", {"providerId": "openai", "timeoutSeconds": 60})
+    port = port_of(started["redirectUri"])
+    idle = [_quiet(port) for _ in range(16)]  # as many as the listener keeps
+    try:
+        newest = _quiet(port)  # one more: the oldest is dropped for it, with a 408
+        idle.append(newest)
+        idle[0].settimeout(3)  # well before the oldest's own head deadline
+        answer = _until_closed(idle[0])
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        page = open_in_browser(started["authorizationUrl"])  # drops the next oldest, and is served
+        assert page.status_code == 200 and "You can close this window" in page.text
+        assert finished(kward, started["loginId"])["status"] == "completed"
+        newest.settimeout(10)
+        try:  # kept until the listener closed with the login
+            assert _until_closed(newest) == b""
+        except ConnectionResetError:
+            pass
+    finally:
+        for sock in idle:
+            sock.close()
 
 
 def _ipv6_loopback() -> bool:
@@ -134,21 +185,39 @@ def test_the_callback_listens_on_both_loopbacks_and_skips_a_port_held_on_ipv6(is
         held.close()
 
 
-@pytest.mark.parametrize("where", ["env", "config"])
-def test_an_issuer_that_is_not_https_is_refused_unless_loopback(isolated_home, oauth, where):
-    issuer = "http://example.com"
+def test_an_issuer_variable_that_is_not_https_stops_kward_rpc(isolated_home, oauth):
+    env = auth_env(isolated_home, oauth, KWARD_OPENAI_AUTH_ISSUER="http://example.com")
+    proc = spawn_kward(isolated_home, env=env)
+    out, err = proc.communicate(b"", timeout=30)
+    assert (proc.returncode, out) == (2, b"")
+    assert err.decode() == ("kward rpc: KWARD_OPENAI_AUTH_ISSUER must be an https:// URL (http:// only for a "
+                            "loopback host: 127.0.0.0/8, ::1 or localhost), not 'http://example.com'\n")
+    assert oauth.requests() == []
+
+
+def test_config_update_refuses_an_issuer_that_is_not_https_unless_loopback(kward):
+    for issuer in ("http://example.com", "http://10.0.0.1/", "http://localhost.example.com"):
+        with pytest.raises(RpcError) as refusal:
+            kward.request("config/update", {"values": {"openai_auth_issuer": issuer}})
+        error = refusal.value.error
+        assert error["code"] == -32602 and error["data"]["reason"] == "invalid_config", error
+        assert "openai_auth_issuer" in error["message"] and "https://" in error["message"]
+    assert kward.request("config/read")["config"] == {}
+    for issuer in ("http://127.0.0.1:9", "http://[::1]:8080", "http://localhost:1", "https://auth.example"):
+        kward.request("config/update", {"values": {"openai_auth_issuer": issuer}})
+        assert kward.request("config/read")["config"]["openai_auth_issuer"] == issuer
+
+
+def test_an_issuer_in_config_json_that_is_not_https_is_refused_at_login(isolated_home, oauth):
     env = auth_env(isolated_home, oauth)
-    if where == "env":
-        env["KWARD_OPENAI_AUTH_ISSUER"] = issuer
-    else:
-        del env["KWARD_OPENAI_AUTH_ISSUER"]
-        (isolated_home / ".kward").mkdir(exist_ok=True)
-        (isolated_home / ".kward" / "config.json").write_text(json.dumps({"openai_auth_issuer": issuer}))
+    del env["KWARD_OPENAI_AUTH_ISSUER"]
+    (isolated_home / ".kward").mkdir(exist_ok=True)
+    (isolated_home / ".kward" / "config.json").write_text(json.dumps({"openai_auth_issuer": "http://example.com"}))
     with start(isolated_home, oauth, env=env) as c:
         with pytest.raises(RpcError) as refusal:
             c.request("auth/loginWithOAuth", {"providerId": "openai", "timeoutSeconds": 30})
         error = refusal.value.error
         assert error["data"]["reason"] == "invalid_config" and "https://" in error["message"]
-        assert ("KWARD_OPENAI_AUTH_ISSUER" if where == "env" else "openai_auth_issuer") in error["message"]
+        assert "openai_auth_issuer" in error["message"]
         assert c.request("auth/status")["openaiOAuth"] is False
     assert oauth.requests() == []  # nothing was asked of any issuer

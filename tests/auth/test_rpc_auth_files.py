@@ -57,7 +57,7 @@ def test_an_unusable_auth_file_is_reported_and_never_read(kward, make, problem):
     status = k.request("auth/status")
     assert status["openaiOAuth"] is False and status["openaiOAuthSource"] is None
     assert problem in status["authFileProblem"] and str(auth) in status["authFileProblem"]
-    assert status["authFileMode"] == format(stat.S_IMODE(os.lstat(auth).st_mode), "04o")
+    assert status["authFileMode"] is None  # not a link's own bits, nor a FIFO's
     turn, events = k.run(k.session()["id"], "go")  # the tool output is scrubbed of the stored login's values
     check_turn_events(events, "completed")
     assert any(e["type"] == "toolResult" and "listed" in e["payload"]["content"] for e in events)
@@ -81,6 +81,20 @@ def test_a_login_file_others_can_read_is_narrowed_to_0600(kward):
     assert status["authFileMode"] == "0600" and stat.S_IMODE(os.stat(auth).st_mode) == 0o600
     log = "".join(p.read_text(encoding="utf-8") for p in (k.home / ".kward" / "logs").glob("*.log"))
     assert "0644" in log and "0600" in log
+
+
+def test_any_bit_beyond_0600_is_narrowed_and_the_log_says_so(kward):
+    k = kward([[text("ok")]])
+    auth = k.home / ".kward" / "auth.json"
+    auth.parent.mkdir(exist_ok=True)
+    auth.write_text(json.dumps(LOGIN), encoding="utf-8")
+    os.chmod(auth, 0o700)  # nobody else may read it, but it is wider than 0600
+    status = k.request("auth/status")
+    assert status["openaiOAuth"] is True and status["authFileMode"] == "0600"
+    assert stat.S_IMODE(os.stat(auth).st_mode) == 0o600
+    log = "".join(p.read_text(encoding="utf-8") for p in (k.home / ".kward" / "logs").glob("*.log"))
+    assert f"{auth} had mode 0700 (wider than 0600); kward set it to 0600" in log
+    assert "others could read" not in log
 
 
 def test_no_auth_file_has_no_mode_and_no_problem(kward):

@@ -75,3 +75,13 @@ def test_tools_cannot_read_kwards_credentials_and_they_still_work(isolated_home)
                 assert form not in output, (name, form[:12])
     # the key from the environment still authorised every model request
     assert len(chats) == 4 and {r.bearer for r in chats} == {KEY}
+
+
+def test_a_credentials_fd_naming_stdin_leaves_the_client_input_alone(isolated_home):
+    from lib.rpc_client import RpcClient, kward_env
+
+    with RpcClient(isolated_home, env=kward_env(isolated_home, KWARD_CREDENTIALS_FD="0")) as client:
+        assert client.request("initialize")["serverName"] == "kward"
+        assert client.request("config/read")["config"] == {}
+        client.close_stdin()
+        assert client.wait_exit(5) == 0 and client.stderr == ""

@@ -24,7 +24,8 @@ BAD = {
     "KWARD_CODEX_BASE_URL": ("ftp://example.org", "an http:// or https:// URL"),
     "KWARD_OPENROUTER_BASE_URL": ("openrouter.ai/api/v1", "an http:// or https:// URL"),
     "KWARD_OPENAI_COMPAT_BASE_URL": ("http://", "an http:// or https:// URL"),
-    "KWARD_OPENAI_AUTH_ISSUER": ("auth.openai.com", "an http:// or https:// URL"),
+    "KWARD_OPENAI_AUTH_ISSUER": ("http://auth.example", "an https:// URL (http:// only for a loopback host: "
+                                                        "127.0.0.0/8, ::1 or localhost)"),
     "KWARD_OAUTH_PORT": ("70000", "an integer from 0 to 65535"),
     **{name: ("maybe", "one of 1, true, yes, on, 0, false, no, off")
        for name in ("KWARD_LOGGING", "KWARD_LOGGING_TOKENS", "KWARD_LOGGING_PERFORMANCE", "KWARD_LOGGING_TOOLS",

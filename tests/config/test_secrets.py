@@ -122,9 +122,19 @@ def test_log_lines_lose_known_values(isolated_home):
 
 def test_config_strings_shaped_like_secrets_are_known_under_any_key(isolated_home):
     jwt = make_jwt("acct_in_a_list")
-    config = {"someplugin": {"endpoint": "sk-or-v1-plainkey0123456789", "headers": ["Authorization: Bearer hdr-value-123"],
-                             "url": "https://x.invalid/?access_token=query-value-456&a=1", "jwts": [jwt],
-                             "note": "plain words, https://x.invalid/v1", "embedded": 'cfg {"api_key": "json-value-789"}'}}
+    config = {"someplugin": {"endpoint": "sk-or-v1-plainkey0123456789", "headers": ["Authorization: Bearer hdr-value-0123456789"],
+                             "url": "https://x.invalid/?access_token=query-value-0123456789&a=1", "jwts": [jwt],
+                             "note": "plain words, https://x.invalid/v1", "embedded": 'cfg {"api_key": "json-value-0123456789"}'}}
     secrets, _ = known(isolated_home, config=config)
-    assert set(secrets.refresh().values) == {"sk-or-v1-plainkey0123456789", "hdr-value-123", "query-value-456",
-                                             jwt, "json-value-789"}
+    assert set(secrets.refresh().values) == {"sk-or-v1-plainkey0123456789", "hdr-value-0123456789", "query-value-0123456789",
+                                             jwt, "json-value-0123456789"}
+
+
+def test_prose_in_config_teaches_no_secrets(isolated_home):
+    config = {"someplugin": {"description": "Uses Bearer authentication; see docs?password=required",
+                             "hint": 'set {"api_key": "yourkeyhere"} or token=placeholder-value',
+                             "mystery": KEY}}
+    secrets, _ = known(isolated_home, config=config)
+    assert set(secrets.refresh().values) == {KEY}  # a real key under a key that says nothing is still known
+    text = "authentication is required; yourkeyhere placeholder-value"
+    assert secrets.scrub_output(text) == text

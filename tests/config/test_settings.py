@@ -69,7 +69,7 @@ def test_environment_over_config_over_default_in_every_section():
               "model": "shared", "openrouter_model": "mine", "reasoning_effort": "HIGH", "thinking_level": "low",
               "scripted_script": "/from/config.json", "compaction": {"enabled": False, "context_window": 1000},
               "memory": {"enabled": True}, "logging": {"tokens": True}, "tools": {"workspace_guardrails": False},
-              "openai_auth_issuer": "http://issuer/"}
+              "openai_auth_issuer": "https://issuer/"}
     s = resolve_settings(config, {})
     p = s.providers
     assert (p.provider, p.provider_source, s.log_level, s.rpc_workers, s.max_input_chars) == (
@@ -80,7 +80,7 @@ def test_environment_over_config_over_default_in_every_section():
     assert p.options["scripted"] == {"scripted_script": "/from/config.json"}
     assert (s.compaction.enabled, s.compaction.context_window, s.compaction.reserve_tokens) == (False, 1000, 16384)
     assert s.memory.enabled and s.logging.tokens and not s.logging.enabled and not s.tools.workspace_guardrails
-    assert s.auth.issuer == "http://issuer"
+    assert s.auth.issuer == "https://issuer"
     env = {"KWARD_PROVIDER": "Scripted", "KWARD_LOG_LEVEL": "error", "KWARD_RPC_WORKERS": "7",
            "KWARD_RETRY_DELAYS": "", "KWARD_STREAM_IDLE_TIMEOUT": "1", "KWARD_OPENROUTER_BASE_URL": "https://e/v1",
            "OPENROUTER_MODEL": " from-env ", "OPENROUTER_REASONING_EFFORT": "Turbo", "KWARD_SCRIPT": "/from/env"}
