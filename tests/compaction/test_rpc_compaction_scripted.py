@@ -47,6 +47,8 @@ def test_manual_compaction_with_a_scripted_summary(kward, isolated_home):
     assert message["role"] == "compactionSummary" and message["summary"] == result["summary"]
     assert message["first_kept_entry_id"] == "message:4" and message["from_hook"] is False
     assert message["tokens_before"] == result["tokensBefore"] and message["details"] == result["details"]
+    # the Scripted summarizer's usage is counted from the characters, and stored as such
+    assert message["summarizer_usage"]["estimated"] is True and message["summarizer_usage"]["input_tokens"] > 0
     assert len([r for r in read_records(s["path"]) if r["type"] == "message"]) == 6  # history stays in the file
 
     transcript = k.request("sessions/transcript", {"sessionId": s["id"]})["messages"]
