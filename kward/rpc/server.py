@@ -207,7 +207,7 @@ class RpcServer:
         try:
             self._run_and_answer(method, spec, call, is_request, token)
         finally:
-            for then in call.deferred or ():
+            for then in call.deferred:
                 try:
                     then()
                 except Exception:
