@@ -39,6 +39,7 @@ from queue import Empty
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kward.errors import (
+    Canceled,
     InternalError,
     KwardError,
     MethodNotFound,
@@ -92,6 +93,7 @@ class RpcServer:
         self._next_token = 0
         self._sending = 0
         self._answers = threading.Condition()
+        self._stopping = threading.Event()  # set by the dispatcher when the stop begins
 
     # --- called from any thread -----------------------------------------------------
 
@@ -216,12 +218,15 @@ class RpcServer:
     def _run_and_answer(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None = None) -> None:
         """Run one handler and answer. A KwardError is answered as it is, an OSError as the
         FilesystemError `errors.as_kward_error` makes of it (reason, path, the OS's words);
-        anything else is a bug: -32603, with the traceback in the log only. A slow request
-        (`token` given) is answered only if the stop did not answer it first."""
+        anything else is a bug: -32603, with the traceback in the log only; a Canceled raised
+        once the stop began (it cancels the runtime's work) is ShuttingDown naming the method.
+        A slow request (`token` given) is answered only if the stop did not answer it first."""
         try:
             result = self.methods.handler(method)(call)
         except Exception as exc:
             err = as_kward_error(exc)
+            if isinstance(exc, Canceled) and self._stopping.is_set():  # cancelled by the stop
+                err = ShuttingDown(f"{method} was stopped by the server shutting down", data={"method": method})
             if err is None:
                 log.exception("internal error in %s", method)
                 err = InternalError(f"Internal error in {method}: {type(exc).__name__}",
@@ -274,6 +279,7 @@ class RpcServer:
     # --- lifecycle ------------------------------------------------------------------
 
     def _stop(self, graceful: bool) -> None:
+        self._stopping.set()
         start = time.monotonic()
         deadline = start + STOP_BUDGET
         refusing = threading.Event()
