@@ -185,12 +185,8 @@ class RpcServer:
                 self._next_token += 1
                 token = self._next_token
                 self._unanswered[token] = (msg.method, call)
-        if not self.pool.submit(lambda: self._execute_tracked(msg.method, spec, call, is_request, token)):
-            self._finish_inflight()
-            with self._claim(token) as mine:
-                if mine:
-                    self._send(protocol.error_response(call.id, ShuttingDown(
-                        "The server is shutting down")), urgent=True)
+        # (the pool is shut down only by `_stop`, once dispatching ended: it always takes the job)
+        self.pool.submit(lambda: self._execute_tracked(msg.method, spec, call, is_request, token))
 
     def _execute_tracked(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None) -> None:
         try:
@@ -294,9 +290,10 @@ class RpcServer:
         self.transport.outbox.stop_pacing()
         self.runtime.shutdown()
         pool_done = self.pool.shutdown(max(0.05, deadline - 0.3 - time.monotonic()))
-        refusing.set()
-        refuser.join(0.2)
-        self._refuse_queued()
+        refusing.set()  # the refuser answers what is still queued, then ends
+        refuser.join(max(0.2, deadline - 0.2 - time.monotonic()))
+        if refuser.is_alive():  # (still reading: its answers from now on may come too late)
+            log.warning("the refuser did not finish before the output was closed")
         self._answer_unanswered()
         self.transport.close_output()
         writer_done = self.transport.join_writer(deadline - time.monotonic())
@@ -307,16 +304,19 @@ class RpcServer:
 
     def _refuse_until(self, done: threading.Event) -> None:
         """The refuser thread, owned by `_stop` (which sets `done` and joins it): answers
-        what arrives while the stop waits for work in flight."""
+        what arrives while the stop waits for work in flight, then, once `done` is set,
+        what is still queued. From its start on it is the inbox's only reader."""
         while not done.is_set():
             try:
                 item = self.transport.inbox.get(timeout=SIGNAL_POLL / 4)
             except Empty:
                 continue
             self._refuse(item)
+        self._refuse_queued()
 
     def _refuse_queued(self) -> None:
-        """Answer requests that arrived after the stop began, instead of dropping them."""
+        """Answer requests that arrived after the stop began, instead of dropping them (on
+        the refuser thread)."""
         while True:
             try:
                 item = self.transport.inbox.get(block=False)
@@ -341,7 +341,7 @@ class RpcServer:
 
     def _answer_unanswered(self) -> None:
         """Answer every slow request whose worker has not answered it (the workers were given
-        up on, or the pool refused the job): nothing is left silent at exit."""
+        up on): nothing is left silent at exit."""
         with self._answers:
             left, self._unanswered = list(self._unanswered.values()), {}
             self._answers.wait_for(lambda: self._sending == 0, timeout=_SENDING_WAIT)
