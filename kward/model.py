@@ -131,11 +131,13 @@ class Usage:
 
 
 def usage_plus(a: Usage, b: Usage) -> Usage:
-    """The counts and the cost of `a` and `b` added (cost None when neither has one)."""
+    """The counts and the cost of `a` and `b` added (cost None when neither has one);
+    estimated when either is."""
     cost = None if a.cost is None and b.cost is None else (a.cost or 0.0) + (b.cost or 0.0)
     return Usage(a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens,
                  a.cache_read_tokens + b.cache_read_tokens, a.cache_write_tokens + b.cache_write_tokens,
-                 a.reasoning_tokens + b.reasoning_tokens, a.total_tokens + b.total_tokens, cost)
+                 a.reasoning_tokens + b.reasoning_tokens, a.total_tokens + b.total_tokens, cost,
+                 a.estimated or b.estimated)
 
 
 # --- messages ----------------------------------------------------------------------------

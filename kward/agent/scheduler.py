@@ -54,7 +54,7 @@ from kward.agent.eventlog import EventLog
 from kward.agent.lanes import Lane
 from kward.agent.turn import TERMINAL, Turn, turn_error
 from kward.cancel import CancelToken
-from kward.errors import Canceled, InvalidParams, KwardError, TurnInProgress
+from kward.errors import Canceled, InvalidParams, KwardError, ShuttingDown, TurnInProgress
 from kward.model import Finished, ImagePart, Status, TurnEvent
 from kward.steering import SteeringInbox, SteerInput
 from kward.timefmt import now_iso
@@ -132,12 +132,12 @@ class TurnManager:
     def exclusive(self, session: SessionHandle, cancel: CancelToken) -> Iterator[None]:
         """Hold the session's lane for work that is not a turn (see the module docstring).
         `cancel` (a CancelToken) is cancelled by `shutdown`. Raises TurnInProgress,
-        SessionBusy, or InvalidParams `shutting_down`."""
+        SessionBusy, or ShuttingDown (once `shutdown` ran)."""
         with self._lock:
             lane = self._settled_lane(session)
             try:
                 if self._closed:
-                    raise InvalidParams("The server is shutting down", reason="shutting_down")
+                    raise ShuttingDown("The server is shutting down")
                 if lane.queue or lane.running is not None or lane.held is not None:
                     raise TurnInProgress("A turn is running or queued on this session; compact after it finished",
                                          data={"sessionId": session.id})

@@ -23,11 +23,16 @@ from typing import Any, Mapping, NamedTuple
 from kward import jsonshape
 from kward.config import rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
-from kward.fsutil import atomic_write_bytes, file_lock, read_own
+from kward.fsutil import UnusableFile, atomic_write_bytes, file_lock, open_own, own_file_error, read_fd
 from kward.limits import CONFIG_FILE_BYTES
 
-# what `read_own` answers for a file that is not kward's own regular file of a usable size
-_UNUSABLE = frozenset({errno.ELOOP, errno.EINVAL, errno.EFBIG, errno.EPERM})
+
+def _is_directory(path: Path) -> bool:
+    """Whether `path` itself (no link followed) is a directory; False when it cannot be told."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 class Paths(NamedTuple):
@@ -145,9 +150,10 @@ class ConfigStore:
     def stamp(self) -> object:
         """What changes whenever config.json may have: its (mtime, size, inode) now, None
         when there is no file, a fresh object (equal to nothing) when it cannot be examined.
-        The key `load` caches the parsed file by. One stat; never raises; any thread."""
+        The key `load` caches the parsed file by (there taken from the descriptor read; no
+        link followed either way). One lstat; never raises; any thread."""
         try:
-            st = os.stat(self.paths.config_file)
+            st = os.lstat(self.paths.config_file)
         except FileNotFoundError:
             return None
         except OSError:
@@ -155,27 +161,40 @@ class ConfigStore:
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def _load_locked(self) -> dict[str, Any]:
-        """The parsed file (cached by its stamp). Read with `fsutil.read_own`: a directory is
-        EISDIR and an OS failure a FilesystemError as usual; a symlink, a FIFO, a device or a
-        file over `limits.CONFIG_FILE_BYTES` is a ConfigError naming the path (never a hang
-        on a FIFO nor a read of /dev/zero)."""
+        """The parsed file (cached by the (mtime, size, inode) of the descriptor it is read
+        from). Opened with `fsutil.open_own`: a symlink (also one to a directory), a FIFO, a
+        device or a file over `limits.CONFIG_FILE_BYTES` is a ConfigError naming the path
+        (never a hang on a FIFO nor a read of /dev/zero); a directory is EISDIR and an OS
+        failure a FilesystemError as usual."""
         path = self.paths.config_file
         try:
-            st = os.stat(path)
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
-            if key == self._cache_key:
-                return self._cache
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-            raw = read_own(path, CONFIG_FILE_BYTES)
+            fd = open_own(path)
         except FileNotFoundError:
             self._cache_key, self._cache = None, {}
             return self._cache
+        except UnusableFile as exc:
+            if exc.errno == errno.EINVAL and _is_directory(path):
+                raise FilesystemError.from_os_error(
+                    IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))) from None
+            raise ConfigError(f"Unusable Kward config: {path} {exc.strerror}", data={"path": str(path)}) from None
         except OSError as exc:  # permission denied, a part of the path that is a file, ...
-            if exc.errno in _UNUSABLE and exc.filename == str(path):  # what read_own refuses
-                raise ConfigError(f"Unusable Kward config: {path} {exc.strerror}",
-                                  data={"path": str(path)}) from None
             raise FilesystemError.from_os_error(exc) from None
+        try:
+            st = os.fstat(fd)
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            if key == self._cache_key:
+                return self._cache
+            if st.st_size > CONFIG_FILE_BYTES:
+                raise own_file_error(path, f"is larger than {CONFIG_FILE_BYTES} bytes", errno.EFBIG)
+            raw = read_fd(fd, CONFIG_FILE_BYTES + 1)
+            if len(raw) > CONFIG_FILE_BYTES:  # grew while it was read
+                raise own_file_error(path, f"is larger than {CONFIG_FILE_BYTES} bytes", errno.EFBIG)
+        except UnusableFile as exc:
+            raise ConfigError(f"Unusable Kward config: {path} {exc.strerror}", data={"path": str(path)}) from None
+        except OSError as exc:
+            raise FilesystemError.from_os_error(exc) from None
+        finally:
+            os.close(fd)
         try:
             data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw.strip() else {}
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:

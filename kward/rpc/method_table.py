@@ -127,24 +127,22 @@ class Call(NamedTuple):
     """One request as a handler sees it. `id` is None for notifications. `runtime` is the
     core; `conn` the client's connection (its initialize state, notifications, the stop
     of `shutdown`, backpressure); `methods` the table being served. `deferred` (the
-    server gives each call its own list) holds what `after_answer` put off."""
+    server gives each call its own list, and runs it after the answer is queued) holds
+    what `after_answer` put off."""
 
     runtime: "Runtime"
     conn: "Connection"
     methods: "MethodTable"
     params: Params
+    deferred: list[Callable[[], None]]
     id: Any = None
     trace: dict[str, str] | None = None
-    deferred: list[Callable[[], None]] | None = None
 
     def after_answer(self, then: Callable[[], None]) -> None:
         """Run `then` once the answer to this call (its response or error) is queued to
         the writer, on the thread that ran the handler: a notification it sends is written
-        after the answer. At once when the call has no `deferred` list (no server answers it)."""
-        if self.deferred is None:
-            then()
-        else:
-            self.deferred.append(then)
+        after the answer."""
+        self.deferred.append(then)
 
 
 class Unredacted(NamedTuple):

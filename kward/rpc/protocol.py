@@ -67,13 +67,32 @@ def _invalid_params(err: InvalidParams, request_id: Any) -> Rejected:
     return Rejected(err, request_id)
 
 
+def _valid_id(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+
+
 def _too_deep(text: str) -> Rejected:
-    """The answer to a message too deeply nested to decode: to its own top-level `id` when
-    the text shows one (`jsonshape.scan_top_level`), never for a notification, else a parse
-    error with id null. Nested params are -32602 as for a message that decodes."""
+    """The answer to a message too deeply nested to decode, as `parse` would answer it
+    decoded, from what `jsonshape.scan_top_level` reads of the text: an `id` that is not a
+    string, a number or null, a wrong `jsonrpc`, a bad `method` (when seen, or missing from
+    an object read whole) are -32600; then nested params are -32602 and any other member
+    too deep -32600. Answered to the message's own top-level `id`, never for a
+    notification (except -32600 for one that is no valid request, with id null as `parse`
+    does); a parse error with id null when neither the `id` nor the end of the object is
+    found."""
     top = jsonshape.scan_top_level(text)
     if top is None or not (top.has_id or top.complete):
         return _fail(ParseError("Parse error: the JSON is nested too deeply"))
+    if top.has_id and not _valid_id(top.id):
+        return _fail(InvalidRequest("Invalid Request: id must be a string, a number or null"))
+    answer_id = top.id if top.has_id else None
+    seen = top.members
+    if ("jsonrpc" in seen or top.complete) and seen.get("jsonrpc") != "2.0":
+        return _fail(InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"'), answer_id)
+    if "method" in seen or top.complete:
+        method = seen.get("method")
+        if not isinstance(method, str) or not method:
+            return _fail(InvalidRequest("Invalid Request: method must be a non-empty string"), answer_id)
     if top.deep_member == "params":
         name = top.deep_key
         where = f"'{jsonshape.format_path([name])}'" if name is not None else "params"
@@ -105,7 +124,7 @@ def parse(body: bytes) -> Request | Notification:
     raw_id = msg.get("id", _NO_ID)
     if raw_id is _NO_ID:
         request_id = _NO_ID
-    elif raw_id is None or (isinstance(raw_id, (str, int, float)) and not isinstance(raw_id, bool)):
+    elif _valid_id(raw_id):
         request_id = raw_id
     else:
         raise _fail(InvalidRequest("Invalid Request: id must be a string, a number or null"))

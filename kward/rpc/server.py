@@ -39,6 +39,7 @@ from queue import Empty
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kward.errors import (
+    Canceled,
     InternalError,
     KwardError,
     MethodNotFound,
@@ -92,6 +93,7 @@ class RpcServer:
         self._next_token = 0
         self._sending = 0
         self._answers = threading.Condition()
+        self._stopping = threading.Event()  # set by the dispatcher when the stop begins
 
     # --- called from any thread -----------------------------------------------------
 
@@ -183,12 +185,8 @@ class RpcServer:
                 self._next_token += 1
                 token = self._next_token
                 self._unanswered[token] = (msg.method, call)
-        if not self.pool.submit(lambda: self._execute_tracked(msg.method, spec, call, is_request, token)):
-            self._finish_inflight()
-            with self._claim(token) as mine:
-                if mine:
-                    self._send(protocol.error_response(call.id, ShuttingDown(
-                        "The server is shutting down")), urgent=True)
+        # (the pool is shut down only by `_stop`, once dispatching ended: it always takes the job)
+        self.pool.submit(lambda: self._execute_tracked(msg.method, spec, call, is_request, token))
 
     def _execute_tracked(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None) -> None:
         try:
@@ -207,7 +205,7 @@ class RpcServer:
         try:
             self._run_and_answer(method, spec, call, is_request, token)
         finally:
-            for then in call.deferred or ():
+            for then in call.deferred:
                 try:
                     then()
                 except Exception:
@@ -216,12 +214,15 @@ class RpcServer:
     def _run_and_answer(self, method: str, spec: Method, call: Call, is_request: bool, token: int | None = None) -> None:
         """Run one handler and answer. A KwardError is answered as it is, an OSError as the
         FilesystemError `errors.as_kward_error` makes of it (reason, path, the OS's words);
-        anything else is a bug: -32603, with the traceback in the log only. A slow request
-        (`token` given) is answered only if the stop did not answer it first."""
+        anything else is a bug: -32603, with the traceback in the log only; a Canceled raised
+        once the stop began (it cancels the runtime's work) is ShuttingDown naming the method.
+        A slow request (`token` given) is answered only if the stop did not answer it first."""
         try:
             result = self.methods.handler(method)(call)
         except Exception as exc:
             err = as_kward_error(exc)
+            if isinstance(exc, Canceled) and self._stopping.is_set():  # cancelled by the stop
+                err = ShuttingDown(f"{method} was stopped by the server shutting down", data={"method": method})
             if err is None:
                 log.exception("internal error in %s", method)
                 err = InternalError(f"Internal error in {method}: {type(exc).__name__}",
@@ -274,6 +275,7 @@ class RpcServer:
     # --- lifecycle ------------------------------------------------------------------
 
     def _stop(self, graceful: bool) -> None:
+        self._stopping.set()
         start = time.monotonic()
         deadline = start + STOP_BUDGET
         refusing = threading.Event()
@@ -288,9 +290,10 @@ class RpcServer:
         self.transport.outbox.stop_pacing()
         self.runtime.shutdown()
         pool_done = self.pool.shutdown(max(0.05, deadline - 0.3 - time.monotonic()))
-        refusing.set()
-        refuser.join(0.2)
-        self._refuse_queued()
+        refusing.set()  # the refuser answers what is still queued, then ends
+        refuser.join(max(0.2, deadline - 0.2 - time.monotonic()))
+        if refuser.is_alive():  # (still reading: its answers from now on may come too late)
+            log.warning("the refuser did not finish before the output was closed")
         self._answer_unanswered()
         self.transport.close_output()
         writer_done = self.transport.join_writer(deadline - time.monotonic())
@@ -301,16 +304,19 @@ class RpcServer:
 
     def _refuse_until(self, done: threading.Event) -> None:
         """The refuser thread, owned by `_stop` (which sets `done` and joins it): answers
-        what arrives while the stop waits for work in flight."""
+        what arrives while the stop waits for work in flight, then, once `done` is set,
+        what is still queued. From its start on it is the inbox's only reader."""
         while not done.is_set():
             try:
                 item = self.transport.inbox.get(timeout=SIGNAL_POLL / 4)
             except Empty:
                 continue
             self._refuse(item)
+        self._refuse_queued()
 
     def _refuse_queued(self) -> None:
-        """Answer requests that arrived after the stop began, instead of dropping them."""
+        """Answer requests that arrived after the stop began, instead of dropping them (on
+        the refuser thread)."""
         while True:
             try:
                 item = self.transport.inbox.get(block=False)
@@ -335,7 +341,7 @@ class RpcServer:
 
     def _answer_unanswered(self) -> None:
         """Answer every slow request whose worker has not answered it (the workers were given
-        up on, or the pool refused the job): nothing is left silent at exit."""
+        up on): nothing is left silent at exit."""
         with self._answers:
             left, self._unanswered = list(self._unanswered.values()), {}
             self._answers.wait_for(lambda: self._sending == 0, timeout=_SENDING_WAIT)

@@ -34,9 +34,11 @@ InboxItem = bytes | FrameFault | str
 class Inbox:
     """Frames from the reader (bounded: the reader blocks when `limit` are waiting) plus
     control items from anywhere. `put_control` is safe inside a signal handler
-    (SimpleQueue.put is reentrant). `get` is called by the dispatcher only; it waits with a
-    timeout because a signal delivered to another thread does not wake a blocked main
-    thread, so Python runs the handler only when the main thread next runs bytecode."""
+    (SimpleQueue.put is reentrant). `get` is called by one thread at a time: the
+    dispatcher while it serves, then the stop's refuser thread (the dispatcher reads no
+    more once it started it). It waits with a timeout because a signal delivered to another
+    thread does not wake a blocked main thread, so Python runs the handler only when the
+    main thread next runs bytecode."""
 
     def __init__(self, limit: int = 1024):
         self._q: SimpleQueue[tuple[bool, InboxItem]] = SimpleQueue()

@@ -31,6 +31,7 @@ converter reuses. Pure functions, any thread.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -149,20 +150,40 @@ def content_record(content: Content) -> str | list[object]:
 
 # --- usage and tool calls ----------------------------------------------------------------
 
+#: A token count read from a file beyond this (or not finite) counts as 0.
+MAX_COUNT = 1 << 63
+
+
 def _count(value: object) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else 0
+    """A token count from a record: a finite number within +-`MAX_COUNT` (cut to an int), else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    count = int(value)
+    return count if -MAX_COUNT <= count <= MAX_COUNT else 0
+
+
+def _cost(value: object) -> float | None:
+    """A cost from a record: a number that is a finite float, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if math.isfinite(cost) else None
 
 
 def usage_from(value: object) -> Usage | None:
     if not isinstance(value, dict):
         return None
-    cost = value.get("cost")
     extras = {k: v for k, v in value.items() if k not in _USAGE_KEYS and k not in ("cost", "estimated")}
     return Usage(input_tokens=_count(value.get("input_tokens")), output_tokens=_count(value.get("output_tokens")),
                  cache_read_tokens=_count(value.get("cache_read_tokens")),
                  cache_write_tokens=_count(value.get("cache_write_tokens")),
                  reasoning_tokens=_count(value.get("reasoning_tokens")), total_tokens=_count(value.get("total_tokens")),
-                 cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+                 cost=_cost(value.get("cost")),
                  estimated=value.get("estimated") is True, extras=extras or EMPTY)
 
 

@@ -168,17 +168,21 @@ def _holds_session(dir_fd: int, name: str) -> bool:
     return header_ok(data)
 
 
-def _missing_directory(given: str, target: str, parent: str, session_dir: str, workspace_root: str) -> KwardError:
+def _missing_directory(given: str, target: str, parent: str, session_dir: str, workspace_root: str) -> Exception:
     """DirectoryNotFound when `parent` does not exist but its nearest existing ancestor (a
     directory, symlinks resolved) lies inside the workspace or the session directory; PathNotAllowed for
     anything else (a dangling symlink, a file, a place outside: nothing is said about what
-    is there)."""
-    missing = parent
-    above = os.path.dirname(parent)
-    while above != missing and not os.path.lexists(above):
-        missing, above = above, os.path.dirname(above)
-    if os.path.lexists(missing) or not os.path.isdir(above):
-        return _refused(given, target)
+    is there). Only "no such file" (or an ancestor that is no directory) means missing: a
+    path the OS refuses to look at (EACCES, ...) is answered as `_unusable_path`."""
+    try:
+        missing = parent
+        above = os.path.dirname(parent)
+        while above != missing and not _exists(above):
+            missing, above = above, os.path.dirname(above)
+        if _exists(missing) or not stat.S_ISDIR(os.stat(above).st_mode):
+            return _refused(given, target)
+    except OSError as exc:
+        return _unusable_path(given, target, exc)
     try:
         real_above = os.path.realpath(above)
     except OSError:
@@ -190,15 +194,29 @@ def _missing_directory(given: str, target: str, parent: str, session_dir: str, w
                              data={"path": target, "directory": parent, "missing": missing})
 
 
+def _exists(path: str) -> bool:
+    """Whether something is at `path` (no symlink followed); False only when nothing is
+    (FileNotFoundError, NotADirectoryError); any other OSError is raised."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
 def _refused(given: str, shown: str) -> PathNotAllowed:
     return PathNotAllowed(f"Export path outside workspace or session directory: {given or shown}",
                           data={"path": shown})
 
 
 def _unusable(target: ExportTarget, exc: OSError) -> Exception:
+    return _unusable_path(target.given, target.shown, exc)
+
+
+def _unusable_path(given: str, shown: str, exc: OSError) -> Exception:
     """InvalidParams naming ``path``; `exc` itself when the process is out of descriptors
     (answered ``too_many_open_files``: nothing is wrong with the path)."""
     if out_of_descriptors(exc):
         return exc
-    return InvalidParams(f"Export path is not usable: {target.given or target.shown}: {exc.strerror or exc}",
-                         data={"param": "path", "path": target.shown})
+    return InvalidParams(f"Export path is not usable: {given or shown}: {exc.strerror or exc}",
+                         data={"param": "path", "path": shown})

@@ -204,3 +204,12 @@ def test_the_summarizer_prompt_fits_the_window():
     assert serialize(messages, 10**9) == serialize(messages)
     assert prompt_budget(None, 16_384) is None and prompt_budget(200_000, 16_384) == int(181_616 * 3.5)
     assert prompt_budget(20_000, 19_000) == 8_000
+
+
+def test_a_sum_of_usages_is_estimated_when_any_part_is():
+    from kward.model import Usage, usage_plus
+
+    reported, counted = Usage(input_tokens=3), Usage(input_tokens=4, estimated=True)
+    assert usage_plus(reported, counted).estimated is True and usage_plus(counted, reported).estimated is True
+    assert usage_plus(reported, reported).estimated is False
+    assert usage_plus(reported, counted).input_tokens == 7

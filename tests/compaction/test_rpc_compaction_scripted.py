@@ -47,6 +47,8 @@ def test_manual_compaction_with_a_scripted_summary(kward, isolated_home):
     assert message["role"] == "compactionSummary" and message["summary"] == result["summary"]
     assert message["first_kept_entry_id"] == "message:4" and message["from_hook"] is False
     assert message["tokens_before"] == result["tokensBefore"] and message["details"] == result["details"]
+    # the Scripted summarizer's usage is counted from the characters, and stored as such
+    assert message["summarizer_usage"]["estimated"] is True and message["summarizer_usage"]["input_tokens"] > 0
     assert len([r for r in read_records(s["path"]) if r["type"] == "message"]) == 6  # history stays in the file
 
     transcript = k.request("sessions/transcript", {"sessionId": s["id"]})["messages"]
@@ -150,3 +152,18 @@ def test_cost_and_tokens_never_go_down_across_a_compaction_and_a_resume(kward, i
     for earlier, later in zip(seen, seen[1:]):
         assert later["cost"] >= earlier["cost"]
         assert all(later["tokens"][key] >= earlier["tokens"][key] for key in earlier["tokens"])
+
+
+def test_a_compaction_in_flight_at_shutdown_is_answered_shutting_down(kward, isolated_home):
+    write_compaction_config(isolated_home, keep_recent_tokens=60)
+    k = kward([[text("one")], [text("two")]], compaction=[delay(30), text("## Goal\n- never")])
+    s = k.session()
+    turn_texts(k, s["id"], [LONG + "1", LONG + "2"])
+    pending = k.client.send("sessions/compact", {"sessionId": s["id"]})
+    k.wait_notification(lambda n: n["method"] == "session/event" and n["params"]["type"] == "compactionStart")
+    assert k.request("shutdown") == {"ok": True}
+    assert k.wait_exit(10) == 0
+    err = k.client.response(pending, timeout=0)["error"]
+    assert (err["code"], err["data"]["reason"], err["data"]["method"]) == (-32600, "shutting_down",
+                                                                           "sessions/compact"), err
+    assert [r["type"] for r in read_records(s["path"])].count("compaction") == 0

@@ -80,3 +80,39 @@ def test_params_too_deep_to_parse_are_answered_to_the_request_id(isolated_home):
         assert c.null_id_errors == []  # notifications stay unanswered
         assert not (isolated_home / ".kward" / "config.json").exists()
         assert c.close() == 0 and c.stderr == "" and c.protocol_errors == []
+
+
+def test_frames_too_deep_to_decode_are_read_in_linear_time_and_checked_like_any_request(isolated_home):
+    deep = b"[" * 3000
+    head = b'{"jsonrpc":"2.0","method":"config/update","params":'
+    with RpcClient(isolated_home) as c:
+        # a string that never ends, made of quotes and backslashes (each quote could start one)
+        c.write(frame(head + deep + b'"\\' * 2_000_000))
+        # the token budget runs out before the id
+        c.write(frame(head + deep + b'"a",' * 300_000 + b"1" + b"]" * 3000 + b',"id":"over"}'))
+        # the id after the deep member, with escaped quotes inside it
+        c.write(frame(head + deep + b'"\\"\\\\",' * 20_000 + b"1" + b"]" * 3000 + b',"id":"after"}'))
+        after = c.response("after", timeout=30)["error"]
+        assert (after["code"], after["data"]["reason"]) == (-32602, "invalid_params"), after
+        assert [e["error"]["code"] for e in c.null_id_errors] == [-32700, -32700]
+        assert c.response_counts[json.dumps("over")] == 0
+        # what the decodable message would be answered: the id's type, then jsonrpc, then method
+        c.write(frame(b'{"jsonrpc":"2.0","id":{"a":1},"method":"x","params":' + deep + b"]" * 3000 + b"}"))
+        c.write(frame(b'{"jsonrpc":"2.0","id":true,"method":"x","params":' + deep + b"]" * 3000 + b"}"))
+        c.write(frame(b'{"jsonrpc":"1.0","id":"v1","method":"x","params":' + deep + b"]" * 3000 + b"}"))
+        c.write(frame(b'{"id":"nov","method":"x","params":' + deep + b"]" * 3000 + b"}"))
+        c.write(frame(b'{"jsonrpc":"2.0","id":"nom","params":' + deep + b"]" * 3000 + b"}"))
+        c.write(frame(b'{"jsonrpc":"2.0","id":"m0","method":"","params":' + deep + b"]" * 3000 + b"}"))
+        c.write(frame(b'{"jsonrpc":"2.0","params":' + deep + b"]" * 3000 + b',"id":"late","method":7}'))
+        c.write(frame(b'{"params":' + deep + b"]" * 3000 + b',"method":"x"}'))  # no id, no jsonrpc
+        for rid, words in (("v1", '"jsonrpc" must be "2.0"'), ("nov", '"jsonrpc" must be "2.0"'),
+                           ("nom", "method must be"), ("m0", "method must be"), ("late", "method must be")):
+            err = c.response(rid)["error"]
+            assert err["code"] == -32600 and words in err["message"], (rid, err)
+        assert c.request("config/read")["config"] == {}
+        nulls = [e["error"] for e in c.null_id_errors[2:]]
+        assert [e["code"] for e in nulls] == [-32600, -32600, -32600], nulls
+        assert "id must be" in nulls[0]["message"] and "id must be" in nulls[1]["message"]
+        assert '"jsonrpc" must be "2.0"' in nulls[2]["message"]
+        assert not (isolated_home / ".kward" / "config.json").exists()
+        assert c.close() == 0 and c.stderr == "" and c.protocol_errors == []

@@ -125,3 +125,30 @@ def test_capabilities_follow_the_table_served(isolated_home):
     assert full.request("initialize")["capabilities"]["asyncTurns"] is True
     full.close_input()
     assert full.join(5)
+
+
+def test_while_stopping_one_thread_reads_the_inbox_and_every_request_is_answered(isolated_home, extra_methods,
+                                                                                 monkeypatch):
+    """Once the refuser runs, no other thread takes frames from the inbox (two readers would
+    answer in any order, and what one sends after the output is closed is lost)."""
+    from kward.rpc import transport
+    from lib.rpc_client import frame
+
+    readers: list[str] = []
+    real_get = transport.Inbox.get
+
+    def get(self, block=True, timeout=None):
+        readers.append(threading.current_thread().name)
+        return real_get(self, block, timeout)
+
+    monkeypatch.setattr(transport.Inbox, "get", get)
+    s = InProcessServer(isolated_home, methods=extra_methods)
+    s.send("test/stuck")
+    s.write(frame({"jsonrpc": "2.0", "id": "stop", "method": "shutdown"})
+            + b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "workspace/info"}) for i in range(20)))
+    assert s.response("stop")["result"] == {"ok": True}
+    for i in range(20):
+        assert s.response(i)["error"]["data"]["reason"] == "shutting_down"
+    assert s.join(5) and s.exit_code == 0
+    after = readers[readers.index("kward-refuser"):]
+    assert set(after) == {"kward-refuser"}, sorted(set(after))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 from lib.processes import dead_pid
 from lib.rpc_sessions import start, workspace  # noqa: F401 (fixtures)
 
@@ -58,3 +60,17 @@ def test_an_export_into_a_missing_directory_names_it_and_creates_nothing(start, 
     err = k.error("sessions/export", {"sessionId": s["id"], "path": str(tmp_path / "elsewhere" / "x.md")})
     assert err.reason == "path_not_allowed"
     assert sorted(p for p in workspace.rglob("*")) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may look into a mode 000 directory")
+def test_an_export_below_a_directory_without_permissions_is_not_called_missing(start, workspace):
+    k = start()
+    s = k.create(name="locked")
+    locked = workspace / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        err = k.error("sessions/export", {"sessionId": s["id"], "path": "locked/sub/x.md"})
+    finally:
+        locked.chmod(0o700)
+    assert (err.code, err.reason) == (-32602, "invalid_params") and "Permission denied" in err.error["message"]

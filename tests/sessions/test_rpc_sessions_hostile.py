@@ -245,3 +245,22 @@ def test_a_turn_lock_that_is_a_link_or_a_fifo_is_refused_and_nothing_is_written_
     assert err.reason == "unusable_file" and "not a regular file" in err.message
     lock.unlink()
     k.run_turn(s["id"], "hi")
+
+
+def test_usage_numbers_out_of_range_count_as_zero(start, tmp_path):
+    """Numbers JSON allows but no count can be (1e999 decodes as infinity, 10**400 is no
+    float): a usage holding them is read with those fields at zero (a cost: none)."""
+    huge = "1" + "0" * 400
+    usage = '{"input_tokens":1e999,"output_tokens":%s,"total_tokens":-1e999,"cost":%s}' % (huge, huge)
+    path = tmp_path / "huge-usage.jsonl"
+    path.write_bytes(
+        line(header(cwd=str(tmp_path))) + line(message_record(user("before")))
+        + ('{"type":"message","timestamp":"t","message":{"role":"assistant","content":"reply",'
+           '"usage":%s}}\n' % usage).encode()
+        + line(message_record(user("again")))
+        + ('{"type":"compaction","timestamp":"t","message":{"role":"compactionSummary","summary":"s",'
+           '"summarizer_usage":{"input_tokens":%s,"output_tokens":7,"cost":1e999}}}\n' % huge).encode())
+    k = start(TEXT_ONLY)
+    s = k.resume(str(path))
+    tokens = k.request("runtime/stats", {"sessionId": s["id"]})["tokens"]
+    assert (tokens["input"], tokens["output"], tokens["total"]) == (0, 7, 0), tokens

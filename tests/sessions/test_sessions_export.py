@@ -205,3 +205,30 @@ def test_dead_processes_temp_files_are_removed_by_the_next_export(env):
     manager.export(s.id)  # the default path: beside the session file
     assert not (session_dir / planted[session_dir][0]).exists()
     assert all((session_dir / name).exists() for name in planted[session_dir][1:])
+
+
+def test_a_directory_the_os_refuses_to_look_into_is_not_called_missing(tmp_path, monkeypatch):
+    """Only "no such file" means missing: a refused lstat (EACCES in `locked/sub`) is answered
+    as a path the OS cannot use, naming the OS's words."""
+    from kward.sessions import export_target
+
+    ws = tmp_path / "ws"
+    (ws / "locked").mkdir(parents=True)
+    session = tmp_path / "sessions" / "s.jsonl"
+    real_lstat = os.lstat
+
+    def lstat(path, *args, **kwargs):
+        if str(path).startswith(str(ws / "locked") + os.sep):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(export_target.os, "lstat", lstat)
+    monkeypatch.setattr(export_target.os.path, "isdir", lambda p: str(p) == str(ws) or str(p) == str(ws / "locked"))
+    with pytest.raises(InvalidParams) as caught:
+        export_target.resolve_target("locked/sub/x.md", ".md", (".md",), session_path=str(session),
+                                     workspace_root=str(ws))
+    assert "Permission denied" in caught.value.message and caught.value.data["param"] == "path"
+    with pytest.raises(DirectoryNotFound) as missing:  # a plain missing directory stays what it was
+        export_target.resolve_target("gone/sub/x.md", ".md", (".md",), session_path=str(session),
+                                     workspace_root=str(ws))
+    assert missing.value.data["missing"] == str(ws / "gone")
