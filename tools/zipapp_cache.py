@@ -25,9 +25,11 @@ certifi, when running from the archive (`watch_certifi`): inside a zip, `certifi
 extracts cacert.pem to a new temp file at `import requests`, removed only at a clean
 exit, so a SIGKILLed process leaves it behind. Just before `requests` is first imported,
 a one-shot import hook copies cacert.pem once to
-`<config dir>/cache/certifi-<version>/cacert.pem` (rewritten when its bytes differ) and
-points `certifi.where` at it; when that cannot be done (an unwritable home) certifi's own
-way is left in place. Nothing is imported for it before then. (In the extracted tree
+`<config dir>/cache/certifi-<version>/cacert.pem` (read as kward's own file: a link, a
+FIFO or another user's file there is not used but replaced, through a temp file of a
+random name created exclusively) and points `certifi.where` at it. When `cache/` or
+`certifi-<version>/` is a link, another user's or writable by others, or anything fails
+(an unwritable home), certifi's own way is left in place. Nothing is imported for it before then. (In the extracted tree
 certifi's file is a real file: nothing to do.)
 """
 
@@ -74,13 +76,14 @@ def _complete(tree: str, build_id: str, marker: str) -> bool:
 
 
 def _compile(tree: str, build_id: str, marker: str) -> None:
-    """Byte-compile the tree for this interpreter (best effort), then write its stamp."""
+    """Byte-compile the tree for this interpreter (best effort), then write its stamp: the
+    plain bytecode, and that of the running optimization level (-O, -OO) when it is one."""
     if sys.implementation.cache_tag is None or not os.access(tree, os.W_OK):
         return
     try:
         import compileall
 
-        compileall.compile_dir(tree, quiet=2)
+        compileall.compile_dir(tree, quiet=2, optimize=sorted({0, sys.flags.optimize}))
         with open(os.path.join(tree, f"{marker}-{sys.implementation.cache_tag}"), "w") as f:
             f.write(build_id)
     except Exception:  # the sources still run
@@ -321,25 +324,37 @@ def give_up(tree: str, archive: str, marker: str) -> None:
 # --- certifi from the archive ------------------------------------------------------------
 
 def _pin_certifi(config_dir: str) -> None:
+    """Point certifi at `cache/certifi-<version>/cacert.pem`, written when missing or
+    different; nothing when `cache/` or that directory is a link, another user's or
+    writable by others (requests would load a CA file someone else put there), or when
+    anything fails: certifi's own way then stays."""
     try:
         import certifi
         import certifi.core
         from importlib.resources import files
+        from pathlib import Path
+
+        from kward.fsutil import atomic_write_bytes, read_own
 
         data = files("certifi").joinpath("cacert.pem").read_bytes()
-        directory = os.path.join(config_dir, "cache", f"certifi-{certifi.__version__}")
-        target = os.path.join(directory, "cacert.pem")
+        cache = os.path.join(config_dir, "cache")
+        _private_dirs(cache)
+        if not _private(cache):
+            return
+        directory = os.path.join(cache, f"certifi-{certifi.__version__}")
         try:
-            with open(target, "rb") as f:
-                current = f.read()
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        if not _private(directory):
+            return
+        target = os.path.join(directory, "cacert.pem")
+        try:  # kward's own file: a link, a FIFO, another user's or a bigger file is not read
+            current: "bytes | None" = read_own(target, len(data))
         except OSError:
             current = None
-        if current != data:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-            temp = f"{target}.{os.getpid()}.tmp"
-            with open(temp, "wb") as f:
-                f.write(data)
-            os.replace(temp, target)
+        if current != data:  # a random temp name created exclusively, renamed over a link in the way
+            atomic_write_bytes(Path(target), data)
     except Exception:  # certifi's own temp-file way still verifies HTTPS
         return
 

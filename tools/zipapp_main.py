@@ -25,7 +25,10 @@ have the size, mtime and ctime recorded when the extraction checked them against
 archive's hash list (`.kward-pyz-stat`; the stat the import makes anyway, and one fstat);
 a file that differs, or a module the tree no longer holds, is read from the archive
 instead and the stamp removed, so the next start checks the tree (the hash of what
-changed) and extracts it again when it is not intact.
+changed) and extracts it again when it is not intact. Nothing is ever written into the
+tree as kward runs from it (the loaders' `set_data` does nothing): bytecode the extraction
+did not write (-O's, of a tree a plain start extracted) counts as missing, so the checked
+source is compiled in memory.
 """
 
 import sys
@@ -57,7 +60,9 @@ def _checked_finders(tree, archive, stats):
     stat the import makes anyway, and an fstat of the open bytecode); any other file is
     never executed: the module's code is read from the archive instead, and the tree's
     stamp removed, so the next start checks it (`_kward_zipapp.prepare`: the hash of what
-    changed) and extracts it again if it is not intact."""
+    changed) and extracts it again if it is not intact. A bytecode path the stat list does
+    not hold (-O's opt-1 in a tree compiled without it) is FileNotFoundError, so the source
+    is compiled in memory, and no bytecode is ever written (`set_data`)."""
     from _frozen_importlib_external import (BYTECODE_SUFFIXES, SOURCE_SUFFIXES, FileFinder, SourceFileLoader,
                                             SourcelessFileLoader)
     from _io import FileIO
@@ -67,9 +72,11 @@ def _checked_finders(tree, archive, stats):
     posix = sep == "/"
     stamp = f"{tree}/.kward-pyz-{sys.implementation.cache_tag}"
 
+    def relative(path):
+        return path[skip:] if posix else path[skip:].replace(sep, "/")
+
     def same(path, st):
-        name = path[skip:] if posix else path[skip:].replace(sep, "/")
-        return stats.get(name) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return stats.get(relative(path)) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     class Checked:
         def path_stats(self, path):
@@ -79,10 +86,18 @@ def _checked_finders(tree, archive, stats):
             return {"mtime": st.st_mtime, "size": st.st_size}
 
         def get_data(self, path):
+            name = relative(path)
+            if "__pycache__/" in name and name not in stats:
+                # bytecode the extraction did not write (-O's opt-1): the source loader
+                # compiles the checked source in memory, as for a missing file
+                raise FileNotFoundError(path)
             with FileIO(path, "r") as f:
                 if not same(path, fstat(f.fileno())):
                     raise _Changed(path)
                 return f.read()
+
+        def set_data(self, path, data, *, _mode=0o666):
+            pass  # nothing is ever written into the checked tree
 
         def get_code(self, fullname):
             try:
