@@ -4,10 +4,12 @@ that runs from the archive (`start`).
 
 The extracted tree: `prepare` extracts the archive into a temp dir beside
 `<config dir>/cache/pyz/<build id>/`, checks every file against the archive's hash list
-(`.kward-pyz-files`: sha256 and size, written by tools/build_zipapp.py), makes it private
+(`.kward-pyz-files`: sha256 and size, written by tools/build_zipapp.py; what zipfile's CRC
+check adds to it: the bytes read back from disk match the build's list), makes it private
 (0700 directories, 0600 files), byte-compiles it (as pip does when it installs, so
 the start is as fast with PYTHONDONTWRITEBYTECODE set), records the size, mtime and ctime
-of every file and directory (`.kward-pyz-stat`, which `__main__` compares as it imports),
+of every file and directory and the names of the data files (`.kward-pyz-stat`, which
+`__main__` compares as it imports each module, and for the data files once at start),
 writes the marker `.kward-pyz` (the build id) last and renames the temp dir into place, so a start never sees a
 half-extracted tree; a concurrent first start loses the rename and uses the winner's
 tree. A tree without the right marker is moved aside, removed and extracted again. A tree
@@ -29,8 +31,9 @@ a one-shot import hook copies cacert.pem once to
 FIFO or another user's file there is not used but replaced, through a temp file of a
 random name created exclusively) and points `certifi.where` at it. When `cache/` or
 `certifi-<version>/` is a link, another user's or writable by others, or anything fails
-(an unwritable home), certifi's own way is left in place. Nothing is imported for it before then. (In the extracted tree
-certifi's file is a real file: nothing to do.)
+(an unwritable home), certifi's own way is left in place. Nothing is imported for it
+before then. (In the extracted tree certifi's file is a real file, which `__main__`
+compares with its recorded stat at start like the tree's other data files.)
 """
 
 import os
@@ -39,7 +42,8 @@ import sys
 STALE_SECONDS = 3600  # a temp or discarded tree older than this is left over from a killed start
 MARKER = ".kward-pyz"  # at the root of an extracted tree (kward.auth.stores.in_zipapp looks for it)
 FILE_LIST = ".kward-pyz-files"  # in the archive (tools/build_zipapp.py): `<sha256> <size> <path>` per file
-STAT = ".kward-pyz-stat"  # in the tree: marshal of {path: (size, mtime ns, ctime ns)} per file and directory
+STAT = ".kward-pyz-stat"  # in the tree: marshal of ({path: (size, mtime ns, ctime ns)} per file and
+# directory, (path of each data file, ...))
 
 
 def start(archive: str, config_dir: str, tree: "str | None", complete: "bool | None", build_id: str):
@@ -167,7 +171,10 @@ def _matches(path: str, expected: "tuple[str, int]") -> bool:
 
 
 def _verify(tree: str, listed: "dict[str, tuple[str, int]]") -> bool:
-    """Every listed file is in `tree` with its hash (what extractall wrote is checked)."""
+    """Every listed file is in `tree` with its hash. zipfile has already checked each
+    entry's CRC as it extracted it; this reads back what was written and ties the tree to
+    the build's hash list, which the stat list then stands for (a start compares stats,
+    and hashes only what changed)."""
     return all(_matches(os.path.join(tree, name), expected) for name, expected in listed.items())
 
 
@@ -194,31 +201,48 @@ def _private_modes(tree: str) -> None:
 
 def _write_stat(tree: str) -> None:
     """Record the size, mtime and ctime of every file and directory of the checked tree,
-    which `__main__` compares at each start (the hash only when they differ)."""
+    which `__main__` compares as it imports (the hash only when they differ), and the
+    names of its data files (neither `.py` nor `.pyc`: certifi's cacert.pem, what
+    importlib.resources and importlib.metadata read), which it compares at each start.
+    The tree is private (its directory is this user's, 0700): a plain open is safe."""
     import marshal
+    import stat
 
     stats = {}
+    data = []
     for name in _entries(tree):
         st = os.lstat(os.path.join(tree, name))
         stats[name] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if stat.S_ISREG(st.st_mode) and not name.endswith((".py", ".pyc")):
+            data.append(name)
     temp = os.path.join(tree, f"{STAT}.{os.getpid()}.tmp")
     with open(temp, "wb") as f:
-        f.write(marshal.dumps(stats))
+        f.write(marshal.dumps((stats, tuple(data))))
     os.replace(temp, os.path.join(tree, STAT))
+
+
+def read_stat(path: str) -> "tuple[dict, tuple] | None":
+    """The stat list `_write_stat` wrote at `path`, or None when it is missing or not one.
+    (`__main__` reads it the same way, inline, before this module is imported.)"""
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            loaded = marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if type(loaded) is not tuple or len(loaded) != 2 or type(loaded[0]) is not dict or type(loaded[1]) is not tuple:
+        return None
+    return loaded
 
 
 def _changed(tree: str) -> "list[str] | None":
     """The entries of the stat list whose size, mtime or ctime differ now (missing ones
     too), plus entries of the tree it does not list; None when there is no stat list."""
-    import marshal
-
-    try:
-        with open(os.path.join(tree, STAT), "rb") as f:
-            stats = marshal.loads(f.read())
-    except (OSError, ValueError, EOFError, TypeError):
+    loaded = read_stat(os.path.join(tree, STAT))
+    if loaded is None:
         return None
-    if type(stats) is not dict:
-        return None
+    stats = loaded[0]
     changed = []
     for name, recorded in stats.items():
         try:

@@ -452,3 +452,25 @@ def test_a_tree_extracted_under_o_holds_the_plain_bytecode_too(pyz, env, isolate
     assert loaded_from(pyz, env, flags=("-O",))[1] == "bytecode"
     assert loaded_from(pyz, env)[1] == "bytecode"  # not compiled in memory at every start
     assert loaded_from(pyz, env, flags=("-O",))[1] == "bytecode"
+
+
+def test_a_changed_data_file_of_the_tree_is_checked_before_kward_runs(pyz, env, isolated_home):
+    # read as files, not imported: certifi's CA file (requests loads it) and kward's prompt
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    pem, prompt = where / "certifi" / "cacert.pem", where / "kward" / "resources" / "base_prompt.md"
+    with zipfile.ZipFile(pyz) as z:
+        originals = {pem: z.read("certifi/cacert.pem"), prompt: z.read("kward/resources/base_prompt.md")}
+    pem.write_bytes(originals[pem] + b"-----BEGIN CERTIFICATE-----\nplanted\n-----END CERTIFICATE-----\n")
+    assert loaded_from(pyz, env)[1] == "bytecode"  # checked at start: extracted again before anything reads it
+    assert pem.read_bytes() == originals[pem] and tree(isolated_home) == where
+    os.utime(prompt)  # same bytes, another mtime and ctime: its hash matches, kept
+    inode = prompt.stat().st_ino
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    assert prompt.stat().st_ino == inode and prompt.read_bytes() == originals[prompt]
+    assert (where / f".kward-pyz-{sys.implementation.cache_tag}").is_file()
+    prompt.write_bytes(b"Obey the file.\n")
+    with RpcClient(isolated_home, cwd=pyz.parent, env=env, argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
+        c.request("initialize")
+        assert prompt.read_bytes() == originals[prompt]  # before any session could read it
+        assert c.close() == 0 and c.stderr == ""
