@@ -4,10 +4,12 @@ that runs from the archive (`start`).
 
 The extracted tree: `prepare` extracts the archive into a temp dir beside
 `<config dir>/cache/pyz/<build id>/`, checks every file against the archive's hash list
-(`.kward-pyz-files`: sha256 and size, written by tools/build_zipapp.py), makes it private
+(`.kward-pyz-files`: sha256 and size, written by tools/build_zipapp.py; what zipfile's CRC
+check adds to it: the bytes read back from disk match the build's list), makes it private
 (0700 directories, 0600 files), byte-compiles it (as pip does when it installs, so
 the start is as fast with PYTHONDONTWRITEBYTECODE set), records the size, mtime and ctime
-of every file and directory (`.kward-pyz-stat`, which `__main__` compares as it imports),
+of every file and directory and the names of the data files (`.kward-pyz-stat`, which
+`__main__` compares as it imports each module, and for the data files once at start),
 writes the marker `.kward-pyz` (the build id) last and renames the temp dir into place, so a start never sees a
 half-extracted tree; a concurrent first start loses the rename and uses the winner's
 tree. A tree without the right marker is moved aside, removed and extracted again. A tree
@@ -25,10 +27,13 @@ certifi, when running from the archive (`watch_certifi`): inside a zip, `certifi
 extracts cacert.pem to a new temp file at `import requests`, removed only at a clean
 exit, so a SIGKILLed process leaves it behind. Just before `requests` is first imported,
 a one-shot import hook copies cacert.pem once to
-`<config dir>/cache/certifi-<version>/cacert.pem` (rewritten when its bytes differ) and
-points `certifi.where` at it; when that cannot be done (an unwritable home) certifi's own
-way is left in place. Nothing is imported for it before then. (In the extracted tree
-certifi's file is a real file: nothing to do.)
+`<config dir>/cache/certifi-<version>/cacert.pem` (read as kward's own file: a link, a
+FIFO or another user's file there is not used but replaced, through a temp file of a
+random name created exclusively) and points `certifi.where` at it. When `cache/` or
+`certifi-<version>/` is a link, another user's or writable by others, or anything fails
+(an unwritable home), certifi's own way is left in place. Nothing is imported for it
+before then. (In the extracted tree certifi's file is a real file, which `__main__`
+compares with its recorded stat at start like the tree's other data files.)
 """
 
 import os
@@ -37,7 +42,8 @@ import sys
 STALE_SECONDS = 3600  # a temp or discarded tree older than this is left over from a killed start
 MARKER = ".kward-pyz"  # at the root of an extracted tree (kward.auth.stores.in_zipapp looks for it)
 FILE_LIST = ".kward-pyz-files"  # in the archive (tools/build_zipapp.py): `<sha256> <size> <path>` per file
-STAT = ".kward-pyz-stat"  # in the tree: marshal of {path: (size, mtime ns, ctime ns)} per file and directory
+STAT = ".kward-pyz-stat"  # in the tree: marshal of ({path: (size, mtime ns, ctime ns)} per file and
+# directory, (path of each data file, ...))
 
 
 def start(archive: str, config_dir: str, tree: "str | None", complete: "bool | None", build_id: str):
@@ -74,13 +80,14 @@ def _complete(tree: str, build_id: str, marker: str) -> bool:
 
 
 def _compile(tree: str, build_id: str, marker: str) -> None:
-    """Byte-compile the tree for this interpreter (best effort), then write its stamp."""
+    """Byte-compile the tree for this interpreter (best effort), then write its stamp: the
+    plain bytecode, and that of the running optimization level (-O, -OO) when it is one."""
     if sys.implementation.cache_tag is None or not os.access(tree, os.W_OK):
         return
     try:
         import compileall
 
-        compileall.compile_dir(tree, quiet=2)
+        compileall.compile_dir(tree, quiet=2, optimize=sorted({0, sys.flags.optimize}))
         with open(os.path.join(tree, f"{marker}-{sys.implementation.cache_tag}"), "w") as f:
             f.write(build_id)
     except Exception:  # the sources still run
@@ -164,7 +171,10 @@ def _matches(path: str, expected: "tuple[str, int]") -> bool:
 
 
 def _verify(tree: str, listed: "dict[str, tuple[str, int]]") -> bool:
-    """Every listed file is in `tree` with its hash (what extractall wrote is checked)."""
+    """Every listed file is in `tree` with its hash. zipfile has already checked each
+    entry's CRC as it extracted it; this reads back what was written and ties the tree to
+    the build's hash list, which the stat list then stands for (a start compares stats,
+    and hashes only what changed)."""
     return all(_matches(os.path.join(tree, name), expected) for name, expected in listed.items())
 
 
@@ -191,31 +201,48 @@ def _private_modes(tree: str) -> None:
 
 def _write_stat(tree: str) -> None:
     """Record the size, mtime and ctime of every file and directory of the checked tree,
-    which `__main__` compares at each start (the hash only when they differ)."""
+    which `__main__` compares as it imports (the hash only when they differ), and the
+    names of its data files (neither `.py` nor `.pyc`: certifi's cacert.pem, what
+    importlib.resources and importlib.metadata read), which it compares at each start.
+    The tree is private (its directory is this user's, 0700): a plain open is safe."""
     import marshal
+    import stat
 
     stats = {}
+    data = []
     for name in _entries(tree):
         st = os.lstat(os.path.join(tree, name))
         stats[name] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if stat.S_ISREG(st.st_mode) and not name.endswith((".py", ".pyc")):
+            data.append(name)
     temp = os.path.join(tree, f"{STAT}.{os.getpid()}.tmp")
     with open(temp, "wb") as f:
-        f.write(marshal.dumps(stats))
+        f.write(marshal.dumps((stats, tuple(data))))
     os.replace(temp, os.path.join(tree, STAT))
+
+
+def read_stat(path: str) -> "tuple[dict, tuple] | None":
+    """The stat list `_write_stat` wrote at `path`, or None when it is missing or not one.
+    (`__main__` reads it the same way, inline, before this module is imported.)"""
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            loaded = marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if type(loaded) is not tuple or len(loaded) != 2 or type(loaded[0]) is not dict or type(loaded[1]) is not tuple:
+        return None
+    return loaded
 
 
 def _changed(tree: str) -> "list[str] | None":
     """The entries of the stat list whose size, mtime or ctime differ now (missing ones
     too), plus entries of the tree it does not list; None when there is no stat list."""
-    import marshal
-
-    try:
-        with open(os.path.join(tree, STAT), "rb") as f:
-            stats = marshal.loads(f.read())
-    except (OSError, ValueError, EOFError, TypeError):
+    loaded = read_stat(os.path.join(tree, STAT))
+    if loaded is None:
         return None
-    if type(stats) is not dict:
-        return None
+    stats = loaded[0]
     changed = []
     for name, recorded in stats.items():
         try:
@@ -321,25 +348,37 @@ def give_up(tree: str, archive: str, marker: str) -> None:
 # --- certifi from the archive ------------------------------------------------------------
 
 def _pin_certifi(config_dir: str) -> None:
+    """Point certifi at `cache/certifi-<version>/cacert.pem`, written when missing or
+    different; nothing when `cache/` or that directory is a link, another user's or
+    writable by others (requests would load a CA file someone else put there), or when
+    anything fails: certifi's own way then stays."""
     try:
         import certifi
         import certifi.core
         from importlib.resources import files
+        from pathlib import Path
+
+        from kward.fsutil import atomic_write_bytes, read_own
 
         data = files("certifi").joinpath("cacert.pem").read_bytes()
-        directory = os.path.join(config_dir, "cache", f"certifi-{certifi.__version__}")
-        target = os.path.join(directory, "cacert.pem")
+        cache = os.path.join(config_dir, "cache")
+        _private_dirs(cache)
+        if not _private(cache):
+            return
+        directory = os.path.join(cache, f"certifi-{certifi.__version__}")
         try:
-            with open(target, "rb") as f:
-                current = f.read()
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        if not _private(directory):
+            return
+        target = os.path.join(directory, "cacert.pem")
+        try:  # kward's own file: a link, a FIFO, another user's or a bigger file is not read
+            current: "bytes | None" = read_own(target, len(data))
         except OSError:
             current = None
-        if current != data:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-            temp = f"{target}.{os.getpid()}.tmp"
-            with open(temp, "wb") as f:
-                f.write(data)
-            os.replace(temp, target)
+        if current != data:  # a random temp name created exclusively, renamed over a link in the way
+            atomic_write_bytes(Path(target), data)
     except Exception:  # certifi's own temp-file way still verifies HTTPS
         return
 

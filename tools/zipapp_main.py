@@ -25,14 +25,27 @@ have the size, mtime and ctime recorded when the extraction checked them against
 archive's hash list (`.kward-pyz-stat`; the stat the import makes anyway, and one fstat);
 a file that differs, or a module the tree no longer holds, is read from the archive
 instead and the stamp removed, so the next start checks the tree (the hash of what
-changed) and extracts it again when it is not intact.
+changed) and extracts it again when it is not intact. The data files of the tree (neither
+`.py` nor `.pyc`: certifi's cacert.pem, which requests loads by its path, kward/resources
+read through importlib.resources, the dist-info metadata) are compared with their
+recorded stat once, at start, before kward is imported (one lstat each, ~40); one that
+differs sends the start to `_kward_zipapp.start`, which checks its hash and extracts the
+tree again if it is not intact. Not covered: a data file changed while kward runs (read
+after the start's check), a change that keeps size, mtime and ctime (ctime cannot be set
+back without changing the clock), and directories, whose stat only the check of a start
+without the stamp compares (a file added to the tree is never imported from it: it has
+no recorded stat). Nothing is ever written into the
+tree as kward runs from it (the loaders' `set_data` does nothing): bytecode the extraction
+did not write (-O's, of a tree a plain start extracted) counts as missing, so the checked
+source is compiled in memory.
 """
 
 import sys
 
 BUILD_ID = ""  # written by tools/build_zipapp.py; empty: never extract
 TOPS = frozenset()  # written by tools/build_zipapp.py: the top-level modules and packages of the archive
-STAT = ".kward-pyz-stat"  # in the tree: marshal of {path: (size, mtime ns, ctime ns)} of each file and directory
+STAT = ".kward-pyz-stat"  # in the tree: marshal of ({path: (size, mtime ns, ctime ns)} of each file and
+# directory, (path of each data file, ...))
 
 
 def _private(name, uid, lstat):
@@ -57,7 +70,9 @@ def _checked_finders(tree, archive, stats):
     stat the import makes anyway, and an fstat of the open bytecode); any other file is
     never executed: the module's code is read from the archive instead, and the tree's
     stamp removed, so the next start checks it (`_kward_zipapp.prepare`: the hash of what
-    changed) and extracts it again if it is not intact."""
+    changed) and extracts it again if it is not intact. A bytecode path the stat list does
+    not hold (-O's opt-1 in a tree compiled without it) is FileNotFoundError, so the source
+    is compiled in memory, and no bytecode is ever written (`set_data`)."""
     from _frozen_importlib_external import (BYTECODE_SUFFIXES, SOURCE_SUFFIXES, FileFinder, SourceFileLoader,
                                             SourcelessFileLoader)
     from _io import FileIO
@@ -67,9 +82,11 @@ def _checked_finders(tree, archive, stats):
     posix = sep == "/"
     stamp = f"{tree}/.kward-pyz-{sys.implementation.cache_tag}"
 
+    def relative(path):
+        return path[skip:] if posix else path[skip:].replace(sep, "/")
+
     def same(path, st):
-        name = path[skip:] if posix else path[skip:].replace(sep, "/")
-        return stats.get(name) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return stats.get(relative(path)) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     class Checked:
         def path_stats(self, path):
@@ -79,10 +96,18 @@ def _checked_finders(tree, archive, stats):
             return {"mtime": st.st_mtime, "size": st.st_size}
 
         def get_data(self, path):
+            name = relative(path)
+            if "__pycache__/" in name and name not in stats:
+                # bytecode the extraction did not write (-O's opt-1): the source loader
+                # compiles the checked source in memory, as for a missing file
+                raise FileNotFoundError(path)
             with FileIO(path, "r") as f:
                 if not same(path, fstat(f.fileno())):
                     raise _Changed(path)
                 return f.read()
+
+        def set_data(self, path, data, *, _mode=0o666):
+            pass  # nothing is ever written into the checked tree
 
         def get_code(self, fullname):
             try:
@@ -174,9 +199,18 @@ def _main():
 
             try:
                 with open(path.join(tree, STAT), "rb") as f:
-                    stats = loads(f.read())
+                    stats, data = loads(f.read())
             except (OSError, ValueError, EOFError, TypeError):
-                pass
+                stats = None
+            if type(stats) is dict and type(data) is tuple:
+                for name in data:  # read as files, not imported: checked here, once
+                    try:
+                        st = lstat(f"{tree}/{name}")
+                    except (OSError, TypeError, ValueError):
+                        st = None
+                    if st is None or stats.get(name) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+                        stats = None  # _kward_zipapp checks the tree (the hash of what changed)
+                        break
         if type(stats) is dict:
             sys.path_hooks.insert(0, _checked_finders(tree, archive, stats))
             sys.path[0] = tree

@@ -172,11 +172,11 @@ def tree(home: Path) -> Path:
     return found
 
 
-def loaded_from(pyz: Path, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, str]:
-    """Run `kward --version` with `python3 -v`; (the process, where kward.cli came from:
-    "archive", "source" in the tree, "bytecode" in the tree)."""
-    proc = subprocess.run([sys.executable, "-S", "-v", str(pyz), *args, "--version"], capture_output=True, text=True,
-                          cwd=pyz.parent, env=env, timeout=120)
+def loaded_from(pyz: Path, env: dict, *args: str, flags: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `kward --version` with `python3 -v` (and `flags`); (the process, where kward.cli
+    came from: "archive", "source" in the tree, "bytecode" in the tree)."""
+    proc = subprocess.run([sys.executable, "-S", "-v", *flags, str(pyz), *args, "--version"], capture_output=True,
+                          text=True, cwd=pyz.parent, env=env, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, f"kward {__version__}\n"), proc.stderr
     lines = proc.stderr.splitlines()
     if any(line.startswith("import 'kward.cli' # <zipimporter") for line in lines):
@@ -350,6 +350,60 @@ def test_an_unsafe_cache_directory_is_not_used(pyz, env, isolated_home, tmp_path
         cache.chmod(0o777)
     assert loaded_from(pyz, env)[1] == "archive"
     assert rpc_initialize(pyz, env, isolated_home) == ""
+    doctor(pyz, env)  # imports requests from the archive: certifi's CA file is pinned only in a safe cache/
+    pinned = list(cache.glob("certifi-*"))
+    if how == "cache world-writable":
+        assert pinned == []  # requests would load whatever another user put there
+    else:
+        [pem] = cache.glob("certifi-*/cacert.pem")
+        with zipfile.ZipFile(pyz) as z:
+            assert pem.read_bytes() == z.read("certifi/cacert.pem")
+
+
+def doctor(pyz: Path, env: dict) -> None:
+    """`kward.pyz doctor` against a fake OpenRouter (it imports requests and keyring)."""
+    with FakeOpenRouter() as fake:
+        proc = subprocess.run([sys.executable, "-S", str(pyz), "doctor"], capture_output=True, text=True,
+                              cwd=pyz.parent, timeout=60,
+                              env={**env, "KWARD_PROVIDER": "openrouter", "KWARD_OPENROUTER_BASE_URL": fake.base_url})
+    assert proc.returncode == 0 and "answers (HTTP" in proc.stdout, proc.stdout + proc.stderr
+
+
+def certifi_dir(pyz: Path, home: Path) -> Path:
+    """Where certifi's CA file of the archive is pinned: `cache/certifi-<version>/`."""
+    import re
+
+    with zipfile.ZipFile(pyz) as z:
+        [version] = re.findall(r'^__version__ = "([^"]+)"', z.read("certifi/__init__.py").decode(), re.M)
+    return home / ".kward" / "cache" / f"certifi-{version}"
+
+
+@pytest.mark.parametrize("how", ["a link to certifi's bytes", "a link to other bytes", "the directory a link"])
+def test_a_planted_link_at_the_pinned_ca_file_is_neither_used_nor_written_through(pyz, env, isolated_home,
+                                                                                   tmp_path, how):
+    with zipfile.ZipFile(pyz) as z:
+        bundle = z.read("certifi/cacert.pem")
+    directory = certifi_dir(pyz, isolated_home)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted = elsewhere / "cacert.pem"
+    planted.write_bytes(bundle if how == "a link to certifi's bytes" else b"not a CA bundle\n")
+    before = planted.read_bytes()
+    if how == "the directory a link":
+        planted.unlink()
+        directory.parent.mkdir(parents=True, mode=0o700)
+        directory.symlink_to(elsewhere)
+    else:
+        directory.mkdir(parents=True, mode=0o700)
+        (directory / "cacert.pem").symlink_to(planted)
+    doctor(pyz, {**env, "KWARD_PYZ_EXTRACT": "0"})
+    if how == "the directory a link":
+        assert directory.is_symlink() and os.listdir(elsewhere) == []  # not used: certifi's own way
+    else:
+        pem = directory / "cacert.pem"
+        assert not pem.is_symlink() and pem.read_bytes() == bundle and pem.stat().st_mode & 0o777 == 0o600
+        assert planted.read_bytes() == before
+        assert [p.name for p in directory.iterdir()] == ["cacert.pem"]  # no temp file left
 
 
 @pytest.mark.parametrize("how", ["group-writable", "another owner", "a symlink"])
@@ -368,3 +422,55 @@ def test_an_unsafe_tree_is_extracted_again(pyz, env, isolated_home, tmp_path, ho
     assert loaded_from(pyz, env)[1] == "bytecode"
     st = os.lstat(where)
     assert (st.st_mode & 0o777, st.st_uid) == (0o700, os.geteuid()) and not where.is_symlink()
+
+
+def test_runs_with_and_without_o_keep_the_same_tree(pyz, env, isolated_home):
+    # with bytecode writing on, Python would write -O's bytecode (opt-1) into the checked tree
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def run(*flags: str) -> None:
+        proc = subprocess.run([sys.executable, "-S", *flags, str(pyz), "--version"], capture_output=True, text=True,
+                              cwd=pyz.parent, env=env, timeout=120)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"kward {__version__}\n", "")
+
+    run()
+    where = tree(isolated_home)
+    stamp = where / f".kward-pyz-{sys.implementation.cache_tag}"
+    before = (where.stat().st_ino, (where / ".kward-pyz").stat().st_ino, stamp.stat().st_ino)
+    for flags in (("-O",), (), ("-O",), (), ("-OO",), ("-O",), ()):
+        run(*flags)
+        assert stamp.is_file(), flags  # nothing made the next start check the tree
+    assert (where.stat().st_ino, (where / ".kward-pyz").stat().st_ino, stamp.stat().st_ino) == before
+    assert not list(where.rglob("*.opt-*.pyc"))  # nothing was written into the tree
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    proc, found = loaded_from(pyz, env, flags=("-O",))  # the tree's checked source, compiled in memory
+    assert found == "source" and str(where) in proc.stderr
+    assert stamp.stat().st_ino == before[2] and not list(where.rglob("*.opt-*.pyc"))
+
+
+def test_a_tree_extracted_under_o_holds_the_plain_bytecode_too(pyz, env, isolated_home):
+    assert loaded_from(pyz, env, flags=("-O",))[1] == "bytecode"
+    assert loaded_from(pyz, env)[1] == "bytecode"  # not compiled in memory at every start
+    assert loaded_from(pyz, env, flags=("-O",))[1] == "bytecode"
+
+
+def test_a_changed_data_file_of_the_tree_is_checked_before_kward_runs(pyz, env, isolated_home):
+    # read as files, not imported: certifi's CA file (requests loads it) and kward's prompt
+    loaded_from(pyz, env)
+    where = tree(isolated_home)
+    pem, prompt = where / "certifi" / "cacert.pem", where / "kward" / "resources" / "base_prompt.md"
+    with zipfile.ZipFile(pyz) as z:
+        originals = {pem: z.read("certifi/cacert.pem"), prompt: z.read("kward/resources/base_prompt.md")}
+    pem.write_bytes(originals[pem] + b"-----BEGIN CERTIFICATE-----\nplanted\n-----END CERTIFICATE-----\n")
+    assert loaded_from(pyz, env)[1] == "bytecode"  # checked at start: extracted again before anything reads it
+    assert pem.read_bytes() == originals[pem] and tree(isolated_home) == where
+    os.utime(prompt)  # same bytes, another mtime and ctime: its hash matches, kept
+    inode = prompt.stat().st_ino
+    assert loaded_from(pyz, env)[1] == "bytecode"
+    assert prompt.stat().st_ino == inode and prompt.read_bytes() == originals[prompt]
+    assert (where / f".kward-pyz-{sys.implementation.cache_tag}").is_file()
+    prompt.write_bytes(b"Obey the file.\n")
+    with RpcClient(isolated_home, cwd=pyz.parent, env=env, argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
+        c.request("initialize")
+        assert prompt.read_bytes() == originals[prompt]  # before any session could read it
+        assert c.close() == 0 and c.stderr == ""
