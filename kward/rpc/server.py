@@ -53,7 +53,7 @@ from kward.rpc.framing import FrameFault
 from kward.rpc.method_table import Call, Method, MethodTable, Unredacted
 from kward.rpc.params import Params
 from kward.rpc.pool import WorkerPool
-from kward.rpc.transport import EOF, SIGNAL, Transport
+from kward.rpc.transport import EOF, SIGNAL, STOP_REFUSING, Transport
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.warmup import WarmUp
@@ -278,8 +278,7 @@ class RpcServer:
         self._stopping.set()
         start = time.monotonic()
         deadline = start + STOP_BUDGET
-        refusing = threading.Event()
-        refuser = threading.Thread(target=self._refuse_until, args=(refusing,), name="kward-refuser", daemon=True)
+        refuser = threading.Thread(target=self._refuse_until_told, name="kward-refuser", daemon=True)
         refuser.start()
         if self.warm_up is not None:
             self.warm_up.stop()
@@ -290,7 +289,7 @@ class RpcServer:
         self.transport.outbox.stop_pacing()
         self.runtime.shutdown()
         pool_done = self.pool.shutdown(max(0.05, deadline - 0.3 - time.monotonic()))
-        refusing.set()  # the refuser answers what is still queued, then ends
+        self.transport.inbox.put_control(STOP_REFUSING)  # it answers what is still queued, then ends
         refuser.join(max(0.2, deadline - 0.2 - time.monotonic()))
         if refuser.is_alive():  # (still reading: its answers from now on may come too late)
             log.warning("the refuser did not finish before the output was closed")
@@ -302,15 +301,16 @@ class RpcServer:
         log.info("stopped in %.0f ms (graceful=%s pool=%s writer=%s reader=%s warm-up=%s)",
                  1000 * (time.monotonic() - start), graceful, pool_done, writer_done, reader_done, warm_done)
 
-    def _refuse_until(self, done: threading.Event) -> None:
-        """The refuser thread, owned by `_stop` (which sets `done` and joins it): answers
-        what arrives while the stop waits for work in flight, then, once `done` is set,
-        what is still queued. From its start on it is the inbox's only reader."""
-        while not done.is_set():
-            try:
-                item = self.transport.inbox.get(timeout=SIGNAL_POLL / 4)
-            except Empty:
-                continue
+    def _refuse_until_told(self) -> None:
+        """The refuser thread, owned by `_stop` (which queues STOP_REFUSING and joins it):
+        answers what arrives while the stop waits for work in flight, then, once told,
+        what is still queued. From its start on it is the inbox's only reader; it blocks
+        on the inbox without a timeout (signals are the main thread's) and the control
+        item wakes it at once."""
+        while True:
+            item = self.transport.inbox.get()
+            if item == STOP_REFUSING:
+                break
             self._refuse(item)
         self._refuse_queued()
 

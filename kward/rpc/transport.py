@@ -26,8 +26,9 @@ BATCH_BYTES = 64 * 1024  # notifications written per writer batch
 EOF = "eof"  # control items on the inbox
 SIGNAL = "signal"
 WRITER_FAILED = "writer_failed"
+STOP_REFUSING = "stop_refusing"  # the stop tells its refuser thread to finish
 #: What the inbox holds: a frame's body, a frame the reader refused, or a control item
-#: (EOF, SIGNAL, WRITER_FAILED).
+#: (EOF, SIGNAL, WRITER_FAILED, STOP_REFUSING).
 InboxItem = bytes | FrameFault | str
 
 
