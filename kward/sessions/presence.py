@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kward.errors import SessionBusy
-from kward.fsutil import FILE_MODE
+from kward.fsutil import FILE_MODE, OWN_FLAGS, open_own
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def _setlk(fd: int, kind: int, offset: int) -> bool:
 
 
 def _open(path: str) -> tuple[int, tuple[int, int]]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    fd = open_own(path, os.O_RDWR | os.O_CREAT | OWN_FLAGS, FILE_MODE)  # a regular file of ours, no link
     st = os.fstat(fd)
     return fd, (st.st_dev, st.st_ino)
 

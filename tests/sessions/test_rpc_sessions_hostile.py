@@ -264,3 +264,20 @@ def test_usage_numbers_out_of_range_count_as_zero(start, tmp_path):
     s = k.resume(str(path))
     tokens = k.request("runtime/stats", {"sessionId": s["id"]})["tokens"]
     assert (tokens["input"], tokens["output"], tokens["total"]) == (0, 7, 0), tokens
+
+
+def test_a_presence_file_that_is_a_link_is_refused_and_nothing_is_written_through_it(start, workspace, isolated_home,
+                                                                                      tmp_path):
+    from kward.sessions.paths import workspace_session_dir
+    from kward.sessions.presence import PRESENCE_NAME
+
+    here = Path(workspace_session_dir(isolated_home / ".kward" / "sessions", str(workspace)))
+    here.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    (here / PRESENCE_NAME).symlink_to(victim)
+    k = start(TEXT_ONLY)
+    err = k.error("sessions/create", {"name": "x"})
+    assert (err.code, err.reason) == (-32003, "unusable_file") and "symbolic link" in err.message
+    assert not os.path.lexists(victim)
+    (here / PRESENCE_NAME).unlink()
+    assert k.create(name="then")["name"] == "then"
