@@ -113,11 +113,35 @@ class PrivateRotatingFileHandler(logging.FileHandler):
             os.replace(self._path, self._path.with_name(f"{self._path.name}.1"))
 
 
+class EarlyRecords(logging.Handler):
+    """Holds what the `kward` logger records before `configure` runs (reading the config
+    that names the log level may itself warn), so that it goes to the log file, not to
+    Python's last-resort handler on stderr. At most MAX records; any thread."""
+
+    MAX = 100
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.records) < self.MAX:
+            self.records.append(record)
+
+
+def hold_early_records() -> None:
+    """Until `configure`, keep the `kward` logger's records (see EarlyRecords)."""
+    logger = logging.getLogger("kward")
+    logger.addHandler(EarlyRecords())
+    logger.propagate = False
+
+
 def configure(logs_dir: str | os.PathLike[str], level: str | None, *, rpc_mode: bool,
               secrets: KnownSecrets | None = None) -> None:
     """Install the file handler (and a stderr handler where allowed) on the `kward` logger
-    and on Python's warnings, replacing what an earlier call installed. In rpc mode a
-    failing handler never prints to stderr. `secrets` are scrubbed from every record."""
+    and on Python's warnings, replacing what an earlier call installed, and hand them what
+    was held before (`hold_early_records`). In rpc mode a failing handler never prints to
+    stderr. `secrets` are scrubbed from every record."""
     effective = logging.getLevelName(level) if level else logging.WARNING
     formatter = RedactingFormatter(_FORMAT, secrets)
     file_handler = PrivateRotatingFileHandler(Path(logs_dir) / "kward.log")
@@ -130,15 +154,22 @@ def configure(logs_dir: str | os.PathLike[str], level: str | None, *, rpc_mode: 
     if rpc_mode:
         logging.raiseExceptions = False
     logging.captureWarnings(True)
+    early: list[logging.LogRecord] = []
     for name in ("kward", "py.warnings"):
         logger = logging.getLogger(name)
         for handler in list(logger.handlers):
+            if isinstance(handler, EarlyRecords):
+                early.extend(handler.records)
             logger.removeHandler(handler)
             handler.close()
         logger.setLevel(effective)
         logger.propagate = False
         for handler in handlers:
             logger.addHandler(handler)
+    for record in early:
+        if record.levelno >= effective:
+            for handler in handlers:
+                handler.handle(record)
 
 
 class StrayOutput:

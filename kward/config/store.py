@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import stat
 import threading
@@ -23,8 +24,10 @@ from typing import Any, Mapping, NamedTuple
 from kward import jsonshape
 from kward.config import rules
 from kward.errors import ConfigError, FilesystemError, InvalidParams
-from kward.fsutil import UnusableFile, atomic_write_bytes, file_lock, open_own, own_file_error, read_fd
+from kward.fsutil import FILE_MODE, UnusableFile, atomic_write_bytes, file_lock, open_own, own_file_error, read_fd
 from kward.limits import CONFIG_FILE_BYTES
+
+log = logging.getLogger(__name__)
 
 
 def _is_directory(path: Path) -> bool:
@@ -186,6 +189,11 @@ class ConfigStore:
                 return self._cache
             if st.st_size > CONFIG_FILE_BYTES:
                 raise own_file_error(path, f"is larger than {CONFIG_FILE_BYTES} bytes", errno.EFBIG)
+            mode = stat.S_IMODE(st.st_mode)
+            if mode & ~FILE_MODE:  # it may hold the OpenRouter key: private, like auth.json
+                os.fchmod(fd, FILE_MODE)
+                log.warning("%s had mode %04o (wider than %04o); kward set it to %04o", path, mode, FILE_MODE,
+                            FILE_MODE)
             raw = read_fd(fd, CONFIG_FILE_BYTES + 1)
             if len(raw) > CONFIG_FILE_BYTES:  # grew while it was read
                 raise own_file_error(path, f"is larger than {CONFIG_FILE_BYTES} bytes", errno.EFBIG)

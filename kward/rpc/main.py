@@ -78,6 +78,7 @@ def _build(methods: "MethodTable | None") -> "RpcServer | None":
     """The server over the claimed stdio, or None after reporting a bad environment."""
     from kward.rpc import compose
 
+    diagnostics.hold_early_records()  # reading the config may warn before the log is set up
     try:
         setup = compose.resolve(os.environ)  # checks every KWARD_* value kward reads
     except ConfigError as exc:  # a bad environment variable: one line naming it, exit 2

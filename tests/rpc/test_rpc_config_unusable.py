@@ -63,3 +63,19 @@ def test_an_unusable_config_is_named_and_the_rest_is_served(isolated_home, kind)
         assert cfg.stat().st_size == 300 << 20
     elif kind == "unreadable":
         cfg.chmod(0o600)
+
+
+def test_a_config_others_may_read_is_narrowed_to_0600_when_read(isolated_home):
+    cfg = isolated_home / ".kward" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text('{"openrouter_api_key": "sk-or-v1-0123456789abcdef0123"}')
+    cfg.chmod(0o644)  # it may hold a key
+    with RpcClient(isolated_home) as c:
+        c.request("initialize", timeout=5)
+        c.request("config/read", timeout=5)
+        assert oct(cfg.stat().st_mode & 0o777) == oct(0o600)
+        c.close_stdin()
+        assert c.wait_exit(timeout=5) == 0
+        assert c.stderr == ""  # logged before the log was set up: to the file, not to stderr
+    log = (isolated_home / ".kward" / "logs" / "kward.log").read_text()
+    assert f"{cfg} had mode 0644 (wider than 0600); kward set it to 0600" in log
