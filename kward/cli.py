@@ -10,15 +10,34 @@ only what serving the protocol needs: nothing of this module runs before it but
 `_hide_credentials` (the credential variables out of the environment block,
 `kward.credential_env`; stdlib only) and the argument check. Everything else is parsed here from two tables, `OPTIONS` and `COMMANDS`,
 which also make `kward help` (with the slash commands of `kward.terminal.commands`) and
-which tests/packaging/test_docs.py checks against the man page. Options come before the command or
-the prompt; a command name takes precedence over a prompt (`kward -- help me` asks the
-model).
+which tests/packaging/test_docs.py checks against the man page.
+
+The grammar (`parse`, `parse_command`), as argparse would have it:
+
+- Options may come anywhere before `--`: `kward "fix it" --model scripted` uses the model.
+  After `--` everything is prompt text. An argument is an option when it starts with `-`
+  and is not `-` alone, a negative number (`-5`, `-0.5`) or text with a space in it
+  (`"-x is a flag"`); an unknown one is refused (exit 2, the message and the usage line
+  on stderr), with the advice to put the prompt after `--` when a prompt came first.
+- A first word naming a command runs it (`kward -- help me` asks the model); the words
+  after it are the command's, with its own options (`COMMAND_OPTIONS`) and `-h`/`--help`
+  (the command's help, nothing else done). Global options go before the command.
+- A first word that is not a command but nearly one (`kward stauts`) is refused with
+  "did you mean" (exit 2, nothing started); `kward -- stauts` sends it to the model. To
+  spare real one-word prompts, only a first word of lowercase letters is compared, with
+  the edit distance of `edit_distance` (an inserted, dropped or swapped letter counts
+  one, a changed letter two: that is how real words differ from the names, docker/doctor,
+  state/stats, layout/logout, while mistyped names drop, double or swap letters): at most
+  1 for names of up to 5 letters (help, auth, rpc, stats, login: `hello`, `run`, `fix`,
+  `test`, `add`, `docs`, `start`, `state` match nothing), at most 2 for longer ones
+  (doctor, logout, memory, version: `doctr`, `dcotor`, `memroy`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 from kward import __version__
 
@@ -71,8 +90,107 @@ MODEL_PROVIDERS = {
 }
 
 
+#: The options of each command beside `-h`/`--help` (flag -> whether it takes a value);
+#: a command not named here takes none.
+COMMAND_OPTIONS = {
+    "memory": {"--all": False},
+    "stats": {"--bucket": True, "--output": True},
+}
+
+USAGE = "usage: kward [options] [PROMPT... | command]"
+HELP_FLAGS = ("-h", "--help")
+
+
 class UsageError(Exception):
-    pass
+    """The command line does not fit: `message` for the user; `command` the command it is
+    about (None: kward's own options)."""
+
+    def __init__(self, message: str, command: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.command = command
+
+    def report(self) -> str:
+        """What goes to stderr: the message, then the usage line of the command."""
+        who = f"kward {self.command}" if self.command else "kward"
+        return f"{who}: {self.message}\n{usage_line(self.command)}\n"
+
+
+class Misspelled(Exception):
+    """The first word is nearly a command's name (see the module docstring)."""
+
+    def __init__(self, word: str, name: str, rest: list[str]):
+        super().__init__(word)
+        self.word, self.name, self.rest = word, name, rest
+
+    def report(self) -> str:
+        import shlex
+
+        return (f"kward: unknown command '{self.word}'; did you mean `{shlex.join(['kward', self.name, *self.rest])}`?\n"
+                f"(to send it to the model as a prompt: {shlex.join(['kward', '--', self.word, *self.rest])})\n")
+
+
+@dataclass(slots=True)
+class CommandLine:
+    """A parsed command line: kward's `options` (`help` and `version` for -h and -v), the
+    `command` named (None: a prompt, or none), and its `args` (a command's arguments, or the
+    words of the prompt)."""
+
+    options: dict[str, str]
+    command: str | None
+    args: list[str]
+
+
+def usage_line(command: str | None = None) -> str:
+    if command is None:
+        return USAGE
+    if command == "rpc":
+        return "usage: kward rpc"
+    return f"usage: kward {COMMANDS[command][0]}"
+
+
+def is_option(arg: str) -> bool:
+    """Whether `arg` is meant as an option (module docstring): `-x`, `--frob`, `--model=x`;
+    not `-`, `-5`, `-0.5` or `"-x is a flag"`."""
+    if not arg.startswith("-") or arg == "-" or " " in arg:
+        return False
+    number = arg[1:].replace(".", "", 1)
+    return not number.isdigit()
+
+
+def _option_name(arg: str) -> str:
+    """An unknown option as quoted back: its name, never a value after `=` (it could be a
+    key), and at most 40 characters."""
+    name = arg.partition("=")[0]
+    return name if len(name) <= 40 else name[:37] + "..."
+
+
+def edit_distance(a: str, b: str) -> int:
+    """The Damerau-Levenshtein distance (optimal string alignment) of `a` and `b`, where
+    an insertion, a deletion or a swap of two adjacent letters costs 1 and a substitution
+    costs 2 (module docstring)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (0 if a[i - 1] == b[j - 1] else 2))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[len(b)]
+
+
+def near_command(word: str) -> str | None:
+    """The command `word` is nearly the name of, or None (module docstring)."""
+    if not (word.isascii() and word.isalpha() and word.islower()) or word in COMMANDS:
+        return None
+    best: tuple[int, str] | None = None
+    for name in COMMANDS:
+        distance = edit_distance(word, name)
+        if distance <= (1 if len(name) <= 5 else 2) and (best is None or distance < best[0]):
+            best = (distance, name)
+    return best[1] if best else None
 
 
 def help_text() -> str:
@@ -119,6 +237,9 @@ def _help_for(command: str) -> int:
 def _rpc(args: list[str], real_process: bool) -> int:
     from kward.rpc.main import run
 
+    if args and args not in (["-h"], ["--help"]) and is_option(args[0]):
+        sys.stderr.write(f"kward rpc: unknown option: {_option_name(args[0])}\n{usage_line('rpc')}\n")
+        return 2
     try:
         code = run(args)
     except Exception as exc:  # a bug outside the server loop: one clear line, no traceback
@@ -143,23 +264,24 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def parse(args: list[str]) -> tuple[dict[str, str], list[str], bool]:
-    """(options, the rest, whether `--` ended the options). Raises UsageError; `-h` and
-    `-v` come back as the options "help" and "version"."""
+def parse(args: list[str]) -> CommandLine:
+    """kward's command line (module docstring). Raises UsageError or Misspelled."""
     options: dict[str, str] = {}
+    words: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
         if arg == "--":
-            return options, args[i + 1:], True
-        if arg in ("-h", "--help"):
-            options["help"] = ""
-            return options, args[i + 1:], False
-        if arg in ("-v", "--version"):
-            options["version"] = ""
-            return options, args[i + 1:], False
-        name, eq, value = arg.partition("=")
-        if name in VALUE_OPTIONS:
+            words += args[i + 1:]
+            break
+        if arg in HELP_FLAGS or arg in ("-v", "--version"):  # wins over anything after it
+            options["help" if arg in HELP_FLAGS else "version"] = ""
+            break
+        if is_option(arg):
+            name, eq, value = arg.partition("=")
+            if name not in VALUE_OPTIONS:
+                advice = " (to send it as text, put the prompt after `--`: kward -- PROMPT...)" if words else ""
+                raise UsageError(f"unknown option: {_option_name(arg)}{advice}")
             if not eq:
                 if i + 1 >= len(args):
                     raise UsageError(f"{name} needs a value ({VALUE_OPTIONS[name]})")
@@ -168,12 +290,45 @@ def parse(args: list[str]) -> tuple[dict[str, str], list[str], bool]:
             if not value:
                 raise UsageError(f"{name} needs a value ({VALUE_OPTIONS[name]})")
             options[name] = value
-            i += 1
-            continue
-        if arg.startswith("-") and arg != "-":
-            raise UsageError(f"unknown option: {arg}")
-        break
-    return options, args[i:], False
+        elif words:
+            words.append(arg)
+        elif arg in COMMANDS:
+            return CommandLine(options, arg, args[i + 1:])
+        else:
+            near = near_command(arg)
+            if near is not None:
+                raise Misspelled(arg, near, args[i + 1:])
+            words.append(arg)
+        i += 1
+    return CommandLine(options, None, words)
+
+
+def parse_command(command: str, args: list[str]) -> list[str] | None:
+    """The arguments of `command` (its own options checked, a `--` taken out), or None
+    when they ask for its help. Raises UsageError."""
+    known = COMMAND_OPTIONS.get(command, {})
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return out + args[i + 1:]
+        if arg in HELP_FLAGS:
+            return None
+        if is_option(arg):
+            name, eq, value = arg.partition("=")
+            if name not in known:
+                raise UsageError(f"unknown option: {_option_name(arg)}", command)
+            if known[name] and not eq:
+                if i + 1 >= len(args):
+                    raise UsageError(f"{name} needs a value", command)
+                out.append(args[i])
+                i += 1
+            elif not known[name] and eq:
+                raise UsageError(f"{name} takes no value", command)
+        out.append(args[i])
+        i += 1
+    return out
 
 
 def model_env(spec: str) -> dict[str, str]:
@@ -225,41 +380,45 @@ def _hide_credentials() -> None:
 
 def _main(args: list[str], real_process: bool) -> int:
     try:
-        options, rest, dashdash = parse(args)
-        overrides = model_env(options["--model"]) if "--model" in options else {}
-        if "--working-directory" in options:
-            _change_directory(options["--working-directory"])
-    except UsageError as exc:
-        sys.stderr.write(f"kward: {exc}\n(run `kward help` for the usage)\n")
+        line = parse(args)
+        command_args = parse_command(line.command, line.args) if line.command is not None else []
+        overrides = model_env(line.options["--model"]) if "--model" in line.options else {}
+        if "--working-directory" in line.options:
+            _change_directory(line.options["--working-directory"])
+    except (UsageError, Misspelled) as exc:
+        sys.stderr.write(exc.report())
         return 2
-    if "help" in options:
+    if line.command is not None:
+        if command_args is None:
+            return _help_for(line.command)
+        return _command(line.command, command_args, overrides, real_process)
+    if "help" in line.options:
         sys.stdout.write(help_text())
         return 0
-    if "version" in options:
+    if "version" in line.options:
         sys.stdout.write(f"kward {__version__}\n")
         return 0
-    if rest and not dashdash and rest[0] in COMMANDS:
-        return _command(rest[0], rest[1:], overrides, real_process)
+    return _prompt(" ".join(line.args), line.options.get("--model"), overrides)
+
+
+def _prompt(prompt: str, model: str | None, overrides: dict[str, str]) -> int:
+    """One-shot (a prompt, piped input, or both) or, on a terminal, interactive."""
+    from kward.terminal import oneshot
     from kward.terminal.host import EnvironmentProblem, Host, fail, terminal_env
 
+    if not prompt and not sys.stdin.isatty():
+        prompt = oneshot.read_piped_prompt()
+        if not prompt:
+            return fail("no prompt: standard input was empty (run `kward help` for the usage)", 2)
     env = terminal_env(os.environ, overrides)
     cwd = os.getcwd()
     try:
         with Host(env):
-            if rest:
-                from kward.terminal import oneshot
-
-                return oneshot.run(" ".join(rest), env, cwd)
-            if not sys.stdin.isatty():
-                from kward.terminal import oneshot
-
-                prompt = oneshot.read_piped_prompt()
-                if not prompt:
-                    return fail("no prompt: standard input was empty (run `kward help` for the usage)", 2)
+            if prompt:
                 return oneshot.run(prompt, env, cwd)
             from kward.terminal import interactive
 
-            return interactive.run(env, cwd, model_override=options.get("--model"))
+            return interactive.run(env, cwd, model_override=model)
     except EnvironmentProblem as exc:
         return fail(str(exc), 2)
 

@@ -49,7 +49,8 @@ def test_help_of_one_command(cli):
     (["--working-directory", "{home}/missing", "hi"], "--working-directory: no such directory"),
     (["--working-directory", "{home}/file", "hi"], "--working-directory: not a directory"),
     (["version", "now"], "unexpected argument: now"),
-    (["doctor", "--all"], "unexpected argument: --all"),
+    (["doctor", "--all"], "kward doctor: unknown option: --all"),
+    (["doctor", "now"], "unexpected argument: now"),
 ])
 def test_usage_errors_exit_2_with_one_clear_line(cli, args, message):
     (cli.home / "file").write_text("")

@@ -96,18 +96,32 @@ def test_on_a_terminal_a_running_tool_shows_a_provisional_line():
     assert side.getvalue() == "Looking\n  * read a ...\r\x1b[K  * read a  ok\n"
 
 
-@pytest.mark.parametrize("args, options, rest, dashdash", [
-    ([], {}, [], False),
-    (["fix", "it"], {}, ["fix", "it"], False),
-    (["--model", "codex/gpt-5.4", "hi"], {"--model": "codex/gpt-5.4"}, ["hi"], False),
-    (["--working-directory=/tmp", "rpc"], {"--working-directory": "/tmp"}, ["rpc"], False),
-    (["--", "--help", "me"], {}, ["--help", "me"], True),
-    (["-", "x"], {}, ["-", "x"], False),
-    (["fix", "--model", "x"], {}, ["fix", "--model", "x"], False),  # options only come first
-    (["-v", "ignored"], {"version": ""}, ["ignored"], False),
+@pytest.mark.parametrize("args, options, command, rest", [
+    ([], {}, None, []),
+    (["fix", "it"], {}, None, ["fix", "it"]),
+    (["--model", "codex/gpt-5.4", "hi"], {"--model": "codex/gpt-5.4"}, None, ["hi"]),
+    (["--working-directory=/tmp", "rpc"], {"--working-directory": "/tmp"}, "rpc", []),
+    (["--", "--help", "me"], {}, None, ["--help", "me"]),
+    (["-", "x"], {}, None, ["-", "x"]),
+    (["fix", "--model", "x", "now"], {"--model": "x"}, None, ["fix", "now"]),  # options after the prompt too
+    (["fix", "--", "--model", "x"], {}, None, ["fix", "--model", "x"]),
+    (["-v", "ignored"], {"version": ""}, None, []),
+    (["doctor", "--frob"], {}, "doctor", ["--frob"]),  # the command's own: parse_command
 ])
-def test_option_parsing(args, options, rest, dashdash):
-    assert cli.parse(args) == (options, rest, dashdash)
+def test_option_parsing(args, options, command, rest):
+    assert cli.parse(args) == cli.CommandLine(options, command, rest)
+
+
+@pytest.mark.parametrize("command, args, parsed", [
+    ("memory", ["list", "--all"], ["list", "--all"]),
+    ("memory", ["add", "--", "--help", "x"], ["add", "--help", "x"]),
+    ("memory", ["add", "x", "--help"], None),
+    ("stats", ["tokens", "--bucket", "day", "--output=o.csv"], ["tokens", "--bucket", "day", "--output=o.csv"]),
+    ("doctor", [], []),
+    ("help", ["doctor"], ["doctor"]),
+])
+def test_command_parsing(command, args, parsed):
+    assert cli.parse_command(command, args) == parsed
 
 
 def test_model_maps_to_the_environment_of_the_server():
