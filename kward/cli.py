@@ -2,7 +2,8 @@
 
     kward rpc                       the JSON-RPC backend UI clients start (fast path)
     kward [options] COMMAND ...     rpc, login, logout, auth status, doctor, help [command], version
-    kward [options] PROMPT...       one-shot: answer once (also `-- PROMPT`, or piped stdin)
+    kward [options] PROMPT...       one-shot: answer once (also `-- PROMPT`; piped stdin is
+                                    attached to the prompt, or is the prompt)
     kward [options]                 interactive, on a terminal
 
 `kward rpc` (what UI clients start, many times a minute) takes a fast path that imports
@@ -126,8 +127,9 @@ class Misspelled(Exception):
     def report(self) -> str:
         import shlex
 
-        return (f"kward: unknown command '{self.word}'; did you mean `{shlex.join(['kward', self.name, *self.rest])}`?\n"
-                f"(to send it to the model as a prompt: {shlex.join(['kward', '--', self.word, *self.rest])})\n")
+        meant, as_prompt = shlex.join(["kward", self.name, *self.rest]), shlex.join(["kward", "--", self.word, *self.rest])
+        return (f"kward: unknown command '{self.word}'; did you mean `{meant}`?\n"
+                f"(to send it to the model as a prompt: {as_prompt})\n")
 
 
 @dataclass(slots=True)
@@ -203,7 +205,10 @@ def help_text() -> str:
         "",
         f"kward {__version__}: a coding agent. `kward` alone starts an interactive session on",
         "the terminal; `kward PROMPT...` (or a prompt piped on stdin) answers once, printing",
-        "only the answer on stdout. UI clients drive kward over JSON-RPC with `kward rpc`.",
+        "only the final answer on stdout; text piped to `kward PROMPT...` is attached to the",
+        "prompt. Options may follow the prompt; after `--` everything is prompt text. UI",
+        "clients drive kward over JSON-RPC with `kward rpc`. `kward COMMAND --help` shows the",
+        "help of a command.",
         "",
         "commands:",
         *(f"  {usage:<{column}} {summary}" for usage, summary, _ in COMMANDS.values()),
@@ -406,8 +411,15 @@ def _prompt(prompt: str, model: str | None, overrides: dict[str, str]) -> int:
     from kward.terminal import oneshot
     from kward.terminal.host import EnvironmentProblem, Host, fail, terminal_env
 
-    if not prompt and not sys.stdin.isatty():
-        prompt = oneshot.read_piped_prompt()
+    stdin = sys.stdin
+    if stdin is not None and not stdin.isatty():  # (a terminal is never read for attaching)
+        try:
+            piped = oneshot.read_piped(stdin.buffer)
+        except oneshot.PipedInputError as exc:
+            return fail(str(exc))
+        if piped.cut:
+            sys.stderr.write(f"kward: {oneshot.cut_note(piped)}\n")
+        prompt = oneshot.with_piped(prompt, piped)
         if not prompt:
             return fail("no prompt: standard input was empty (run `kward help` for the usage)", 2)
     env = terminal_env(os.environ, overrides)

@@ -4,26 +4,52 @@ One turn through the in-process server, no session kept and no memory used: the 
 is created for the turn with memory off and deleted after it (`sessions/create {memory:
 false}`, `turns/start`, `sessions/delete`), so
 nothing is left in the session directory (unless the process is killed with SIGKILL
-meanwhile). Only the answer goes to stdout, streamed; reasoning, tool lines and retries go
-to stderr. Exit status: 0 when the turn completed, 1 with a one-line reason on stderr when
+meanwhile). Exit status: 0 when the turn completed, 1 with a one-line reason on stderr when
 it failed (not logged in, a provider error, ...), 130 when Ctrl-C canceled it, 141 when
 stdout was closed early.
+
+stdout carries the final answer only; reasoning, tool lines, retries, and the text the
+model wrote before calling a tool (in the message holding the calls) go to stderr. When
+stdout is not a terminal (`kward "q" > out.txt`, a pipe), each message's text is held
+until the message ends (`assistantMessage`) and then written to stdout when it called no
+tool, else to stderr (`_FinalAnswerView`); on a terminal it streams as it comes.
+
+Standard input that is not a terminal is read before anything starts (`read_piped`): at
+most `PIPED_INPUT_CAP` bytes (cap + 1 are read, to know it was cut; an endless stream is
+never drained). It must be UTF-8 text: invalid UTF-8 or a NUL byte is refused with one
+line naming the byte offset (exit 1), never mangled. Without a prompt it is the prompt;
+with one it is attached after it (`with_piped`):
+
+    PROMPT
+
+    Standard input:
+    ```
+    TEXT
+    ```
+
+(the fence is longer than any run of backticks in TEXT). When it was cut, a line after the
+block says so and how many bytes were left out (when stdin is a file; a pipe is not read
+further), and one line on stderr says the same. Empty (or blank) input: the prompt alone.
 
 Main thread only.
 """
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
+import re
+import stat
 import sys
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Mapping, TextIO
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
 from kward.terminal.host import fail
 from kward.terminal.render import TurnView
-from kward.terminal.style import Style
+from kward.terminal.style import Style, isatty
 from kward.terminal.turn import (
     Interrupts,
     Question,
@@ -36,6 +62,8 @@ log = logging.getLogger(__name__)
 
 CANCELED = 130
 BROKEN_PIPE = 141
+#: At most this many bytes of piped standard input go to the model (200 KiB).
+PIPED_INPUT_CAP = 200 * 1024
 
 
 class _QuietView(TurnView):
@@ -43,6 +71,44 @@ class _QuietView(TurnView):
 
     def on_error(self, payload: dict[str, Any]) -> None:
         pass
+
+
+class _FinalAnswerView(_QuietView):
+    """stdout is not a terminal: a message's text is held until the message ends, then
+    written as the answer when it called no tool, else to stderr (module docstring). A
+    command turn (no `assistantMessage`) writes its text at its `answer`."""
+
+    def __init__(self, out: TextIO, side: TextIO, out_style: Style, side_style: Style):
+        super().__init__(out, side, out_style, side_style)
+        self._held: list[str] = []
+        self._aside = _QuietView(side, side, side_style, side_style)  # text before a tool call
+
+    def on_assistantDelta(self, payload: dict[str, Any]) -> None:  # noqa: N802 - event names
+        self._held.append(str(payload.get("delta", "")))
+
+    def on_assistantMessage(self, payload: dict[str, Any]) -> None:  # noqa: N802
+        raw = payload.get("message")
+        message: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        self._release(answer=not (message.get("tool_calls") or message.get("toolCalls")))
+
+    def on_answer(self, payload: dict[str, Any]) -> None:
+        self._release(answer=True)
+        super().on_answer(payload)
+
+    def on_turnFinished(self, payload: dict[str, Any]) -> None:  # noqa: N802
+        self._release(answer=True)  # streamed but never stored (the turn failed): as today
+        super().on_turnFinished(payload)
+
+    def _release(self, *, answer: bool) -> None:
+        text, self._held = "".join(self._held), []
+        if not text:
+            return
+        if answer:
+            super().on_assistantDelta({"delta": text})
+            return
+        self.end()  # whatever runs on stderr (reasoning) ends first
+        self._aside.on_assistantDelta({"delta": text})
+        self._aside.end()
 
 
 def _ask_on_terminal(questions: list[Question]) -> list[dict[str, str]] | None:
@@ -64,7 +130,8 @@ def _ask_on_terminal(questions: list[Question]) -> list[dict[str, str]] | None:
 def run(prompt: str, env: Mapping[str, str], cwd: str) -> int:
     """Answer `prompt` once; returns the exit status."""
     out, err = sys.stdout, sys.stderr
-    view = _QuietView(out, err, Style.for_stream(out, env), Style.for_stream(err, env))
+    view_class = _QuietView if isatty(out) else _FinalAnswerView
+    view = view_class(out, err, Style.for_stream(out, env), Style.for_stream(err, env))
     ask = _ask_on_terminal if sys.stdin.isatty() else None  # a piped prompt: nobody to ask
     interrupts = Interrupts()
     with Client.in_process(env=env, cwd=cwd) as client:
@@ -114,7 +181,93 @@ def _silence_stdout() -> None:
         pass
 
 
-def read_piped_prompt() -> str:
-    """The prompt piped on stdin (decoded as UTF-8, undecodable bytes replaced)."""
-    data = sys.stdin.buffer.read()
-    return data.decode("utf-8", "replace").strip()
+class PipedInputError(Exception):
+    """Piped standard input kward will not send (one line for the user)."""
+
+
+@dataclass(slots=True, frozen=True)
+class Piped:
+    """What was read of piped standard input: its `text`, the bytes it came from
+    (`kept`), whether it was `cut` at the cap, and how many bytes were `left_out` (None
+    when unknown: a pipe is not read past the cap)."""
+
+    text: str
+    kept: int
+    cut: bool = False
+    left_out: int | None = None
+
+
+def read_piped(stream: BinaryIO, cap: int = PIPED_INPUT_CAP) -> Piped:
+    """Read piped standard input (module docstring); PipedInputError when it is not
+    UTF-8 text."""
+    start = _position(stream)
+    data = stream.read(cap + 1) or b""
+    cut = len(data) > cap
+    text, kept = decode_piped(data[:cap] if cut else data, final=not cut)
+    left_out = None
+    if cut:
+        size = _file_size(stream)
+        if size is not None and start is not None:
+            left_out = size - start - kept
+    return Piped(text, kept, cut, left_out)
+
+
+def decode_piped(data: bytes, *, final: bool = True) -> tuple[str, int]:
+    """(text, bytes decoded) of `data`, which must be UTF-8 without NUL bytes; an
+    incomplete character at the end is left out unless `final`. PipedInputError, naming
+    the first bad byte's offset, otherwise."""
+    nul = data.find(b"\0")
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    try:
+        text = decoder.decode(data[:nul] if nul >= 0 else data, final=final or nul >= 0)
+    except UnicodeDecodeError as exc:
+        raise PipedInputError(
+            f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); convert it "
+            "to UTF-8 first (iconv -f ENCODING -t UTF-8), or name the file in the prompt instead") from None
+    if nul >= 0:
+        raise PipedInputError(f"standard input is binary, not text (a NUL byte at offset {nul}); pipe UTF-8 text, "
+                              "or name the file in the prompt instead")
+    return text.removeprefix("\ufeff"), len(data) - len(decoder.getstate()[0])
+
+
+def with_piped(prompt: str, piped: Piped) -> str:
+    """The prompt to send: `prompt` with the piped text attached, or the piped text alone
+    (module docstring); "" when both are empty."""
+    note = f"\n\n({cut_note(piped, for_model=True)})" if piped.cut else ""
+    if not piped.text.strip():
+        return prompt
+    if not prompt:
+        return piped.text.strip() + note
+    fence = "`" * max(3, _longest_backtick_run(piped.text) + 1)
+    body = piped.text if piped.text.endswith("\n") else piped.text + "\n"
+    return f"{prompt}\n\nStandard input:\n{fence}\n{body}{fence}{note}"
+
+
+def cut_note(piped: Piped, *, for_model: bool = False) -> str:
+    """What was cut: one line for stderr, or (`for_model`) the note in the prompt."""
+    rest = ("the rest was not read" if piped.left_out is None
+            else f"{piped.left_out} more byte{'s' if piped.left_out != 1 else ''} left out")
+    if for_model:
+        return f"Standard input was cut: only its first {piped.kept} bytes are shown; {rest}."
+    return (f"standard input is longer than {PIPED_INPUT_CAP // 1024} KiB: only its first {piped.kept} bytes are sent "
+            f"({rest})")
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def _position(stream: BinaryIO) -> int | None:
+    try:
+        return stream.tell()
+    except (OSError, ValueError):
+        return None  # a pipe
+
+
+def _file_size(stream: BinaryIO) -> int | None:
+    """The size of the regular file `stream` reads, else None."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None

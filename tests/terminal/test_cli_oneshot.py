@@ -11,16 +11,17 @@ from lib.scripts import delay, model_error, reasoning, text, tool
 
 
 @pytest.mark.slow
-def test_the_answer_alone_streams_to_stdout_and_the_tools_to_stderr(cli):
+def test_the_answer_alone_goes_to_stdout_and_the_tools_to_stderr(cli):
     (cli.ws / "notes.txt").write_text("one\ntwo\n")
     cli.script([[reasoning("Looking first."), text("Reading."), tool("read_file", path="notes.txt")],
                 [tool("edit_file", path="notes.txt", edits=[{"old_text": "two", "new_text": "2\n3"}])],
                 [text("Edited "), text("the notes.")]])
     proc = cli.run("fix", "the", "notes")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.decode() == "Reading.\nEdited the notes.\n"
+    assert proc.stdout.decode() == "Edited the notes.\n"  # the text before a tool call is not the answer
     err = proc.stderr.decode()
-    assert "Looking first." in err and "read notes.txt  ok" in err and "edit notes.txt  ok +2 -1" in err
+    assert "Looking first." in err and "Reading." in err
+    assert "read notes.txt  ok" in err and "edit notes.txt  ok +2 -1" in err
     assert "\x1b[" not in err  # not a terminal: no colours
     assert (cli.ws / "notes.txt").read_text() == "one\n2\n3\n"
     assert cli.session_files() == []  # one-shot prompts keep no session
@@ -91,9 +92,9 @@ def test_a_provider_error_exits_1_and_model_applies_to_this_run_only(cli):
 
 @pytest.mark.slow
 def test_ctrl_c_cancels_the_turn_and_exits_130(cli):
-    cli.script([[text("tick ", repeat=1), delay(30), text("never")]])
+    cli.script([[reasoning("tick "), text("partial "), delay(30), text("never")]])
     run = cli.start("wait")
-    run.wait_for(b"tick")
+    run.wait_for(b"tick", "err")  # (stdout holds the text until its message ends)
     run.interrupt()
     assert run.finish() == 130
     assert b"never" not in run.out and b"canceling" in run.err
@@ -102,9 +103,9 @@ def test_ctrl_c_cancels_the_turn_and_exits_130(cli):
 
 @pytest.mark.slow
 def test_sigterm_ends_the_turn_cleanly(cli):
-    cli.script([[text("tick "), delay(30), text("never")]])
+    cli.script([[reasoning("tick "), text("partial "), delay(30), text("never")]])
     run = cli.start("wait")
-    run.wait_for(b"tick")
+    run.wait_for(b"tick", "err")  # (stdout holds the text until its message ends)
     run.proc.terminate()
     assert run.finish() == 143
     assert b"never" not in run.out and b"Traceback" not in run.err
