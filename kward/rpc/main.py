@@ -1,8 +1,10 @@
 """`kward rpc`: claim stdio for the protocol, set up logging and signals, serve.
 
-Runs on the main thread. Before serving it checks the environment (`rules.ENV`: a bad
-value exits 2 with one stderr line naming the variable) and removes the temp files that
-killed processes left in the config directory. stdin and stdout are duplicated to private
+Runs on the main thread. Started with stdin on a terminal (a person, not a UI with pipes)
+it first prints one line on stderr, `TERMINAL_NOTE`: what it speaks and where that is
+documented. Before serving it checks the environment (`rules.ENV`: a bad value exits 2
+with one stderr line naming the variable) and removes the temp files that killed
+processes left in the config directory. stdin and stdout are duplicated to private
 descriptors for the protocol and the originals are pointed at /dev/null, so neither a
 stray `print`, a library writing to fd 1, nor a child process can touch the protocol
 streams; `sys.stdout` becomes a logger (`diagnostics.StrayOutput`).
@@ -33,6 +35,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.server import RpcServer
 
 USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
+#: The one line `kward rpc` prints on stderr when stdin is a terminal (a person, not a UI).
+TERMINAL_NOTE = ("kward rpc: this is the backend UI clients start: it speaks JSON-RPC 2.0 on stdin/stdout, "
+                 "each message framed with a Content-Length header as in LSP (see `man kward`, section RPC MODE, "
+                 "and docs/protocol.md); run `kward` alone for the terminal UI, Ctrl-D to quit\n")
 
 
 def _claim_stdio() -> tuple[io.BufferedReader, io.FileIO]:
@@ -55,6 +61,9 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
     if argv:
         sys.stderr.write(f"kward rpc: unexpected argument: {argv[0]}\n{USAGE}")
         return 2
+    if os.isatty(0):  # a person at a terminal, not a UI with pipes
+        sys.stderr.write(TERMINAL_NOTE)
+        sys.stderr.flush()
     collecting = gc.isenabled()
     gc.disable()  # (module docstring)
     try:
