@@ -411,10 +411,10 @@ def _prompt(prompt: str, model: str | None, overrides: dict[str, str]) -> int:
     from kward.terminal import oneshot
     from kward.terminal.host import EnvironmentProblem, Host, fail, terminal_env
 
-    stdin = sys.stdin
-    if stdin is not None and not stdin.isatty():  # (a terminal is never read for attaching)
+    stdin = sys.stdin  # (None when fd 0 is closed: no input)
+    if stdin is None or not stdin.isatty():  # (a terminal is never read for attaching)
         try:
-            piped = oneshot.read_piped(stdin.buffer)
+            piped = oneshot.read_piped(stdin.buffer) if stdin is not None else oneshot.Piped("", 0)
         except oneshot.PipedInputError as exc:
             return fail(str(exc))
         if piped.cut:

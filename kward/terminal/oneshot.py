@@ -132,7 +132,7 @@ def run(prompt: str, env: Mapping[str, str], cwd: str) -> int:
     out, err = sys.stdout, sys.stderr
     view_class = _QuietView if isatty(out) else _FinalAnswerView
     view = view_class(out, err, Style.for_stream(out, env), Style.for_stream(err, env))
-    ask = _ask_on_terminal if sys.stdin.isatty() else None  # a piped prompt: nobody to ask
+    ask = _ask_on_terminal if sys.stdin is not None and sys.stdin.isatty() else None  # a piped prompt: nobody to ask
     interrupts = Interrupts()
     with Client.in_process(env=env, cwd=cwd) as client:
         client.initialize(name="kward-terminal", version=__version__)
