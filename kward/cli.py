@@ -23,7 +23,7 @@ The grammar (`parse`, `parse_command`), as argparse would have it:
 - A first word naming a command runs it (`kward -- help me` asks the model); the words
   after it are the command's, with its own options (`COMMAND_OPTIONS`) and `-h`/`--help`
   (the command's help, nothing else done). Global options go before the command.
-- A first word that is not a command but nearly one (`kward stauts`) is refused with
+- A first word that is not a command but nearly one (stauts for stats) is refused with
   "did you mean" (exit 2, nothing started); `kward -- stauts` sends it to the model. To
   spare real one-word prompts, only a first word of lowercase letters is compared, with
   the edit distance of `edit_distance` (an inserted, dropped or swapped letter counts
