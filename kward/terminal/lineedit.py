@@ -137,7 +137,8 @@ class LineEditor:
 
     def read(self, prompt: str, prefill: str = "") -> ReadResult:
         """One input (see the module docstring). KeyboardInterrupt (a SIGINT from outside)
-        and SystemExit propagate, with the terminal restored."""
+        and SystemExit propagate, with the terminal restored; a terminal that went away
+        (an OSError or termios.error on it) is EOF."""
         self._prompt = prompt
         self._continuation = self.style.dim(continuation_for(visible_width(prompt)))
         self.buffer.set(clean_paste(prefill))
@@ -152,6 +153,8 @@ class LineEditor:
                     if result is not None:
                         return result
                 self._draw()
+        except (OSError, termios.error):
+            return ReadResult(EOF)
         finally:
             self._normal()
 

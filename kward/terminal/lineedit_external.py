@@ -53,12 +53,21 @@ def _quiet(signum: int, frame: FrameType | None) -> None:
 
 
 def edit(text: str, env: Mapping[str, str]) -> Edited:
+    """`text` edited in the user's editor (see the module docstring)."""
     try:
         argv = editor_command(env)
     except ValueError as exc:
         return Edited(None, f"the editor command cannot be read ({exc}): fix VISUAL or EDITOR")
     if not argv:
         return Edited(None, NO_EDITOR)
+    try:
+        return _run(argv, text, env)
+    except OSError as exc:  # the temp file (TMPDIR unusable, the disk full)
+        where = f"{exc.filename}: " if exc.filename else ""
+        return Edited(None, f"the input could not be handed to the editor: {where}{exc.strerror or exc}")
+
+
+def _run(argv: list[str], text: str, env: Mapping[str, str]) -> Edited:
     directory = tempfile.mkdtemp(prefix="kward-edit-")
     try:
         path = os.path.join(directory, "input.md")

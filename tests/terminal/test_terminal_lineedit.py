@@ -12,7 +12,7 @@ import sys
 import termios
 
 from lib.cli_helpers import cli  # noqa: F401 - fixture
-from lib.pty_term import PROMPT, term  # noqa: F401 - fixture
+from lib.pty_term import PROMPT, PtyKward, term  # noqa: F401 - fixture
 from lib.scripts import delay, text
 
 from kward.terminal.lineedit_history import HEADER
@@ -317,8 +317,6 @@ def test_tab_completes_a_command_and_help_lists_the_keys(term):
 
 
 def test_a_narrow_terminal_wraps_the_input_and_sends_it_whole(cli):
-    from lib.pty_term import PtyKward
-
     cli.script(OK)
     wide = "界" * 12  # 24 columns of wide characters
     with PtyKward([], {**cli.env, "TERM": "xterm", "NO_COLOR": "1"}, str(cli.ws), rows=10, cols=20) as k:
@@ -330,3 +328,65 @@ def test_a_narrow_terminal_wraps_the_input_and_sends_it_whole(cli):
         k.key("ctrl-d")
         assert k.wait() == 0
     assert messages(cli) == ["x" * 29 + wide]
+
+
+#: A launcher that runs kward as a job of a tiny job-control shell: kward gets its own
+#: process group in the foreground; when it stops, the shell takes the terminal back, says
+#: whether the terminal echoes (as it would for the user's shell), and continues it.
+JOB_SHELL = """
+import fcntl, os, signal, sys, termios
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(w)
+    os.setpgid(0, 0)
+    os.read(r, 1)  # until the terminal is this job's
+    os.execvp(sys.argv[1], sys.argv[1:])
+os.close(r)
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+try:
+    os.setpgid(pid, pid)
+except OSError:
+    pass
+os.tcsetpgrp(0, pid)
+os.write(w, b"x")
+while True:
+    _, status = os.waitpid(pid, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        os.tcsetpgrp(0, os.getpgrp())
+        echo = termios.tcgetattr(0)[3] & termios.ECHO
+        os.write(1, b"[job stopped, echo " + (b"on" if echo else b"off") + b"]\\n")
+        os.tcsetpgrp(0, pid)
+        os.killpg(pid, signal.SIGCONT)
+        continue
+    sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_ctrl_z_suspends_with_the_terminal_in_its_normal_mode_and_resumes_the_input(cli):
+    cli.script(OK, loop=True)
+    with PtyKward([], {**cli.env, "TERM": "xterm", "NO_COLOR": "1"}, str(cli.ws), launcher=JOB_SHELL) as k:
+        k.expect(PROMPT)
+        k.send("half")
+        k.key("ctrl-z")
+        k.expect("[job stopped, echo on]")
+        k.expect(PROMPT + "half")  # drawn again once continued
+        k.send(" done")
+        k.key("enter")
+        k.expect("ok")
+        k.expect(PROMPT)
+        k.key("ctrl-d")
+        assert k.wait() == 0
+    assert messages(cli) == ["half done"]
+
+
+def test_on_a_dumb_terminal_the_prompt_is_plain_input(term, cli):
+    k = term(OK, loop=True, TERM="dumb")
+    k.line("hello")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert b"\x1b[?2004h" not in k.raw  # no bracketed paste, no raw mode: the terminal's own line editing
+    assert messages(cli) == ["hello"]
