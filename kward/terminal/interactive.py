@@ -239,6 +239,9 @@ class Shell:
                 self.turn(line)
 
     def close(self) -> None:
+        if self.editor is not None:
+            self.editor.close()
+            self.editor = None
         if self.session is not None:
             try:
                 self.client.request("sessions/close", {"sessionId": self.session_id}, timeout=10)

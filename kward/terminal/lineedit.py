@@ -21,7 +21,8 @@ Ctrl-X Ctrl-E edits the input in $VISUAL/$EDITOR (`lineedit_external`), the resu
 becoming the input, sent on Enter.
 
 The screen: each change redraws the input from the first row that changed
-(`lineedit_layout`), at the terminal width read at that moment; the keys come from
+(`lineedit_layout`), at the terminal width read at that moment, and a resize (SIGWINCH,
+seen through a self-pipe the read also waits on) draws it again at once; the keys come from
 `lineedit_keys`, the edits from `lineedit_buffer`, the entries from `lineedit_history`.
 
 Main thread only (it changes terminal modes and sends itself SIGTSTP); one read at a time.
@@ -34,6 +35,7 @@ import os
 import select
 import signal
 import termios
+from types import FrameType
 from typing import Any, Callable, Mapping, NamedTuple, TextIO
 
 from kward.terminal import lineedit_external
@@ -103,6 +105,9 @@ class LineEditor:
         self.buffer = Buffer()
         self._decoder = KeyDecoder()
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._resized = os.pipe()  # SIGWINCH's handler writes a byte here while a read runs
+        for end in self._resized:
+            os.set_blocking(end, False)
         self._saved: list[Any] | None = None  # the terminal's normal mode while raw
         self._shown: Layout | None = None  # the layout on screen
         self._prompt = ""
@@ -131,6 +136,7 @@ class LineEditor:
             "ctrl-p": lambda key: self._through_history(-1), "ctrl-n": lambda key: self._through_history(1),
             "tab": self._tab, "ctrl-l": self._clear, "ctrl-c": self._interrupt, "ctrl-z": self._suspend,
             "ctrl-x": self._prefix, "eof": lambda key: ReadResult(EOF),  # (the terminal is gone: nothing to draw)
+            "resize": lambda key: None,  # (drawn again after the keys, as after any)
         }
 
     # --- the read ---------------------------------------------------------------------
@@ -144,6 +150,7 @@ class LineEditor:
         self.buffer.set(clean_paste(prefill))
         self._shown, self._ctrl_x = None, False
         self._place, self._edits = len(self.history.entries), {}
+        previous = signal.signal(signal.SIGWINCH, self._on_resize)
         try:
             self._raw()
             self._draw()
@@ -157,12 +164,32 @@ class LineEditor:
             return ReadResult(EOF)
         finally:
             self._normal()
+            signal.signal(signal.SIGWINCH, signal.SIG_DFL if previous is None else previous)
+
+    def close(self) -> None:
+        """Release the resize pipe (the editor is not used after this)."""
+        for end in self._resized:
+            os.close(end)
+        self._resized = (-1, -1)
+
+    def _on_resize(self, signum: int, frame: FrameType | None) -> None:
+        try:
+            os.write(self._resized[1], b"w")
+        except OSError:  # (full: a redraw is due anyway)
+            pass
 
     def _read_keys(self) -> list[Key]:
         wait = PASTE_WAIT if self._decoder.in_paste() else ESC_WAIT if self._decoder.waiting() else None
-        ready, _, _ = select.select([self.fd], [], [], wait)
+        ready, _, _ = select.select([self.fd, self._resized[0]], [], [], wait)
         if not ready:
             return self._decoder.flush()
+        if self._resized[0] in ready:
+            try:
+                os.read(self._resized[0], 512)
+            except OSError:
+                pass
+            if self.fd not in ready:
+                return [Key("resize")]
         try:
             data = os.read(self.fd, 65536)
         except OSError:  # EIO: the terminal is gone

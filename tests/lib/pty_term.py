@@ -123,6 +123,10 @@ class PtyKward:
         """Paste `text` as a terminal in bracketed-paste mode does."""
         self.send("\x1b[200~" + text + "\x1b[201~")
 
+    def resize(self, rows: int, cols: int) -> None:
+        """Change the terminal's size, as a window resize does (kward gets SIGWINCH)."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
     def mode(self) -> list:
         """The pty's terminal mode now (it is shared by both sides; readable after the child ended)."""
         return termios.tcgetattr(self.master)

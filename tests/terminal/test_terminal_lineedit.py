@@ -330,6 +330,21 @@ def test_a_narrow_terminal_wraps_the_input_and_sends_it_whole(cli):
     assert messages(cli) == ["x" * 29 + wide]
 
 
+
+def test_a_resized_terminal_gets_the_input_drawn_again_at_its_new_width(term, cli):
+    k = term(OK)
+    k.send("x" * 40)
+    k.expect("x" * 40)
+    k.resize(10, 30)
+    k.expect(PROMPT + "x" * 23 + "\n" + "x" * 17)  # at once, without a key
+    k.key("enter")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["x" * 40]
+
+
 #: A launcher that runs kward as a job of a tiny job-control shell: kward gets its own
 #: process group in the foreground; when it stops, the shell takes the terminal back, says
 #: whether the terminal echoes (as it would for the user's shell), and continues it.
