@@ -149,6 +149,7 @@ class LineEditor:
         self._continuation = self.style.dim(continuation_for(visible_width(prompt)))
         self.buffer.set(clean_paste(prefill))
         self._shown, self._ctrl_x = None, False
+        self._decoder, self._utf8 = KeyDecoder(), codecs.getincrementaldecoder("utf-8")("replace")
         self._place, self._edits = len(self.history.entries), {}
         previous = signal.signal(signal.SIGWINCH, self._on_resize)
         try:
