@@ -38,7 +38,7 @@ _SLASH = re.compile(r"/(\S+)(?:\s+(.*))?", re.S)
 RESERVED = frozenset({
     "exit", "quit", "new", "resume", "name", "clone", "tree", "copy", "export", "compact", "redraw", "settings",
     "login", "logout", "model", "openrouter", "catalog", "reasoning", "reload", "status", "stats", "memory",
-    "help", "fork",
+    "help", "fork", "edit",
 })
 
 

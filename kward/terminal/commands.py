@@ -6,8 +6,8 @@ command may use of it is `ShellPort`; kward.terminal.interactive.Shell is the on
 the text after the name, stripped. `available(shell)` (optional) returns None when the
 command can run now, or the reason it cannot. `/help`, `kward help` and the man page's
 INTERACTIVE COMMANDS are made from (and checked against, tests/packaging/test_docs.py) this table. The built-in commands live in
-`cmd_sessions` and `cmd_runtime`; later features (`cmd_memory`, `cmd_compact`) register
-theirs the same way. Built-in names are reserved: registering a name twice raises ValueError (and
+`cmd_sessions` and `cmd_runtime`; later features (`cmd_memory`, `cmd_compact`, `cmd_edit`)
+register theirs the same way. `KEYS` is the prompt's key summary /help shows. Built-in names are reserved: registering a name twice raises ValueError (and
 the server reserves them for templates and plugins too: kward.resources.prompts.RESERVED).
 
 Prompt templates and plugin commands are the server's (`commands/list`, fetched once per
@@ -49,6 +49,8 @@ class ShellPort(Protocol):
     def pick(self, items: list[str], what: str) -> int | None: ...
 
     def prefill(self, text: str) -> None: ...
+
+    def edit(self, text: str) -> None: ...  # /edit: text in $VISUAL/$EDITOR, the result pre-filled
 
     def switch(self, session: dict[str, Any]) -> None: ...
 
@@ -98,12 +100,30 @@ def table() -> dict[str, Command]:
     from kward.terminal import cmd_runtime  # noqa: F401
     from kward.terminal import cmd_memory  # noqa: F401
     from kward.terminal import cmd_compact  # noqa: F401
+    from kward.terminal import cmd_edit  # noqa: F401
 
     return TABLE
 
 
 def help_lines(width: int = 20) -> list[str]:
     return [f"  {c.usage:<{width}} {c.summary}" for c in table().values()]
+
+
+#: The prompt's keys (kward.terminal.lineedit), as /help lists them: (keys, what they do).
+KEYS: tuple[tuple[str, str], ...] = (
+    ("Enter", "send"),
+    ("Alt-Enter, Ctrl-J", "a new line (so does a trailing \\ before Enter)"),
+    ("paste", "a pasted block is one message, sent on Enter"),
+    ("Ctrl-X Ctrl-E, /edit", "edit the input in $VISUAL or $EDITOR"),
+    ("Up, Down", "the input's lines, then the history"),
+    ("Tab", "complete a command's name"),
+    ("Ctrl-C", "clear the input; cancel a running turn"),
+    ("Ctrl-C twice, Ctrl-D", "exit (at an empty prompt)"),
+)
+
+
+def key_lines(width: int = 22) -> list[str]:
+    return [f"  {keys:<{width}} {what}" for keys, what in KEYS]
 
 
 def server_commands(shell: ShellPort) -> dict[str, dict[str, Any]]:
@@ -168,8 +188,10 @@ def _help(shell: ShellPort, arg: str) -> None:
         shell.say("Prompt templates and plugin commands:")
         for line in extra:
             shell.say(line)
-    shell.say(shell.style.dim("Anything else is sent to the model. Ctrl-C cancels a running turn; "
-                              "Ctrl-C twice at an empty prompt, or Ctrl-D, exits."))
+    shell.say("Keys:")
+    for line in key_lines():
+        shell.say(line)
+    shell.say(shell.style.dim("Anything else is sent to the model."))
 
 
 @register("exit", "", "leave kward")

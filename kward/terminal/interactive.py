@@ -1,14 +1,18 @@
 """Interactive mode: `kward` on a terminal.
 
-A line editor (stdlib `readline` where available) with history in `<config dir>/history`
-(mode 0600), a session opened at start (`sessions/create`; the same session files the RPC
-uses, so `/resume` and a UI see them), each input line a turn whose answer streams in,
-slash commands from `commands.TABLE`, and a status line with the model and the context
-usage after each turn (`runtime/state`, `runtime/stats`).
+kward's own line editor (`lineedit.LineEditor`: multi-line input, bracketed paste, the
+user's editor on the input; plain `input()` when stdin or stdout is not a terminal or TERM
+is `dumb`) with the history in `<config dir>/history` (`lineedit_history`), a session
+opened at start (`sessions/create`; the same session files the RPC uses, so `/resume` and
+a UI see them), each input a turn whose answer streams in, slash commands from
+`commands.TABLE`, and a status line with the model and the context usage after each turn
+(`runtime/state`, `runtime/stats`). Answers to a pick list or a question of the model are
+read with `input()` in the terminal's normal mode (`Shell.read`).
 
-Ctrl-C while a turn runs cancels it (see `turn`); at the prompt it clears the line, and a
-second Ctrl-C at an empty prompt (or Ctrl-D) exits. On the way out the session is closed
-(`sessions/close`: the server removes it when it stayed unused).
+Ctrl-C while a turn runs cancels it (see `turn`); at the prompt it clears the input, and a
+second Ctrl-C at an empty prompt within `EXIT_WINDOW` seconds (`ExitGuard`), or Ctrl-D on
+an empty input, exits; the Ctrl-C that canceled a turn does not count. On the way out the
+session is closed (`sessions/close`: the server removes it when it stayed unused).
 
 Main thread only; `Shell` is the object slash-command handlers receive (a
 `commands.ShellPort`).
@@ -16,44 +20,53 @@ Main thread only; `Shell` is the object slash-command handlers receive (a
 
 from __future__ import annotations
 
-import os
-import re
 import sys
+import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
-from kward.fsutil import APPEND_OWN, open_own
-from kward.terminal import commands
+from kward.terminal import commands, lineedit, lineedit_external
 from kward.terminal.host import fail
+from kward.terminal.lineedit import EOF, INTERRUPT, LINE, LineEditor, ReadResult
+from kward.terminal.lineedit_history import History
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
 from kward.terminal.turn import Interrupts, Question, ask_inline, run_turn
 
 PROMPT = "kward> "
-HISTORY_LIMIT = 1000
-HISTORY_BYTES = 4 << 20  # a larger history file is not read (nor written)
+EXIT_WINDOW = 2.0  # seconds: a second Ctrl-C at an empty prompt within this exits
 
 
-class LineEditor(Protocol):
-    """What the shell uses of the stdlib `readline` module (GNU readline or libedit)."""
+class ExitGuard:
+    """Whether a Ctrl-C at the prompt exits: the second one on an empty input within
+    `window` seconds of the first does. Sending anything, or a Ctrl-C that cleared typed
+    text, disarms it; a turn canceled with Ctrl-C does not touch it. `clock` is injected
+    (seconds, monotonic). Main thread only."""
 
-    def get_line_buffer(self) -> str: ...
+    def __init__(self, clock: Callable[[], float] = time.monotonic, window: float = EXIT_WINDOW):
+        self.clock = clock
+        self.window = window
+        self._armed_at: float | None = None
 
-    def insert_text(self, text: str, /) -> None: ...
+    @property
+    def armed(self) -> bool:
+        return self._armed_at is not None
 
-    def set_startup_hook(self, hook: Callable[[], object] | None = None, /) -> None: ...
+    def interrupt(self, cleared: str) -> bool:
+        """A Ctrl-C at the prompt that cleared `cleared`; True: exit now."""
+        if cleared:
+            self._armed_at = None
+            return False
+        now = self.clock()
+        if self._armed_at is not None and now - self._armed_at <= self.window:
+            return True
+        self._armed_at = now
+        return False
 
-    def get_current_history_length(self) -> int: ...
-
-    def get_history_item(self, index: int, /) -> str: ...
-
-    def add_history(self, line: str, /) -> None: ...
-
-    def write_history_file(self, path: str, /) -> None: ...
-
-    def append_history_file(self, count: int, path: str, /) -> None: ...
+    def reset(self) -> None:
+        self._armed_at = None
 
 
 def _tokens(n: object) -> str:
@@ -65,7 +78,8 @@ def _tokens(n: object) -> str:
 class Shell:
     """The interactive session: the client, the open session and the terminal."""
 
-    def __init__(self, client: Client, env: Mapping[str, str], cwd: str, *, model_override: str | None = None):
+    def __init__(self, client: Client, env: Mapping[str, str], cwd: str, *, model_override: str | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.env = env
         self.cwd = cwd
@@ -76,11 +90,10 @@ class Shell:
         self.session: dict[str, Any] | None = None
         self.server_commands: dict[str, dict[str, Any]] | None = None  # commands.server_commands
         self.done = False
-        self.readline: LineEditor | None = None  # the readline module, once set up
-        self.history_path: Path | None = None
-        self._rewrite_history = False  # the file was too big to read: the next save replaces it
+        self.editor: LineEditor | None = None  # the line editor, when the terminal has one
+        self.history = History(None)  # (its file is found at start)
+        self.exit_guard = ExitGuard(clock)
         self._prefill: str | None = None
-        self._exit_armed = False
 
     # --- output and input helpers (for commands too) ----------------------------------
 
@@ -119,11 +132,20 @@ class Shell:
         return None
 
     def prefill(self, text: str) -> None:
-        """Offer `text` as the next input line (editable); printed where that is not possible."""
-        if self.readline is not None and hasattr(self.readline, "insert_text"):
+        """Offer `text` as the next input (editable); printed where that is not possible."""
+        if self.editor is not None:
             self._prefill = text
         else:
             self.say(self.style.dim("Edit and send:") + f" {text}")
+
+    def edit(self, text: str) -> None:
+        """/edit: `text` in $VISUAL or $EDITOR (the terminal is in its normal mode here);
+        the result is offered as the next input, not sent."""
+        edited = lineedit_external.edit(text, self.env)
+        if edited.text is None:
+            self.note(f"({edited.problem})")
+        else:
+            self.prefill(edited.text)
 
     # --- session ----------------------------------------------------------------------
 
@@ -182,9 +204,6 @@ class Shell:
         except RpcError as exc:
             self.error(exc.message)
             return
-        if finished.get("status") == "canceled" and self.interrupts.count:
-            self._exit_armed = True
-            self.note("(Ctrl-C again to exit)")
         self.status_line()
 
     # --- the loop ---------------------------------------------------------------------
@@ -200,22 +219,17 @@ class Shell:
 
     def loop(self) -> None:
         while not self.done:
-            try:
-                line = self._input()
-            except EOFError:
-                self.say()
+            got = self._input()
+            if got.kind == EOF:
                 return
-            except KeyboardInterrupt:
-                typed = self.readline.get_line_buffer() if self.readline is not None else ""
-                self.say()
-                if self._exit_armed and not typed:
+            if got.kind == INTERRUPT:
+                if self.exit_guard.interrupt(got.text):
                     return
-                self._exit_armed = not typed
-                if self._exit_armed:
+                if self.exit_guard.armed:
                     self.note("(Ctrl-C again to exit)")
                 continue
-            self._exit_armed = False
-            line = line.strip()
+            self.exit_guard.reset()
+            line = got.text.strip()
             if not line:
                 continue
             self._remember(line)
@@ -225,110 +239,67 @@ class Shell:
                 self.turn(line)
 
     def close(self) -> None:
+        if self.editor is not None:
+            self.editor.close()
+            self.editor = None
         if self.session is not None:
             try:
                 self.client.request("sessions/close", {"sessionId": self.session_id}, timeout=10)
             except (RpcError, ClientClosed, TimeoutError):
                 pass
 
-    # --- readline ---------------------------------------------------------------------
+    # --- input -----------------------------------------------------------------------
 
-    def _input(self) -> str:
+    def _input(self) -> ReadResult:
+        """The next input from the line editor, or from `input()` without one."""
         prefill, self._prefill = self._prefill, None
         prompt = self.style.bold(PROMPT)
-        rl = self.readline
-        if rl is None:
-            return self.read(prompt)
-        if prefill is not None:
-            rl.set_startup_hook(lambda: rl.insert_text(prefill))
+        if self.editor is not None:
+            try:
+                return self.editor.read(prompt, prefill or "")
+            except KeyboardInterrupt:  # a SIGINT sent from elsewhere (keys do not make one there)
+                self.say()
+                return ReadResult(INTERRUPT)
         try:
-            return self.read(_rl_safe(prompt))
-        finally:
-            if prefill is not None:
-                rl.set_startup_hook(None)
+            return ReadResult(LINE, self.read(prompt))
+        except EOFError:
+            self.say()
+            return ReadResult(EOF)
+        except KeyboardInterrupt:
+            self.say()
+            return ReadResult(INTERRUPT)
 
     def _setup_readline(self) -> None:
-        try:
-            import readline
-        except ImportError:  # no line editing on this Python: plain input()
-            return
-        self.readline = readline
-        readline.set_auto_history(False)  # only prompt lines, not answers to questions
-        readline.set_history_length(HISTORY_LIMIT)
-        readline.set_completer_delims(" \t\n")
-        readline.set_completer(self._complete)
-        binding = "bind ^I rl_complete" if "libedit" in (readline.__doc__ or "") else "tab: complete"
-        readline.parse_and_bind(binding)
+        """The history (its file next to config.json) and the line editor, when stdin and
+        stdout are a terminal that has one (`lineedit.usable`)."""
         try:
             config = self.client.request("config/read", {})
-            self.history_path = Path(config["path"]).parent / "history"
+            self.history = History(Path(config["path"]).parent / "history")
         except (RpcError, KeyError, TypeError):
-            return
+            self.history = History(None)
         try:
-            if self._history_readable():
-                readline.read_history_file(str(self.history_path))
-            else:  # too big to read: the first save writes it anew, trimmed
-                self._rewrite_history = True
-        except FileNotFoundError:
-            pass
+            self.history.load()
         except OSError as exc:
             self._drop_history(exc)
-
-    def _history_readable(self) -> bool:
-        """Whether the history file is small enough to read (HISTORY_BYTES); OSError
-        unless it is a regular file of this user (readline itself would follow a link
-        and wait on a FIFO)."""
-        assert self.history_path is not None
-        fd = open_own(self.history_path)
-        try:
-            return os.fstat(fd).st_size <= HISTORY_BYTES
-        finally:
-            os.close(fd)
+        if lineedit.usable(sys.stdin, self.out, self.env):
+            self.editor = LineEditor(sys.stdin.fileno(), self.out, self.history, complete=self._complete,
+                                     env=self.env, style=self.style)
 
     def _drop_history(self, exc: OSError) -> None:
-        self.history_path = None
+        self.history.path = None
         where = f"{exc.filename}: " if exc.filename else ""
         self.note(f"(history not used: {where}{exc.strerror or exc})")
 
-    def _complete(self, text: str, state: int) -> str | None:
-        if not text.startswith("/"):
-            return None
-        names = [f"/{name}" for name in [*commands.table(), *commands.server_commands(self)]
-                 if f"/{name}".startswith(text)]
-        return names[state] if state < len(names) else None
+    def _complete(self, word: str) -> list[str]:
+        """The slash commands (built-in and the server's) whose `/name` starts with `word`."""
+        return [f"/{name}" for name in [*commands.table(), *commands.server_commands(self)]
+                if f"/{name}".startswith(word)]
 
     def _remember(self, line: str) -> None:
-        rl = self.readline
-        if rl is None:
-            return
-        length = rl.get_current_history_length()
-        if length and rl.get_history_item(length) == line:
-            return
-        rl.add_history(line)
-        if self.history_path is None:
-            return
         try:
-            self.history_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = open_own(self.history_path, APPEND_OWN)
-            try:
-                os.fchmod(fd, 0o600)
-            finally:
-                os.close(fd)
-            if length >= HISTORY_LIMIT or self._rewrite_history or not hasattr(rl, "append_history_file"):
-                rl.write_history_file(str(self.history_path))  # rewrite, trimmed to the limit
-                self._rewrite_history = False
-            else:
-                rl.append_history_file(1, str(self.history_path))
+            self.history.add(line)
         except OSError as exc:
             self._drop_history(exc)
-
-
-_ESCAPE = re.compile(r"(\x1b\[[0-9;]*m)")
-
-
-def _rl_safe(prompt: str) -> str:
-    """Mark the prompt's escape sequences as invisible, so readline counts its width right."""
-    return _ESCAPE.sub("\x01\\1\x02", prompt)
 
 
 def run(env: Mapping[str, str], cwd: str, *, model_override: str | None = None) -> int:

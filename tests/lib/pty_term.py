@@ -3,12 +3,19 @@
 
 The child gets the pty's slave side as stdin, stdout, stderr and controlling terminal
 (a small launcher makes it the session leader and calls TIOCSCTTY before exec'ing
-kward), so readline is active and a `\\x03` written to the master is turned into SIGINT
-by the terminal's line discipline, exactly as when a user presses Ctrl-C.
+kward), so kward's line editor is active at the prompt (the terminal in raw mode: a
+`\\x03` arrives there as a key) and, while a turn runs (the terminal in its normal mode),
+a `\\x03` written to the master is turned into SIGINT by the terminal's line discipline,
+exactly as when a user presses Ctrl-C.
 
 Output is read from the master with `select` and a deadline; `expect` waits until the
 text printed since the last match (with ANSI escape sequences and carriage returns
 removed) contains a string or matches a pattern. No sleeps.
+
+Keys are sent as the bytes a terminal sends for them (`KEYS`, `paste` for a bracketed
+paste); `mode()` is the pty's terminal mode now (as `termios.tcgetattr`), `initial_mode`
+the one it had before kward started, to check that kward gave the terminal back as it
+found it.
 """
 
 from __future__ import annotations
@@ -34,15 +41,29 @@ LAUNCH = ("import fcntl, os, sys, termios\n"
           "os.execvp(sys.argv[1], sys.argv[1:])\n")  # (the kward argv follows)
 
 
+#: What a terminal (xterm) sends for these keys.
+KEYS = {
+    "enter": "\r", "alt-enter": "\x1b\r", "ctrl-j": "\n", "ctrl-c": "\x03", "ctrl-d": "\x04",
+    "ctrl-x ctrl-e": "\x18\x05", "up": "\x1b[A", "down": "\x1b[B", "left": "\x1b[D", "right": "\x1b[C",
+    "home": "\x1b[H", "end": "\x1b[F", "delete": "\x1b[3~", "ctrl-left": "\x1b[1;5D", "alt-b": "\x1bb",
+    "ctrl-a": "\x01", "ctrl-e": "\x05", "ctrl-k": "\x0b", "ctrl-u": "\x15", "ctrl-w": "\x17", "ctrl-y": "\x19",
+    "ctrl-p": "\x10", "ctrl-n": "\x0e", "ctrl-l": "\x0c", "ctrl-z": "\x1a", "tab": "\t", "backspace": "\x7f",
+}
+
+
 def plain(text: str) -> str:
     return ANSI.sub("", text)
 
 
 class PtyKward:
-    def __init__(self, args: list[str], env: dict[str, str], cwd: str, rows: int = 50, cols: int = 250):
+    def __init__(self, args: list[str], env: dict[str, str], cwd: str, rows: int = 50, cols: int = 250,
+                 launcher: str = LAUNCH):
+        """`launcher`: the Python code run as the session leader, kward's argv after it
+        (LAUNCH execs it; a test may pass one that runs it as a job, say)."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCH, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
+        self.initial_mode = termios.tcgetattr(master)
+        self.proc = subprocess.Popen([sys.executable, "-c", launcher, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
                                      env=env, cwd=cwd, start_new_session=True, close_fds=True)
         os.close(slave)
         self.master = master
@@ -93,6 +114,22 @@ class PtyKward:
 
     def line(self, text: str) -> None:
         self.send(text + "\r")
+
+    def key(self, *names: str) -> None:
+        """Press these keys (names of `KEYS`), in one write."""
+        self.send("".join(KEYS[name] for name in names))
+
+    def paste(self, text: str) -> None:
+        """Paste `text` as a terminal in bracketed-paste mode does."""
+        self.send("\x1b[200~" + text + "\x1b[201~")
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Change the terminal's size, as a window resize does (kward gets SIGWINCH)."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def mode(self) -> list:
+        """The pty's terminal mode now (it is shared by both sides; readable after the child ended)."""
+        return termios.tcgetattr(self.master)
 
     def wait(self, timeout: float = 15.0) -> int:
         """Read everything until the child exits; returns its exit status."""
