@@ -196,7 +196,7 @@ def near_command(word: str) -> str | None:
 
 
 def help_text() -> str:
-    from kward.terminal.commands import help_lines
+    from kward.terminal.commands import help_lines, key_lines
 
     width = max(len(f"{flags} {value}".strip()) for flags, value, _ in OPTIONS)
     column = max(20, *(len(usage) for usage, _, _ in COMMANDS.values()))
@@ -218,6 +218,9 @@ def help_text() -> str:
         "",
         "interactive commands:",
         *help_lines(column),
+        "",
+        "interactive keys:",
+        *key_lines(column),
         "",
         "See kward(1) for the protocol, files and environment variables.",
     ]
