@@ -39,10 +39,12 @@ def plain(text: str) -> str:
 
 
 class PtyKward:
-    def __init__(self, args: list[str], env: dict[str, str], cwd: str, rows: int = 50, cols: int = 250):
+    def __init__(self, args: list[str], env: dict[str, str], cwd: str, rows: int = 50, cols: int = 250,
+                 wrapper: tuple[str, ...] = ()):
+        """`wrapper`: an argv that execs the rest (kward's), run between the launcher and kward."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCH, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
+        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCH, *wrapper, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
                                      env=env, cwd=cwd, start_new_session=True, close_fds=True)
         os.close(slave)
         self.master = master
