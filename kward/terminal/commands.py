@@ -20,9 +20,10 @@ The table is filled at import time on the main thread and only read afterwards.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from kward.client import Client, ClientClosed, RpcError
+from kward.terminal import wording
 from kward.terminal.style import Style
 
 
@@ -30,6 +31,7 @@ class ShellPort(Protocol):
     """What a slash command may use of the interactive session (main thread only)."""
 
     client: Client
+    env: Mapping[str, str]  # the in-process server's environment (ours plus `--model`'s settings)
     cwd: str
     model_override: str | None  # the `--model` of this run
     style: Style
@@ -149,7 +151,7 @@ def dispatch(shell: ShellPort, line: str) -> None:
     try:
         command.handler(shell, arg.strip())
     except RpcError as exc:
-        shell.error(exc.message)
+        shell.error(wording.error_text(exc))
     except ClientClosed:
         raise
     except KeyboardInterrupt:
