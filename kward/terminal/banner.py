@@ -6,8 +6,8 @@
 
 The model and the workspace on the first line (`models/current`; when the model cannot
 be told, why not), whether the provider in use has credentials on the second
-(`auth/status`; for the OpenAI-compatible provider `config/read`), with the command that
-fixes it when it has none. `unreported_warnings` are the `initialize` warnings the host's
+(`auth/status`; for the OpenAI-compatible provider `config/read`: its server and key), with
+the command or setting that fixes it when it has none. `unreported_warnings` are the `initialize` warnings the host's
 config check (kward.terminal.config_check) has not already printed.
 
 Requests on the shell's client; main thread.
@@ -16,7 +16,7 @@ Requests on the shell's client; main thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from kward import __version__
 from kward.client import Client, RpcError
@@ -38,8 +38,9 @@ class Credentials:
     text: str
 
 
-def lines(client: Client, cwd: str, style: Style) -> list[str]:
-    """The startup lines (see the module docstring), styled."""
+def lines(client: Client, cwd: str, style: Style, env: Mapping[str, str]) -> list[str]:
+    """The startup lines (see the module docstring), styled; `env` is the in-process
+    server's environment."""
     try:
         current = client.request("models/current", {})
     except RpcError as exc:
@@ -47,21 +48,21 @@ def lines(client: Client, cwd: str, style: Style) -> list[str]:
     else:
         provider = str(current.get("provider"))
         model = f"{provider}/{current.get('id')}"
-    creds = credentials(client, provider)
+    creds = credentials(client, provider, env)
     label = style.green("credentials: ") if creds.ok else style.yellow("credentials: ")
     return [style.bold(f"kward {__version__}") + style.dim(f" | {model} | {cwd}"),
             label + creds.text,
             style.dim(HINT)]
 
 
-def credentials(client: Client, provider: str | None) -> Credentials:
+def credentials(client: Client, provider: str | None, env: Mapping[str, str]) -> Credentials:
     """Where the credentials of `provider` (a `models/current` label) come from."""
     if provider is None:
         return Credentials(False, "unknown until the model can be told (kward doctor checks everything)")
     if provider == "Scripted":
         return Credentials(True, "none needed (the Scripted provider plays a script)")
     if provider == "OpenAICompatible":
-        return _compatible(client)
+        return _compatible(client, env)
     try:
         status = client.request("auth/status", {})
     except RpcError as exc:
@@ -78,11 +79,16 @@ def credentials(client: Client, provider: str | None) -> Credentials:
     return Credentials(False, f"none for {provider}: {login_fix(provider)}")
 
 
-def _compatible(client: Client) -> Credentials:
+def _compatible(client: Client, env: Mapping[str, str]) -> Credentials:
+    """The OpenAI-compatible provider: its server (a base URL must be set) and its key."""
     try:
         config = client.request("config/read", {}).get("config") or {}
     except RpcError as exc:
         return Credentials(False, f"cannot be told: {error_text(exc)}")
+    if not (config.get("openai_compat_base_url") or env.get("KWARD_OPENAI_COMPAT_BASE_URL", "").strip()):
+        return Credentials(False, "no OpenAI-compatible server set: set openai_compat_base_url (and "
+                                  "openai_compat_api_key if it needs a key) in config.json, or "
+                                  "KWARD_OPENAI_COMPAT_BASE_URL")
     if config.get("openai_compat_api_key"):
         return Credentials(True, "openai_compat_api_key (config.json)")
     return Credentials(True, f"no API key ({login_fix('OpenAICompatible')})")

@@ -42,8 +42,8 @@ def settings(shell: ShellPort, arg: str) -> None:
     shell.say(json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False) if values else "{}  (all defaults)")
 
 
-@register("model", "[N | provider/id | id]", "show the numbered models and pick one, or set one (checked "
-          "against the list)")
+@register("model", "[provider/id]", "show the numbered models and pick one, or set one: a number of the list, "
+          "provider/id or id (checked against the list)")
 def model(shell: ShellPort, arg: str) -> None:
     if not arg:
         _pick_model(shell)

@@ -116,7 +116,7 @@ def server_commands(shell: ShellPort) -> dict[str, dict[str, Any]]:
         try:
             listed = shell.client.request("commands/list", {"sessionId": shell.session_id}, timeout=None)
         except RpcError as exc:
-            shell.error(f"the prompt templates and plugin commands are not available: {exc.message}")
+            shell.error(f"the prompt templates and plugin commands are not available: {wording.error_text(exc)}")
             listed = {}
         cached = {c["name"]: c for c in listed.get("commands") or []
                   if isinstance(c, dict) and c.get("source") in ("prompt", "skill", "plugin") and c.get("name") not in TABLE}

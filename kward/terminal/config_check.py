@@ -28,7 +28,6 @@ before the in-process server starts (`kward.terminal.host`) and by `kward doctor
 
 from __future__ import annotations
 
-import difflib
 import errno
 import json
 import os
@@ -94,8 +93,8 @@ def unusable_file(path: Path, exc: KwardError) -> Trouble:
     where = str(path)
     data = exc.data
     if exc.reason == "permission_denied":
-        return Trouble(where, "cannot be read (permission denied)", f"make it readable (chmod 600 {where}) or remove it",
-                       "stop")
+        return Trouble(where, "cannot be read (permission denied)",
+                       f"make it readable (chmod 600 {where}) or remove it", "stop")
     if data.get("errno") == "EISDIR":
         return Trouble(where, "is a directory, not a file", "remove or rename it (kward keeps its settings in "
                                                             "that file)", "stop")
@@ -201,6 +200,8 @@ def _value(where: str, path: str, value: Any, env: Mapping[str, str]) -> Trouble
 
 
 def _unknown(where: str, name: str, known: tuple[str, ...], *, top: bool, group: str | None = None) -> Trouble:
+    import difflib  # (only for a key kward does not know)
+
     shown = f"{group}.{name}" if group else name
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
     if close:

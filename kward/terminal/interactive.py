@@ -188,7 +188,7 @@ class Shell:
             warn(message)
         self.new_session()
         self._setup_readline()
-        for line in banner.lines(self.client, self.cwd, self.style):
+        for line in banner.lines(self.client, self.cwd, self.style, self.env):
             self.say(line)
 
     def loop(self) -> None:

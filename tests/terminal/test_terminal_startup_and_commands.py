@@ -45,12 +45,15 @@ def test_the_first_screen_names_the_model_the_workspace_and_the_credentials(term
     ("openrouter", {"OPENROUTER_API_KEY": KEY}, "credentials: OPENROUTER_API_KEY (environment)"),
     ("codex", {}, "credentials: none for Codex: run `kward login`, or set OPENAI_ACCESS_TOKEN"),
     ("codex", {"OPENAI_ACCESS_TOKEN": "env-token-0123456789"}, "credentials: OPENAI_ACCESS_TOKEN (environment)"),
+    ("openai-compatible", {}, "credentials: no OpenAI-compatible server set: set openai_compat_base_url (and "
+                              "openai_compat_api_key if it needs a key) in config.json, or KWARD_OPENAI_COMPAT_BASE_URL"),
 ])
 def test_the_first_screen_says_how_to_get_credentials_when_there_are_none(term, cli, openrouter, provider, env, line):
     k = term([[text("x")]], KWARD_PROVIDER=provider, KWARD_OPENROUTER_BASE_URL=openrouter.base_url,
              KWARD_CODEX_BASE_URL=openrouter.base_url, **env)
     first, second, _ = first_screen(k)
-    label = {"openrouter": "OpenRouter/openai/gpt-5.5", "codex": "Codex/gpt-5.5"}[provider]
+    label = {"openrouter": "OpenRouter/openai/gpt-5.5", "codex": "Codex/gpt-5.5",
+             "openai-compatible": "OpenAICompatible/default"}[provider]
     assert first == f"kward {__version__} | {label} | {os.path.realpath(cli.ws)}" and second == line
     assert KEY not in k.text
 
@@ -139,7 +142,8 @@ def test_an_unknown_model_is_refused_and_not_saved(term, cli, openrouter):
 
 
 def test_a_provider_pinned_by_the_environment_is_named_instead_of_silently_kept(term, cli, openrouter):
-    k = term([[text("x")]], OPENROUTER_API_KEY=KEY, KWARD_OPENROUTER_BASE_URL=openrouter.base_url)  # KWARD_PROVIDER=scripted
+    # (the test environment sets KWARD_PROVIDER=scripted)
+    k = term([[text("x")]], OPENROUTER_API_KEY=KEY, KWARD_OPENROUTER_BASE_URL=openrouter.base_url)
     k.line("/model openrouter/anthropic/claude-sonnet-4.5")
     assert ("model: Scripted/scripted for now; OpenRouter/anthropic/claude-sonnet-4.5 is saved, and applies once "
             "KWARD_PROVIDER (set to scripted in the environment) is unset") in k.expect(PROMPT)
