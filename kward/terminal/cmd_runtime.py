@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from kward import __version__
@@ -68,43 +69,66 @@ def model(shell: ShellPort, arg: str) -> None:
         shell.error(f"give the model too: /model {prefix}/<id> (/model lists the models of the provider in use)")
         return
     if spec is None or spec.label == current.get("provider"):
+        provider = spec.label if spec is not None else str(current.get("provider"))
         model_id = model_id if spec is not None else arg
-        _checked_set(shell, spec.label if spec is not None else str(current.get("provider")), model_id, listed)
+        _checked_set(shell, provider, model_id, _find(shell.client, provider, model_id, listed))
         return
     try:
-        other = _listing_of(shell, spec.key)
+        if spec.label == "OpenRouter":  # (its catalog is listed whichever provider is in use)
+            found = _find(shell.client, spec.label, model_id, {})
+        else:
+            with Client.in_process(env={**shell.env, "KWARD_PROVIDER": spec.key}, cwd=shell.cwd) as probe:
+                probe.initialize(name="kward-terminal-models", version=__version__)
+                found = _find(probe, spec.label, model_id, _listing(probe))
     except RpcError as exc:
         shell.error(f"cannot switch to {spec.label}: {error_text(exc)}")
         return
-    _checked_set(shell, spec.label, model_id, other)
+    _checked_set(shell, spec.label, model_id, found)
 
 
 def _listing(client: Client) -> dict[str, Any]:
     return client.request("models/list", {}, timeout=None)
 
 
-def _listing_of(shell: ShellPort, provider_key: str) -> dict[str, Any]:
-    """`models/list` as a kward using `provider_key` answers it: a short-lived in-process
-    server with that provider (the shell's own lists only the provider in use)."""
-    with Client.in_process(env={**shell.env, "KWARD_PROVIDER": provider_key}, cwd=shell.cwd) as probe:
-        probe.initialize(name="kward-terminal-models", version=__version__)
-        return _listing(probe)
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What the model lists say of an id: its entry (None: not listed), and whether the
+    lists could be fetched at all (`checked`; a built-in fallback with `sourceError` was
+    not, and so decides nothing)."""
+
+    entry: dict[str, Any] | None
+    checked: bool
+
+
+def _find(client: Client, provider: str, model_id: str, listed: dict[str, Any]) -> Found:
+    """`model_id` in `listed` (the provider's `models/list`; {}: none), and for OpenRouter
+    also in its public catalog (`openrouter/catalog`: models the key may not list yet).
+    `client` is a kward whose provider in use is `provider` (for OpenRouter any)."""
+    lists = [listed] if listed else []
+    if provider == "OpenRouter" and _entry_of(listed, model_id) is None:
+        lists.append(client.request("openrouter/catalog", {}, timeout=None))
+    for listing in lists:
+        entry = _entry_of(listing, model_id)
+        if entry is not None:
+            return Found({**entry, "provider": provider}, True)
+    return Found(None, any(not (li.get("sourceError") and li.get("source") in FALLBACKS) for li in lists))
+
+
+def _entry_of(listing: dict[str, Any], model_id: str) -> dict[str, Any] | None:
+    return next((m for m in listing.get("models") or [] if m.get("id") == model_id), None)
 
 
 def _range(count: int) -> str:
     return "no models" if count == 0 else "only model 1" if count == 1 else f"models 1 to {count}"
 
 
-def _checked_set(shell: ShellPort, provider: str, model_id: str, listed: dict[str, Any]) -> None:
-    """Set `provider`/`model_id` when `listed` (that provider's `models/list`) has it;
-    refuse it (nothing saved) when not. A listing that could not be fetched (a built-in
-    fallback with `sourceError`) checks nothing: the id is set with a note."""
-    models = listed.get("models") or []
-    entry = next((m for m in models if m.get("id") == model_id), None)
-    if entry is not None:
-        _set(shell, entry)
+def _checked_set(shell: ShellPort, provider: str, model_id: str, found: Found) -> None:
+    """Set `provider`/`model_id` when the lists have it; refuse it (nothing saved) when
+    they do not. Lists that could not be fetched decide nothing: the id is set with a note."""
+    if found.entry is not None:
+        _set(shell, found.entry)
         return
-    if listed.get("sourceError") and listed.get("source") in FALLBACKS:
+    if not found.checked:
         shell.note(f"(not checked: the model list of {provider} could not be fetched; kward doctor tells why)")
         _set(shell, {"provider": provider, "id": model_id})
         return

@@ -123,6 +123,19 @@ def test_model_n_picks_the_nth_entry_of_the_numbered_list(term, cli, openrouter)
     assert "error: no model 3: /model lists models 1 to 2" in k.expect(PROMPT)
     k.line("/model openai/gpt-5.5")  # an id of the provider in use
     assert "model: OpenRouter/openai/gpt-5.5" in k.expect(PROMPT)
+    k.line("/model meta-llama/llama-3.1-8b-instruct")  # not one the key lists, but in OpenRouter's catalog
+    assert "model: OpenRouter/meta-llama/llama-3.1-8b-instruct" in k.expect(PROMPT)
+
+
+def test_another_providers_models_are_checked_in_its_own_list(term, cli, openrouter):
+    k = term([[text("x")]], **openrouter_env(openrouter))
+    k.line("/model scripted/nope")  # the Scripted provider lists one model
+    assert "error: unknown model nope for Scripted; /model lists them" in k.expect(PROMPT)
+    k.line("/model scripted/scripted")
+    assert ("model: OpenRouter/openai/gpt-5.5 for now; Scripted/scripted is saved, and applies once KWARD_PROVIDER "
+            "(set to openrouter in the environment) is unset") in k.expect(PROMPT)
+    saved = json.loads((cli.config_dir / "config.json").read_text())
+    assert (saved["provider"], saved["scripted_model"]) == ("scripted", "scripted")
 
 
 def test_an_unknown_model_is_refused_and_not_saved(term, cli, openrouter):
