@@ -17,7 +17,9 @@ them over `kward rpc`:
   credential store in use, and why the OS keyring is not used when it is not (e.g. inside
   the zipapp).
 
-Exit status: 0 done, 1 failed (a one-line reason on stderr), 2 a usage error. Main thread;
+Exit status: 0 done, 1 failed (a one-line reason on stderr, in the terminal's words:
+kward.terminal.wording), 2 a usage error or a config kward cannot use (the host's
+check, kward.terminal.config_check). Main thread;
 the login waits on one `select()` over standard input and a pipe the client's callback
 thread writes to when `auth/loginFinished` arrives.
 """
@@ -35,6 +37,7 @@ from typing import Any, Mapping, TextIO
 from kward import __version__
 from kward.client import Client, Message, RpcError
 from kward.terminal.host import EnvironmentProblem, Host, fail
+from kward.terminal.wording import error_text
 
 PROVIDERS = ("openai", "openrouter")
 NEVER_ARGV = "an API key is read from a hidden prompt or standard input, never from the command line"
@@ -78,7 +81,7 @@ def run(command: str, args: list[str], env: Mapping[str, str], cwd: str) -> int:
                         return login_openrouter(client, sys.stdin, sys.stdout)
                     return login_openai(client, env, sys.stdin, sys.stdout)
                 except RpcError as exc:
-                    return fail(exc.message)
+                    return fail(error_text(exc))
     except EnvironmentProblem as exc:
         return fail(str(exc), 2)
 
@@ -219,12 +222,12 @@ def _submit(client: Client, login_id: str, text: str, out: TextIO) -> int | None
         result = client.request("auth/submitOpenAICode", {"loginId": login_id, "code": text}, timeout=120)
     except RpcError as exc:
         if exc.reason in ("login_state_mismatch", "invalid_params"):
-            out.write(f"{exc.message.rstrip('.')}. Still waiting: paste again, or finish in the browser.\n")
+            out.write(f"{error_text(exc).rstrip('.')}. Still waiting: paste again, or finish in the browser.\n")
             out.flush()
             return None
         if exc.reason == "login_finished":  # the browser was quicker
             return _finished(client.request("auth/loginStatus", {"loginId": login_id}), out)
-        return fail(exc.message)
+        return fail(error_text(exc))
     return _finished(result, out)
 
 

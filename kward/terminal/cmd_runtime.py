@@ -10,12 +10,18 @@ setting of the in-process server) still wins until kward exits. Main thread only
 from __future__ import annotations
 
 import json
+import sys
+from dataclasses import dataclass
 from typing import Any
 
+from kward import __version__
+from kward.client import Client, RpcError
+from kward.providers import specs
+from kward.providers.catalog import FALLBACKS
 from kward.terminal.commands import ShellPort, register
-from kward.terminal.stats_view import format_stats
+from kward.terminal.stats_view import context_text, format_stats, is_unicode, number, usage_lines
+from kward.terminal.wording import error_text
 
-_PROVIDERS = {"codex", "openrouter", "openaicompatible", "openai-compatible", "scripted"}
 LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
@@ -37,17 +43,100 @@ def settings(shell: ShellPort, arg: str) -> None:
     shell.say(json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False) if values else "{}  (all defaults)")
 
 
-@register("model", "[provider/id]", "show the models and pick one, or set one")
+@register("model", "[provider/id]", "show the numbered models and pick one, or set one: a number of the list, "
+          "provider/id or id (checked against the list)")
 def model(shell: ShellPort, arg: str) -> None:
-    if arg:
-        provider, _, model_id = arg.partition("/")
-        params = {"model": model_id, "provider": provider} if model_id and provider.lower() in _PROVIDERS else {
-            "model": arg}
-        current = shell.client.request("models/set", params, timeout=None)
-        shell.note(f"model: {_entry(current)}")
-        _override_note(shell)
+    if not arg:
+        _pick_model(shell)
         return
-    listed = shell.client.request("models/list", {"sessionId": shell.session_id}, timeout=None)
+    listed = _listing(shell.client)
+    models = listed.get("models") or []
+    if arg.isdigit():
+        n = int(arg)
+        if not 1 <= n <= len(models):
+            shell.error(f"no model {n}: /model lists {_range(len(models))}")
+            return
+        _set(shell, models[n - 1])
+        return
+    current = next((m for m in models if m.get("current")), models[0] if models else {})
+    known = next((m for m in models if m.get("id") == arg), None)
+    if known is not None:
+        _set(shell, known)
+        return
+    prefix, _, model_id = arg.partition("/")
+    spec = specs.find(prefix)
+    if spec is not None and not model_id:
+        shell.error(f"give the model too: /model {prefix}/<id> (/model lists the models of the provider in use)")
+        return
+    if spec is None or spec.label == current.get("provider"):
+        provider = spec.label if spec is not None else str(current.get("provider"))
+        model_id = model_id if spec is not None else arg
+        _checked_set(shell, provider, model_id, _find(shell.client, provider, model_id, listed))
+        return
+    try:
+        if spec.label == "OpenRouter":  # (its catalog is listed whichever provider is in use)
+            found = _find(shell.client, spec.label, model_id, {})
+        else:
+            with Client.in_process(env={**shell.env, "KWARD_PROVIDER": spec.key}, cwd=shell.cwd) as probe:
+                probe.initialize(name="kward-terminal-models", version=__version__)
+                found = _find(probe, spec.label, model_id, _listing(probe))
+    except RpcError as exc:
+        shell.error(f"cannot switch to {spec.label}: {error_text(exc)}")
+        return
+    _checked_set(shell, spec.label, model_id, found)
+
+
+def _listing(client: Client) -> dict[str, Any]:
+    return client.request("models/list", {}, timeout=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What the model lists say of an id: its entry (None: not listed), and whether the
+    lists could be fetched at all (`checked`; a built-in fallback with `sourceError` was
+    not, and so decides nothing)."""
+
+    entry: dict[str, Any] | None
+    checked: bool
+
+
+def _find(client: Client, provider: str, model_id: str, listed: dict[str, Any]) -> Found:
+    """`model_id` in `listed` (the provider's `models/list`; {}: none), and for OpenRouter
+    also in its public catalog (`openrouter/catalog`: models the key may not list yet).
+    `client` is a kward whose provider in use is `provider` (for OpenRouter any)."""
+    lists = [listed] if listed else []
+    if provider == "OpenRouter" and _entry_of(listed, model_id) is None:
+        lists.append(client.request("openrouter/catalog", {}, timeout=None))
+    for listing in lists:
+        entry = _entry_of(listing, model_id)
+        if entry is not None:
+            return Found({**entry, "provider": provider}, True)
+    return Found(None, any(not (li.get("sourceError") and li.get("source") in FALLBACKS) for li in lists))
+
+
+def _entry_of(listing: dict[str, Any], model_id: str) -> dict[str, Any] | None:
+    return next((m for m in listing.get("models") or [] if m.get("id") == model_id), None)
+
+
+def _range(count: int) -> str:
+    return "no models" if count == 0 else "only model 1" if count == 1 else f"models 1 to {count}"
+
+
+def _checked_set(shell: ShellPort, provider: str, model_id: str, found: Found) -> None:
+    """Set `provider`/`model_id` when the lists have it; refuse it (nothing saved) when
+    they do not. Lists that could not be fetched decide nothing: the id is set with a note."""
+    if found.entry is not None:
+        _set(shell, found.entry)
+        return
+    if not found.checked:
+        shell.note(f"(not checked: the model list of {provider} could not be fetched; kward doctor tells why)")
+        _set(shell, {"provider": provider, "id": model_id})
+        return
+    shell.error(f"unknown model {model_id} for {provider}; /model lists them")
+
+
+def _pick_model(shell: ShellPort) -> None:
+    listed = _listing(shell.client)
     models = listed.get("models") or []
     if not models:
         shell.note("No models listed for the current provider.")
@@ -55,15 +144,43 @@ def model(shell: ShellPort, arg: str) -> None:
     rows = []
     for m in models:
         window = m.get("contextWindow")
-        rows.append(f"{'*' if m.get('current') else ' '} {_entry(m)}" + (f"  ({window} tokens)" if window else ""))
+        rows.append(f"{'*' if m.get('current') else ' '} {_entry(m)}"
+                    + (f"  ({number(window)} tokens)" if window else ""))
     index = shell.pick(rows, "model")
-    if index is None:
+    if index is not None:
+        _set(shell, models[index])
+
+
+def _set(shell: ShellPort, wanted: dict[str, Any]) -> None:
+    """`models/set` (saved in config.json), then say what is in use, and why it is not
+    the choice when an environment variable or `--model` pins the provider or model."""
+    provider, model_id = str(wanted.get("provider")), str(wanted.get("id"))
+    current = shell.client.request("models/set", {"model": model_id, "provider": provider}, timeout=None)
+    if (current.get("provider"), current.get("id")) == (provider, model_id):
+        shell.note(f"model: {_entry(current)}")
+        _override_note(shell)
         return
-    chosen = models[index]
-    current = shell.client.request("models/set", {"model": chosen.get("id"), "provider": chosen.get("provider")},
-                                   timeout=None)
-    shell.note(f"model: {_entry(current)}")
-    _override_note(shell)
+    shell.note(f"model: {_entry(current)} for now; {provider}/{model_id} is saved, and "
+               + _pinned(shell, provider, str(current.get("provider"))))
+
+
+def _pinned(shell: ShellPort, provider: str, in_use: str) -> str:
+    """What keeps the saved choice from applying now, and when it will (one clause)."""
+    override = f"--model {shell.model_override}" if shell.model_override else None
+    if provider != in_use:
+        if override:
+            return f"applies to runs without {override}, which sets the provider for this run"
+        value = shell.env.get("KWARD_PROVIDER")
+        if value:
+            return f"applies once KWARD_PROVIDER (set to {value} in the environment) is unset"
+        return f"applies once nothing else chooses the provider ({in_use} is in use)"
+    spec = specs.find(provider)
+    variable = next((s.env for s in spec.model if s.env and shell.env.get(s.env)), None) if spec else None
+    if override:
+        return f"applies to runs without {override}, which sets the model for this run"
+    if variable:
+        return f"applies once {variable} (set to {shell.env[variable]} in the environment) is unset"
+    return "applies once nothing else chooses the model"
 
 
 @register("reasoning", "[level]", "show or set the reasoning effort (off, minimal, low, medium, high, xhigh, max)")
@@ -90,16 +207,16 @@ def status(shell: ShellPort, arg: str) -> None:
     state = shell.client.request("runtime/state", {"sessionId": shell.session_id})
     stats = shell.client.request("runtime/stats", {"sessionId": shell.session_id}, timeout=None)
     model = state.get("model") or {}
-    usage = stats.get("contextUsage") or {}
+    reason = state.get("providerReason")
     rows = [
         ("session", state.get("sessionName") or "(unnamed)"),
         ("file", state.get("sessionFile")),
         ("workspace", state.get("workspaceRoot")),
-        ("model", f"{_entry(model)} ({state.get('providerReason', '')})".replace(" ()", "")),
+        ("model", f"{_entry(model)} ({reason})" if reason else _entry(model)),
         ("reasoning", state.get("thinkingLevel")),
         ("messages", state.get("messageCount")),
-        ("context", f"{usage.get('tokens')} of {usage.get('contextWindow')} tokens ({usage.get('percent')}%)"
-         if usage else "unknown"),
+        ("context", context_text(stats.get("contextUsage"), is_unicode(sys.stdout), window=model.get("contextWindow"),
+                                 empty=not state.get("messageCount"))),
     ]
     for key, value in rows:
         shell.say(f"  {key:<10} {value}")
@@ -111,16 +228,11 @@ def stats(shell: ShellPort, arg: str) -> None:
         shell.say(format_stats(shell.client.request("logging/stats", {"range": arg}, timeout=None)))
         return
     result = shell.client.request("runtime/stats", {"sessionId": shell.session_id}, timeout=None)
-    tokens = result.get("tokens") or {}
-    shell.say(f"  messages   {result.get('userMessages', 0)} from you, {result.get('assistantMessages', 0)} "
-              f"answers, {result.get('toolCalls', 0)} tool calls")
-    shell.say("  tokens     " + ", ".join(f"{k} {v}" for k, v in tokens.items()))
-    if result.get("cost") is not None:
-        shell.say(f"  cost       ${result['cost']}")
-    usage = result.get("contextUsage") or {}
-    if usage:
-        shell.say(f"  context    {usage.get('tokens')} of {usage.get('contextWindow')} tokens "
-                  f"({usage.get('percent')}%)")
+    window = None
+    if not result.get("contextUsage"):
+        window = (shell.client.request("models/current", {}) or {}).get("contextWindow")
+    for line in usage_lines(result, is_unicode(sys.stdout), window=window):
+        shell.say(line)
 
 
 @register("reload", "", "re-read the config, credentials, AGENTS.md, prompt templates, skills and plugins")

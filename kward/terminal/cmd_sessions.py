@@ -1,4 +1,5 @@
-"""Slash commands on sessions: /new /resume /name /clone /fork /export.
+"""Slash commands on sessions: /new /resume /name /clone /fork /export (without a path:
+a new file in the current directory named after the session, never one that exists).
 
 Each is a few protocol requests (`sessions/*`) on the shell's client; the shell switches
 to the session a command opens and closes the previous one. Main thread only.
@@ -7,6 +8,7 @@ to the session a command opens and closes the previous one. Main thread only.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from kward.terminal.commands import ShellPort, register
@@ -105,12 +107,37 @@ def fork(shell: ShellPort, arg: str) -> None:
         shell.prefill(str(result["text"]))
 
 
-@register("export", "[path]", "write the session as Markdown (or HTML for a .html path)")
+@register("export", "[path]", "write the session as Markdown (or HTML for a .html path); without a path into "
+          "the current directory")
 def export(shell: ShellPort, arg: str) -> None:
-    params: dict[str, Any] = {"sessionId": shell.session_id}
-    if arg:
-        params["path"] = arg
-        if arg.lower().endswith((".html", ".htm")):
-            params["format"] = "html"
+    params: dict[str, Any] = {"sessionId": shell.session_id, "path": arg or free_name(shell.cwd, _export_stem(shell))}
+    if params["path"].lower().endswith((".html", ".htm")):
+        params["format"] = "html"
     result = shell.client.request("sessions/export", params, timeout=None)
     shell.note(f"exported ({result.get('format')}): {result.get('path')}")
+
+
+def _export_stem(shell: ShellPort) -> str:
+    """`kward-<session name>` or `kward-<when the session started>` (from its file name)."""
+    state = shell.client.request("runtime/state", {"sessionId": shell.session_id})
+    name = _slug(str(state.get("sessionName") or ""))
+    if name:
+        return f"kward-{name}"
+    started = os.path.basename(str(state.get("sessionFile") or "")).partition("_")[0]
+    return "kward-" + (_slug(started.replace("T", "-")[:16]) or "session")
+
+
+def _slug(text: str) -> str:
+    """Lower-case letters, digits and single dashes, at most 60 characters."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60].rstrip("-")
+
+
+def free_name(directory: str, stem: str, suffix: str = ".md") -> str:
+    """`directory/stem.md`, or `stem-2.md`, `stem-3.md`, ... the first that does not exist
+    (an existing file is never overwritten)."""
+    n = 1
+    while True:
+        candidate = os.path.join(directory, f"{stem}{'' if n == 1 else f'-{n}'}{suffix}")
+        if not os.path.lexists(candidate):
+            return candidate
+        n += 1

@@ -20,9 +20,10 @@ The table is filled at import time on the main thread and only read afterwards.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from kward.client import Client, ClientClosed, RpcError
+from kward.terminal import wording
 from kward.terminal.style import Style
 
 
@@ -30,6 +31,7 @@ class ShellPort(Protocol):
     """What a slash command may use of the interactive session (main thread only)."""
 
     client: Client
+    env: Mapping[str, str]  # the in-process server's environment (ours plus `--model`'s settings)
     cwd: str
     model_override: str | None  # the `--model` of this run
     style: Style
@@ -134,7 +136,7 @@ def server_commands(shell: ShellPort) -> dict[str, dict[str, Any]]:
         try:
             listed = shell.client.request("commands/list", {"sessionId": shell.session_id}, timeout=None)
         except RpcError as exc:
-            shell.error(f"the prompt templates and plugin commands are not available: {exc.message}")
+            shell.error(f"the prompt templates and plugin commands are not available: {wording.error_text(exc)}")
             listed = {}
         cached = {c["name"]: c for c in listed.get("commands") or []
                   if isinstance(c, dict) and c.get("source") in ("prompt", "skill", "plugin") and c.get("name") not in TABLE}
@@ -169,7 +171,7 @@ def dispatch(shell: ShellPort, line: str) -> None:
     try:
         command.handler(shell, arg.strip())
     except RpcError as exc:
-        shell.error(exc.message)
+        shell.error(wording.error_text(exc))
     except ClientClosed:
         raise
     except KeyboardInterrupt:

@@ -6,14 +6,15 @@ it would use (`models/current`), where credentials come from (environment variab
 config.json keys, the stored login file; values are never shown), the keyring backend
 (`keyring` is imported here and nowhere else in the terminal), whether the endpoints in
 use answer (a HEAD request with a 2 s timeout; any HTTP answer counts as reachable), and
-whether the config directory is writable (nothing is created).
+whether the config directory is writable (nothing is created). Every config problem of
+kward.terminal.config_check is a `fail` line of its check (`warn` for a key kward does
+not read); the checks after it run all the same.
 
 Main thread; the endpoint checks run on short-lived threads of their own.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from pathlib import Path
@@ -24,9 +25,11 @@ from kward.client import Client, RpcError
 from kward.config.settings import resolve_settings
 from kward.config.store import resolve_paths
 from kward.providers.specs import PROVIDERS
+from kward.terminal import config_check
 from kward.terminal.host import EnvironmentProblem, check_environment
 from kward.terminal.render import short
 from kward.terminal.style import Style
+from kward.terminal.wording import error_text, login_fix
 
 TIMEOUT = 2.0
 
@@ -53,40 +56,54 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
         check_environment(env)
     except EnvironmentProblem as exc:
         report.line("fail", "environment", str(exc))
-        _config_dir(report, env)
+        _config_dir(report, env, config_check.directory_troubles(resolve_paths(env)))
         return 1
     report.line("ok", "environment", "every variable kward checks is usable")
+    troubles = config_check.diagnose(env)
     with Client.in_process(env=env, cwd=cwd) as client:
         init = client.initialize(name="kward-doctor", version=__version__)
-        config = _config(report, client, init)
+        config = _config(report, client, init, [t for t in troubles if t.check == "config"])
         try:
             current = client.request("models/current", {})
             provider = str(current.get("provider"))
             report.line("ok", "provider", f"{provider}, model {current.get('id')}")
         except RpcError as exc:
             provider = None
-            report.line("fail", "provider", exc.message)
+            report.line("fail", "provider", _provider_failure(exc, env))
     _credentials(report, env, config, provider)
     _keyring(report)
     _endpoints(report, env, config, provider)
-    _config_dir(report, env)
+    _config_dir(report, env, [t for t in troubles if t.check == "config dir"])
     return 1 if report.failed else 0
 
 
-def _config(report: Report, client: Client, init: dict[str, Any]) -> dict[str, Any]:
-    warnings = init.get("warnings") or []
-    for warning in warnings:
-        report.line("fail", "config", str(warning.get("message", "")))
+def _config(report: Report, client: Client, init: dict[str, Any],
+            troubles: list[config_check.Trouble]) -> dict[str, Any]:
+    """One line per config.json problem (`fail`; `warn` for a key kward merely does not
+    read), else an ok line; the config values (redacted), {} when unreadable."""
+    for trouble in troubles:
+        report.line("warn" if trouble.severity == "note" else "fail", "config", trouble.line)
+    if not troubles:  # what the server says (should the terminal's check have missed something)
+        for warning in init.get("warnings") or []:
+            report.line("fail", "config", str(warning.get("message", "")))
     try:
         result = client.request("config/read", {})
     except RpcError:
-        return {}  # already reported through the warnings
-    if not warnings:
+        return {}  # already reported
+    if not troubles and not init.get("warnings"):
         path = Path(result.get("path", ""))
         values = result.get("config") or {}
         detail = f"{path} ({len(values)} settings)" if path.exists() else f"{path} (not created yet: defaults)"
         report.line("ok", "config", detail)
     return result.get("config") or {}
+
+
+def _provider_failure(exc: RpcError, env: Mapping[str, str]) -> str:
+    """Why the provider cannot be told: a config.json that cannot be read is named on the
+    config line already."""
+    if exc.data.get("path") == str(resolve_paths(env).config_file):
+        return "cannot be told while config.json cannot be read (see the config line)"
+    return error_text(exc)
 
 
 def _credentials(report: Report, env: Mapping[str, str], config: Mapping[str, Any], provider: str | None) -> None:
@@ -109,9 +126,8 @@ def _credentials(report: Report, env: Mapping[str, str], config: Mapping[str, An
     elif provider == "OpenAICompatible" or (provider in found and found[provider]):
         report.line("ok", "credentials", listed)
     else:
-        fix = "`kward login openrouter`" if provider == "OpenRouter" else "`kward login`"
-        report.line("warn", "credentials", f"none for {provider or 'the provider'} (turns will fail: not logged in; "
-                                           f"run {fix}); found: {listed}")
+        report.line("warn", "credentials", f"none for {provider or 'the provider'} (turns will fail: "
+                                           f"{login_fix(provider)}); found: {listed}")
 
 
 def _keyring(report: Report) -> None:
@@ -149,6 +165,8 @@ def _endpoints(report: Report, env: Mapping[str, str], config: Mapping[str, Any]
     if not wanted:
         if provider == "Scripted":
             report.line("ok", "endpoint", "the Scripted provider works offline")
+        elif provider is None:
+            report.line("warn", "endpoint", "not checked: the provider cannot be told (see above)")
         return
     results: dict[str, str] = {}
 
@@ -189,25 +207,17 @@ def _reason(exc: BaseException) -> str:
     return short(text, 160)
 
 
-def _config_dir(report: Report, env: Mapping[str, str]) -> None:
-    directory = resolve_paths(env).config_dir
-    if directory.is_dir():
-        if os.access(directory, os.W_OK | os.X_OK):
-            mode = directory.stat().st_mode & 0o777
-            if mode & 0o077:
-                report.line("warn", "config dir", f"{directory} is writable but open to others (mode {mode:o}; 700 "
-                                                  "expected)")
-            else:
-                report.line("ok", "config dir", f"{directory} is writable")
-        else:
-            report.line("fail", "config dir", f"{directory} is not writable")
+def _config_dir(report: Report, env: Mapping[str, str], troubles: list[config_check.Trouble]) -> None:
+    for trouble in troubles:
+        report.line("fail", "config dir", trouble.line)
+    if troubles:
         return
-    parent = directory
-    while not parent.exists() and parent.parent != parent:
-        parent = parent.parent
-    if directory.exists():
-        report.line("fail", "config dir", f"{directory} is not a directory")
-    elif parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
+    directory = resolve_paths(env).config_dir
+    if not directory.is_dir():
         report.line("ok", "config dir", f"{directory} does not exist yet and can be created")
+        return
+    mode = directory.stat().st_mode & 0o777
+    if mode & 0o077:
+        report.line("warn", "config dir", f"{directory} is writable but open to others (mode {mode:o}; 700 expected)")
     else:
-        report.line("fail", "config dir", f"{directory} cannot be created ({parent} is not writable)")
+        report.line("ok", "config dir", f"{directory} is writable")

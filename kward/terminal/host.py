@@ -1,7 +1,10 @@
 """What a terminal-mode process does around its in-process server, as `kward rpc` does
-around its own: check the environment, log to `<config>/logs/kward.log` (and warnings to
-stderr), own the processes the model's shell commands leave behind and end them on the
-way out, and turn SIGTERM/SIGHUP into a clean exit.
+around its own: check the environment and the config (kward.terminal.config_check: a
+problem that stops the mode is an `EnvironmentProblem`, exit status 2, one line naming the
+file and what to do; the others are `kward: warning: ...` lines on stderr, printed the
+same way by every mode), log to `<config>/logs/kward.log` (and warnings to stderr), own
+the processes the model's shell commands leave behind and end them on the way out, and
+turn SIGTERM/SIGHUP into a clean exit.
 
 `Host` is a context manager used once, on the main thread, by the interactive and
 one-shot modes; nothing here speaks the protocol (that is `kward.client`).
@@ -24,6 +27,7 @@ from kward.errors import ConfigError, KwardError
 from kward.fsutil import remove_stale_temps
 from kward.processes import children as procs
 from kward.redact import redact_text
+from kward.terminal import config_check
 from kward.terminal.style import ColorSettingError, check_color_setting
 
 #: What `signal.signal` takes and gives back: a Python handler, SIG_DFL/SIG_IGN, or None
@@ -32,7 +36,9 @@ SignalHandler = Callable[[int, FrameType | None], object] | int | signal.Handler
 
 
 class EnvironmentProblem(Exception):
-    """A variable kward checks holds a value it cannot use (one line for the user)."""
+    """A variable kward checks holds a value it cannot use, or the config cannot be used
+    (config.json, the config directory: kward.terminal.config_check); the text is the one
+    line for the user. The modes exit with status 2."""
 
 
 def check_environment(env: Mapping[str, str]) -> None:
@@ -49,6 +55,17 @@ def check_environment(env: Mapping[str, str]) -> None:
         raise EnvironmentProblem(redact_text(message or str(exc))) from None
 
 
+def check_config(env: Mapping[str, str]) -> None:
+    """Raise EnvironmentProblem for the first config problem that stops a terminal mode;
+    print a warning line for each of those it goes on with."""
+    troubles = config_check.diagnose(env)
+    stop = config_check.first_stop(troubles)
+    if stop is not None:
+        raise EnvironmentProblem(stop.line)
+    for trouble in config_check.warnings(troubles):
+        warn(trouble.line)
+
+
 class Host:
     """Process-level set-up for a terminal mode (see the module docstring)."""
 
@@ -58,7 +75,9 @@ class Host:
         self._kicker = SigintKicker()
 
     def __enter__(self) -> Host:
+        diagnostics.hold_early_records()  # reading the config may warn before the log is set up
         check_environment(self.env)
+        check_config(self.env)
         paths = resolve_paths(self.env)
         config = ConfigStore(paths)
         try:
@@ -166,6 +185,14 @@ def fail(message: str, code: int = 1) -> int:
     sys.stderr.write(f"kward: {line}\n")
     sys.stderr.flush()
     return code
+
+
+def warn(message: str) -> None:
+    """Print the one-line warning `kward: warning: <message>` on stderr (every mode words
+    its warnings this way)."""
+    line = " ".join(str(message).split())
+    sys.stderr.write(f"kward: warning: {line}\n")
+    sys.stderr.flush()
 
 
 def terminal_env(base: Mapping[str, str] = os.environ, overrides: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -27,8 +27,8 @@ from typing import Any, Callable, Mapping
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
-from kward.terminal import commands, lineedit, lineedit_external
-from kward.terminal.host import fail
+from kward.terminal import banner, commands, lineedit, lineedit_external
+from kward.terminal.host import fail, warn
 from kward.terminal.lineedit import EOF, INTERRUPT, LINE, LineEditor, ReadResult
 from kward.terminal.lineedit_history import History
 from kward.terminal.render import TurnView
@@ -168,13 +168,6 @@ class Shell:
         self.switch(session)
         return session
 
-    def model_label(self) -> str:
-        try:
-            current = self.client.request("models/current", {})
-        except RpcError as exc:
-            return f"(model unavailable: {exc.message})"
-        return f"{current.get('provider')}/{current.get('id')}"
-
     def status_line(self) -> None:
         try:
             state = self.client.request("runtime/state", {"sessionId": self.session_id})
@@ -210,12 +203,12 @@ class Shell:
 
     def start(self) -> None:
         init = self.client.initialize(name="kward-terminal", version=__version__)
-        for warning in init.get("warnings") or []:
-            self.say(self.style.yellow("warning: ") + str(warning.get("message", "")))
+        for message in banner.unreported_warnings(init):
+            warn(message)
         self.new_session()
         self._setup_readline()
-        self.say(self.style.bold(f"kward {__version__}") + self.style.dim(f" | {self.model_label()} | {self.cwd}"))
-        self.note("Type a request, /help for the commands, Ctrl-D to exit.")
+        for line in banner.lines(self.client, self.cwd, self.style, self.env):
+            self.say(line)
 
     def loop(self) -> None:
         while not self.done:

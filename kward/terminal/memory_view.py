@@ -20,6 +20,7 @@ from typing import Any
 
 from kward import __version__
 from kward.client import Client, RpcError
+from kward.terminal.wording import error_text
 
 USAGE = ("enable|disable|auto-summary enable|disable|core <text>|add <text>|list [--all]|forget <id>|"
          "promote <id>|relax <id>|inspect|why|summarize|status")
@@ -49,16 +50,41 @@ def format_list(result: dict[str, Any]) -> str:
                      + (_records("Global Soft Memories:", result["global_soft"]) if result.get("global_soft") else []))
 
 
-def format_status(status: dict[str, Any]) -> str:
+def format_status(status: dict[str, Any], prefix: str = "/memory") -> str:
     paths = status.get("paths") or {}
-    return "\n".join([f"Memory: {'enabled' if status.get('enabled') else 'disabled'}; auto-summary: "
-                      f"{'enabled' if status.get('autoSummary') else 'disabled'}",
-                      *(f"  {name:<7} {paths[name]}" for name in ("core", "soft", "events") if name in paths)])
+    lines = [f"Memory: {'enabled' if status.get('enabled') else 'disabled'}; auto-summary: "
+             f"{'enabled' if status.get('autoSummary') else 'disabled'}",
+             *(f"  {name:<7} {paths[name]}" for name in ("core", "soft", "events") if name in paths)]
+    if not status.get("enabled"):
+        lines.append(off_note(prefix))
+    return "\n".join(lines)
+
+
+def off_note(prefix: str = "/memory") -> str:
+    """The line of a memory command run while memory is off: what that means, and how to
+    switch it on (the spelling of `prefix`, `/memory` or `kward memory`, first)."""
+    first = f"`{prefix} enable`" if prefix != "/memory" else "/memory enable"
+    rest = "`kward memory enable`" if prefix == "/memory" else "/memory enable in `kward`"
+    return (f"(memory is off: memories are kept but not used in turns; turn it on with {first}, {rest}, "
+            'or "memory": {"enabled": true} in config.json)')
 
 
 def run(client: Client, line: str, *, workspace_root: str, session_id: str | None = None, prefix: str = "/memory") -> str:
     """Run one memory command; the text to show. MemoryUsage for an unknown command or a
     missing argument; kward.client.RpcError when the server refused it."""
+    return _run(client, line, workspace_root=workspace_root, session_id=session_id, prefix=prefix)
+
+
+def note_after(client: Client, line: str, prefix: str = "/memory") -> str | None:
+    """`off_note` when memory is off and `line` was a command that works on memories (not
+    status, which says it, nor enable or disable); None otherwise."""
+    sub = line.strip().partition(" ")[0].lower()
+    if sub in ("", "status", "enable", "disable", "auto-summary"):
+        return None
+    return None if client.request("memory/status", {}).get("enabled") else off_note(prefix)
+
+
+def _run(client: Client, line: str, *, workspace_root: str, session_id: str | None, prefix: str) -> str:
     sub, _, rest = line.strip().partition(" ")
     sub, rest = sub.lower(), rest.strip()
     usage = MemoryUsage(f"Usage: {prefix} {USAGE}")
@@ -70,7 +96,7 @@ def run(client: Client, line: str, *, workspace_root: str, session_id: str | Non
 
     request = client.request
     if sub in ("", "status"):
-        return format_status(request("memory/status", {}))
+        return format_status(request("memory/status", {}), prefix)
     if sub in ("enable", "disable"):
         request(f"memory/{sub}", {}, timeout=None)
         return f"Memory {sub}d."
@@ -120,11 +146,14 @@ def run_memory_command(args: list[str], env: Mapping[str, str], cwd: str) -> int
         client.initialize(name="kward-memory", version=__version__)
         try:
             text = run(client, " ".join(args), workspace_root=cwd, prefix="kward memory")
+            note = note_after(client, " ".join(args), prefix="kward memory")
         except MemoryUsage as exc:
             sys.stderr.write(f"{exc}\n")
             return 2
         except RpcError as exc:
-            sys.stderr.write(f"kward memory: {exc.message}\n")
+            sys.stderr.write(f"kward memory: {error_text(exc)}\n")
             return 1
     sys.stdout.write(text + "\n")
+    if note:
+        sys.stderr.write(f"kward memory: {note}\n")
     return 0

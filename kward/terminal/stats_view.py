@@ -1,19 +1,100 @@
-"""Telemetry in the terminal: `/stats RANGE` (the `logging/stats` result as text) and
+"""Counts in the terminal, in words a person reads: the session's usage of `/status` and
+`/stats` (`runtime/stats`: "cache read", not `cacheRead`; 12,345 tokens; $0.0123; the
+context usage as a bar), `/stats RANGE` (the `logging/stats` result as text) and
 `kward stats tokens [RANGE] [--bucket UNIT] [--output PATH]` (the token CSV of
-`logging/tokenCsv`, to stdout or a file). Main thread.
+`logging/tokenCsv`, to stdout or a file). The formatting functions are pure (any
+thread); the commands run on the main thread.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
-from typing import Any, Mapping
+from typing import Any, Mapping, TextIO
 
 from kward import __version__
 from kward.client import Client, RpcError
+from kward.terminal.wording import error_text
 
 TOKENS_USAGE = ("usage: kward stats tokens [N minutes|hours|days|weeks|months|years] "
                 "[--bucket second|minute|hour|day|week|month|year] [--output PATH]")
+
+
+#: `runtime/stats` token keys -> words
+TOKEN_WORDS = {"input": "input", "output": "output", "cacheRead": "cache read", "cacheWrite": "cache write",
+               "reasoning": "reasoning", "total": "total"}
+BAR_WIDTH = 20
+
+
+def words(key: str) -> str:
+    """A wire key in words: `cacheRead` and `cache_read_tokens` -> "cache read"."""
+    if key in TOKEN_WORDS:
+        return TOKEN_WORDS[key]
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key).replace("_", " ").lower()
+    return spaced[: -len(" tokens")] if spaced.endswith(" tokens") and spaced != "tokens" else spaced
+
+
+def number(value: object) -> str:
+    """12345 -> "12,345" (a float keeps one decimal unless whole); "?" for a non-number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "?"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+def money(value: object) -> str:
+    """A cost in USD: "$0.0123" (four decimals; two from $100 on)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "?"
+    return f"${value:,.2f}" if value >= 100 else f"${value:.4f}"
+
+
+def bar(fraction: float, unicode: bool, width: int = BAR_WIDTH) -> str:
+    """`[██████░░░░]` (or `[######....]` without Unicode) filled to `fraction` (0 to 1)."""
+    filled = max(0, min(width, round(fraction * width)))
+    full, empty = ("\u2588", "\u2591") if unicode else ("#", ".")
+    return "[" + full * filled + empty * (width - filled) + "]"
+
+
+def is_unicode(stream: TextIO) -> bool:
+    """Whether `stream` writes UTF-8 (else the bar uses `#` and `.`)."""
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    return encoding in ("utf8", "utf8sig")
+
+
+def context_text(usage: Mapping[str, Any] | None, unicode: bool, *, window: object = None,
+                 empty: bool = False) -> str:
+    """The context usage: `[bar] 31%  40,000 of 128,000 tokens`; for a conversation with
+    nothing in it yet (`empty`) and a known `window`, `[bar] 0%  0 of 128,000 tokens`;
+    "unknown" without a window."""
+    if not usage:
+        if empty and isinstance(window, (int, float)) and window > 0:
+            usage = {"tokens": 0, "contextWindow": window, "percent": 0}
+        else:
+            return "unknown"
+    tokens, limit = usage.get("tokens"), usage.get("contextWindow")
+    if not isinstance(tokens, (int, float)):
+        return "unknown"
+    if not isinstance(limit, (int, float)) or limit <= 0:
+        return f"{number(tokens)} tokens (the context window is unknown)"
+    percent = usage.get("percent")
+    share = float(percent) if isinstance(percent, (int, float)) else 100.0 * tokens / limit
+    return f"{bar(share / 100, unicode)} {share:.0f}%  {number(tokens)} of {number(limit)} tokens"
+
+
+def usage_lines(result: Mapping[str, Any], unicode: bool, *, window: object = None) -> list[str]:
+    """`/stats` without a range: the `runtime/stats` result as `  label      value` lines."""
+    tokens = result.get("tokens") or {}
+    lines = [f"  messages   {result.get('userMessages', 0)} from you, {result.get('assistantMessages', 0)} "
+             f"answers, {result.get('toolCalls', 0)} tool calls",
+             "  tokens     " + (", ".join(f"{words(k)} {number(v)}" for k, v in tokens.items()) or "none yet")]
+    if result.get("cost") is not None:
+        lines.append(f"  cost       {money(result['cost'])}")
+    lines.append("  context    " + context_text(result.get("contextUsage"), unicode, window=window,
+                                                 empty=not result.get("totalMessages")))
+    return lines
 
 
 def _inline(counts: dict[str, Any]) -> str:
@@ -39,7 +120,7 @@ def format_stats(result: dict[str, Any]) -> str:
              *_block(result.get("recordsByEvent") or {}), "", "Tokens:",
              f"  model usage events: {usage.get('modelUsageEvents', 0)}"]
     totals = usage.get("totals") or {}
-    lines += [f"  {k}: {v}" for k, v in sorted(totals.items())] or ["  token totals: none"]
+    lines += [f"  {words(k)}: {number(v)}" for k, v in sorted(totals.items())] or ["  token totals: none"]
     lines += ["", "Performance:"]
     events = (result.get("performance") or {}).get("events") or {}
     for event, s in sorted(events.items()):
@@ -100,7 +181,7 @@ def run_stats_command(args: list[str], env: Mapping[str, str], cwd: str) -> int:
         try:
             csv = client.request("logging/tokenCsv", params, timeout=None)["csv"]
         except RpcError as exc:
-            sys.stderr.write(f"kward stats tokens: {exc.message}\n")
+            sys.stderr.write(f"kward stats tokens: {error_text(exc)}\n")
             return 1
     if output is None:
         sys.stdout.write(csv)

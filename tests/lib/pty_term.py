@@ -57,13 +57,14 @@ def plain(text: str) -> str:
 
 class PtyKward:
     def __init__(self, args: list[str], env: dict[str, str], cwd: str, rows: int = 50, cols: int = 250,
-                 launcher: str = LAUNCH):
+                 launcher: str = LAUNCH, wrapper: tuple[str, ...] = ()):
         """`launcher`: the Python code run as the session leader, kward's argv after it
-        (LAUNCH execs it; a test may pass one that runs it as a job, say)."""
+        (LAUNCH execs it; a test may pass one that runs it as a job, say). `wrapper`: an
+        argv that execs the rest (kward's), run between the launcher and kward."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.initial_mode = termios.tcgetattr(master)
-        self.proc = subprocess.Popen([sys.executable, "-c", launcher, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
+        self.proc = subprocess.Popen([sys.executable, "-c", launcher, *wrapper, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
                                      env=env, cwd=cwd, start_new_session=True, close_fds=True)
         os.close(slave)
         self.master = master

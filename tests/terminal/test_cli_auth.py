@@ -88,11 +88,12 @@ def test_login_openrouter_reads_the_key_from_stdin_then_status_and_logout(cli, o
     (["auth"], "", 2, "`kward auth status`"),
     (["auth", "list"], "", 2, "`kward auth status`"),
     (["login", "openrouter"], "", 1, "no API key given"),
-    (["login", "openrouter"], "short\n", 1, "'apiKey' must be 8 to 1024 characters long"),
+    (["login", "openrouter"], "short\n", 1, "kward: the API key must be 8 to 1024 characters long"),
 ])
 def test_bad_logins_say_why_and_store_nothing(cli, oauth, args, stdin, code, message):
     proc = cli.run(*args, input=stdin)
     assert proc.returncode == code and proc.stdout == b"" and message in proc.stderr.decode()
+    assert b"apiKey" not in proc.stderr  # the terminal's words, not the wire's
     assert KEY.encode() not in proc.stderr and b"short" not in proc.stderr
     assert not (cli.config_dir / "config.json").exists()
 

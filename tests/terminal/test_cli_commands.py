@@ -129,7 +129,9 @@ def test_doctor_fails_for_an_unreachable_endpoint_and_a_broken_config(cli):
                                   "KWARD_OPENROUTER_BASE_URL": f"http://127.0.0.1:{port}/api/v1"})
     assert proc.returncode == 1
     report = _lines(proc)
-    assert report["config"][0] == "fail" and "Invalid Kward config JSON" in report["config"][1]
+    config = cli.config_dir / "config.json"
+    assert report["config"] == ("fail", f"{config}: not valid JSON (line 1, column 27: Expecting property name "
+                                        "enclosed in double quotes); fix or remove it")
     assert report["endpoint"][0] == "fail" and "unreachable" in report["endpoint"][1]
     assert report["credentials"][0] == "warn"
 
