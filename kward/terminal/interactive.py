@@ -76,6 +76,7 @@ class Shell:
         self.session: dict[str, Any] | None = None
         self.server_commands: dict[str, dict[str, Any]] | None = None  # commands.server_commands
         self.done = False
+        self.reasoning_shown = True  # /reasoning show|hide
         self.readline: LineEditor | None = None  # the readline module, once set up
         self.history_path: Path | None = None
         self._rewrite_history = False  # the file was too big to read: the next save replaces it
@@ -176,7 +177,7 @@ class Shell:
         return ask_inline(questions, self.write, self.read)
 
     def turn(self, text: str) -> None:
-        view = TurnView(self.out, self.out, self.style, self.style)
+        view = TurnView(self.out, self.out, self.style, self.style, reasoning_shown=self.reasoning_shown)
         try:
             finished = run_turn(self.client, self.session_id, text, view, self.interrupts, ask=self.ask)
         except RpcError as exc:
