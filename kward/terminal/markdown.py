@@ -1,23 +1,30 @@
-"""An answer's Markdown rendered for a terminal as it streams, a line at a time.
+"""An answer's Markdown rendered for a terminal as it streams.
 
 `MarkdownStream(style, unicode=..., width=...)`: `feed(delta)` takes the next piece of
-the answer and returns the rendered text of every line the piece completed; `finish()`
-renders the partial last line, closes whatever was still open (an unclosed fence ends
-cleanly, a held table is printed) and makes the stream ready for the next message. A line
-is rendered once, when its newline arrives, and never redrawn. Two things are held back:
-a table until its last row (its column widths need every row), and a line holding `|`
-until the next line says whether it is a table's header.
+the answer and returns the rendered text it makes ready; `finish()` renders what is left
+of the last line, closes whatever was still open (an unclosed fence ends cleanly, a held
+table is printed) and makes the stream ready for the next message. Nothing is redrawn.
 
-What is rendered: ATX headings (bold and coloured, no `#` markers); `**strong**` bold,
-`*em*`/`_em_` italic, `~~strike~~`, inline `code` in the code style; bullet lists (`•`,
-nested `◦` and `▪`; `-` without UTF-8) and numbered lists, nested by indentation; block
-quotes behind a dim `│ ` bar (`> ` without UTF-8); links `[text](url)` as `text (url)`
-with the URL dim and underlined (bare URLs and `<url>` autolinks are left as written);
-horizontal rules; fenced code (``` or ~~~, any length) without its fence lines: a dim
-header naming the language (`── python`), then each line indented two spaces in the code
-style, nothing inside interpreted; GitHub tables aligned by display width with a bold
-header, a `─` rule under it and the `:---:` alignments honoured. CRLF line ends are read
-as LF.
+A paragraph line, a list item's text and a quote's text are written word by word while
+the line arrives: once its first characters say what the line is (a list item's marker
+and task box, a quote's bars, or plain text), the longest part that ends at a space and
+leaves no inline construct open (kward.terminal.mdinline.stable_end) is written, and the
+rest at the next word or at the newline; the concatenation is exactly the rendering of the
+whole line. Every other line is written when its newline arrives: a heading, a rule, a
+fence line, a code line, a line beginning with `|` (a table's header, or not: it is
+held until the next line says), and a line that is still too short to tell (`1`, `- `,
+`#`, two backticks). A table is held until its last row (its column widths need every
+row).
+
+What is rendered: ATX headings (bold and coloured, no `#` markers); the inline Markdown
+of kward.terminal.mdinline (emphasis, strike, code, links with their URL); bullet lists
+(`•`, nested `◦` and `▪`; `-` without UTF-8) and numbered lists, nested by indentation,
+task boxes; block quotes behind a dim `│ ` bar (`> ` without UTF-8); horizontal rules;
+fenced code (``` or ~~~, any length) without its fence lines: a dim header naming the
+language (`── python`), then each line indented two spaces in the code style, nothing
+inside interpreted; GitHub tables whose header row begins with `|`, aligned by display
+width with a bold header, a `─` rule under it and the `:---:` alignments honoured. CRLF
+line ends are read as LF.
 
 For a stream that gets colours only: the caller (kward.terminal.render.TurnView) writes
 the answer exactly as the model wrote it when colours are off. Pure (no I/O); one instance
@@ -30,14 +37,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from kward.terminal.mdinline import CODE_STYLE, inline, span, stable_end
 from kward.terminal.style import Style
 from kward.terminal.textwidth import display_width
 
-RESET = "\x1b[0m"
-CODE_STYLE = ("cyan",)
 HEADING_STYLES = {1: ("bold", "magenta", "underline"), 2: ("bold", "magenta")}
 HEADING_STYLE = ("bold", "yellow")
 RULE_WIDTH = 60
+HOLD_LIMIT = 400  # a line's unwritten characters (a construct left open) from which it waits for its newline
 
 _FENCE_OPEN = re.compile(r"(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>.*?)[ \t]*\Z")
 _FENCE_CLOSE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*\Z")
@@ -47,60 +54,20 @@ _QUOTE = re.compile(r" {0,3}>[ \t]?")
 _ITEM = re.compile(r"(?P<indent>[ \t]*)(?P<marker>[-*+]|\d{1,9}[.)])(?:[ \t]+(?P<text>.*))?\Z")
 _TASK = re.compile(r"\[(?P<mark>[ xX])\][ \t]+")
 _DELIMITER_CELL = re.compile(r"[ \t]*(?P<left>:?)-+(?P<right>:?)[ \t]*\Z")
-
-_INLINE = re.compile(r"""
-    (?P<code>(?P<ticks>`+)(?P<code_text>.+?)(?<!`)(?P=ticks)(?!`))
-  | \\(?P<escaped>[!-/:-@\[-`{-~])
-  | (?P<autolink><(?:https?|ftp|mailto):[^\s<>]+>)
-  | !?\[(?P<link_text>[^\]]*)\]\((?P<href>[^)\s]+)(?:[ \t]+"[^"]*")?\)
-  | (?P<url>\b(?:https?|ftp)://[^\s<>]*[^\s<>.,;:!?)\]'"*_~])
-  | \*\*(?=\S)(?P<strong>.+?)(?<=\S)\*\*
-  | (?<!\w)__(?=\S)(?P<strong2>.+?)(?<=\S)__(?!\w)
-  | ~~(?=\S)(?P<strike>.+?)(?<=\S)~~
-  | \*(?=[^\s*])(?P<em>.+?)(?<=[^\s*])\*
-  | (?<![\w_])_(?=[^\s_])(?P<em2>.+?)(?<=[^\s_])_(?![\w_])
+_BREAK = re.compile(r"[ \t]")
+_TABLE_HEAD = re.compile(r"[ \t]*\|")
+_DELIMITER_CHARS = re.compile(r"[ \t|:-]*")
+# The beginning of a line that is not written before its newline, or not yet.
+_HOLD = re.compile(r"""
+    \s*\Z                                           # blank so far
+  | [ \t]*(?:`{1,2}|~{1,2})\Z | [ \t]*(?:`{3}|~{3})  # a fence, maybe
+  | \ {0,3}\#{1,6}(?:[ \t]|\Z)                       # a heading, maybe
+  | \ {0,3}([-*_])[ \t]*(?:\1[ \t]*)*\Z              # a rule, maybe
+  | [ \t]*\|                                         # a table's header, maybe
+  | (?:\ {0,3}>[ \t]?)+[ \t]*\Z                       # a quote's bars, and maybe more
+  | [ \t]*(?:[-*+]|\d{1,9}[.)]?)\Z                    # a list item's marker, maybe
+  | [ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[(?:[ xX](?:\][ \t]*)?)?)?\Z  # an item, its task box maybe
 """, re.X)
-
-
-def span(style: Style, text: str, *names: str) -> str:
-    """`text` in the styles `names`, kept through the styled pieces already inside it
-    (their reset is followed by this span's opening again)."""
-    styled = style(text, *names)
-    if styled == text:
-        return text
-    opening = styled[:styled.index("m") + 1]
-    return opening + text.replace(RESET, RESET + opening) + RESET
-
-
-def inline(text: str, style: Style) -> str:
-    """One line's inline Markdown rendered (see the module docstring)."""
-    out: list[str] = []
-    end = 0
-    for m in _INLINE.finditer(text):
-        out.append(text[end:m.start()])
-        end = m.end()
-        groups = m.groupdict()
-        if groups["code"] is not None:
-            body = groups["code_text"]
-            if len(body) > 2 and body.startswith(" ") and body.endswith(" "):
-                body = body[1:-1]
-            out.append(span(style, body, *CODE_STYLE))
-        elif groups["escaped"] is not None:
-            out.append(groups["escaped"])
-        elif groups["autolink"] is not None or groups["url"] is not None:
-            out.append(m.group())
-        elif groups["href"] is not None:
-            href, label = groups["href"], groups["link_text"]
-            url = span(style, href, "dim", "underline")
-            out.append(url if label in ("", href, href.removeprefix("mailto:")) else f"{inline(label, style)} ({url})")
-        elif groups["strong"] is not None or groups["strong2"] is not None:
-            out.append(span(style, inline(groups["strong"] or groups["strong2"], style), "bold"))
-        elif groups["strike"] is not None:
-            out.append(span(style, inline(groups["strike"], style), "strike"))
-        else:
-            out.append(span(style, inline(groups["em"] or groups["em2"], style), "italic"))
-    out.append(text[end:])
-    return "".join(out)
 
 
 def split_row(line: str) -> list[str]:
@@ -199,32 +166,70 @@ class MarkdownStream:
         self.style = style
         self.unicode = unicode
         self.width = width
-        self._partial = ""
+        self._partial = ""  # the line being received, without its newline
+        self._written: int | None = None  # how much of `_partial` is written (None: none of it)
+        self._seen = 0  # how much of `_partial` was looked at for a place to cut
         self._fence: _Fence | None = None
         self._table: Table | None = None
-        self._held: str | None = None  # a line holding `|`: a table's header, or not
+        self._held: str | None = None  # a line beginning with `|`: a table's header, or not
         self._indents: list[int] = []  # the indentation of each open list level
 
     def feed(self, delta: str) -> str:
-        """The rendered text of the lines `delta` completed (each ending with a newline)."""
-        text = self._partial + delta
-        lines = text.split("\n")
+        """The rendered text `delta` makes ready: the rest of each line it completed
+        (each ending with a newline), and what can be written of the line still arriving."""
+        lines = (self._partial + delta).split("\n")
         self._partial = lines.pop()
-        return self._join(out for line in lines for out in self._line(line.removesuffix("\r")))
+        out = [self._complete(line.removesuffix("\r")) for line in lines]
+        out.append(self._stream())
+        return "".join(out)
 
     def finish(self) -> str:
-        """The partial last line rendered and everything still held or open closed; the
-        stream starts afresh afterwards."""
+        """The rest of the last line rendered and everything still held or open closed;
+        the stream starts afresh afterwards."""
         partial, self._partial = self._partial, ""
-        out = self._line(partial.removesuffix("\r")) if partial else []
-        out += self._flush_held()
+        out = self._complete(partial.removesuffix("\r")) if partial or self._written is not None else ""
+        out += self._join(self._flush_held())
         self._fence = None
         self._indents = []
-        return self._join(out)
+        return out
 
     @staticmethod
     def _join(lines: Iterable[str]) -> str:
         return "".join(f"{line}\n" for line in lines)
+
+    # --- streaming --------------------------------------------------------------------
+
+    def _complete(self, line: str) -> str:
+        """A whole line: rendered, or the rest of it when its beginning was written."""
+        if self._written is None:
+            return self._join(self._line(line))
+        rest, self._written, self._seen = line[self._written:], None, 0
+        return inline(rest, self.style) + "\n"
+
+    def _stream(self) -> str:
+        """What can be written of the line still arriving (see the module docstring)."""
+        line = self._partial.removesuffix("\r")  # (the CR of a CRLF may be here already)
+        out = ""
+        if self._written is None:
+            if not line or self._fence is not None or self._table is not None:
+                return ""
+            if self._held is not None:
+                if _DELIMITER_CHARS.fullmatch(line):
+                    return ""  # maybe the held line's table's delimiter row
+                header, self._held = self._held, None
+                out = self._join(self._block(header))
+            if _HOLD.match(line):
+                return out
+            lead, self._written = self._lead(line)
+            out += lead
+        pending = line[self._written:]
+        if len(pending) >= HOLD_LIMIT or not _BREAK.search(line, self._seen):
+            return out  # a construct open that long waits for the newline; no new space, no new cut
+        self._seen = len(line)
+        end = self._written + stable_end(pending)
+        out += inline(line[self._written:end], self.style)
+        self._written = end
+        return out
 
     # --- block structure --------------------------------------------------------------
 
@@ -244,13 +249,10 @@ class MarkdownStream:
                 self._table = Table(cells, alignments)
                 return []
             return self._block(header) + self._line(line)
-        if "|" in line and line.strip() and self._may_head_table(line):
+        if _TABLE_HEAD.match(line):
             self._held = line
             return []
         return self._block(line)
-
-    def _may_head_table(self, line: str) -> bool:
-        return not (_FENCE_OPEN.match(line) or _HEADING.match(line) or _QUOTE.match(line) or _RULE.match(line))
 
     def _flush_held(self) -> list[str]:
         out: list[str] = []
@@ -292,23 +294,28 @@ class MarkdownStream:
         if _RULE.match(line):
             self._indents = []
             return [span(style, ("\u2500" if self.unicode else "-") * min(self.width, RULE_WIDTH), "dim")]
+        lead, start = self._lead(line)
+        return [lead + inline(line[start:], style)]
+
+    def _lead(self, line: str) -> tuple[str, int]:
+        """A quote's bars, a list item's marker (and task box) or a paragraph's indentation
+        rendered, and where the line's inline text begins; the list nesting updated."""
         quote = _QUOTE.match(line)
         if quote:
             depth, rest = 0, line
             while quote:
                 depth, rest = depth + 1, rest[quote.end():]
                 quote = _QUOTE.match(rest)
-            bar = span(style, ("\u2502 " if self.unicode else "> ") * depth, "dim")
-            return [bar + inline(rest, style)]
+            return span(self.style, ("\u2502 " if self.unicode else "> ") * depth, "dim"), len(line) - len(rest)
         item = _ITEM.match(line)
         if item:
-            return [self._item(item)]
+            return self._item(item)
         indent = len(line) - len(line.lstrip())
         if indent == 0:
             self._indents = []
-        return [line[:indent] + inline(line[indent:], style)]
+        return line[:indent], indent
 
-    def _item(self, item: re.Match[str]) -> str:
+    def _item(self, item: re.Match[str]) -> tuple[str, int]:
         indent = len(item.group("indent").expandtabs(4))
         while self._indents and indent < self._indents[-1]:
             self._indents.pop()
@@ -318,10 +325,13 @@ class MarkdownStream:
         marker = item.group("marker")
         if marker in "-*+":
             marker = ("\u2022", "\u25e6", "\u25aa")[min(level, 2)] if self.unicode else "-"
-        text = item.group("text") or ""
-        task = _TASK.match(text)
+        lead = f"{'  ' * level}{marker} "
+        if item.group("text") is None:
+            return lead, item.end()
+        start = item.start("text")
+        task = _TASK.match(item.group("text"))
         if task:
             done = task.group("mark") != " "
             box = ("\u2611" if done else "\u2610") if self.unicode else ("[x]" if done else "[ ]")
-            text = f"{box} {text[task.end():]}"
-        return f"{'  ' * level}{marker} {inline(text, self.style)}"
+            lead, start = f"{lead}{box} ", start + task.end()
+        return lead, start

@@ -5,9 +5,10 @@ per tool call, what the tool showed, retries, errors) to `side`; interactive mod
 the same stream twice, one-shot mode stdout and stderr, so that only the answer reaches
 stdout.
 
-The answer: when `out` gets colours its Markdown is rendered line by line as it streams
-(kward.terminal.markdown; a partial last line is flushed at the end of the message);
-without colours it is written exactly as the model wrote it, delta by delta.
+The answer: when `out` gets colours its Markdown is rendered as it streams
+(kward.terminal.markdown: a paragraph word by word, other lines when they are complete,
+the rest of the last line at the end of the message); without colours it is written
+exactly as the model wrote it, delta by delta.
 Reasoning is dim; with `reasoning_shown` False it is one line, `thinking… (N words)`,
 redrawn in place on a terminal and written once at the end of the reasoning elsewhere.
 A tool call is one line: what it did, `ok` or `failed`, and for file changes the diff's

@@ -6,7 +6,7 @@ import re
 
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.pty_term import PROMPT, term  # noqa: F401 - fixture
-from lib.scripts import reasoning, text, tool
+from lib.scripts import delay, reasoning, text, tool
 
 ANSWER = ("## Steps\n"
           "Read [the guide](https://example.org/guide) first.\n"
@@ -41,6 +41,15 @@ def test_a_streamed_markdown_answer_is_rendered_for_the_terminal(term):
     raw = k.raw.decode()
     assert "\x1b[36mprint(\"hi\")  # **as is**\x1b[0m" in raw  # the code style
     assert "\x1b[1;35mSteps\x1b[0m" in raw and "\x1b[2;4mhttps://example.org/guide\x1b[0m" in raw
+
+
+def test_a_paragraph_is_on_screen_before_its_line_ends(term):
+    k = term([[text("Streaming **works** now, word by word, "), delay(30), text("and never ends.\n")]], NO_COLOR="")
+    k.line("stream")
+    k.expect("Streaming works now, word by word,")  # while the delay holds the rest of the line
+    assert "\x1b[1mworks\x1b[0m" in k.raw.decode("utf-8", "replace")  # rendered
+    k.send("\x03")
+    assert "(canceled)" in k.expect(PROMPT) and "never ends" not in k.text
 
 
 def test_without_colours_the_answer_is_written_as_the_model_wrote_it(term):

@@ -3,11 +3,13 @@
 reasoning and the live output of a running command in a TurnView."""
 
 import io
+import random
 import re
 
 import pytest
 
-from kward.terminal.markdown import MarkdownStream, inline, split_row
+from kward.terminal.markdown import MarkdownStream, split_row
+from kward.terminal.mdinline import inline, stable_end
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
 from kward.terminal.textwidth import cut, display_width, printable
@@ -35,12 +37,16 @@ def render(text, pieces=None, *, unicode=True, style=ON):
 
 ANSWER = ("# Plan\n"
           "Use **care** and *taste*, see [the docs](https://example.org/a_b) or https://x.org/y_z_w.\n"
+          "This long line streams word by word: **strong words**, `code with spaces`, ``a ` tick``, "
+          "[a link text](https://example.org/x \"title\"), __strong two__, _em two_ and ~~struck out~~ end.\n"
+          "12 apples, x | y without a leading bar.\n"
           "\n"
           "- first `item`\n"
           "  - nested ~~gone~~\n"
+          "- [x] a done task with *several* words\n"
           "1. one\n"
           "\n"
-          "> quoted\n"
+          "> quoted over a **few** words\n"
           "\n"
           "| Name | 数 | n |\n"
           "|:----:|----|--:|\n"
@@ -54,12 +60,16 @@ ANSWER = ("# Plan\n"
 
 EXPECTED = ("Plan\n"
             "Use care and taste, see the docs (https://example.org/a_b) or https://x.org/y_z_w.\n"
+            "This long line streams word by word: strong words, code with spaces, a ` tick, "
+            "a link text (https://example.org/x), strong two, em two and struck out end.\n"
+            "12 apples, x | y without a leading bar.\n"
             "\n"
             "\u2022 first item\n"
             "  \u25e6 nested gone\n"
+            "\u2022 \u2611 a done task with several words\n"
             "1. one\n"
             "\n"
-            "\u2502 quoted\n"
+            "\u2502 quoted over a few words\n"
             "\n"
             " Name   数       n\n"
             "──────  ────  ────\n"
@@ -71,9 +81,20 @@ EXPECTED = ("Plan\n"
             "after\n")
 
 
+def pieces_out(text, sizes):
+    """What each `feed` of `text` in pieces of `sizes` (cycled) returned, and `finish`."""
+    md = MarkdownStream(ON, width=80)
+    outs, i, n = [], 0, 0
+    while i < len(text):
+        outs.append(md.feed(text[i:i + sizes[n % len(sizes)]]))
+        i, n = i + sizes[n % len(sizes)], n + 1
+    return outs + [md.finish()]
+
+
 @pytest.mark.parametrize("pieces", [None, [1], [2, 3], [7], [5, 1, 11]])
 def test_any_split_of_the_deltas_renders_the_same(pieces):
     out = render(ANSWER, pieces)
+    assert out == render(ANSWER)  # byte for byte, however much of each line was written early
     assert plain(out) == EXPECTED
     assert "\x1b[36mx = a * b * c  # **not bold**\x1b[0m" in out  # the code style, nothing interpreted
     assert "\x1b[1mcare\x1b[0m" in out and "\x1b[3mtaste\x1b[0m" in out and "\x1b[9mgone\x1b[0m" in out
@@ -89,12 +110,89 @@ def test_a_fence_marker_split_across_deltas_and_crlf_line_ends():
     assert md.finish() == ""
 
 
-def test_each_line_is_written_once_it_is_complete_and_the_partial_one_at_the_end():
+def test_random_splits_render_the_same_and_paragraphs_stream_before_their_newline():
+    whole = render(ANSWER)
+    rng = random.Random(22)
+    for _ in range(40):
+        sizes = [rng.randint(1, 9) for _ in range(7)]
+        outs = pieces_out(ANSWER, sizes)
+        assert "".join(outs) == whole, sizes
+        ended = next(i for i in range(len(outs)) if "struck out end.\n" in plain("".join(outs[:i + 1])))
+        before = plain("".join(outs[:ended]))  # written before the long line's newline came
+        assert ("\nThis long line streams word by word: strong words, code with spaces, a ` tick, "
+                "a link text (https://example.org/x), strong two, em two and ") in before, sizes
+
+
+def test_a_long_paragraph_streams_word_by_word():
+    line = "The first words arrive before the line ends, and the rest follows as it comes in.\n"
+    outs = pieces_out(line, [3])
+    newline_at = len(outs) - 2  # the feed that brought the newline (then finish)
+    assert "".join(outs[:newline_at]).startswith("The first words ")  # before the newline came
+    assert outs[1] == "The "  # ("The first" fed: "The " is whole, "first" may go on)
+    assert "".join(outs) == render(line) == line
+
+
+def test_the_rest_of_a_line_is_written_at_its_newline_or_at_the_end():
     md = MarkdownStream(ON)
-    assert md.feed("Hello **wor") == ""
-    assert md.feed("ld**\nand") == "Hello \x1b[1mworld\x1b[0m\n"
-    assert md.finish() == "and\n"
+    assert md.feed("Hello **wor") == "Hello "
+    assert md.feed("ld**") == ""
+    assert md.feed(" and\nmore") == "\x1b[1mworld\x1b[0m and\n"
+    assert md.finish() == "more\n"
     assert md.feed("# next message\n") == "\x1b[1;35;4mnext message\x1b[0m\n"  # a fresh start
+
+
+def test_an_open_bold_is_held_until_it_closes():
+    md = MarkdownStream(ON)
+    out = md.feed("Some **bold and ")
+    assert out == "Some "
+    out += md.feed("still bold ") + md.feed("words")
+    assert out == "Some "
+    out += md.feed("** after ")
+    assert out == "Some \x1b[1mbold and still bold words\x1b[0m after "
+    assert md.feed("*em") == "" and md.feed("*") == "" and md.feed(" x\n") == "\x1b[3mem\x1b[0m x\n"
+
+
+def test_a_link_is_held_until_it_is_complete():
+    md = MarkdownStream(ON)
+    pieces = ["See [the ", "docs page", "](https://ex", "ample.org/a ", '"a title', '"']
+    out = "".join(md.feed(piece) for piece in pieces)
+    assert out == "See "
+    out += md.feed(") now ")
+    assert plain(out) == "See the docs page (https://example.org/a) now "
+    assert md.feed("[not a link] ") == "[not a link] "  # no `(` after its `]`: nothing to wait for
+    assert md.feed("\n") == "\n"
+
+
+def test_a_construct_left_open_long_makes_the_line_wait_for_its_newline():
+    md = MarkdownStream(ON)
+    assert md.feed("Start `open ") == "Start "
+    assert "".join(md.feed("word ") for _ in range(100)) == ""  # no cut inside the open code span
+    assert md.feed("` closed ") == ""  # 500 characters waited: the rest comes with the newline
+    assert md.feed("late\n") == "\x1b[36mopen " + "word " * 100 + "\x1b[0m closed late\n"
+
+
+def test_list_items_and_quotes_stream_after_their_marker_and_the_rest_waits_for_its_kind():
+    md = MarkdownStream(ON)
+    assert md.feed("- ") == "" and md.feed("[") == "" and md.feed("x] ") == ""  # a task box, maybe
+    assert md.feed("done ") == "\u2022 \u2611 done "
+    assert md.feed("it\n> ") == "it\n"
+    assert md.feed("quoted ") == "\x1b[2m\u2502 \x1b[0mquoted "
+    assert md.feed("text\n12") == "text\n" and md.feed(". ") == "" and md.feed("twelve ") == "12. twelve "
+    assert md.feed("\n12 ") == "\n12 "  # digits without a marker: a paragraph
+    for beginning in ["``", "~", "#", "---", "* *", "1", "- ", "   ", ">  "]:
+        assert MarkdownStream(ON).feed(beginning) == "", beginning  # what the line is: not known yet
+    for beginning in ["## Head ing", "```py", "~~~", "| a | b", "  |"]:
+        md = MarkdownStream(ON)
+        assert md.feed(beginning) == "" and md.feed(" more words ") == "", beginning  # written at the newline
+    assert MarkdownStream(ON).feed("--- more ") == "--- more " and MarkdownStream(ON).feed("#tag ") == "#tag "
+    md = MarkdownStream(ON)
+    assert md.feed("| a | b |\n|") == ""  # the line under a held `|` line: its delimiter row, maybe
+    assert md.feed(" x") == "| a | b |\n"  # no: the held line is a paragraph; this one is held in turn
+    assert md.feed("yz \n") == "" and md.finish() == "| xyz \n"  # (held in turn: a table's header, maybe)
+    md = MarkdownStream(ON)
+    assert md.feed("| a | b |\n|-") == "" and md.feed("--|---|\n| c | d |\n") == ""  # a table stays held
+    md = MarkdownStream(ON)
+    assert md.feed("| a | b |\nplain ") == "| a | b |\nplain "  # not a delimiter row: the held line is written
 
 
 def test_a_table_split_mid_row_is_held_until_it_ends_and_aligned():
@@ -111,6 +209,7 @@ def test_a_line_with_a_bar_that_heads_no_table_is_a_paragraph():
     assert plain(render("a | b\nplain\n")) == "a | b\nplain\n"
     assert plain(render("x | y")) == "x | y\n"  # held, then flushed at the end
     assert plain(render("| a |\n| - |")) == "a\n─\n"  # a table ending the answer
+    assert plain(render("a | b\n--|--\n")) == "a | b\n--|--\n"  # a table's header row begins with `|`
 
 
 def test_an_unclosed_fence_ends_cleanly_and_fences_of_any_length_and_kind():
@@ -131,6 +230,13 @@ def test_inline_rules():
     assert inline("**bold *both* bold**", ON) == "\x1b[1mbold \x1b[3mboth\x1b[0m\x1b[1m bold\x1b[0m"
     assert inline("[https://a.org](https://a.org)", ON) == "\x1b[2;4mhttps://a.org\x1b[0m"
     assert split_row(r"| `a|b` | c \| d |") == ["`a|b`", "c | d"]
+
+
+def test_stable_end_cuts_after_a_space_outside_every_construct_that_may_still_close():
+    assert stable_end("snake_case, 2 * 3 and a_b ") == 26 and stable_end("word") == 0
+    assert stable_end("a **b** c *d") == 10 and stable_end("see [x] then [y](") == 13
+    assert stable_end("a `b c") == 2 and stable_end("a ``b` c") == 2  # the run of two may still close
+    assert stable_end('x [t](u "ti tle") y') == 18 and stable_end("x ~~y z~~ w") == 10
 
 
 def test_display_width_cut_and_printable():
