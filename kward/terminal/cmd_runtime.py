@@ -183,8 +183,14 @@ def _pinned(shell: ShellPort, provider: str, in_use: str) -> str:
     return "applies once nothing else chooses the model"
 
 
-@register("reasoning", "[level]", "show or set the reasoning effort (off, minimal, low, medium, high, xhigh, max)")
+@register("reasoning", "[level]", "show or set the reasoning effort (off, minimal, low, medium, high, xhigh, max); "
+                                 "show or hide: the reasoning in full or as one line")
 def reasoning(shell: ShellPort, arg: str) -> None:
+    if arg in ("show", "hide"):
+        shell.reasoning_shown = arg == "show"
+        shell.note("reasoning: shown in full" if shell.reasoning_shown
+                   else "reasoning: hidden, one line per turn (/reasoning show to see it)")
+        return
     if not arg:
         current = shell.client.request("models/current", {})
         offered = current.get("reasoningEfforts")

@@ -38,6 +38,7 @@ class ShellPort(Protocol):
     session: dict[str, Any] | None  # the current session's payload
     server_commands: dict[str, dict[str, Any]] | None  # `server_commands`' cache; None: fetch again
     done: bool  # set to leave the loop
+    reasoning_shown: bool  # the model's reasoning shown in full (else one line per turn)
 
     @property
     def session_id(self) -> str: ...

@@ -90,6 +90,7 @@ class Shell:
         self.session: dict[str, Any] | None = None
         self.server_commands: dict[str, dict[str, Any]] | None = None  # commands.server_commands
         self.done = False
+        self.reasoning_shown = True  # /reasoning show|hide
         self.editor: LineEditor | None = None  # the line editor, when the terminal has one
         self.history = History(None)  # (its file is found at start)
         self.exit_guard = ExitGuard(clock)
@@ -191,7 +192,7 @@ class Shell:
         return ask_inline(questions, self.write, self.read)
 
     def turn(self, text: str) -> None:
-        view = TurnView(self.out, self.out, self.style, self.style)
+        view = TurnView(self.out, self.out, self.style, self.style, reasoning_shown=self.reasoning_shown)
         try:
             finished = run_turn(self.client, self.session_id, text, view, self.interrupts, ask=self.ask)
         except RpcError as exc:

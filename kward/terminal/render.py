@@ -1,11 +1,23 @@
 """How one turn's events look on a terminal.
 
 `TurnView` writes the answer text to `out` and everything around it (reasoning, one line
-per tool call, retries, errors) to `side`; interactive mode passes the same stream twice,
-one-shot mode stdout and stderr, so that only the answer reaches stdout. Reasoning is dim.
+per tool call, what the tool showed, retries, errors) to `side`; interactive mode passes
+the same stream twice, one-shot mode stdout and stderr, so that only the answer reaches
+stdout.
+
+The answer: when `out` gets colours its Markdown is rendered as it streams
+(kward.terminal.markdown: a paragraph word by word, other lines when they are complete,
+the rest of the last line at the end of the message); without colours it is written
+exactly as the model wrote it, delta by delta.
+Reasoning is dim; with `reasoning_shown` False it is one line, `thinking… (N words)`,
+redrawn in place on a terminal and written once at the end of the reasoning elsewhere.
 A tool call is one line: what it did, `ok` or `failed`, and for file changes the diff's
-`+added -deleted` line counts; on a terminal a provisional line is shown while the tool
-runs and replaced by the final one.
+`+added -deleted` line counts, with the diff's hunks under it (an edit or write) or the
+command's last lines of output (a shell call) (kward.terminal.toolview). On a terminal a
+provisional line is shown while the tool runs, with the live tail of a command's output
+under it (`toolUpdate` events), all replaced by the final lines at `toolResult`. On a
+stream that is not a terminal nothing is redrawn: no carriage return, no escape sequence
+unless colours are forced.
 
 Main thread only (the turn loop calls it); it holds no locks.
 """
@@ -13,14 +25,26 @@ Main thread only (the turn loop calls it); it holds no locks.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any, TextIO
 
+from kward.terminal.markdown import MarkdownStream
 from kward.terminal.style import Style, isatty
+from kward.terminal.textwidth import cut
+from kward.terminal.toolview import (
+    SHELL_LINES,
+    LiveOutput,
+    command_output,
+    diff_lines,
+    last_lines,
+    output_lines,
+)
 
 _TRUNCATED_STATS = re.compile(r"full diff stats: \+(\d+)\|-(\d+)")
 _EXIT_STATUS = re.compile(r"\AExit status: (-?\d+)")
 LABEL_WIDTH = 80
+DEFAULT_WIDTH = 100  # the columns of a stream that is not a terminal
 
 
 def short(text: str, width: int = LABEL_WIDTH) -> str:
@@ -61,41 +85,91 @@ def tool_label(name: str, args: object) -> str:
     return f"{name} {short(target, LABEL_WIDTH - len(name) - 1)}".rstrip()
 
 
+def columns(stream: TextIO) -> int:
+    """The width of `stream`: its terminal's columns, DEFAULT_WIDTH when not a terminal."""
+    if isatty(stream):
+        try:
+            return os.get_terminal_size(stream.fileno()).columns or DEFAULT_WIDTH
+        except (AttributeError, ValueError, OSError):
+            pass
+    return DEFAULT_WIDTH
+
+
+def utf8(stream: TextIO) -> bool:
+    """Whether `stream` encodes UTF-8 (else bullets, bars and ellipses are ASCII)."""
+    return "utf" in (getattr(stream, "encoding", "") or "").lower()
+
+
 class TurnView:
     """Renders the `turn/event` payloads of one turn (see the module docstring)."""
 
-    def __init__(self, out: TextIO, side: TextIO, out_style: Style, side_style: Style):
+    def __init__(self, out: TextIO, side: TextIO, out_style: Style, side_style: Style, *,
+                 reasoning_shown: bool = True, width: int | None = None):
         self.out, self.side = out, side
         self.out_style, self.side_style = out_style, side_style
+        self.reasoning_shown = reasoning_shown
+        self.width = width or columns(side)
         self._open: dict[int, bool] = {}  # id(stream) -> the cursor is in the middle of a line
         self._kind: str | None = None  # "answer" | "reasoning": the text written last
-        self._provisional = False  # a "tool running" line is shown on `side` (a terminal)
+        self._tty = isatty(side)
+        self._live = 0  # lines of the provisional block shown on `side` (a terminal): 0 when none
+        self._live_call: object = None  # the toolCallId of the provisional tool line
+        self._live_label = ""
+        self._live_output = LiveOutput()
+        self._live_shown: list[str] = []
+        self._words = 0  # words of the reasoning so far (its collapsed line counts them)
+        self._in_word = False
         self.answer_text = ""
-        self._bullet = "\u2022" if "utf" in (getattr(side, "encoding", "") or "").lower() else "*"
+        self._unicode = utf8(side)
+        self._bullet = "\u2022" if self._unicode else "*"
+        self._markdown = MarkdownStream(out_style, unicode=utf8(out), width=columns(out)) if out_style.enabled \
+            else None
 
     # --- low-level writing ------------------------------------------------------------
 
     def _write(self, stream: TextIO, text: str) -> None:
         if not text:
             return
-        if self._provisional and stream is self.side:
+        if self._live and stream is self.side:
             self._clear_provisional()
         stream.write(text)
         stream.flush()
         self._open[id(stream)] = not text.endswith("\n")
 
     def _break(self, stream: TextIO) -> None:
-        if self._provisional and stream is self.side:
+        if self._live and stream is self.side:
             self._clear_provisional()  # the final line replaces it later
         elif self._open.get(id(stream)):
             self._write(stream, "\n")
 
+    def _erase(self) -> str:
+        """What clears the provisional block (the cursor is at the end of its last line)."""
+        lines, self._live = self._live, 0
+        if lines <= 1:
+            return "\r\x1b[K" if lines else ""
+        return f"\r\x1b[{lines - 1}A\x1b[J"
+
     def _clear_provisional(self) -> None:
-        self._provisional = False
-        self.side.write("\r\x1b[K")
+        self.side.write(self._erase())
         self._open[id(self.side)] = False
 
+    def _draw_provisional(self, lines: list[str]) -> None:
+        """Show `lines` as the provisional block, in place of the one shown (a terminal)."""
+        self.side.write(self._erase() + "\n".join(lines))
+        self.side.flush()
+        self._live = len(lines)
+        self._open[id(self.side)] = True
+
+    def _leave_text(self) -> None:
+        """End the running answer or reasoning: the rendered answer's partial line and
+        held lines; the collapsed reasoning's line where it is not redrawn in place."""
+        if self._kind == "answer" and self._markdown is not None:
+            self._write(self.out, self._markdown.finish())
+        elif self._kind == "reasoning" and not self.reasoning_shown and not self._tty:
+            self._write(self.side, self.side_style.dim(self._thinking()) + "\n")
+
     def _end_text(self) -> None:
+        self._leave_text()
         self._break(self.side)
         if self.out is not self.side:
             self._break(self.out)
@@ -117,9 +191,28 @@ class TurnView:
     def on_reasoningDelta(self, payload: dict[str, Any]) -> None:  # noqa: N802 - event names
         delta = str(payload.get("delta", ""))
         if self._kind != "reasoning":
+            self._leave_text()
             self._break(self.side)
             self._kind = "reasoning"
-        self._write(self.side, self.side_style.dim(delta))
+            self._words, self._in_word = 0, False
+        if self.reasoning_shown:
+            self._write(self.side, self.side_style.dim(delta))
+            return
+        words = self._words
+        self._count_words(delta)
+        if self._tty and (self._words != words or not self._open.get(id(self.side))):
+            self._write(self.side, "\r\x1b[K" + self.side_style.dim(self._thinking()))
+
+    def _count_words(self, delta: str) -> None:
+        for ch in delta:
+            space = ch.isspace()
+            if not space and not self._in_word:
+                self._words += 1
+            self._in_word = not space
+
+    def _thinking(self) -> str:
+        dots = "\u2026" if self._unicode else "..."
+        return f"thinking{dots} ({self._words} word{'s' if self._words != 1 else ''})"
 
     def on_assistantDelta(self, payload: dict[str, Any]) -> None:  # noqa: N802
         self._answer(str(payload.get("delta", "")))
@@ -127,12 +220,17 @@ class TurnView:
     def _answer(self, delta: str) -> None:
         if self._kind != "answer":
             if self._kind == "reasoning":
+                self._leave_text()
                 self._break(self.side)
                 if self.out is self.side:
                     self._write(self.out, "\n")  # a blank line between reasoning and answer
             self._kind = "answer"
         self.answer_text += delta
-        self._write(self.out, delta)
+        self._write(self.out, self._markdown.feed(delta) if self._markdown is not None else delta)
+
+    def on_assistantMessage(self, payload: dict[str, Any]) -> None:  # noqa: N802
+        if self._kind == "answer" and self._markdown is not None:
+            self._write(self.out, self._markdown.finish())  # the message's partial last line
 
     def on_answer(self, payload: dict[str, Any]) -> None:
         content = payload.get("content")
@@ -140,12 +238,24 @@ class TurnView:
             self._answer(content)  # nothing was streamed: show the answer now
 
     def on_toolCall(self, payload: dict[str, Any]) -> None:  # noqa: N802
-        if not isatty(self.side):
+        if not self._tty:
             return  # the final line comes with the result
         label = tool_label(str(payload.get("toolName", "tool")), payload.get("args"))
         self._end_text()
-        self._write(self.side, self.side_style.dim(f"  {self._bullet} {label} ..."))
-        self._provisional = True
+        self._live_call = payload.get("toolCallId")
+        self._live_label = self.side_style.dim(cut(f"  {self._bullet} {label} ...", self.width - 1))
+        self._live_output, self._live_shown = LiveOutput(), []
+        self._draw_provisional([self._live_label])
+
+    def on_toolUpdate(self, payload: dict[str, Any]) -> None:  # noqa: N802
+        """Live output of a running command: its last lines under the provisional line."""
+        if not self._live or payload.get("toolCallId") != self._live_call:
+            return  # not a terminal, or the provisional line was replaced meanwhile
+        self._live_output.add(str(payload.get("delta", "")))
+        lines = output_lines(self._live_output.lines(), self.side_style, self.width - 1, unicode=self._unicode)
+        if lines != self._live_shown:
+            self._live_shown = lines
+            self._draw_provisional([self._live_label, *lines])
 
     def on_toolResult(self, payload: dict[str, Any]) -> None:  # noqa: N802
         name = str(payload.get("toolName", "tool"))
@@ -154,6 +264,7 @@ class TurnView:
         result: dict[str, Any] = raw if isinstance(raw, dict) else {}
         content = str(result.get("content", payload.get("content", "")) or "")
         style = self.side_style
+        below: list[str] = []
         if result.get("isError"):
             status = style.red("failed") + style.dim(": " + short(content, 100))
         else:
@@ -165,9 +276,16 @@ class TurnView:
             if isinstance(diff, str) and diff:
                 added, deleted = diff_stats(diff)
                 status += " " + style.green(f"+{added}") + " " + style.red(f"-{deleted}")
-        if self._provisional:
+                below = diff_lines(diff, style, self.width, unicode=self._unicode)
+            elif exit_status:
+                lines = last_lines(command_output(content), SHELL_LINES)
+                below = output_lines(lines, style, self.width, unicode=self._unicode)
+        if self._live:
             self._clear_provisional()
+        self._live_call = None
         self._line(f"  {self._bullet} {label}  {status}")
+        for line in below:
+            self._write(self.side, line + "\n")
 
     def on_modelRetry(self, payload: dict[str, Any]) -> None:  # noqa: N802
         attempt, total = payload.get("attempt"), payload.get("maxAttempts")
@@ -179,7 +297,7 @@ class TurnView:
         self._line(self.side_style.red("error: ") + short(str(payload.get("message", "")), 500))
 
     def on_turnFinished(self, payload: dict[str, Any]) -> None:  # noqa: N802
-        if self._provisional:
+        if self._live:
             self._clear_provisional()
         self.end()
         if payload.get("status") == "canceled":
@@ -192,4 +310,3 @@ class TurnView:
     def end(self) -> None:
         """End the answer (and any running line) with a newline."""
         self._end_text()
-

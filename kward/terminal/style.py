@@ -13,7 +13,8 @@ from typing import Mapping, TextIO
 
 COLOR_CHOICES = ("auto", "always", "never")
 
-_CODES = {"dim": "2", "bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "magenta": "35"}
+_CODES = {"dim": "2", "bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "magenta": "35",
+          "italic": "3", "underline": "4", "strike": "9"}
 
 
 class ColorSettingError(ValueError):
