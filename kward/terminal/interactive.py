@@ -34,6 +34,7 @@ from kward.terminal.lineedit_history import History
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style
 from kward.terminal.turn import Interrupts, Question, ask_inline, run_turn
+from kward.terminal.wording import error_text
 
 PROMPT = "kward> "
 EXIT_WINDOW = 2.0  # seconds: a second Ctrl-C at an empty prompt within this exits
@@ -196,7 +197,7 @@ class Shell:
         try:
             finished = run_turn(self.client, self.session_id, text, view, self.interrupts, ask=self.ask)
         except RpcError as exc:
-            self.error(exc.message)
+            self.error(error_text(exc))
             return
         self.status_line()
 
@@ -304,7 +305,7 @@ def run(env: Mapping[str, str], cwd: str, *, model_override: str | None = None) 
             shell.start()
             shell.loop()
         except RpcError as exc:  # the session could not be opened (an unusable workspace or config)
-            return fail(exc.message)
+            return fail(error_text(exc))
         except ClientClosed:
             return fail("the kward core stopped unexpectedly (see the log in the config directory)")
         finally:

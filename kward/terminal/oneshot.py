@@ -57,6 +57,7 @@ from kward.terminal.turn import (
     ask_inline,
     run_turn,
 )
+from kward.terminal.wording import error_text, turn_error_text
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ def run(prompt: str, env: Mapping[str, str], cwd: str) -> int:
         try:
             session = client.request("sessions/create", {"workspaceRoot": cwd, "memory": False}, timeout=None)
         except RpcError as exc:
-            return fail(exc.message)
+            return fail(error_text(exc))
         try:
             finished = run_turn(client, session["id"], prompt, view, interrupts, ask=ask, abandon_on_second=True)
         except TurnAbandoned:
@@ -149,7 +150,7 @@ def run(prompt: str, env: Mapping[str, str], cwd: str) -> int:
             _silence_stdout()
             return BROKEN_PIPE
         except RpcError as exc:
-            return fail(exc.message)
+            return fail(error_text(exc))
         except ClientClosed:
             return fail("the kward core stopped unexpectedly (see the log in the config directory)")
         finally:
@@ -160,7 +161,7 @@ def run(prompt: str, env: Mapping[str, str], cwd: str) -> int:
     if status == "canceled":
         return CANCELED
     error = finished.get("error") or {}
-    return fail(error.get("message") or "the turn failed")
+    return fail(turn_error_text(error))
 
 
 def _forget(client: Client, session_id: str) -> None:

@@ -40,6 +40,7 @@ from kward.terminal.toolview import (
     last_lines,
     output_lines,
 )
+from kward.terminal.wording import turn_error_text
 
 _TRUNCATED_STATS = re.compile(r"full diff stats: \+(\d+)\|-(\d+)")
 _EXIT_STATUS = re.compile(r"\AExit status: (-?\d+)")
@@ -294,7 +295,7 @@ class TurnView:
         self._line(self.side_style.dim(text))
 
     def on_error(self, payload: dict[str, Any]) -> None:
-        self._line(self.side_style.red("error: ") + short(str(payload.get("message", "")), 500))
+        self._line(self.side_style.red("error: ") + short(turn_error_text(payload), 500))
 
     def on_turnFinished(self, payload: dict[str, Any]) -> None:  # noqa: N802
         if self._live:

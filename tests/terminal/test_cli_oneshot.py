@@ -131,3 +131,14 @@ def test_working_directory_changes_where_the_turn_works(cli, args):
     cli.script([[tool("read_file", path="marker.txt")], [text("done")]])
     proc = cli.run(*[a.format(ws=other) for a in args], "read", "it", cwd=cli.ws)
     assert proc.returncode == 0 and "read marker.txt  ok" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("provider, fix", [("codex", "run `kward login`, or set OPENAI_ACCESS_TOKEN"),
+                                           ("openrouter", "run `kward login openrouter`, or set OPENROUTER_API_KEY")])
+def test_a_turn_without_credentials_fails_in_the_terminals_words(cli, provider, fix):
+    proc = cli.run("hi", env={"KWARD_PROVIDER": provider})
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    [line] = err.splitlines()
+    assert line.startswith("kward: ") and fix in line
+    assert "auth/" not in err and "a UI" not in err  # no protocol method names
