@@ -49,6 +49,20 @@ class RedactingFormatter(logging.Formatter):
         return self._secrets.snapshot().scrub(text) if self._secrets is not None else text
 
 
+class StderrFormatter(RedactingFormatter):
+    """Records on stderr as kward words its own warnings in every mode: `kward: warning:
+    <message>` (`error`, `critical` likewise); below WARNING, which only a raised
+    `log_level` shows, the logger's name follows the level (`kward: debug kward.x: ...`)."""
+
+    def __init__(self, secrets: KnownSecrets | None = None):
+        super().__init__("%(message)s", secrets)
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = record.levelname.lower()
+        prefix = f"kward: {level}: " if record.levelno >= logging.WARNING else f"kward: {level} {record.name}: "
+        return prefix + super().format(record)
+
+
 class PrivateRotatingFileHandler(logging.FileHandler):
     """A FileHandler that opens lazily with mode 0600 and rotates at MAX_LOG_BYTES.
 
@@ -136,6 +150,20 @@ def hold_early_records() -> None:
     logger.propagate = False
 
 
+def log_to_stderr_only() -> None:
+    """For a command that must create nothing (`kward doctor`): the `kward` logger's
+    warnings go to stderr, worded as kward's own (StderrFormatter), and to no file."""
+    logger = logging.getLogger("kward")
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setFormatter(StderrFormatter())
+    logger.addHandler(stderr)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
 def configure(logs_dir: str | os.PathLike[str], level: str | None, *, rpc_mode: bool,
               secrets: KnownSecrets | None = None) -> None:
     """Install the file handler (and a stderr handler where allowed) on the `kward` logger
@@ -149,7 +177,7 @@ def configure(logs_dir: str | os.PathLike[str], level: str | None, *, rpc_mode: 
     handlers: list[logging.Handler] = [file_handler]
     if not rpc_mode or (level is not None and effective < logging.WARNING):
         stderr = logging.StreamHandler(sys.stderr)
-        stderr.setFormatter(RedactingFormatter("kward: %(levelname)s %(name)s: %(message)s", secrets))
+        stderr.setFormatter(StderrFormatter(secrets))
         handlers.append(stderr)
     if rpc_mode:
         logging.raiseExceptions = False

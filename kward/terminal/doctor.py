@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
-from kward import __version__
+from kward import __version__, diagnostics
 from kward.client import Client, RpcError
 from kward.config.settings import resolve_settings
 from kward.config.store import resolve_paths
@@ -50,6 +50,7 @@ class Report:
 
 
 def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
+    diagnostics.log_to_stderr_only()  # (doctor creates nothing: no log file)
     report = Report(out or sys.stdout, env)
     report.line("ok", "kward", f"{__version__} on Python {sys.version.split()[0]} ({sys.executable})")
     try:

@@ -69,7 +69,7 @@ def test_not_logged_in_exits_1_with_the_reason(cli):
         env = {"KWARD_PROVIDER": "codex", "KWARD_CODEX_BASE_URL": fake.base_url}
         proc = cli.run("hello", env=env)
     assert proc.returncode == 1 and proc.stdout == b""
-    reasons = [line for line in proc.stderr.decode().splitlines() if not line.startswith("kward: WARNING")]
+    reasons = [line for line in proc.stderr.decode().splitlines() if not line.startswith("kward: warning: ")]
     assert len(reasons) == 1 and reasons[0].startswith("kward: ") and "log" in reasons[0].lower()
 
 
@@ -85,7 +85,7 @@ def test_a_provider_error_exits_1_and_model_applies_to_this_run_only(cli):
     assert (ok.returncode, ok.stdout) == (0, b"Hi there\n"), ok.stderr
     assert [r.json["model"] for r in requests] == ["acme/model-1", "acme/model-1"]
     assert failed.returncode == 1 and failed.stdout == b""
-    reasons = [line for line in failed.stderr.decode().splitlines() if not line.startswith("kward: WARNING")]
+    reasons = [line for line in failed.stderr.decode().splitlines() if not line.startswith("kward: warning: ")]
     assert len(reasons) == 1 and reasons[0].startswith("kward: ") and "upstream exploded" in reasons[0]
     assert not (cli.config_dir / "config.json").exists()  # --model wrote nothing
 
@@ -142,3 +142,16 @@ def test_a_turn_without_credentials_fails_in_the_terminals_words(cli, provider, 
     [line] = err.splitlines()
     assert line.startswith("kward: ") and fix in line
     assert "auth/" not in err and "a UI" not in err  # no protocol method names
+
+
+@pytest.mark.parametrize("args", [("hi",), ("memory", "status"), ("doctor",)])
+def test_a_logged_warning_reads_as_kwards_own_in_every_mode(cli, args):
+    config = cli.config_dir / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("{}")
+    config.chmod(0o644)
+    cli.script([[text("ok")]])
+    proc = cli.run(*args)
+    err = proc.stderr.decode()
+    assert f"kward: warning: {config} had mode 0644 (wider than 0600); kward set it to 0600\n" in err, err
+    assert "WARNING" not in err and "Traceback" not in err
