@@ -43,7 +43,7 @@ def settings(shell: ShellPort, arg: str) -> None:
     shell.say(json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False) if values else "{}  (all defaults)")
 
 
-@register("model", "[provider/id]", "show the numbered models and pick one, or set one: a number of the list, "
+@register("model", "[N|provider/id|id]", "show the numbered models and pick one, or set one: a number of the list, "
           "provider/id or id (checked against the list)")
 def model(shell: ShellPort, arg: str) -> None:
     if not arg:
@@ -183,7 +183,7 @@ def _pinned(shell: ShellPort, provider: str, in_use: str) -> str:
     return "applies once nothing else chooses the model"
 
 
-@register("reasoning", "[level]", "show or set the reasoning effort (off, minimal, low, medium, high, xhigh, max); "
+@register("reasoning", "[level|show|hide]", "show or set the reasoning effort (off, minimal, low, medium, high, xhigh, max); "
                                  "show or hide: the reasoning in full or as one line")
 def reasoning(shell: ShellPort, arg: str) -> None:
     if arg in ("show", "hide"):

@@ -412,7 +412,7 @@ def test_markdown_renders(path):
 # --- the man page, the README, CI ---------------------------------------------------------
 
 needs_groff = pytest.mark.skipif(shutil.which("groff") is None, reason="groff not installed")
-SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "INTERACTIVE COMMANDS", "RPC MODE",
+SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "INTERACTIVE COMMANDS", "KEYS", "RPC MODE",
             "ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES", "SEE ALSO")
 
 
@@ -460,6 +460,15 @@ def test_every_command_option_and_interactive_command_is_in_the_man_page():
     assert [u for u in usages if not _tagged(sections["INTERACTIVE COMMANDS"], u)] == []
     documented = set(re.findall(r"(?m)^ {7}(/[a-z]+)", sections["INTERACTIVE COMMANDS"]))
     assert documented == {f"/{name}" for name in table()}  # and nothing the table does not have
+
+
+@needs_groff
+def test_every_key_of_the_prompt_is_in_the_keys_section():
+    from kward.terminal.commands import KEYS
+
+    section = " ".join(man_sections()["KEYS"].split())
+    names = [name.replace(" twice", "") for keys, _ in KEYS for name in keys.split(", ") if not name.startswith("/")]
+    assert "Ctrl-X Ctrl-E" in names and [n for n in names if n not in section] == []
 
 
 @needs_groff
