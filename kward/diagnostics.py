@@ -52,14 +52,17 @@ class RedactingFormatter(logging.Formatter):
 class StderrFormatter(RedactingFormatter):
     """Records on stderr as kward words its own warnings in every mode: `kward: warning:
     <message>` (`error`, `critical` likewise); below WARNING, which only a raised
-    `log_level` shows, the logger's name follows the level (`kward: debug kward.x: ...`)."""
+    `log_level` shows, the level and the logger's name as in the log (`kward: DEBUG
+    kward.x: ...`)."""
 
     def __init__(self, secrets: KnownSecrets | None = None):
         super().__init__("%(message)s", secrets)
 
     def format(self, record: logging.LogRecord) -> str:
-        level = record.levelname.lower()
-        prefix = f"kward: {level}: " if record.levelno >= logging.WARNING else f"kward: {level} {record.name}: "
+        if record.levelno >= logging.WARNING:
+            prefix = f"kward: {record.levelname.lower()}: "
+        else:
+            prefix = f"kward: {record.levelname} {record.name}: "
         return prefix + super().format(record)
 
 
