@@ -216,7 +216,7 @@ class Shell:
         for warning in init.get("warnings") or []:
             self.say(self.style.yellow("warning: ") + str(warning.get("message", "")))
         self.new_session()
-        self._setup_readline()
+        self._setup_history_and_editor()
         self.say(self.style.bold(f"kward {__version__}") + self.style.dim(f" | {self.model_label()} | {self.cwd}"))
         self.note("Type a request, /help for the commands, Ctrl-D to exit.")
 
@@ -272,7 +272,7 @@ class Shell:
             self.say()
             return ReadResult(INTERRUPT)
 
-    def _setup_readline(self) -> None:
+    def _setup_history_and_editor(self) -> None:
         """The history (its file next to config.json) and the line editor, when stdin and
         stdout are a terminal that has one (`lineedit.usable`)."""
         try:
