@@ -102,14 +102,16 @@ class Host:
 
 
 class SigintKicker:
-    """Makes sure a Ctrl-C at a readline prompt is seen at once.
+    """Makes sure a SIGINT is seen at once while the main thread waits for the terminal.
 
-    CPython's readline loop runs Python signal handlers only when its `select()` is
-    interrupted; a SIGINT that lands just before that `select()` (say, a quick second
-    Ctrl-C as the prompt appears) would wait for the next key press. So the C-level signal
+    The main thread waits in a blocking call: `input()` (an inline answer or a pick list
+    while a turn runs, the prompt where the line editor is not used) or the line editor's
+    `select()`. CPython runs Python signal handlers only when such a call is interrupted; a
+    SIGINT that lands just before the call begins (say, a quick second Ctrl-C as an inline
+    question appears) would wait for the next key press. So the C-level signal
     handler's wakeup byte (`signal.set_wakeup_fd`) is watched by a thread, which after each
     SIGINT sends the main thread a few SIGUSR1s (20, 100 and 300 ms later) whose Python
-    handler does nothing: each one interrupts the `select()` and so runs the pending SIGINT
+    handler does nothing: each one interrupts the blocking call and so runs the pending SIGINT
     handler. A kick when nothing is pending is harmless.
 
     `start` and `stop` on the main thread; the watcher thread is owned here, stopped by

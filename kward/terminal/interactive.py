@@ -11,8 +11,11 @@ read with `input()` in the terminal's normal mode (`Shell.read`).
 
 Ctrl-C while a turn runs cancels it (see `turn`); at the prompt it clears the input, and a
 second Ctrl-C at an empty prompt within `EXIT_WINDOW` seconds (`ExitGuard`), or Ctrl-D on
-an empty input, exits; the Ctrl-C that canceled a turn does not count. On the way out the
-session is closed (`sessions/close`: the server removes it when it stayed unused).
+an empty input, exits; the Ctrl-C that canceled a turn does not count. What is typed while
+a turn runs is kept by the terminal and taken by the next read: a line ended with Enter is
+sent when the turn ends (the next one after the next turn), a line not ended is the start
+of the input (see `lineedit`). On the way out the session is closed (`sessions/close`: the
+server removes it when it stayed unused).
 
 Main thread only; `Shell` is the object slash-command handlers receive (a
 `commands.ShellPort`).
@@ -208,7 +211,7 @@ class Shell:
         for message in banner.unreported_warnings(init):
             warn(message)
         self.new_session()
-        self._setup_readline()
+        self._setup_history_and_editor()
         for line in banner.lines(self.client, self.cwd, self.style, self.env):
             self.say(line)
 
@@ -264,7 +267,7 @@ class Shell:
             self.say()
             return ReadResult(INTERRUPT)
 
-    def _setup_readline(self) -> None:
+    def _setup_history_and_editor(self) -> None:
         """The history (its file next to config.json) and the line editor, when stdin and
         stdout are a terminal that has one (`lineedit.usable`)."""
         try:

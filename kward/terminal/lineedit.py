@@ -20,6 +20,17 @@ history); Tab completes a slash command's name; Ctrl-L clears the screen; Ctrl-Z
 Ctrl-X Ctrl-E edits the input in $VISUAL/$EDITOR (`lineedit_external`), the result
 becoming the input, sent on Enter.
 
+Type-ahead: what was typed while a turn ran, in the terminal's normal mode (its line
+discipline echoed it and made Enter LF, which raw mode would read as Ctrl-J), is taken when
+a read begins, as `lineedit_keys.typed_ahead` reads it (each LF is Enter). First the whole
+lines, still in that mode (`_typed_ahead`: one os.read gives one line; an empty one is a
+Ctrl-D on an empty line, taken as that key): the first is sent at once, shown after the
+prompt as a line sent there is, and the rest stay in the terminal's queue for the next
+reads, in order (a Ctrl-C that cancels the next turn discards them, as the terminal does).
+Then, once raw mode is on, what the terminal held of a line not ended is the start of the
+input. Keys pressed at the prompt are read as ever. The prompt's row is cleared first when
+type-ahead was taken (it may hold the echo of a line not ended).
+
 The screen: each change redraws the input from the first row that changed
 (`lineedit_layout`), at the terminal width read at that moment, and a resize (SIGWINCH,
 seen through a self-pipe the read also waits on) draws it again at once; the keys come from
@@ -41,13 +52,14 @@ from typing import Any, Callable, Mapping, NamedTuple, TextIO
 from kward.terminal import lineedit_external
 from kward.terminal.lineedit_buffer import Buffer
 from kward.terminal.lineedit_history import History
-from kward.terminal.lineedit_keys import ESC_WAIT, PASTE_WAIT, Key, KeyDecoder, clean_paste
+from kward.terminal.lineedit_keys import ESC_WAIT, PASTE_WAIT, Key, KeyDecoder, clean_paste, typed_ahead
 from kward.terminal.lineedit_layout import Layout, continuation_for, end_of, layout, redraw, visible_width
 from kward.terminal.style import Style
 
 LINE, INTERRUPT, EOF = "line", "interrupt", "eof"
 PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
+CLEAR_ROW = "\r\x1b[J"  # (the row the cursor is on and all below)
 
 #: Completes a slash command: the word before the cursor ("/re") -> the full names.
 Completer = Callable[[str], list[str]]
@@ -74,6 +86,11 @@ def usable(stdin: TextIO, stdout: TextIO, env: Mapping[str, str]) -> bool:
     except (AttributeError, ValueError, OSError, termios.error):
         return False
     return True
+
+
+def _ready(fd: int) -> bool:
+    """Whether a read of `fd` would not block (in canonical mode: a whole line waits)."""
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 def raw_mode(attrs: list[Any]) -> list[Any]:
@@ -114,6 +131,8 @@ class LineEditor:
         self._continuation = ""
         self._kill = ""  # the last killed text (Ctrl-Y)
         self._ctrl_x = False  # Ctrl-X was pressed: Ctrl-E may follow
+        self._echoed = False  # type-ahead was taken: the terminal's echo may be on the prompt's row
+        self._pending: list[Key] = []  # typed-ahead keys after the ones a read ended with
         self._place = 0  # the history entry shown (len(entries): the new input)
         self._edits: dict[int, str] = {}  # entries changed during this read
         self._keys: dict[str, Callable[[Key], ReadResult | None]] = {
@@ -151,9 +170,19 @@ class LineEditor:
         self._shown, self._ctrl_x = None, False
         self._decoder, self._utf8 = KeyDecoder(), codecs.getincrementaldecoder("utf-8")("replace")
         self._place, self._edits = len(self.history.entries), {}
+        self._echoed = bool(self._pending)
         previous = signal.signal(signal.SIGWINCH, self._on_resize)
         try:
+            pending, self._pending = self._pending, []
+            result = self._apply(pending)
+            if result is None:
+                result = self._typed_ahead()
+            if result is not None:
+                return result
             self._raw()
+            result = self._apply(self._held_line())
+            if result is not None:
+                return result
             self._draw()
             while True:
                 for key in self._read_keys():
@@ -199,6 +228,38 @@ class LineEditor:
             return [Key("eof")]
         return self._decoder.feed(self._utf8.decode(data))
 
+    def _typed_ahead(self) -> ReadResult | None:
+        """The complete lines typed while the terminal was in its normal mode, one os.read
+        each, until one ends the read (see the module docstring)."""
+        if not termios.tcgetattr(self.fd)[3] & termios.ICANON:
+            return None  # (a terminal kward did not find in its normal mode: nothing typed ahead)
+        while _ready(self.fd):
+            data = os.read(self.fd, 65536)
+            self._echoed = True
+            result = self._apply(typed_ahead(self._utf8.decode(data)) if data else [Key("ctrl-d")])
+            if result is not None or not data:  # (a terminal gone reads empty for ever: EOF in raw mode)
+                return result
+        return None
+
+    def _held_line(self) -> list[Key]:
+        """In raw mode at once: what the terminal held of a line typed but not ended."""
+        if not _ready(self.fd):
+            return []
+        data = os.read(self.fd, 65536)
+        if not data:
+            return [Key("eof")]
+        self._echoed = True
+        return typed_ahead(self._utf8.decode(data))
+
+    def _apply(self, keys: list[Key]) -> ReadResult | None:
+        """Typed-ahead keys; those after the one that ends the read wait for the next."""
+        for n, key in enumerate(keys):
+            result = self._key(key)
+            if result is not None:
+                self._pending = keys[n + 1:]
+                return result
+        return None
+
     def _key(self, key: Key) -> ReadResult | None:
         if self._ctrl_x:
             self._ctrl_x = False
@@ -242,7 +303,9 @@ class LineEditor:
     def _draw(self) -> None:
         cols, lines = self._size()
         new = layout(self._prompt, self._continuation, self.buffer.text, self.buffer.cursor, cols, max(1, lines - 1))
-        self._write(redraw(self._shown, new))
+        start = CLEAR_ROW if self._shown is None and self._echoed else ""
+        self._echoed = False
+        self._write(start + redraw(self._shown, new))
         self._shown = new
 
     def _below(self, mark: str = "") -> None:

@@ -16,6 +16,11 @@ forms, `home`, `end`, `delete`, `insert`, `page-up`, `page-down`, `escape`, and 
 for a sequence it does not know. A paste that never ends (its end marker lost) is closed by
 `flush()` too, after `PASTE_WAIT` seconds without input.
 
+`typed_ahead(text)` reads text typed with the terminal in its normal mode (while a turn
+ran: the line discipline edited and echoed it, and made Enter LF) as the keys it meant:
+each line break is `enter`, the text between them `text`; what only raw mode makes keys
+(escape sequences, control characters) is dropped.
+
 Pure: no I/O; one decoder per editor, used from the thread that reads the terminal.
 """
 
@@ -75,6 +80,21 @@ def _csi(params: str, final: str) -> Key:
     if final == "u" and parts[0] == "13" and modifier:  # the CSI-u ("kitty") form of a modified Enter
         return Key(_enter_with(modifier))
     return Key("unknown")
+
+
+def typed_ahead(text: str) -> list[Key]:
+    """The keys `text`, typed in the terminal's normal mode, stands for (see the module
+    docstring): LF, CR and CRLF are `enter`; a tab is kept as text."""
+    keys: list[Key] = []
+    for n, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")):
+        if n:
+            keys.append(Key("enter"))
+        decoder = KeyDecoder()
+        typed = "".join(key.text if key.name in ("text", "paste") else "\t" if key.name == "tab" else ""
+                        for key in decoder.feed(line) + decoder.flush())
+        if typed:
+            keys.append(Key("text", typed))
+    return keys
 
 
 class KeyDecoder:

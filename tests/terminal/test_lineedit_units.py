@@ -11,7 +11,7 @@ import pytest
 from kward.terminal.interactive import ExitGuard
 from kward.terminal.lineedit_buffer import Buffer, char_width, text_width
 from kward.terminal.lineedit_history import HEADER, History, decode, encode
-from kward.terminal.lineedit_keys import Key, KeyDecoder, clean_paste
+from kward.terminal.lineedit_keys import Key, KeyDecoder, clean_paste, typed_ahead
 from kward.terminal.lineedit_layout import continuation_for, end_of, layout, redraw, visible_width
 from lib.screen import Screen
 
@@ -65,6 +65,19 @@ def test_a_paste_is_collected_across_reads_even_with_its_end_marker_cut():
     assert d.feed("\x1b[200~lost end") == [] and d.waiting()
     assert d.flush() == [Key("paste", "lost end")]  # closed after a silence
     assert d.feed("a") == [Key("text", "a")]
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("next question\n", [("text", "next question"), "enter"]),
+    ("one\ntwo\nhalf", [("text", "one"), "enter", ("text", "two"), "enter", ("text", "half")]),
+    ("a\rb\r\nc", [("text", "a"), "enter", ("text", "b"), "enter", ("text", "c")]),  # (a terminal without ICRNL)
+    ("\n", ["enter"]), ("", []),
+    ("up\x1b[Ahere\x1b\n", [("text", "uphere"), "enter"]),  # keys only raw mode has are dropped; LF is Enter after ESC too
+    ("tab\there\x00\x04\x07", [("text", "tab\there")]),  # a tab is text; other control characters go
+    ("界 \\\n", [("text", "界 \\"), "enter"]),  # (a trailing backslash: the editor's Enter makes it a line break)
+])
+def test_type_ahead_reads_each_line_break_as_enter(typed, expected):
+    assert names(typed_ahead(typed)) == expected
 
 
 def test_clean_paste():

@@ -6,16 +6,22 @@ it shows an input several times over); the screen is checked for what only it sh
 
 import json
 import os
+import select
 import signal
 import stat
 import sys
 import termios
+import threading
+import time
 
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.pty_term import PROMPT, PtyKward, term  # noqa: F401 - fixture
 from lib.scripts import delay, text
 
-from kward.terminal.lineedit_history import HEADER
+from kward.terminal.lineedit import LINE, LineEditor, ReadResult
+from kward.terminal.lineedit_history import HEADER, History
+from kward.terminal.style import Style
+from lib.screen import Screen
 
 OK = [[text("ok")]]
 
@@ -405,3 +411,137 @@ def test_on_a_dumb_terminal_the_prompt_is_plain_input(term, cli):
     assert k.wait() == 0
     assert b"\x1b[?2004h" not in k.raw  # no bracketed paste, no raw mode: the terminal's own line editing
     assert messages(cli) == ["hello"]
+
+
+# --- type-ahead: what is typed while a turn runs (the terminal in its normal mode) --------
+
+#: A turn held for a moment: the keys typed after its "tick" shows arrive while it runs
+#: (each test sees their echo before "done", so a late key fails rather than passes).
+HELD = [text("tick "), delay(0.6), text("done")]
+
+
+def test_a_line_typed_ahead_during_a_turn_is_sent_when_the_turn_ends(term, cli):
+    k = term([HELD, [text("second answer")]])
+    k.line("first question")
+    k.expect("tick")
+    k.line("second question")  # the terminal's line discipline has it (its CR made LF) and echoes it
+    k.expect("second question")  # that echo, while the turn runs
+    k.expect("done")
+    k.expect(PROMPT + "second question\n")  # shown at the prompt as a line sent there is
+    k.expect("second answer")  # sent by itself
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["first question", "second question"]
+    assert_terminal_given_back(k)
+
+
+def test_two_lines_typed_ahead_are_two_turns_in_order(term, cli):
+    k = term([HELD, [text("answer two")], [text("answer three")]])
+    k.line("one")
+    k.expect("tick")
+    k.line("two")
+    k.line("three")
+    k.expect("three")
+    k.expect("done")
+    k.expect(PROMPT + "two\n")
+    k.expect("answer two")
+    k.expect(PROMPT + "three\n")
+    k.expect("answer three")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["one", "two", "three"]
+
+
+def test_a_ctrl_c_that_cancels_the_turn_discards_what_was_typed_ahead(term, cli):
+    k = term([[text("tick "), delay(30), text("never")], [text("after")]])
+    k.line("one")
+    k.expect("tick")
+    k.line("two")
+    k.send("half")
+    k.expect("half")
+    k.send("\x03")  # (the terminal's SIGINT; it also drops its input queue)
+    k.expect("(canceled)")
+    k.expect(PROMPT)
+    k.line("three")
+    k.expect("after")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["one", "three"]
+
+
+def test_a_partial_line_typed_ahead_is_the_start_of_the_input(term, cli):
+    k = term([HELD, [text("answer")]])
+    k.line("one")
+    k.expect("tick")
+    k.send("draft")  # no Enter
+    k.expect("draft")
+    k.expect("done")
+    k.expect(PROMPT + "draft")
+    k.key("ctrl-a")  # editable like any input
+    k.send("a ")
+    k.key("end")
+    k.send("!")
+    k.key("ctrl-j")  # Ctrl-J at the prompt itself is still a line break
+    k.send("more")
+    k.key("enter")
+    k.expect("answer")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["one", "a draft!\nmore"]
+
+
+def test_the_echo_of_a_line_not_ended_is_cleared_from_the_row_the_prompt_goes_on():
+    """(In-process on a pty: the typed-ahead text echoed on the prompt's row, which a turn's
+    output leaves at the start of a fresh row.)"""
+    master, slave = os.openpty()
+    out = open(slave, "w", encoding="utf-8", closefd=False)
+    shown = []
+
+    def user():  # sees the prompt, then ends the line at it
+        deadline = time.monotonic() + 10
+        while "> dra" not in b"".join(shown).decode().replace("\x1b[J", "") and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                shown.append(os.read(master, 4096))
+        os.write(master, b"ft\r")
+
+    try:
+        os.write(master, b"dra")  # typed in the terminal's normal mode: echoed, not yet readable
+        assert select.select([master], [], [], 10)[0]
+        shown.append(os.read(master, 4096))
+        editor = LineEditor(slave, out, History(None), complete=lambda word: [], env={}, style=Style(False))
+        typing = threading.Thread(target=user)
+        typing.start()
+        assert editor.read("kward> ") == ReadResult(LINE, "draft")  # (on the main thread, as kward reads)
+        typing.join(5)
+        while select.select([master], [], [], 0.2)[0]:
+            shown.append(os.read(master, 4096))
+        editor.close()
+    finally:
+        out.close()
+        os.close(slave)
+        os.close(master)
+    screen = Screen(40, 5)
+    screen.feed(b"".join(shown).decode())
+    assert screen.lines() == ["kward> draft"]  # not "drakward> draft"
+
+
+def test_ctrl_d_typed_ahead_ends_the_typed_part_or_on_an_empty_line_exits(term, cli):
+    k = term([HELD, HELD])
+    k.line("one")
+    k.expect("tick")
+    k.send("half\x04")  # Ctrl-D after text: the terminal hands that text over, no Enter
+    k.expect("half")
+    k.expect("done")
+    k.expect(PROMPT + "half")
+    k.send(" done")
+    k.key("enter")  # (not exited: the Ctrl-D came after text)
+    k.expect("tick")
+    k.send("\x04")  # Ctrl-D on an empty line: end of input, as at the prompt
+    k.expect("done")
+    assert k.wait() == 0  # exits once the turn ended
+    assert messages(cli) == ["one", "half done"]
+    assert messages(cli, "assistant") == ["tick done", "tick done"]
