@@ -98,6 +98,10 @@ COMMAND_OPTIONS = {
     "stats": {"--bucket": True, "--output": True},
 }
 
+#: The exit status of a usage error of these commands (2 for the others): `kward stats
+#: tokens` keeps the original's 1.
+USAGE_STATUS = {"stats": 1}
+
 USAGE = "usage: kward [options] [PROMPT... | command]"
 HELP_FLAGS = ("-h", "--help")
 
@@ -110,6 +114,11 @@ class UsageError(Exception):
         super().__init__(message)
         self.message = message
         self.command = command
+
+    @property
+    def status(self) -> int:
+        """The exit status (USAGE_STATUS)."""
+        return USAGE_STATUS.get(self.command or "", 2)
 
     def report(self) -> str:
         """What goes to stderr: the message, then the usage line of the command."""
@@ -395,7 +404,7 @@ def _main(args: list[str], real_process: bool) -> int:
             _change_directory(line.options["--working-directory"])
     except (UsageError, Misspelled) as exc:
         sys.stderr.write(exc.report())
-        return 2
+        return exc.status if isinstance(exc, UsageError) else 2
     if line.command is not None:
         if command_args is None:
             return _help_for(line.command)
