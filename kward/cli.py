@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 
 from kward import __version__
 
@@ -141,15 +140,27 @@ class Misspelled(Exception):
                 f"(to send it to the model as a prompt: {as_prompt})\n")
 
 
-@dataclass(slots=True)
 class CommandLine:
     """A parsed command line: kward's `options` (`help` and `version` for -h and -v), the
     `command` named (None: a prompt, or none), and its `args` (a command's arguments, or the
-    words of the prompt)."""
+    words of the prompt). A plain class, not a dataclass: `kward rpc` imports this module
+    before it answers `initialize`, and dataclasses would bring inspect, ast and more
+    (tests/packaging/test_startup.py)."""
 
-    options: dict[str, str]
-    command: str | None
-    args: list[str]
+    __slots__ = ("options", "command", "args")
+
+    def __init__(self, options: dict[str, str], command: str | None, args: list[str]):
+        self.options, self.command, self.args = options, command, args
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CommandLine):
+            return NotImplemented
+        return (self.options, self.command, self.args) == (other.options, other.command, other.args)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, as the dataclass was)
+
+    def __repr__(self) -> str:
+        return f"CommandLine(options={self.options!r}, command={self.command!r}, args={self.args!r})"
 
 
 def usage_line(command: str | None = None) -> str:
