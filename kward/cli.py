@@ -23,15 +23,32 @@ The grammar (`parse`, `parse_command`), as argparse would have it:
 - A first word naming a command runs it (`kward -- help me` asks the model); the words
   after it are the command's, with its own options (`COMMAND_OPTIONS`) and `-h`/`--help`
   (the command's help, nothing else done). Global options go before the command.
-- A first word that is not a command but nearly one (stauts for stats) is refused with
-  "did you mean" (exit 2, nothing started); `kward -- stauts` sends it to the model. To
-  spare real one-word prompts, only a first word of lowercase letters is compared, with
-  the edit distance of `edit_distance` (an inserted, dropped or swapped letter counts
-  one, a changed letter two: that is how real words differ from the names, docker/doctor,
-  state/stats, layout/logout, while mistyped names drop, double or swap letters): at most
-  1 for names of up to 5 letters (help, auth, rpc, stats, login: `hello`, `run`, `fix`,
-  `test`, `add`, `docs`, `start`, `state` match nothing), at most 2 for longer ones
-  (doctor, logout, memory, version: `doctr`, `dcotor`, `memroy`).
+- `-h`/`--help` and `-v`/`--version` before any prompt word win over what follows (`kward
+  -v x` prints the version); after a prompt word they are refused like an unknown option,
+  with the `--` advice (`kward explain grep -v` would otherwise drop the prompt).
+- A command line that is nearly a command (`kward stauts`, `kward memroy list`) is refused
+  with "did you mean" (exit 2, nothing started); `kward -- stauts` sends it to the model.
+  So that real prompts still reach the model, all of this must hold (`near_command`,
+  `takes_first`):
+  - the first word is all lowercase ASCII letters, begins with the name's first letter,
+    is neither a beginning of the name nor the name with letters added at the end (stat,
+    memo, logo; doctors, logins, authz are words of their own), and is not in `NOT_TYPOS`
+    (status, state(s), start(s), oauth, grpc, rc, pc, docstr, ctor, ...);
+  - it is within the edit distance of `edit_distance` (an inserted, dropped or swapped
+    letter counts one, a changed letter two: that is how real words differ from the
+    names, docker/doctor, state/stats, layout/logout, while mistyped names drop, double
+    or swap letters): at most 1 for names of up to 5 letters (help, auth, rpc, stats,
+    login: `hello`, `run`, `fix`, `test`, `add`, `docs` match nothing), at most 2 for
+    longer ones (doctor, logout, memory, version: `doctr`, `dcotor`, `memroy`);
+  - it is alone before `--`, or the word after it is one the command takes first
+    (`FIRST_ARGS`: a subcommand, `memroy list`, `stauts tokens`, `auht status`; a provider,
+    `logni openrouter`; a command, `hlep doctor`), or an option (`doctr --help`):
+    `kward doctr who` and `kward stauts of the build` are prompts.
+- A value the user gave is quoted back as it is only when it is shaped like what is
+  expected there (`looks_like_name`: the provider of `--model`, else "not a provider
+  name"); other words quoted back (an option's name, an argument, a path) are masked by
+  kward.redact and cut (`shown`), and a `--model` id that looks like a key is refused, so
+  a key pasted in the wrong place never reaches the screen.
 """
 
 from __future__ import annotations
@@ -101,6 +118,23 @@ COMMAND_OPTIONS = {
 #: tokens` keeps the original's 1.
 USAGE_STATUS = {"stats": 1}
 
+#: Words one or two edits away from a command's name that are words of their own, never
+#: taken for a mistyped command (module docstring; some are also spared by the other rules).
+NOT_TYPOS = frozenset({"status", "stat", "state", "states", "start", "starts", "oauth", "memo", "memoir", "logo",
+                       "loin", "rc", "pc", "grpc", "docstr", "ctor", "dtor"})
+
+#: The words a command takes first (module docstring): a mistyped command followed by one
+#: of them is taken for the command; followed by any other word, for a prompt.
+FIRST_ARGS = {
+    "stats": frozenset({"tokens"}),
+    "memory": frozenset({"status", "enable", "disable", "auto-summary", "core", "add", "list", "forget", "promote",
+                         "relax", "inspect", "why", "summarize"}),
+    "login": frozenset({"openai", "openrouter"}),
+    "logout": frozenset({"openai", "openrouter"}),
+    "auth": frozenset({"status"}),
+    "help": frozenset(COMMANDS),
+}
+
 USAGE = "usage: kward [options] [PROMPT... | command]"
 HELP_FLAGS = ("-h", "--help")
 
@@ -135,7 +169,10 @@ class Misspelled(Exception):
     def report(self) -> str:
         import shlex
 
-        meant, as_prompt = shlex.join(["kward", self.name, *self.rest]), shlex.join(["kward", "--", self.word, *self.rest])
+        from kward.redact import redact_text
+
+        meant = redact_text(shlex.join(["kward", self.name, *self.rest]))
+        as_prompt = redact_text(shlex.join(["kward", "--", self.word, *self.rest]))
         return (f"kward: unknown command '{self.word}'; did you mean `{meant}`?\n"
                 f"(to send it to the model as a prompt: {as_prompt})\n")
 
@@ -182,9 +219,32 @@ def is_option(arg: str) -> bool:
 
 def _option_name(arg: str) -> str:
     """An unknown option as quoted back: its name, never a value after `=` (it could be a
-    key), and at most 40 characters."""
-    name = arg.partition("=")[0]
-    return name if len(name) <= 40 else name[:37] + "..."
+    key), masked and cut (`shown`)."""
+    return shown(arg.partition("=")[0])
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """`value` (what the user typed) as a message may quote it: secret-looking parts
+    masked (kward.redact: sk- keys, JWTs, ...), control characters as `?`, at most `limit`
+    characters."""
+    from kward.redact import redact_text
+
+    text = "".join(c if c.isprintable() else "?" for c in redact_text(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def looks_like_name(value: str) -> bool:
+    """Whether `value` is shaped like a name kward knows (a provider, a command), and so
+    may be quoted back as it is: at most 24 characters of letters, digits, `.`, `_` and
+    `-`, no run of more than 16 letters and digits (a key or token has longer ones), and
+    nothing kward.redact would mask."""
+    from kward.redact import redact_text
+
+    if not value or len(value) > 24 or not value.isascii():
+        return False
+    runs = value.replace(".", " ").replace("_", " ").replace("-", " ").split()
+    return (all(run.isalnum() and len(run) <= 16 for run in runs) and value[0].isalnum()
+            and redact_text(value) == value)
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -204,15 +264,25 @@ def edit_distance(a: str, b: str) -> int:
 
 
 def near_command(word: str) -> str | None:
-    """The command `word` is nearly the name of, or None (module docstring)."""
-    if not (word.isascii() and word.isalpha() and word.islower()) or word in COMMANDS:
+    """The command `word` is nearly the name of, or None (module docstring: the rules of
+    the word)."""
+    if not (word.isascii() and word.isalpha() and word.islower()) or word in COMMANDS or word in NOT_TYPOS:
         return None
     best: tuple[int, str] | None = None
     for name in COMMANDS:
+        if word[0] != name[0] or name.startswith(word) or word.startswith(name):
+            continue
         distance = edit_distance(word, name)
         if distance <= (1 if len(name) <= 5 else 2) and (best is None or distance < best[0]):
             best = (distance, name)
     return best[1] if best else None
+
+
+def takes_first(name: str, rest: list[str]) -> bool:
+    """Whether the words after a mistyped `name` fit the command (module docstring): none
+    before `--`, or the first is one the command takes first, or an option."""
+    before = rest[:rest.index("--")] if "--" in rest else rest
+    return not before or before[0] in FIRST_ARGS.get(name, ()) or is_option(before[0])
 
 
 def help_text() -> str:
@@ -226,9 +296,9 @@ def help_text() -> str:
         f"kward {__version__}: a coding agent. `kward` alone starts an interactive session on",
         "the terminal; `kward PROMPT...` (or a prompt piped on stdin) answers once, printing",
         "only the final answer on stdout; text piped to `kward PROMPT...` is attached to the",
-        "prompt. Options may follow the prompt; after `--` everything is prompt text. UI",
-        "clients drive kward over JSON-RPC with `kward rpc`. `kward COMMAND --help` shows the",
-        "help of a command.",
+        "prompt. Options may follow the prompt (-h and -v only before it); after `--`",
+        "everything is prompt text. UI clients drive kward over JSON-RPC with `kward rpc`.",
+        "`kward COMMAND --help` shows the help of a command.",
         "",
         "commands:",
         *(f"  {usage:<{column}} {summary}" for usage, summary, _ in COMMANDS.values()),
@@ -254,7 +324,7 @@ def _help_for(command: str) -> int:
         sys.stdout.write(USAGE)
         return 0
     if command not in COMMANDS:
-        sys.stderr.write(f"kward: no help for unknown command: {command}\n(run `kward help` for the commands)\n")
+        sys.stderr.write(f"kward: no help for unknown command: {shown(command)}\n(run `kward help` for the commands)\n")
         return 2
     usage, summary, details = COMMANDS[command]
     sys.stdout.write(f"usage: kward {usage}\n\n{summary[0].upper()}{summary[1:]}.\n"
@@ -265,8 +335,9 @@ def _help_for(command: str) -> int:
 def _rpc(args: list[str], real_process: bool) -> int:
     from kward.rpc.main import run
 
-    if args and args not in (["-h"], ["--help"]) and is_option(args[0]):
-        sys.stderr.write(f"kward rpc: unknown option: {_option_name(args[0])}\n{usage_line('rpc')}\n")
+    if args and args not in (["-h"], ["--help"]):
+        what = f"unknown option: {_option_name(args[0])}" if is_option(args[0]) else f"unexpected argument: {shown(args[0])}"
+        sys.stderr.write(f"kward rpc: {what}\n{usage_line('rpc')}\n")
         return 2
     try:
         code = run(args)
@@ -302,13 +373,15 @@ def parse(args: list[str]) -> CommandLine:
         if arg == "--":
             words += args[i + 1:]
             break
-        if arg in HELP_FLAGS or arg in ("-v", "--version"):  # wins over anything after it
-            options["help" if arg in HELP_FLAGS else "version"] = ""
+        advice = " (to send it as text, put the prompt after `--`: kward -- PROMPT...)" if words else ""
+        if arg in HELP_FLAGS or arg in ("-v", "--version"):
+            if words:  # (obeyed, it would drop the prompt: `kward explain grep -v`)
+                raise UsageError(f"{arg} is an option only before the prompt{advice}")
+            options["help" if arg in HELP_FLAGS else "version"] = ""  # wins over anything after it
             break
         if is_option(arg):
             name, eq, value = arg.partition("=")
             if name not in VALUE_OPTIONS:
-                advice = " (to send it as text, put the prompt after `--`: kward -- PROMPT...)" if words else ""
                 raise UsageError(f"unknown option: {_option_name(arg)}{advice}")
             if not eq:
                 if i + 1 >= len(args):
@@ -324,7 +397,7 @@ def parse(args: list[str]) -> CommandLine:
             return CommandLine(options, arg, args[i + 1:])
         else:
             near = near_command(arg)
-            if near is not None:
+            if near is not None and takes_first(near, args[i + 1:]):
                 raise Misspelled(arg, near, args[i + 1:])
             words.append(arg)
         i += 1
@@ -363,12 +436,16 @@ def model_env(spec: str) -> dict[str, str]:
     """The in-process server's environment settings for `--model PROVIDER[/ID]`."""
     provider, _, model = spec.partition("/")
     entry = MODEL_PROVIDERS.get(provider.strip().lower())
-    if entry is None:
-        raise UsageError(f"--model: unknown provider {provider!r} (use codex, openrouter, openai-compatible or "
-                         "scripted, then /ID)")
+    if entry is None:  # (a value not shaped like a name is not quoted: it may be a key pasted here)
+        what = f"unknown provider {provider!r}" if looks_like_name(provider) else "not a provider name"
+        raise UsageError(f"--model: {what} (use codex, openrouter, openai-compatible or scripted, then /ID)")
     key, variable, config_key = entry
     env = {"KWARD_PROVIDER": key}
     if model:
+        from kward.redact import redact_text
+
+        if redact_text(model) != model:  # an sk- key, a token: never sent as a model
+            raise UsageError("--model: the model id looks like a key or a token, not a model id")
         if variable is None:
             raise UsageError(f"--model: a model for {key} cannot be chosen for one run; give only the provider, "
                              f"or set {config_key} in config.json")
@@ -489,7 +566,7 @@ def _command(name: str, args: list[str], overrides: dict[str, str], real_process
         except EnvironmentProblem as exc:
             return fail(str(exc), 2)
     if args:
-        sys.stderr.write(f"kward {name}: unexpected argument: {args[0]}\n(run `kward help {name}` for the usage)\n")
+        sys.stderr.write(f"kward {name}: unexpected argument: {shown(args[0])}\n(run `kward help {name}` for the usage)\n")
         return 2
     if name == "version":
         sys.stdout.write(f"kward {__version__}\n")
@@ -501,12 +578,12 @@ def _command(name: str, args: list[str], overrides: dict[str, str], real_process
 
 
 def _change_directory(path: str) -> None:
-    target = os.path.expanduser(path)
+    target, quoted = os.path.expanduser(path), shown(path, 200)
     if not os.path.exists(target):
-        raise UsageError(f"--working-directory: no such directory: {path}")
+        raise UsageError(f"--working-directory: no such directory: {quoted}")
     if not os.path.isdir(target):
-        raise UsageError(f"--working-directory: not a directory: {path}")
+        raise UsageError(f"--working-directory: not a directory: {quoted}")
     try:
         os.chdir(target)
     except OSError as exc:
-        raise UsageError(f"--working-directory: cannot enter {path}: {exc.strerror}") from None
+        raise UsageError(f"--working-directory: cannot enter {quoted}: {exc.strerror}") from None

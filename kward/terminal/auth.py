@@ -36,6 +36,7 @@ from typing import Any, Mapping, TextIO
 
 from kward import __version__
 from kward.client import Client, Message, RpcError
+from kward.redact import redact_text
 from kward.terminal.host import EnvironmentProblem, Host, fail
 from kward.terminal.wording import error_text
 
@@ -56,7 +57,7 @@ def usage(command: str, args: list[str]) -> str | None:
         if args and args[0].lower() not in PROVIDERS:
             return "kward logout: unknown provider (use openai or openrouter)"
         if len(args) > 1:
-            return f"kward logout: unexpected argument: {args[1][:40]}"
+            return f"kward logout: unexpected argument: {redact_text(args[1])[:40]}"
     elif args != ["status"]:
         return "kward auth: the only subcommand is `kward auth status`"
     return None
