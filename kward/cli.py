@@ -514,14 +514,15 @@ def _prompt(prompt: str, model: str | None, overrides: dict[str, str]) -> int:
     stdin = sys.stdin  # (None when fd 0 is closed: no input)
     if stdin is None or not stdin.isatty():  # (a terminal is never read for attaching)
         try:
-            piped = oneshot.read_piped(stdin.buffer) if stdin is not None else oneshot.Piped("", 0)
+            piped = oneshot.read_piped(stdin.buffer) if stdin is not None else oneshot.Piped("", 0, readable=False)
         except oneshot.PipedInputError as exc:
             return fail(str(exc))
         if piped.cut:
             sys.stderr.write(f"kward: {oneshot.cut_note(piped)}\n")
         prompt = oneshot.with_piped(prompt, piped)
         if not prompt:
-            return fail("no prompt: standard input was empty (run `kward help` for the usage)", 2)
+            why = "was empty" if piped.readable else "is not open for reading"
+            return fail(f"no prompt: standard input {why} (run `kward help` for the usage)", 2)
     env = terminal_env(os.environ, overrides)
     cwd = os.getcwd()
     try:

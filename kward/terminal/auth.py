@@ -131,7 +131,14 @@ def login_openrouter(client: Client, stdin: TextIO, out: TextIO) -> int:
     if stdin.isatty():
         key = getpass.getpass("OpenRouter API key (not shown): ")
     else:
-        key = stdin.readline(MAX_PASTE)
+        try:
+            key = stdin.readline(MAX_PASTE)
+            key.encode("utf-8")  # (the bytes that did not decode are surrogates under surrogateescape)
+        except UnicodeError:
+            return fail("the key on standard input is not UTF-8 text")
+        except OSError as exc:  # not open for reading (`0>file`), an I/O error
+            return fail(f"standard input cannot be read ({exc.strerror or exc}); type the key at the hidden "
+                        "prompt on a terminal, or pipe it")
     if not key.strip():
         return fail("no API key given (type it at the prompt, or pipe it on standard input)")
     result = client.request("auth/loginWithApiKey", {"providerId": "openrouter", "apiKey": key.strip()})

@@ -30,6 +30,9 @@ with one it is attached after it (`with_piped`):
 (the fence is longer than any run of backticks in TEXT). When it was cut, a line after the
 block says so and how many bytes were left out (when stdin is a file; a pipe is not read
 further), and one line on stderr says the same. Empty (or blank) input: the prompt alone.
+A standard input not open for reading (`kward hi 0>file`: EBADF) is no input, as a closed
+one is; one whose read fails (EIO, EISDIR for `< directory`, ...) is refused with one line
+(exit 1), never a traceback.
 
 Main thread only.
 """
@@ -37,6 +40,7 @@ Main thread only.
 from __future__ import annotations
 
 import codecs
+import errno
 import logging
 import os
 import re
@@ -189,20 +193,28 @@ class PipedInputError(Exception):
 @dataclass(slots=True, frozen=True)
 class Piped:
     """What was read of piped standard input: its `text`, the bytes it came from
-    (`kept`), whether it was `cut` at the cap, and how many bytes were `left_out` (None
-    when unknown: a pipe is not read past the cap)."""
+    (`kept`), whether it was `cut` at the cap, how many bytes were `left_out` (None
+    when unknown: a pipe is not read past the cap), and whether it was `readable` at all
+    (False: fd 0 is closed, or not open for reading)."""
 
     text: str
     kept: int
     cut: bool = False
     left_out: int | None = None
+    readable: bool = True
 
 
 def read_piped(stream: BinaryIO, cap: int = PIPED_INPUT_CAP) -> Piped:
     """Read piped standard input (module docstring); PipedInputError when it is not
     UTF-8 text."""
     start = _position(stream)
-    data = stream.read(cap + 1) or b""
+    try:
+        data = stream.read(cap + 1) or b""
+    except OSError as exc:
+        if exc.errno == errno.EBADF:  # not open for reading (`0>file`): no input, as a closed fd 0
+            return Piped("", 0, readable=False)
+        raise PipedInputError(f"standard input cannot be read ({exc.strerror or exc}); pipe text or a file to "
+                              "kward, or name the file in the prompt instead") from None
     cut = len(data) > cap
     text, kept = decode_piped(data[:cap] if cut else data, final=not cut)
     left_out = None

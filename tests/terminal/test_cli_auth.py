@@ -98,6 +98,19 @@ def test_bad_logins_say_why_and_store_nothing(cli, oauth, args, stdin, code, mes
     assert not (cli.config_dir / "config.json").exists()
 
 
+def test_a_key_on_a_stdin_that_cannot_be_read_is_one_line(cli, oauth):
+    with open(cli.home / "written", "wb") as write_only:  # `kward login openrouter 0>file`
+        run = cli.start("login", "openrouter", stdin=write_only)
+        assert run.finish() == 1
+    assert run.out == b"" and run.err.decode().splitlines() == [
+        "kward: standard input cannot be read (Bad file descriptor); type the key at the hidden prompt on a "
+        "terminal, or pipe it"]
+    proc = cli.run("login", "openrouter", input=b"sk-or-v1-\xff0123456789\n")
+    assert proc.returncode == 1 and proc.stderr.decode().splitlines() == [
+        "kward: the key on standard input is not UTF-8 text"]
+    assert not (cli.config_dir / "config.json").exists()
+
+
 @pytest.mark.slow
 def test_login_with_the_callback_url_pasted_on_stdin(cli, oauth):
     run, url = start_login(cli)

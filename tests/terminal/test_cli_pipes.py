@@ -3,6 +3,8 @@ prompt (capped, with a note, an endless stream never drained), input that is not
 text refused with one line before anything starts, and stdout holding only the final
 answer when the model wrote text before a tool call."""
 
+import errno
+import os
 import subprocess
 import sys
 
@@ -141,6 +143,56 @@ def test_dev_zero_is_refused_at_once(cli):
                                              "pipe UTF-8 text, or name the file in the prompt instead"]
     assert not cli.config_dir.exists()
 
+
+
+# --- a standard input that cannot be read (review finding 9) -------------------------------
+
+def test_a_stdin_not_open_for_reading_is_no_input(cli):
+    # `kward hi 0>file`: fd 0 open for writing only counts as no input, as a closed fd 0 does
+    with open(cli.home / "written", "wb") as write_only:
+        proc, sent = _sent(cli, "hi", stdin=write_only)
+    assert sent == "hi" and proc.stderr == b""
+    cli.script(NEVER_PLAYED)
+    with open(cli.home / "written", "wb") as write_only:
+        run = cli.start(stdin=write_only)
+        assert run.finish() == 2
+    assert run.out == b"" and run.err.decode().splitlines() == [
+        "kward: no prompt: standard input is not open for reading (run `kward help` for the usage)"]
+    assert cli.session_files() == []
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux /proc")
+def test_a_stdin_that_fails_when_read_is_one_line_and_exit_1(cli):
+    cli.script(NEVER_PLAYED)
+    for args in (["explain"], []):
+        memory = os.open("/proc/self/mem", os.O_RDONLY)  # read(2) at offset 0 fails: EIO
+        try:
+            run = cli.start(*args, stdin=memory)
+            assert run.finish() == 1
+        finally:
+            os.close(memory)
+        assert run.out == b"" and run.err.decode().splitlines() == [
+            "kward: standard input cannot be read (Input/output error); pipe text or a file to kward, or name the "
+            "file in the prompt instead"]
+        assert not cli.config_dir.exists()
+
+
+class _Failing:
+    def __init__(self, errno_: int):
+        self.errno = errno_
+
+    def tell(self) -> int:
+        raise OSError(self.errno, os.strerror(self.errno))
+
+    def read(self, size: int) -> bytes:
+        raise OSError(self.errno, os.strerror(self.errno))
+
+
+def test_read_piped_on_an_input_error():
+    with pytest.raises(oneshot.PipedInputError, match=r"^standard input cannot be read \(Input/output error\); "):
+        oneshot.read_piped(_Failing(errno.EIO))  # type: ignore[arg-type]
+    piped = oneshot.read_piped(_Failing(errno.EBADF))  # type: ignore[arg-type]
+    assert (piped.text, piped.readable) == ("", False)
 
 # --- only the final answer on stdout -------------------------------------------------------
 
