@@ -4,7 +4,11 @@
 Each is a few protocol requests (`config/read`, `models/*`, `reasoning/set`,
 `runtime/*`) on the shell's client. `/model` and `/reasoning` save the choice in
 config.json, as those methods do for a UI; a `--model` given for this run (an environment
-setting of the in-process server) still wins until kward exits. Main thread only.
+setting of the in-process server) still wins until kward exits. `/model ID` saves only an
+id the provider's model list has; when that list cannot be fetched (not logged in, the
+server unreachable), only what kward's built-in list of the provider has (Codex,
+OpenRouter), and anything else is refused with one line saying why it cannot be checked
+and what fixes that. Main thread only.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from kward.providers import specs
 from kward.providers.catalog import FALLBACKS
 from kward.terminal.commands import ShellPort, register
 from kward.terminal.stats_view import context_text, format_stats, is_unicode, number, usage_lines
-from kward.terminal.wording import error_text
+from kward.terminal.wording import error_text, login_fix
 
 LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
@@ -94,7 +98,7 @@ def _listing(client: Client) -> dict[str, Any]:
 class Found:
     """What the model lists say of an id: its entry (None: not listed), and whether the
     lists could be fetched at all (`checked`; a built-in fallback with `sourceError` was
-    not, and so decides nothing)."""
+    not: its entries are kward's built-in list)."""
 
     entry: dict[str, Any] | None
     checked: bool
@@ -124,15 +128,22 @@ def _range(count: int) -> str:
 
 def _checked_set(shell: ShellPort, provider: str, model_id: str, found: Found) -> None:
     """Set `provider`/`model_id` when the lists have it; refuse it (nothing saved) when
-    they do not. Lists that could not be fetched decide nothing: the id is set with a note."""
+    they do not, also when they could not be fetched (module docstring: saying why and
+    what fixes it; the server's own reason names protocol methods, so it is not shown)."""
     if found.entry is not None:
         _set(shell, found.entry)
         return
-    if not found.checked:
-        shell.note(f"(not checked: the model list of {provider} could not be fetched; kward doctor tells why)")
-        _set(shell, {"provider": provider, "id": model_id})
+    if found.checked:
+        shell.error(f"unknown model {model_id} for {provider}; /model lists them")
         return
-    shell.error(f"unknown model {model_id} for {provider}; /model lists them")
+    fix = f"{login_fix(provider)}; `kward doctor` tells what fails"
+    spec = specs.find(provider)
+    if spec is not None and spec.builtin:
+        shell.error(f"unknown model {model_id} for {provider}: not in kward's built-in list, and the list of "
+                    f"{provider} cannot be fetched to check it ({fix})")
+    else:
+        shell.error(f"cannot check model {model_id} for {provider}: its model list cannot be fetched ({fix}); "
+                    "nothing saved")
 
 
 def _pick_model(shell: ShellPort) -> None:

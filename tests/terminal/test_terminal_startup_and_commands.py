@@ -154,6 +154,26 @@ def test_an_unknown_model_is_refused_and_not_saved(term, cli, openrouter):
     assert config.read_text() == '{"scripted_model": "scripted"}'  # nothing saved
 
 
+
+def test_a_model_that_cannot_be_checked_is_refused_not_saved(term, cli, openrouter):
+    # no Codex login: its list cannot be fetched; only kward's built-in list can say yes
+    k = term([[text("x")]], KWARD_CODEX_BASE_URL=openrouter.base_url,
+             KWARD_OPENAI_COMPAT_BASE_URL="http://127.0.0.1:9/v1")  # (nothing listens there)
+    k.line("/model codex/typo-xyz")
+    out = k.expect(PROMPT)
+    assert ("error: unknown model typo-xyz for Codex: not in kward's built-in list, and the list of Codex cannot be "
+            "fetched to check it (run `kward login`, or set OPENAI_ACCESS_TOKEN; `kward doctor` tells what fails)") \
+        in out
+    assert "not checked" not in out and "auth/" not in out
+    k.line("/model openai-compatible/llama-3")
+    assert ("error: cannot check model llama-3 for OpenAICompatible: its model list cannot be fetched (set "
+            "openai_compat_api_key in config.json if the server needs a key; `kward doctor` tells what fails); "
+            "nothing saved") in k.expect(PROMPT)
+    assert not (cli.config_dir / "config.json").exists()  # nothing saved
+    k.line("/model codex/gpt-5.4")  # in the built-in list: taken
+    assert "Codex/gpt-5.4 is saved" in k.expect(PROMPT)
+    assert json.loads((cli.config_dir / "config.json").read_text())["openai_model"] == "gpt-5.4"
+
 def test_a_provider_pinned_by_the_environment_is_named_instead_of_silently_kept(term, cli, openrouter):
     # (the test environment sets KWARD_PROVIDER=scripted)
     k = term([[text("x")]], OPENROUTER_API_KEY=KEY, KWARD_OPENROUTER_BASE_URL=openrouter.base_url)
