@@ -25,8 +25,8 @@ The grammar (`parse`, `parse_command`), as argparse would have it:
   (the command's help, nothing else done). Global options go before the command.
 - `-h`/`--help` and `-v`/`--version` before any prompt word win over what follows (`kward
   -v x` prints the version); after a prompt word they are refused like an unknown option,
-  with the `--` advice (`kward explain grep -v` would otherwise drop the prompt).
-- A command line that is nearly a command (`kward stauts`, `kward memroy list`) is refused
+  with the `--` advice (obeyed, `explain grep -v` would drop the prompt).
+- A command line that is nearly a command (`stauts`, `memroy list`) is refused
   with "did you mean" (exit 2, nothing started); `kward -- stauts` sends it to the model.
   So that real prompts still reach the model, all of this must hold (`near_command`,
   `takes_first`):
@@ -43,7 +43,7 @@ The grammar (`parse`, `parse_command`), as argparse would have it:
   - it is alone before `--`, or the word after it is one the command takes first
     (`FIRST_ARGS`: a subcommand, `memroy list`, `stauts tokens`, `auht status`; a provider,
     `logni openrouter`; a command, `hlep doctor`), or an option (`doctr --help`):
-    `kward doctr who` and `kward stauts of the build` are prompts.
+    `doctr who` and `stauts of the build` are prompts.
 - A value the user gave is quoted back as it is only when it is shaped like what is
   expected there (`looks_like_name`: the provider of `--model`, else "not a provider
   name"); other words quoted back (an option's name, an argument, a path) are masked by
@@ -375,7 +375,7 @@ def parse(args: list[str]) -> CommandLine:
             break
         advice = " (to send it as text, put the prompt after `--`: kward -- PROMPT...)" if words else ""
         if arg in HELP_FLAGS or arg in ("-v", "--version"):
-            if words:  # (obeyed, it would drop the prompt: `kward explain grep -v`)
+            if words:  # (obeyed, it would drop the prompt: `explain grep -v`)
                 raise UsageError(f"{arg} is an option only before the prompt{advice}")
             options["help" if arg in HELP_FLAGS else "version"] = ""  # wins over anything after it
             break

@@ -130,14 +130,17 @@ class Client:
 
     @classmethod
     def in_process(cls, *, env: Mapping[str, str] | None = None,
-                   cwd: str | os.PathLike[str] | None = None) -> Client:
+                   cwd: str | os.PathLike[str] | None = None, narrow_config_mode: bool = True) -> Client:
         """Run the server core on a thread of this process over OS pipes. `env` (default
         os.environ) decides the config directory, provider and settings exactly as the
-        environment of `kward rpc` would; `cwd` is its launch directory (default: ours).
-        Raises kward.errors.ConfigError for a bad environment setting."""
+        environment of `kward rpc` would; `cwd` is its launch directory (default: ours);
+        `narrow_config_mode` False leaves a config.json open to others as it is
+        (`kward.rpc.compose.resolve`). Raises kward.errors.ConfigError for a bad
+        environment setting."""
         from kward.rpc import compose
 
-        setup = compose.resolve(os.environ if env is None else env, cwd)  # ConfigError before any pipe exists
+        setup = compose.resolve(os.environ if env is None else env, cwd,  # ConfigError before any pipe exists
+                                narrow_config_mode=narrow_config_mode)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         server_in = io.open(in_r, "rb", buffering=256 * 1024)

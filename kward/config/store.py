@@ -3,7 +3,10 @@
 Paths (kward(1) FILES): the config directory is `~/.kward`, or the directory of
 `KWARD_CONFIG_PATH` when set (that variable names the config *file*). `KWARD_AUTH_PATH`
 overrides `auth.json`. Directories are created 0700, files written 0600, and every write is
-atomic, so a crash or a concurrent process never sees a half-written config.
+atomic, so a crash or a concurrent process never sees a half-written config. A config.json
+found with a wider mode (it may hold the OpenRouter key) is narrowed to 0600 when read,
+with a warning in the log, unless the store was made with `narrow_mode=False` (`kward
+doctor`, which changes nothing, reports the mode instead).
 
 Thread contract: `ConfigStore` may be used from any thread; an internal lock serializes
 loads and updates within the process and an flock on `<config dir>/.config.lock`
@@ -133,8 +136,9 @@ def _no_constant(name: str) -> Any:
 class ConfigStore:
     """Reads and writes config.json. See the module docstring for the thread contract."""
 
-    def __init__(self, paths: Paths):
+    def __init__(self, paths: Paths, *, narrow_mode: bool = True):
         self.paths = paths
+        self.narrow_mode = narrow_mode  # (module docstring)
         self._lock = threading.Lock()
         self._cache_key: tuple[int, int, int] | None = None
         self._cache: dict[str, Any] = {}
@@ -190,7 +194,7 @@ class ConfigStore:
             if st.st_size > CONFIG_FILE_BYTES:
                 raise own_file_error(path, f"is larger than {CONFIG_FILE_BYTES} bytes", errno.EFBIG)
             mode = stat.S_IMODE(st.st_mode)
-            if mode & ~FILE_MODE:  # it may hold the OpenRouter key: private, like auth.json
+            if mode & ~FILE_MODE and self.narrow_mode:  # it may hold the OpenRouter key: private, like auth.json
                 os.fchmod(fd, FILE_MODE)
                 log.warning("%s had mode %04o (wider than %04o); kward set it to %04o", path, mode, FILE_MODE,
                             FILE_MODE)

@@ -44,12 +44,14 @@ class Setup(NamedTuple):
     live: LiveSettings  # the settings of config.json now (`settings` until it changes)
 
 
-def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike[str] | None = None) -> Setup:
+def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike[str] | None = None, *,
+            narrow_config_mode: bool = True) -> Setup:
     """Read the configuration a server runs with. An unreadable config.json is not fatal
     (initialize and config/read report it); a bad environment value raises ConfigError
-    naming the variable (every one kward reads is checked here, once)."""
+    naming the variable (every one kward reads is checked here, once). `narrow_config_mode`
+    False: a config.json open to others is left as it is (`ConfigStore`; `kward doctor`)."""
     paths = resolve_paths(env)
-    config = ConfigStore(paths)
+    config = ConfigStore(paths, narrow_mode=narrow_config_mode)
     live = LiveSettings(config, env)
     try:
         settings = live.current()

@@ -15,6 +15,9 @@ created or changed) and returns a `Trouble` for each problem:
 | an unknown key close to a known one (a misspelling)| warn     | `kward: warning: ...`   |
 | an unknown key in one of kward's groups (`memory`) | warn     | `kward: warning: ...`   |
 | any other unknown top-level key (a UI's own)       | note     | only `kward doctor`     |
+| config.json with a mode wider than 0600            | note     | only `kward doctor` (the|
+|                                                    |          | others narrow it, with a|
+|                                                    |          | warning: ConfigStore)   |
 
 `kward doctor` prints each as a check line (`fail` for stop and warn, `warn` for a note)
 and goes on. The server (`kward rpc`) never stops for these: it reports them as
@@ -40,7 +43,7 @@ from kward import jsonshape
 from kward.config import rules
 from kward.config.store import ConfigStore, Paths, resolve_paths
 from kward.errors import KwardError
-from kward.fsutil import UnusableFile, open_own, read_fd
+from kward.fsutil import FILE_MODE, UnusableFile, open_own, read_fd
 from kward.limits import CONFIG_FILE_BYTES
 from kward.providers import specs
 from kward.redact import redact_text
@@ -75,13 +78,28 @@ def diagnose(env: Mapping[str, str]) -> list[Trouble]:
     paths = resolve_paths(env)
     found: list[Trouble] = []
     try:
-        values = ConfigStore(paths).load()
+        values = ConfigStore(paths, narrow_mode=False).load()  # (its mode is only looked at: `mode_troubles`)
     except KwardError as exc:
         found.append(unusable_file(paths.config_file, exc))
     else:
+        found += mode_troubles(paths.config_file)
         found += value_troubles(str(paths.config_file), values, env)
     found += directory_troubles(paths)
     return found
+
+
+def mode_troubles(path: Path) -> list[Trouble]:
+    """A config.json whose mode is wider than 0600 (a note: the modes other than `kward
+    doctor` narrow it when they read it, `ConfigStore`)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return []
+    mode = stat.S_IMODE(st.st_mode)
+    if not stat.S_ISREG(st.st_mode) or not mode & ~FILE_MODE:
+        return []
+    return [Trouble(str(path), f"has mode {mode:04o}, wider than {FILE_MODE:04o} (it may hold an API key)",
+                    f"kward narrows it to {FILE_MODE:04o} when it runs (or: chmod 600 {path})", "note")]
 
 
 # --- a config.json that cannot be read --------------------------------------------------

@@ -6,9 +6,11 @@ it would use (`models/current`), where credentials come from (environment variab
 config.json keys, the stored login file; values are never shown), the keyring backend
 (`keyring` is imported here and nowhere else in the terminal), whether the endpoints in
 use answer (a HEAD request with a 2 s timeout; any HTTP answer counts as reachable), and
-whether the config directory is writable (nothing is created). Every config problem of
+whether the config directory is writable. Nothing is created or changed: a config.json
+open to others is reported (a `warn` line naming its mode), not narrowed as the other
+commands do (the stores are made with `narrow_mode=False`). Every config problem of
 kward.terminal.config_check is a `fail` line of its check (`warn` for a key kward does
-not read); the checks after it run all the same.
+not read, or a mode wider than 0600); the checks after it run all the same.
 
 Main thread; the endpoint checks run on short-lived threads of their own.
 """
@@ -61,7 +63,7 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
         return 1
     report.line("ok", "environment", "every variable kward checks is usable")
     troubles = config_check.diagnose(env)
-    with Client.in_process(env=env, cwd=cwd) as client:
+    with Client.in_process(env=env, cwd=cwd, narrow_config_mode=False) as client:
         init = client.initialize(name="kward-doctor", version=__version__)
         config = _config(report, client, init, [t for t in troubles if t.check == "config"])
         try:

@@ -46,7 +46,7 @@ def check_environment(env: Mapping[str, str]) -> None:
     try:
         check_color_setting(env)
         try:
-            values = ConfigStore(resolve_paths(env)).load()
+            values = ConfigStore(resolve_paths(env), narrow_mode=False).load()  # (a check: changes nothing)
         except KwardError:
             values = {}  # the server reports a broken config.json itself
         resolve_settings(values, env)

@@ -30,7 +30,7 @@ with one it is attached after it (`with_piped`):
 (the fence is longer than any run of backticks in TEXT). When it was cut, a line after the
 block says so and how many bytes were left out (when stdin is a file; a pipe is not read
 further), and one line on stderr says the same. Empty (or blank) input: the prompt alone.
-A standard input not open for reading (`kward hi 0>file`: EBADF) is no input, as a closed
+A standard input not open for reading (`0>file`: EBADF) is no input, as a closed
 one is; one whose read fails (EIO, EISDIR for `< directory`, ...) is refused with one line
 (exit 1), never a traceback.
 

@@ -28,6 +28,16 @@ def test_missing_config_is_empty_and_creates_nothing(tmp_path):
     assert not (tmp_path / ".kward").exists()
 
 
+
+def test_a_wide_mode_is_narrowed_when_read_unless_the_store_only_looks(tmp_path, caplog):
+    paths = resolve_paths({"KWARD_CONFIG_PATH": str(tmp_path / "config.json")})
+    paths.config_file.write_text('{"a": 1}')
+    paths.config_file.chmod(0o644)
+    assert ConfigStore(paths, narrow_mode=False).load() == {"a": 1}
+    assert stat.S_IMODE(paths.config_file.stat().st_mode) == 0o644 and "had mode" not in caplog.text
+    assert ConfigStore(paths).load() == {"a": 1}
+    assert stat.S_IMODE(paths.config_file.stat().st_mode) == 0o600 and "had mode 0644" in caplog.text
+
 def test_update_writes_private_files_atomically(tmp_path):
     store = ConfigStore(resolve_paths({"HOME": str(tmp_path)}))
     out = store.update({"openrouter_api_key": "sk-secret-value", "rpc": {"workers": 4}, "custom": [1, 2]})

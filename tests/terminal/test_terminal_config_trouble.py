@@ -199,6 +199,25 @@ def test_a_key_kward_does_not_read_is_only_a_doctor_note(cli):
     assert not [line for line in report if line[0] == "fail"]
 
 
+
+def test_doctor_reports_a_config_open_to_others_and_changes_nothing(cli):
+    cli.script([[text("hi")]])
+    cli.config_dir.mkdir(mode=0o700)
+    cfg = cli.config_dir / "config.json"
+    cfg.write_text('{"scripted_model": "scripted"}')
+    cfg.chmod(0o644)
+    before = sorted(os.listdir(cli.config_dir))
+    proc = cli.run("doctor")
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr  # (a warning, no failure; nothing logged)
+    assert ("warn", "config", f"{cfg}: has mode 0644, wider than 0600 (it may hold an API key); kward narrows it "
+                              f"to 0600 when it runs (or: chmod 600 {cfg})") in doctor_lines(proc)
+    assert cfg.stat().st_mode & 0o777 == 0o644  # doctor changed nothing
+    assert sorted(os.listdir(cli.config_dir)) == before
+    proc = cli.run("auth", "status")  # any other command narrows it
+    assert proc.returncode == 0 and cfg.stat().st_mode & 0o777 == 0o600
+    assert "kward set it to 0600" in proc.stderr.decode()
+    assert ("ok", "config", f"{cfg} (1 settings)") in doctor_lines(cli.run("doctor"))
+
 # --- the checks themselves ---------------------------------------------------------
 
 def test_another_users_config_file_is_named_as_such(tmp_path, monkeypatch):
@@ -228,6 +247,7 @@ def test_another_users_config_file_is_named_as_such(tmp_path, monkeypatch):
 def test_values_and_keys_in_words(tmp_path, values, line, severity):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(values))
+    cfg.chmod(0o600)  # (a wider mode is a note of its own)
     [trouble] = [t for t in config_check.diagnose({"KWARD_CONFIG_PATH": str(cfg)}) if t.check == "config"]
     assert (trouble.line, trouble.severity) == (f"{cfg}: {line}", severity)
 
@@ -235,6 +255,7 @@ def test_values_and_keys_in_words(tmp_path, values, line, severity):
 def test_a_value_its_variable_overrides_is_not_a_problem(tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps({"provider": "nowhere", "log_level": "LOUD"}))
+    cfg.chmod(0o600)
     env = {"KWARD_CONFIG_PATH": str(cfg), "KWARD_PROVIDER": "scripted", "KWARD_LOG_LEVEL": "INFO"}
     assert config_check.diagnose(env) == []
 
