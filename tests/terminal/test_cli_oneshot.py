@@ -2,6 +2,9 @@
 a piped prompt. Only the answer on stdout, the rest on stderr, no session kept, and the
 exit status tells success (0), failure (1, one line) and Ctrl-C (130)."""
 
+import subprocess
+import sys
+
 import pytest
 
 from lib import fake_openrouter as fo
@@ -144,8 +147,10 @@ def test_a_turn_without_credentials_fails_in_the_terminals_words(cli, provider, 
     assert "auth/" not in err and "a UI" not in err  # no protocol method names
 
 
-@pytest.mark.parametrize("args", [("hi",), ("memory", "status"), ("doctor",)])
+@pytest.mark.parametrize("args", [("hi",), ("memory", "status"), ("auth", "status")])
 def test_a_logged_warning_reads_as_kwards_own_in_every_mode(cli, args):
+    # (`kward doctor` changes nothing, so it does not narrow the mode: test_terminal_config_trouble.py;
+    # its own logging path is the next test)
     config = cli.config_dir / "config.json"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("{}")
@@ -155,3 +160,10 @@ def test_a_logged_warning_reads_as_kwards_own_in_every_mode(cli, args):
     err = proc.stderr.decode()
     assert f"kward: warning: {config} had mode 0644 (wider than 0600); kward set it to 0600\n" in err, err
     assert "WARNING" not in err and "Traceback" not in err
+
+
+def test_a_warning_logged_in_doctor_reads_as_kwards_own():
+    code = ("import logging\nfrom kward import diagnostics\ndiagnostics.log_to_stderr_only()  # (what doctor does)\n"
+            "logging.getLogger('kward.x').warning('%s is odd', 'this')\nlogging.getLogger('kward.x').info('not shown')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "kward: warning: this is odd\n")
