@@ -23,7 +23,8 @@ from kward.client import Client, RpcError
 from kward.providers import specs
 from kward.providers.catalog import FALLBACKS
 from kward.terminal.commands import ShellPort, register
-from kward.terminal.stats_view import context_text, format_stats, is_unicode, number, usage_lines
+from kward.terminal.stats_view import context_text, format_stats, number, usage_lines
+from kward.terminal.style import is_utf8
 from kward.terminal.wording import error_text, login_fix
 
 LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -232,7 +233,7 @@ def status(shell: ShellPort, arg: str) -> None:
         ("model", f"{_entry(model)} ({reason})" if reason else _entry(model)),
         ("reasoning", state.get("thinkingLevel")),
         ("messages", state.get("messageCount")),
-        ("context", context_text(stats.get("contextUsage"), is_unicode(sys.stdout), window=model.get("contextWindow"),
+        ("context", context_text(stats.get("contextUsage"), is_utf8(sys.stdout), window=model.get("contextWindow"),
                                  empty=not state.get("messageCount"))),
     ]
     for key, value in rows:
@@ -248,7 +249,7 @@ def stats(shell: ShellPort, arg: str) -> None:
     window = None
     if not result.get("contextUsage"):
         window = (shell.client.request("models/current", {}) or {}).get("contextWindow")
-    for line in usage_lines(result, is_unicode(sys.stdout), window=window):
+    for line in usage_lines(result, is_utf8(sys.stdout), window=window):
         shell.say(line)
 
 

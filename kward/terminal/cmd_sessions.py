@@ -13,6 +13,7 @@ from typing import Any
 
 from kward.terminal.commands import ShellPort, register
 from kward.terminal.render import short
+from kward.terminal.textwidth import clean
 
 
 def _title(item: dict[str, Any]) -> str:
@@ -35,7 +36,7 @@ def _opened(shell: ShellPort, verb: str, session: dict[str, Any]) -> None:
     """Report the session just opened: its name, size and last exchange."""
     shell.switch(session)
     state = shell.client.request("runtime/state", {"sessionId": shell.session_id})
-    name = state.get("sessionName") or "(unnamed)"
+    name = clean(str(state.get("sessionName") or "(unnamed)"))
     shell.note(f"{verb}: {name} ({state.get('messageCount', 0)} messages) {session.get('path', '')}")
     transcript = shell.client.request("sessions/transcript", {"sessionId": shell.session_id}, timeout=None)
     last: dict[str, str] = {}
@@ -77,11 +78,11 @@ def resume(shell: ShellPort, arg: str) -> None:
 def name(shell: ShellPort, arg: str) -> None:
     if not arg:
         state = shell.client.request("runtime/state", {"sessionId": shell.session_id})
-        shell.note(f"session name: {state.get('sessionName') or '(unnamed)'}")
+        shell.note(f"session name: {clean(str(state.get('sessionName') or '(unnamed)'))}")
         return
     renamed = shell.client.request("sessions/rename", {"sessionId": shell.session_id, "name": arg})
     shell.session = {**(shell.session or {}), **renamed}
-    shell.note(f"session named: {arg}")
+    shell.note(f"session named: {clean(arg)}")
 
 
 @register("clone", "", "continue in a copy of this session")

@@ -29,6 +29,7 @@ from kward.processes import children as procs
 from kward.redact import redact_text
 from kward.terminal import config_check
 from kward.terminal.style import ColorSettingError, check_color_setting
+from kward.terminal.textwidth import clean
 
 #: What `signal.signal` takes and gives back: a Python handler, SIG_DFL/SIG_IGN, or None
 #: (a handler that was not installed from Python).
@@ -182,8 +183,9 @@ def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def fail(message: str, code: int = 1) -> int:
-    """Print the one-line reason `kward: <message>` on stderr and return `code`."""
-    line = " ".join(str(message).split()) or "failed"
+    """Print the one-line reason `kward: <message>` on stderr and return `code` (a
+    provider's words in it are cleaned for a terminal: textwidth.clean)."""
+    line = " ".join(clean(str(message)).split()) or "failed"
     sys.stderr.write(f"kward: {line}\n")
     sys.stderr.flush()
     return code
@@ -192,7 +194,7 @@ def fail(message: str, code: int = 1) -> int:
 def warn(message: str) -> None:
     """Print the one-line warning `kward: warning: <message>` on stderr (every mode words
     its warnings this way)."""
-    line = " ".join(str(message).split())
+    line = " ".join(clean(str(message)).split())
     sys.stderr.write(f"kward: warning: {line}\n")
     sys.stderr.flush()
 

@@ -12,20 +12,9 @@ Pure; no I/O. One buffer per read, owned by the editor.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
-TAB_WIDTH = 4  # a tab is shown as this many spaces
-
-
-def char_width(ch: str) -> int:
-    """Columns `ch` takes on a terminal: 2 for East Asian wide and full-width characters,
-    0 for combining marks and format characters, `TAB_WIDTH` for a tab, else 1."""
-    if ch == "\t":
-        return TAB_WIDTH
-    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
-        return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+from kward.terminal.textwidth import char_width
 
 
 def text_width(text: str) -> int:

@@ -18,17 +18,14 @@ Pure; no I/O.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
-from kward.terminal.lineedit_buffer import char_width
-
-_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+from kward.terminal.textwidth import ANSI, char_width
 
 
 def visible_width(styled: str) -> int:
     """Columns of `styled` on a terminal (its ANSI escape sequences take none)."""
-    return sum(char_width(ch) for ch in _ESCAPES.sub("", styled))
+    return sum(char_width(ch) for ch in ANSI.sub("", styled))
 
 
 def continuation_for(prompt_width: int) -> str:

@@ -12,9 +12,12 @@ leaves no inline construct open (kward.terminal.mdinline.stable_end) is written,
 rest at the next word or at the newline; the concatenation is exactly the rendering of the
 whole line. Every other line is written when its newline arrives: a heading, a rule, a
 fence line, a code line, a line beginning with `|` (a table's header, or not: it is
-held until the next line says), and a line that is still too short to tell (`1`, `- `,
-`#`, two backticks). A table is held until its last row (its column widths need every
-row).
+held until the next line says), a line that is still too short to tell (`1`, `- `,
+`#`, two backticks), and a line whose beginning is still undecided or whose unwritten
+rest is still open after `HOLD_LIMIT` characters. A table is held until its last row (its
+column widths need every row). Each delta costs time in proportion to its own length
+(a line is kept as its pieces until its newline), so a long answer or a long line renders
+in linear time.
 
 What is rendered: ATX headings (bold and coloured, no `#` markers); the inline Markdown
 of kward.terminal.mdinline (emphasis, strike, code, links with their URL); bullet lists
@@ -23,8 +26,14 @@ task boxes; block quotes behind a dim `│ ` bar (`> ` without UTF-8); horizonta
 fenced code (``` or ~~~, any length) without its fence lines: a dim header naming the
 language (`── python`), then each line indented two spaces in the code style, nothing
 inside interpreted; GitHub tables whose header row begins with `|`, aligned by display
-width with a bold header, a `─` rule under it and the `:---:` alignments honoured. CRLF
-line ends are read as LF.
+width with a bold header, a `─` rule under it and the `:---:` alignments honoured; a
+table wider than the stream has its widest columns cut (their cells end with an
+ellipsis) until its rows fit, and one with too many columns to fit even so is written as
+its rows were. CRLF line ends are read as LF.
+
+Everything is made safe for a terminal first (kward.terminal.textwidth.Cleaner: the
+model's escape sequences and control characters are dropped as they arrive), so the only
+escapes written are the renderer's own styles.
 
 For a stream that gets colours only: the caller (kward.terminal.render.TurnView) writes
 the answer exactly as the model wrote it when colours are off. Pure (no I/O); one instance
@@ -39,12 +48,13 @@ from typing import Iterable
 
 from kward.terminal.mdinline import CODE_STYLE, inline, span, stable_end
 from kward.terminal.style import Style
-from kward.terminal.textwidth import display_width
+from kward.terminal.textwidth import Cleaner, cut, display_width
 
 HEADING_STYLES = {1: ("bold", "magenta", "underline"), 2: ("bold", "magenta")}
 HEADING_STYLE = ("bold", "yellow")
 RULE_WIDTH = 60
 HOLD_LIMIT = 400  # a line's unwritten characters (a construct left open) from which it waits for its newline
+COLUMN_GAP = 2  # spaces between a table's columns
 
 _FENCE_OPEN = re.compile(r"(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>.*?)[ \t]*\Z")
 _FENCE_CLOSE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*\Z")
@@ -122,25 +132,60 @@ def delimiter_row(line: str) -> list[str] | None:
 
 @dataclass(slots=True)
 class Table:
-    """A GitHub table being read: its header, alignments and body rows (raw cells)."""
+    """A GitHub table being read: its header, alignments and body rows (raw cells), and
+    its lines as they were written."""
 
     header: list[str]
     alignments: list[str]
     rows: list[list[str]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
 
-    def render(self, style: Style, unicode: bool) -> list[str]:
+    def render(self, style: Style, unicode: bool, width: int) -> list[str]:
+        """The table aligned in at most `width` columns (see the module docstring)."""
         rows = [[inline(cell, style) for cell in row] for row in [self.header, *self.rows]]
         columns = max(len(row) for row in rows)
         for row in rows:
             row.extend([""] * (columns - len(row)))
         alignments = self.alignments + ["left"] * (columns - len(self.alignments))
-        widths = [max(display_width(row[c]) for row in rows) for c in range(columns)]
+        ellipsis = "\u2026" if unicode else "..."
+        widths = fit([max(display_width(row[c]) for row in rows) for c in range(columns)], width,
+                     least=display_width(ellipsis) + 2)
+        if widths is None:
+            return list(self.lines)
+        gap = " " * COLUMN_GAP
 
         def line(row: list[str]) -> str:
-            return "  ".join(_pad(cell, widths[c], alignments[c]) for c, cell in enumerate(row)).rstrip()
+            return gap.join(_pad(cut(cell, widths[c], ellipsis), widths[c], alignments[c])
+                            for c, cell in enumerate(row)).rstrip()
 
-        rule = span(style, "  ".join(("\u2500" if unicode else "-") * w for w in widths), "dim")
+        rule = span(style, gap.join(("\u2500" if unicode else "-") * w for w in widths), "dim")
         return [line([span(style, cell, "bold") for cell in rows[0]]), rule, *(line(row) for row in rows[1:])]
+
+
+def fit(widths: list[int], room: int, *, least: int) -> list[int] | None:
+    """Column widths that fit in `room` columns with their gaps: `widths` themselves when
+    they fit, else the widest cut down to one limit (the largest that fits; the columns
+    left over shared among the cut ones); None when even `least` columns each (or less,
+    for a narrower column) would not fit."""
+    budget = room - COLUMN_GAP * (len(widths) - 1)
+    if sum(widths) <= budget:
+        return widths
+    if sum(min(w, least) for w in widths) > budget:
+        return None
+    low, high = least, max(widths)
+    while low < high:
+        limit = (low + high + 1) // 2
+        if sum(min(w, limit) for w in widths) <= budget:
+            low = limit
+        else:
+            high = limit - 1
+    fitted = [min(w, low) for w in widths]
+    spare = budget - sum(fitted)
+    for c, w in enumerate(widths):
+        if spare and w > fitted[c]:
+            fitted[c] += 1
+            spare -= 1
+    return fitted
 
 
 def _pad(cell: str, width: int, alignment: str) -> str:
@@ -166,9 +211,12 @@ class MarkdownStream:
         self.style = style
         self.unicode = unicode
         self.width = width
-        self._partial = ""  # the line being received, without its newline
-        self._written: int | None = None  # how much of `_partial` is written (None: none of it)
-        self._seen = 0  # how much of `_partial` was looked at for a place to cut
+        self._cleaner = Cleaner()
+        self._parts: list[str] = []  # what arrived of the line being received and is not written yet
+        self._size = 0  # the characters in `_parts`
+        self._started = False  # the line's beginning is written (its lead, maybe words)
+        self._waiting = False  # the line is written when its newline comes
+        self._seen = 0  # how much of `_parts` was looked at for a place to cut
         self._fence: _Fence | None = None
         self._table: Table | None = None
         self._held: str | None = None  # a line beginning with `|`: a table's header, or not
@@ -177,21 +225,36 @@ class MarkdownStream:
     def feed(self, delta: str) -> str:
         """The rendered text `delta` makes ready: the rest of each line it completed
         (each ending with a newline), and what can be written of the line still arriving."""
-        lines = (self._partial + delta).split("\n")
-        self._partial = lines.pop()
-        out = [self._complete(line.removesuffix("\r")) for line in lines]
-        out.append(self._stream())
+        delta = self._cleaner.feed(delta)
+        out: list[str] = []
+        start = 0
+        while (newline := delta.find("\n", start)) >= 0:
+            self._parts.append(delta[start:newline])
+            out.append(self._complete(self._take()))
+            start = newline + 1
+        if start < len(delta):
+            self._parts.append(delta[start:])
+            self._size += len(delta) - start
+            out.append(self._stream())
         return "".join(out)
 
     def finish(self) -> str:
         """The rest of the last line rendered and everything still held or open closed;
         the stream starts afresh afterwards."""
-        partial, self._partial = self._partial, ""
-        out = self._complete(partial.removesuffix("\r")) if partial or self._written is not None else ""
+        self._cleaner = Cleaner()
+        partial = self._take()
+        out = self._complete(partial) if partial or self._started else ""
+        self._waiting = False
         out += self._join(self._flush_held())
         self._fence = None
         self._indents = []
         return out
+
+    def _take(self) -> str:
+        """What `_parts` holds, as one string; `_parts` emptied."""
+        text = "".join(self._parts)
+        self._parts, self._size = [], 0
+        return text
 
     @staticmethod
     def _join(lines: Iterable[str]) -> str:
@@ -200,19 +263,24 @@ class MarkdownStream:
     # --- streaming --------------------------------------------------------------------
 
     def _complete(self, line: str) -> str:
-        """A whole line: rendered, or the rest of it when its beginning was written."""
-        if self._written is None:
+        """A whole line (`_parts` taken, its newline come): rendered, or (when its
+        beginning was written) the rest of it."""
+        started = self._started
+        self._started, self._waiting, self._seen = False, False, 0
+        if not started:
             return self._join(self._line(line))
-        rest, self._written, self._seen = line[self._written:], None, 0
-        return inline(rest, self.style) + "\n"
+        return inline(line, self.style) + "\n"
 
     def _stream(self) -> str:
         """What can be written of the line still arriving (see the module docstring)."""
-        line = self._partial.removesuffix("\r")  # (the CR of a CRLF may be here already)
+        if self._waiting:
+            return ""
         out = ""
-        if self._written is None:
-            if not line or self._fence is not None or self._table is not None:
+        if not self._started:
+            if self._fence is not None or self._table is not None or self._size > HOLD_LIMIT:
+                self._waiting = True  # a code line, a table row, a beginning undecided that long
                 return ""
+            line = "".join(self._parts)
             if self._held is not None:
                 if _DELIMITER_CHARS.fullmatch(line):
                     return ""  # maybe the held line's table's delimiter row
@@ -220,15 +288,21 @@ class MarkdownStream:
                 out = self._join(self._block(header))
             if _HOLD.match(line):
                 return out
-            lead, self._written = self._lead(line)
+            lead, start = self._lead(line)
+            self._started = True
+            self._parts, self._size = [line[start:]], len(line) - start
             out += lead
-        pending = line[self._written:]
-        if len(pending) >= HOLD_LIMIT or not _BREAK.search(line, self._seen):
-            return out  # a construct open that long waits for the newline; no new space, no new cut
-        self._seen = len(line)
-        end = self._written + stable_end(pending)
-        out += inline(line[self._written:end], self.style)
-        self._written = end
+        if self._size >= HOLD_LIMIT:
+            self._waiting = True  # a construct open that long waits for the newline
+            return out
+        pending = "".join(self._parts)
+        if not _BREAK.search(pending, self._seen):
+            self._seen = len(pending)
+            return out  # no new space, no new cut
+        end = stable_end(pending)
+        out += inline(pending[:end], self.style)
+        rest = pending[end:]
+        self._parts, self._size, self._seen = [rest], len(rest), len(rest)
         return out
 
     # --- block structure --------------------------------------------------------------
@@ -239,6 +313,7 @@ class MarkdownStream:
         if self._table is not None:
             if line.strip() and "|" in line:
                 self._table.rows.append(split_row(line))
+                self._table.lines.append(line)
                 return []
             return self._flush_held() + self._line(line)
         if self._held is not None:
@@ -246,7 +321,7 @@ class MarkdownStream:
             alignments = delimiter_row(line)
             cells = split_row(header)
             if alignments is not None and len(alignments) == len(cells):
-                self._table = Table(cells, alignments)
+                self._table = Table(cells, alignments, lines=[header, line])
                 return []
             return self._block(header) + self._line(line)
         if _TABLE_HEAD.match(line):
@@ -257,7 +332,7 @@ class MarkdownStream:
     def _flush_held(self) -> list[str]:
         out: list[str] = []
         if self._table is not None:
-            out = self._table.render(self.style, self.unicode)
+            out = self._table.render(self.style, self.unicode, self.width)
             self._table = None
         if self._held is not None:
             held, self._held = self._held, None

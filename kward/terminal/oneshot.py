@@ -86,7 +86,7 @@ class _FinalAnswerView(_QuietView):
     def __init__(self, out: TextIO, side: TextIO, out_style: Style, side_style: Style):
         super().__init__(out, side, out_style, side_style)
         self._held: list[str] = []
-        self._aside = _QuietView(side, side, side_style, side_style)  # text before a tool call
+        self._aside = _QuietView(side, side, side_style, side_style, clean_answer=True)  # text before a tool call
 
     def on_assistantDelta(self, payload: dict[str, Any]) -> None:  # noqa: N802 - event names
         self._held.append(str(payload.get("delta", "")))

@@ -19,6 +19,14 @@ under it (`toolUpdate` events), all replaced by the final lines at `toolResult`.
 stream that is not a terminal nothing is redrawn: no carriage return, no escape sequence
 unless colours are forced.
 
+Nothing the model (or a provider, or a tool's arguments) wrote reaches a terminal with its
+escape sequences or control characters (kward.terminal.textwidth.clean): the reasoning,
+tool lines, a failed tool's content, retries and errors on `side` always, the answer on
+`out` when `out` is a terminal or gets colours (or `clean_answer` says so: one-shot mode's
+text before a tool call, written on stderr). Only into a pipe or a file without colours
+is the answer written byte for byte as the model wrote it. `answer_text` keeps what the
+model wrote, as it was.
+
 Main thread only (the turn loop calls it); it holds no locks.
 """
 
@@ -30,8 +38,8 @@ import re
 from typing import Any, TextIO
 
 from kward.terminal.markdown import MarkdownStream
-from kward.terminal.style import Style, isatty
-from kward.terminal.textwidth import cut
+from kward.terminal.style import Style, is_utf8, isatty
+from kward.terminal.textwidth import Cleaner, clean, cut
 from kward.terminal.toolview import (
     SHELL_LINES,
     LiveOutput,
@@ -49,8 +57,10 @@ DEFAULT_WIDTH = 100  # the columns of a stream that is not a terminal
 
 
 def short(text: str, width: int = LABEL_WIDTH) -> str:
-    """The first line of `text`, cut to `width` characters (with an ellipsis)."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    """The first line of `text` made safe for a terminal (textwidth.clean), cut to `width`
+    characters (with an ellipsis)."""
+    text = clean(text).strip()
+    line = text.splitlines()[0] if text else ""
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
@@ -69,7 +79,9 @@ def diff_stats(diff: str) -> tuple[int, int]:
 
 
 def tool_label(name: str, args: object) -> str:
-    """`bash npm test`, `edit src/a.py`, ...: the tool and what it works on."""
+    """`bash npm test`, `edit src/a.py`, ...: the tool and what it works on (safe for a
+    terminal: what the model wrote in its arguments is cleaned)."""
+    name = clean(name)
     fields: dict[str, Any] = args if isinstance(args, dict) else {}
     if name == "bash" and isinstance(fields.get("command"), str):
         target = fields["command"]
@@ -96,16 +108,13 @@ def columns(stream: TextIO) -> int:
     return DEFAULT_WIDTH
 
 
-def utf8(stream: TextIO) -> bool:
-    """Whether `stream` encodes UTF-8 (else bullets, bars and ellipses are ASCII)."""
-    return "utf" in (getattr(stream, "encoding", "") or "").lower()
-
-
 class TurnView:
     """Renders the `turn/event` payloads of one turn (see the module docstring)."""
 
     def __init__(self, out: TextIO, side: TextIO, out_style: Style, side_style: Style, *,
-                 reasoning_shown: bool = True, width: int | None = None):
+                 reasoning_shown: bool = True, width: int | None = None, clean_answer: bool | None = None):
+        """`clean_answer`: whether the answer written unrendered is cleaned (None: when
+        `out` is a terminal)."""
         self.out, self.side = out, side
         self.out_style, self.side_style = out_style, side_style
         self.reasoning_shown = reasoning_shown
@@ -120,11 +129,23 @@ class TurnView:
         self._live_shown: list[str] = []
         self._words = 0  # words of the reasoning so far (its collapsed line counts them)
         self._in_word = False
-        self.answer_text = ""
-        self._unicode = utf8(side)
+        self._answer_parts: list[str] = []  # what the model wrote (answer_text, joined when read)
+        self._unicode = is_utf8(side)
         self._bullet = "\u2022" if self._unicode else "*"
-        self._markdown = MarkdownStream(out_style, unicode=utf8(out), width=columns(out)) if out_style.enabled \
+        self._markdown = MarkdownStream(out_style, unicode=is_utf8(out), width=columns(out)) if out_style.enabled \
             else None
+        # The answer written unrendered: cleaned for a terminal, as written into a pipe or file.
+        if clean_answer is None:
+            clean_answer = isatty(out)
+        self._answer_cleaner = Cleaner() if self._markdown is None and clean_answer else None
+        self._reasoning_cleaner = Cleaner()
+
+    @property
+    def answer_text(self) -> str:
+        """The answer's text so far, exactly as the model wrote it."""
+        if len(self._answer_parts) > 1:
+            self._answer_parts = ["".join(self._answer_parts)]
+        return self._answer_parts[0] if self._answer_parts else ""
 
     # --- low-level writing ------------------------------------------------------------
 
@@ -196,6 +217,8 @@ class TurnView:
             self._break(self.side)
             self._kind = "reasoning"
             self._words, self._in_word = 0, False
+            self._reasoning_cleaner = Cleaner()
+        delta = self._reasoning_cleaner.feed(delta)
         if self.reasoning_shown:
             self._write(self.side, self.side_style.dim(delta))
             return
@@ -226,8 +249,12 @@ class TurnView:
                 if self.out is self.side:
                     self._write(self.out, "\n")  # a blank line between reasoning and answer
             self._kind = "answer"
-        self.answer_text += delta
-        self._write(self.out, self._markdown.feed(delta) if self._markdown is not None else delta)
+        self._answer_parts.append(delta)
+        if self._markdown is not None:
+            delta = self._markdown.feed(delta)
+        elif self._answer_cleaner is not None:
+            delta = self._answer_cleaner.feed(delta)
+        self._write(self.out, delta)
 
     def on_assistantMessage(self, payload: dict[str, Any]) -> None:  # noqa: N802
         if self._kind == "answer" and self._markdown is not None:

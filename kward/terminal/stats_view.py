@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Mapping, TextIO
+from typing import Any, Mapping
 
 from kward import __version__
 from kward.client import Client, RpcError
@@ -56,12 +56,6 @@ def bar(fraction: float, unicode: bool, width: int = BAR_WIDTH) -> str:
     filled = max(0, min(width, round(fraction * width)))
     full, empty = ("\u2588", "\u2591") if unicode else ("#", ".")
     return "[" + full * filled + empty * (width - filled) + "]"
-
-
-def is_unicode(stream: TextIO) -> bool:
-    """Whether `stream` writes UTF-8 (else the bar uses `#` and `.`)."""
-    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-    return encoding in ("utf8", "utf8sig")
 
 
 def context_text(usage: Mapping[str, Any] | None, unicode: bool, *, window: object = None,

@@ -3,11 +3,13 @@
 The decision, in this order: `KWARD_COLOR=always|never` (`auto`, or unset, goes on),
 `NO_COLOR` set and non-empty turns colours off, `FORCE_COLOR` set to anything but `0` or
 `false` turns them on, `CLICOLOR=0` turns them off, and otherwise a stream gets colours
-when it is a terminal (and `TERM` is not `dumb`). Pure functions; any thread.
+when it is a terminal (and `TERM` is not `dumb`). `is_utf8`: whether a stream's
+characters can go beyond ASCII (bullets, bars, ellipses). Pure functions; any thread.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 from typing import Mapping, TextIO
 
@@ -32,6 +34,18 @@ def isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
+        return False
+
+
+def is_utf8(stream: TextIO) -> bool:
+    """Whether `stream` encodes UTF-8 (`utf-8-sig` too; not UTF-16 or UTF-32, whose bytes
+    a terminal does not read as text)."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return False
+    try:
+        return codecs.lookup(encoding).name in ("utf-8", "utf-8-sig")
+    except LookupError:
         return False
 
 

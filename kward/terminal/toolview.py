@@ -6,10 +6,11 @@ call's last lines of output, and the live tail of a command still running.
 counted); the `---`/`+++` header lines are left out (the tool line names the file), and
 the stats note of a truncated diff (kward.tools.diff) becomes the last line.
 `output_lines` gives the last `SHELL_LINES` non-empty lines of a `run_shell_command`
-result (its format: kward.tools.shell) and `LiveOutput` the tail of the output streamed
-while the command runs (`toolUpdate` events). Every line is plain text made printable
-(kward.terminal.textwidth.printable: a command's or a file's escapes never reach the
-terminal), cut to the width, then styled. Pure; used by the one thread rendering a turn.
+result (its format: kward.tools.shell; stdout, then a `STDERR:` line and stderr) and
+`LiveOutput` the tail of the output streamed while the command runs (`toolUpdate`
+events). Every line is plain text made printable (kward.terminal.textwidth.printable: a
+command's or a file's escapes never reach the terminal), cut to the width, then styled.
+Pure; used by the one thread rendering a turn.
 """
 
 from __future__ import annotations
@@ -121,21 +122,19 @@ def diff_lines(diff: str, style: Style, width: int, *, cap: int = DIFF_LINES, un
 
 
 def command_output(content: str) -> str:
-    """A `run_shell_command` result's output: stdout then stderr, without the `Exit
-    status:` line and the `STDOUT:`/`STDERR:` labels (kward.tools.shell.format_outcome)."""
+    """A `run_shell_command` result's output (kward.tools.shell.format_outcome): what
+    follows its `Exit status:` line, without the label of the stream shown first
+    (`STDOUT:`, or `STDERR:` when stdout was empty). A later `STDERR:` line is kept as a
+    line of output: stdout may hold that very line, so whether it is the label cannot be
+    told; shown, it is true either way."""
     exit_line = _EXIT_LINE.match(content)
     if exit_line is None:
         return content
     body = content[exit_line.end():]
-    stdout = stderr = ""
-    if body.startswith("\nSTDOUT:\n"):
-        stdout = body[len("\nSTDOUT:\n"):]
-        at = stdout.rfind("\nSTDERR:\n")
-        if at >= 0:
-            stdout, stderr = stdout[:at], stdout[at + len("\nSTDERR:\n"):]
-    elif body.startswith("\nSTDERR:\n"):
-        stderr = body[len("\nSTDERR:\n"):]
-    return stdout + ("\n" if stdout and not stdout.endswith("\n") and stderr else "") + stderr
+    for label in ("\nSTDOUT:\n", "\nSTDERR:\n"):
+        if body.startswith(label):
+            return body[len(label):]
+    return body
 
 
 def last_lines(text: str, count: int) -> list[str]:

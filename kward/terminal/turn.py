@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 
 from kward.client import Client, Message, RpcError
 from kward.terminal.render import TurnView
+from kward.terminal.textwidth import clean
 
 POLL = 0.05  # seconds between looks at the Ctrl-C count while waiting for events
 
@@ -79,15 +80,16 @@ def answer_choice(reply: str, question: Question) -> str:
 def ask_inline(questions: list[Question], write: Callable[[str], None],
                read: Callable[[str], str]) -> list[dict[str, str]] | None:
     """Ask each question with numbered options; an empty reply (or end of input) dismisses
-    them all (None)."""
+    them all (None). What the model wrote is shown cleaned (textwidth.clean), answered as
+    it was."""
     answers: list[dict[str, str]] = []
     for question in questions:
-        header = str(question.get("header", "")).strip()
-        write(f"\n{header + ': ' if header else ''}{question.get('question', '')}\n")
+        header = clean(str(question.get("header", ""))).strip()
+        write(f"\n{header + ': ' if header else ''}{clean(str(question.get('question', '')))}\n")
         options = question.get("options") or []
         for n, option in enumerate(options, 1):
-            description = str(option.get("description", "") or "")
-            write(f"  {n}. {option.get('label', '')}{' - ' + description if description else ''}\n")
+            description = clean(str(option.get("description", "") or ""))
+            write(f"  {n}. {clean(str(option.get('label', '')))}{' - ' + description if description else ''}\n")
         try:
             reply = read(f"answer [1-{len(options)} or text, empty to dismiss]: ").strip()
         except EOFError:

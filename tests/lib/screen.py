@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kward.terminal.lineedit_buffer import char_width
+from kward.terminal.textwidth import char_width
 
 _CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
 

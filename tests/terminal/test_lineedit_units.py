@@ -9,10 +9,11 @@ import stat
 import pytest
 
 from kward.terminal.interactive import ExitGuard
-from kward.terminal.lineedit_buffer import Buffer, char_width, text_width
+from kward.terminal.lineedit_buffer import Buffer, text_width
 from kward.terminal.lineedit_history import HEADER, History, decode, encode
 from kward.terminal.lineedit_keys import Key, KeyDecoder, clean_paste, typed_ahead
 from kward.terminal.lineedit_layout import continuation_for, end_of, layout, redraw, visible_width
+from kward.terminal.textwidth import char_width
 from lib.screen import Screen
 
 

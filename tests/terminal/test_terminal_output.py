@@ -82,7 +82,7 @@ def test_a_shell_call_shows_its_command_and_last_lines_of_output(term):
     out = k.expect(PROMPT)
     shown = re.search(r"bash printf .*  exit 3\n((?:    .*\n)+)", out)
     assert shown, out
-    assert shown.group(1) == "".join(f"    line {n}\n" for n in range(6, 13)) + "    oops\n"
+    assert shown.group(1) == "".join(f"    line {n}\n" for n in range(7, 13)) + "    STDERR:\n    oops\n"
 
 
 def test_reasoning_hide_collapses_the_reasoning_to_one_line(term):

@@ -276,7 +276,7 @@ def test_context_between_two_changes_is_trimmed_to_an_ellipsis():
 def test_shell_output_is_the_last_lines_of_stdout_and_stderr():
     content = ("Exit status: 1\n\nSTDOUT:\n" + "".join(f"out {n}\n" for n in range(10)) + "\n\n"
                + "\nSTDERR:\nboom\n")
-    assert last_lines(command_output(content), 8) == [f"out {n}" for n in range(3, 10)] + ["boom"]
+    assert last_lines(command_output(content), 8) == [f"out {n}" for n in range(4, 10)] + ["STDERR:", "boom"]
     assert command_output("Exit status: 0\n") == "" and command_output("Exit status: 2\n\nSTDERR:\nx") == "x"
 
 

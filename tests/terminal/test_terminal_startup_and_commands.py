@@ -13,6 +13,7 @@ from kward import __version__
 from kward.client import RpcError
 from kward.terminal import stats_view, wording
 from kward.terminal.cmd_sessions import free_name
+from kward.terminal.style import is_utf8
 from lib.cli_helpers import cli  # noqa: F401 - fixture
 from lib.fake_openrouter import FakeOpenRouter
 from lib.pty_term import PROMPT, term  # noqa: F401 - fixture
@@ -98,7 +99,7 @@ def test_the_formatting_of_counts():
 
 def test_the_bar_is_plain_ascii_when_the_stream_is_not_utf8(tmp_path):
     with open(tmp_path / "a", "w", encoding="ascii") as ascii_out, open(tmp_path / "u", "w", encoding="utf-8") as utf8:
-        assert not stats_view.is_unicode(ascii_out) and stats_view.is_unicode(utf8)
+        assert not is_utf8(ascii_out) and is_utf8(utf8)
 
 
 # --- /model --------------------------------------------------------------------------
