@@ -2,20 +2,25 @@
 """Several trees of this repository measured in one interleaved run: a markdown table, one
 column per tree.
 
-    python3 tools/bench_trees.py [--quick] [--rounds N] COMMIT[=LABEL] ... [--worktree]
+    python3 tools/bench_trees.py [--quick] [--rounds N] [--only rpc|terminal] COMMIT[=LABEL] ... [--worktree]
     python3 tools/bench_trees.py --quick 07c823f 2a10550 WORKTREE
+    python3 tools/bench_trees.py --only terminal cf63254=before main=after
 
 A tree is a commit-ish (its sources taken with `git archive`, which changes nothing in the
 repository) or the working tree as it is now (`WORKTREE`, `.`, or `--worktree`). Each is
 built into a wheel and installed into a venv of its own (tools/tree_venv.py: what a user
 gets from pip, byte-compiled), and measured through its installed `kward` console script
-over the wire protocol only (tools/rpc_peer.py), so old trees work as well as new ones.
+over the wire protocol only (tools/rpc_peer.py) or as a user at a terminal does
+(tools/bench_terminal.py), so old trees work as well as new ones.
 Every figure runs round-robin over the trees, in a shuffled order each round, so machine
 noise hits all of them alike; cells are medians, and the notes say of how many runs. A
 figure a tree cannot give (a method or event it lacks, a crash) is `n/a` with a note.
 
-Figures (every process has a temp HOME and config dir, keyring's fail backend, the
-Scripted provider, no network):
+Two groups of figures, both by default; `--only rpc` or `--only terminal` runs one.
+Every process has a temp HOME and config dir, keyring's fail backend, the Scripted
+provider, no network.
+
+The `rpc` group (`kward rpc` driven over its pipes):
 
 - list refresh, 10 and 1,000 sessions: a fresh process, spawn -> `initialize` -> its
   response -> `sessions/list {limit: 20}` -> its response -> stdin closed -> reaped; wall
@@ -37,6 +42,20 @@ Scripted provider, no network):
 - pipelined: a fresh process, `initialize`, then 10,000 `workspace/info` requests written
   at once (a writer thread): requests per second from the first byte written to the last
   answer read.
+
+The `terminal` group (tools/bench_terminal.py; its docstring says how each is taken),
+`kward` as a user runs it, every run in a fresh copy of a HOME made by one untimed
+interactive session of the tree, interleaved with `python3 -c pass` of each venv:
+
+- one-shot `kward PROMPT` (stdin a terminal), stdout a pipe, a short answer and a
+  ~200-line Markdown answer streamed in small deltas: spawn -> first answer byte on
+  stdout, spawn -> exit, CPU (user + sys, `os.wait4`);
+- the same long answer with stdout and stderr a pty, colours on: spawn -> first byte,
+  -> its last line shown, -> exit, CPU;
+- interactive `kward` on a pty (session leader, the pty its controlling terminal):
+  spawn -> first `kward> ` shown; VmRSS of the kward process then; after a second idle, a
+  request typed and Enter -> the long answer's last line and the next `kward> ` shown;
+  VmRSS then; Ctrl-D -> exited; the session's CPU.
 """
 
 from __future__ import annotations
@@ -59,6 +78,7 @@ from typing import Any, Callable
 TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS))
 
+import bench_terminal  # noqa: E402
 from bench_list import (FLOOR, LIMIT, TEXT_SCRIPT, bare_run, interleaved, list_refresh, make_fixtures,  # noqa: E402
                         snapshot, write_script)
 from rpc_peer import Peer, PeerError, clean_env, request_frame  # noqa: E402
@@ -66,6 +86,7 @@ from tree_venv import REPO, WORKTREE, export_tree, install, resolve_commit  # no
 
 TOOL_SCRIPT = {"loop": True, "steps": [[{"type": "toolCall", "name": "read_file", "arguments": {"path": "README.md"}}],
                                        [{"type": "text", "text": "It is a README."}]]}
+GROUPS = ("rpc", "terminal")
 WARM_TURNS, WARM_FROM = 40, 6
 PIPELINED = 10_000
 RSS_DELAY = 1.0  # seconds after the initialize response: the figure's definition
@@ -79,6 +100,7 @@ class Tree:
         self.error: str | None = None
         self.python = ""
         self.kward: list[str] = []
+        self.script = ""  # the installed console script
         self.list_config = base / "list-config"
         self.turn_config = base / "turn-config"
         if spec in WORKTREE:
@@ -90,7 +112,8 @@ class Tree:
 
     def build(self) -> None:
         v = install(export_tree(self.spec, self.base / "src"), self.base)
-        self.python, self.kward = str(v["python"]), [str(v["kward"]), "rpc"]
+        self.python, self.script = str(v["python"]), str(v["kward"])
+        self.kward = [self.script, "rpc"]
         if v["completed"]:
             self.describe += f" (its wheel lacks {', '.join(v['completed'])}: copied in)"
 
@@ -245,14 +268,15 @@ def main() -> int:
     ap.add_argument("trees", nargs="*", metavar="COMMIT[=LABEL]")
     ap.add_argument("--worktree", action="store_true", help="measure the working tree too (as WORKTREE)")
     ap.add_argument("--quick", action="store_true", help="fewer runs")
-    ap.add_argument("--rounds", type=int, help="rounds of the list-refresh figures (default 10 quick, 21)")
+    ap.add_argument("--rounds", type=int, help="rounds of the list-refresh and terminal figures (default 10 quick, 21)")
+    ap.add_argument("--only", choices=GROUPS, help="run one group of figures (default: both)")
     args = ap.parse_args()
     specs = args.trees + (["WORKTREE"] if args.worktree else [])
     if not specs:
         ap.error("name at least one tree")
     rounds = args.rounds or (10 if args.quick else 21)
     runs = {"list": rounds, "rss": max(3, rounds // 3), "turn": max(5, rounds // 2), "warm": 1 if args.quick else 3,
-            "pipe": 3 if args.quick else 5}  # rounds of each figure (warm: processes per tree)
+            "pipe": 3 if args.quick else 5, "term": rounds}  # rounds of each figure (warm: processes per tree)
     base = Path(tempfile.mkdtemp(prefix="kward-bench-trees-")).resolve()
     try:
         trees = []
@@ -264,7 +288,7 @@ def main() -> int:
                 ap.error(str(exc))
         if len({t.label for t in trees}) != len(trees):
             ap.error("two trees have the same label: name them COMMIT=LABEL")
-        return run(trees, base, runs)
+        return run(trees, base, runs, (args.only,) if args.only else GROUPS)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -273,8 +297,14 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def run(trees: list[Tree], base: Path, runs: dict[str, int]) -> int:
-    rounds = runs["list"]
+class RpcRun:
+    """What the rpc group's table needs besides its cases."""
+
+    def __init__(self, fx: Any, maker: Tree, original: list, warm: dict[str, Case]):
+        self.fx, self.maker, self.original, self.warm = fx, maker, original, warm
+
+
+def run(trees: list[Tree], base: Path, runs: dict[str, int], groups: tuple[str, ...]) -> int:
     for tree in trees:
         log(f"building {tree.label} ({tree.describe})")
         try:
@@ -283,6 +313,45 @@ def run(trees: list[Tree], base: Path, runs: dict[str, int]) -> int:
             log(f"  build failed: {exc}")
             tree.error = f"build failed: {exc}".splitlines()[0][:200]
     ok = [t for t in trees if t.error is None]
+    cases: dict[Any, Case] = {}
+    rpc = None
+    if "rpc" in groups:
+        rpc = run_rpc(ok, base, runs, cases)
+        if rpc is None:
+            return 1
+    if "terminal" in groups:
+        run_terminal(ok, base, runs, cases)
+    print_table(trees, cases, rpc, runs)
+    return 0
+
+
+def run_terminal(ok: list[Tree], base: Path, runs: dict[str, int], cases: dict[Any, Case]) -> None:
+    """The terminal group's cases, keyed (kind, label); `python3 -c pass` beside them
+    when the rpc group did not measure it."""
+    log(f"terminal figures: {runs['term']} rounds")
+    term: dict[Any, Case] = {}
+    for tree in ok:
+        runner = bench_terminal.Runner(tree.script, tree.base / "terminal")
+        setup_error = None
+        try:
+            runner.setup()
+        except Exception as exc:
+            setup_error = f"the untimed first interactive session failed: {describe(exc)}"
+        for kind in bench_terminal.KINDS:
+            case = term[kind, tree.label] = Case(runner.case(kind))
+            case.error = setup_error
+        if ("pass", tree.label) not in cases:
+            term["pass", tree.label] = Case(lambda t=tree: bare_run([t.python, "-c", "pass"], clean_env(t.base), base))
+    for case in term.values():
+        case.warm()
+    interleaved(runs["term"], term)
+    cases.update(term)
+
+
+def run_rpc(ok: list[Tree], base: Path, runs: dict[str, int], out: dict[Any, Case]) -> RpcRun | None:
+    """The rpc group's cases (added to `out`); None when no tree could make the fixtures."""
+    rounds = runs["list"]
+    cases: dict[Any, Case] = {}
     fx = maker = None
     for tree in reversed(ok):
         log(f"making the session fixtures with {tree.label}")
@@ -292,9 +361,9 @@ def run(trees: list[Tree], base: Path, runs: dict[str, int]) -> int:
         except Exception as exc:
             log(f"  failed: {exc}")
             shutil.rmtree(base / "fixtures", ignore_errors=True)
-    if fx is None:
+    if fx is None or maker is None:
         log("no tree could make the session fixtures")
-        return 1
+        return None
     script, tools_script = write_script(base / "text.json", TEXT_SCRIPT), write_script(base / "tool.json", TOOL_SCRIPT)
     original = snapshot(fx.config)
     for tree in ok:
@@ -307,7 +376,6 @@ def run(trees: list[Tree], base: Path, runs: dict[str, int]) -> int:
     floor_py = ok[0].python  # the floor runs with the first tree's venv interpreter
 
     log(f"list refresh: {rounds} rounds")
-    cases: dict[Any, Case] = {}
     for n, ws in fx.workspaces.items():
         cases["floor", n] = Case(lambda ws=ws: list_refresh([floor_py, str(FLOOR)], floor_env, ws))
     for tree in ok:
@@ -337,15 +405,14 @@ def run(trees: list[Tree], base: Path, runs: dict[str, int]) -> int:
         init = cases["init", tree.label] = Case(dict)
         init.error = next((c.error for c in lists if c.error), None)
         init.runs = [{"init": r["init"], "ratio": r["init"] / base_wall} for c in lists for r in c.runs]
-    print_table(trees, fx, cases, warm, original, maker, runs)
-    return 0
+    out.update(cases)
+    return RpcRun(fx, maker, original, warm)
 
 
-def print_table(trees: list[Tree], fx: Any, cases: dict[Any, Case], warm: dict[str, Case], original: list,
-                maker: Tree, runs: dict[str, int]) -> None:
-    rounds = runs["list"]
+def print_table(trees: list[Tree], cases: dict[Any, Case], rpc: RpcRun | None, runs: dict[str, int]) -> None:
     notes: list[str] = []
     rows: list[tuple[str, Callable[[Tree], str]]] = [("tree", lambda t: t.describe)]
+    warm = rpc.warm if rpc else {}
 
     def cell(tree: Tree, key: tuple, value: Callable[[Case, Tree], str]) -> str:
         case = warm.get(tree.label) if key == ("warm",) else cases.get((key[0], tree.label, *key[1:]))
@@ -359,6 +426,45 @@ def print_table(trees: list[Tree], fx: Any, cases: dict[Any, Case], warm: dict[s
     def add(name: str, key: tuple, value: Callable[[Case, Tree], str]) -> None:
         rows.append((name, lambda t: cell(t, key, value)))
 
+    pass_runs = runs["list"] if rpc else runs["term"]
+    add(f"venv `python3 -c pass`, spawn to reaped, ms ({pass_runs})", ("pass",), lambda c, t: f"{ms(c, 'wall'):.1f}")
+    if rpc:
+        rpc_rows(add, rows, cases, rpc, runs)
+    if any(k[0] in bench_terminal.KINDS for k in cases):
+        for kind, key, label, unit in bench_terminal.TABLE_ROWS:
+            add(f"{label} ({runs['term']})", (kind,), lambda c, t, key=key, unit=unit:
+                f"{ms(c, key):.1f}" if unit == "ms" else f"{c.median(key):.1f}")
+
+    fixtures = f"session fixtures made by {rpc.maker.label}; sessions/list limit {LIMIT}; " if rpc else ""
+    print(f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, {os.cpu_count()} cpus, "
+          f"load average {os.getloadavg()[0]:.2f} at the end, {time.strftime('%Y-%m-%d %H:%M')}; {fixtures}"
+          f"(N): runs per median\n")
+    print("| figure | " + " | ".join(t.label for t in trees) + " |")
+    print("|---|" + "---:|" * len(trees))
+    for name, value in rows:
+        print(f"| {name} | " + " | ".join(value(t) for t in trees) + " |")
+    first = next((t for t in trees if t.error is None), None)
+    if rpc and first:
+        print(f"\nThe floor (tools/floor_list.py run by {first.label}'s venv interpreter), in the same rounds:\n")
+        print("| floor | wall, ms | sessions/list round trip, ms | CPU user+sys, ms |")
+        print("|---|---:|---:|---:|")
+        for n in rpc.fx.workspaces:
+            c = cases["floor", n]
+            values = [f"{ms(c, k):.1f}" for k in ("wall", "rt", "cpu")] if c.runs and not c.error else \
+                [f"n/a: {c.error}"] * 3
+            print(f"| {n:,} sessions ({runs['list']}) | " + " | ".join(values) + " |")
+    if notes:
+        print()
+        for i, note in enumerate(notes, 1):
+            print(f"[{i}] {note}")
+
+
+def rpc_rows(add: Callable[[str, tuple, Callable[[Case, Tree], str]], None],
+             rows: list[tuple[str, Callable[[Tree], str]]], cases: dict[Any, Case], rpc: RpcRun,
+             runs: dict[str, int]) -> None:
+    """The rpc group's rows (after the `python3 -c pass` row)."""
+    rounds, fx = runs["list"], rpc.fx
+
     def answer_text(answer: dict, config: Path) -> str:
         return json.dumps(answer, sort_keys=True).replace(str(config), "<config>")
 
@@ -366,7 +472,6 @@ def print_table(trees: list[Tree], fx: Any, cases: dict[Any, Case], warm: dict[s
         floor = answer_text(cases["floor", n].runs[0]["answer"], fx.config) if cases["floor", n].runs else None
         return "yes" if all(answer_text(r["answer"], t.list_config) == floor for r in c.runs) else "no"
 
-    add(f"venv `python3 -c pass`, spawn to reaped, ms ({rounds})", ("pass",), lambda c, t: f"{ms(c, 'wall'):.1f}")
     add(f"spawn -> initialize response, ms ({2 * rounds}: the list runs)", ("init",),
         lambda c, t: f"{ms(c, 'init'):.1f}")
     add("spawn -> initialize response / `python3 -c pass`, x", ("init",), lambda c, t: f"{c.median('ratio'):.2f}")
@@ -390,27 +495,7 @@ def print_table(trees: list[Tree], fx: Any, cases: dict[Any, Case], warm: dict[s
     add(f"pipelined {PIPELINED:,} workspace/info, req/s ({runs['pipe']})", ("pipe",),
         lambda c, t: f"{c.median('rate'):,.0f}")
     rows.append(("session fixtures unchanged after the run",
-                 lambda t: "n/a" if t.error else "yes" if snapshot(t.list_config) == original else "no"))
-
-    print(f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, {os.cpu_count()} cpus, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}; session fixtures made by {maker.label}; sessions/list limit {LIMIT}; "
-          f"(N): runs per median\n")
-    print("| figure | " + " | ".join(t.label for t in trees) + " |")
-    print("|---|" + "---:|" * len(trees))
-    for name, value in rows:
-        print(f"| {name} | " + " | ".join(value(t) for t in trees) + " |")
-    first = next(t for t in trees if t.error is None)
-    print(f"\nThe floor (tools/floor_list.py run by {first.label}'s venv interpreter), in the same rounds:\n")
-    print("| floor | wall, ms | sessions/list round trip, ms | CPU user+sys, ms |")
-    print("|---|---:|---:|---:|")
-    for n in fx.workspaces:
-        c = cases["floor", n]
-        values = [f"{ms(c, k):.1f}" for k in ("wall", "rt", "cpu")] if c.runs and not c.error else [f"n/a: {c.error}"] * 3
-        print(f"| {n:,} sessions ({rounds}) | " + " | ".join(values) + " |")
-    if notes:
-        print()
-        for i, note in enumerate(notes, 1):
-            print(f"[{i}] {note}")
+                 lambda t: "n/a" if t.error else "yes" if snapshot(t.list_config) == rpc.original else "no"))
 
 
 if __name__ == "__main__":
