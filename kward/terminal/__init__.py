@@ -9,9 +9,10 @@ feature they offer is a protocol request, as it would be for a UI over `kward rp
 - `render`: how turn events look on a terminal;
 - `turn`: running one turn (events, inline questions, Ctrl-C);
 - `oneshot`, `interactive`: the two modes;
-- `lineedit`: the interactive prompt's line editor (`lineedit_keys`: the key decoder,
-  `lineedit_buffer`: the edits, `lineedit_layout`: the screen, `lineedit_history`: the
-  history file, `lineedit_external`: $VISUAL/$EDITOR);
+- `lineedit`: the interactive prompt's line editor (`lineedit_term`: the terminal's modes
+  and keys, `lineedit_keys`: the key decoder, `lineedit_buffer`: the edits,
+  `lineedit_layout`: the screen, `lineedit_history`: the history file,
+  `lineedit_external`: $VISUAL/$EDITOR);
 - `commands` (the one slash-command table), `cmd_sessions`, `cmd_runtime`, `cmd_edit`: its commands;
 - `doctor`: `kward doctor`.
 

@@ -4,18 +4,20 @@ kward's own line editor (`lineedit.LineEditor`: multi-line input, bracketed past
 user's editor on the input; plain `input()` when stdin or stdout is not a terminal or TERM
 is `dumb`) with the history in `<config dir>/history` (`lineedit_history`), a session
 opened at start (`sessions/create`; the same session files the RPC uses, so `/resume` and
-a UI see them), each input a turn whose answer streams in, slash commands from
-`commands.TABLE`, and a status line with the model and the context usage after each turn
-(`runtime/state`, `runtime/stats`). Answers to a pick list or a question of the model are
-read with `input()` in the terminal's normal mode (`Shell.read`).
+a UI see them), each input a turn whose answer streams in (the input as typed, its
+indentation kept, less the blank lines around it and the blanks at its end), slash
+commands from `commands.TABLE`, and a status line with the model and the context usage
+after each turn (`runtime/state`, `runtime/stats`). Answers to a pick list or a question
+of the model are read with `input()` in the terminal's normal mode (`Shell.read`).
 
 Ctrl-C while a turn runs cancels it (see `turn`); at the prompt it clears the input, and a
 second Ctrl-C at an empty prompt within `EXIT_WINDOW` seconds (`ExitGuard`), or Ctrl-D on
 an empty input, exits; the Ctrl-C that canceled a turn does not count. What is typed while
 a turn runs is kept by the terminal and taken by the next read: a line ended with Enter is
 sent when the turn ends (the next one after the next turn), a line not ended is the start
-of the input (see `lineedit`). On the way out the session is closed (`sessions/close`: the
-server removes it when it stayed unused).
+of the input (see `lineedit`); a Ctrl-C that cancels a turn drops what was typed ahead.
+On the way out the session is closed (`sessions/close`: the server removes it when it
+stayed unused).
 
 Main thread only; `Shell` is the object slash-command handlers receive (a
 `commands.ShellPort`).
@@ -30,7 +32,7 @@ from typing import Any, Callable, Mapping
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
-from kward.terminal import banner, commands, lineedit, lineedit_external
+from kward.terminal import banner, commands, lineedit_external, lineedit_term
 from kward.terminal.host import fail, warn
 from kward.terminal.lineedit import EOF, INTERRUPT, LINE, LineEditor, ReadResult
 from kward.terminal.lineedit_history import History
@@ -71,6 +73,15 @@ class ExitGuard:
 
     def reset(self) -> None:
         self._armed_at = None
+
+
+def _as_sent(text: str) -> str:
+    """An input as it is sent: as typed (a pasted block keeps its indentation), without the
+    blank lines around it and the blanks at its end."""
+    lines = text.rstrip().split("\n")
+    while not lines[0].strip():
+        del lines[0]
+    return "\n".join(lines)
 
 
 def _tokens(n: object) -> str:
@@ -202,6 +213,8 @@ class Shell:
         except RpcError as exc:
             self.error(error_text(exc))
             return
+        if finished.get("status") == "canceled" and self.editor is not None:
+            self.editor.drop_typed_ahead()  # (as the terminal dropped what it held at the Ctrl-C)
         self.status_line()
 
     # --- the loop ---------------------------------------------------------------------
@@ -227,9 +240,11 @@ class Shell:
                     self.note("(Ctrl-C again to exit)")
                 continue
             self.exit_guard.reset()
-            line = got.text.strip()
-            if not line:
+            if not got.text.strip():
                 continue
+            line = _as_sent(got.text)
+            if line.lstrip().startswith("/"):
+                line = line.strip()  # (a command)
             self._remember(line)
             if line.startswith("/"):
                 commands.dispatch(self, line)
@@ -255,9 +270,9 @@ class Shell:
         if self.editor is not None:
             try:
                 return self.editor.read(prompt, prefill or "")
-            except KeyboardInterrupt:  # a SIGINT sent from elsewhere (keys do not make one there)
+            except KeyboardInterrupt:  # (a SIGINT as the read began or ended: the editor takes the others)
                 self.say()
-                return ReadResult(INTERRUPT)
+                return ReadResult(INTERRUPT, self.editor.buffer.text)
         try:
             return ReadResult(LINE, self.read(prompt))
         except EOFError:
@@ -269,7 +284,7 @@ class Shell:
 
     def _setup_history_and_editor(self) -> None:
         """The history (its file next to config.json) and the line editor, when stdin and
-        stdout are a terminal that has one (`lineedit.usable`)."""
+        stdout are a terminal that has one (`lineedit_term.usable`)."""
         try:
             config = self.client.request("config/read", {})
             self.history = History(Path(config["path"]).parent / "history")
@@ -279,7 +294,7 @@ class Shell:
             self.history.load()
         except OSError as exc:
             self._drop_history(exc)
-        if lineedit.usable(sys.stdin, self.out, self.env):
+        if lineedit_term.usable(sys.stdin, self.out, self.env):
             self.editor = LineEditor(sys.stdin.fileno(), self.out, self.history, complete=self._complete,
                                      env=self.env, style=self.style)
 

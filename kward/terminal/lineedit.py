@@ -6,8 +6,11 @@ no line discipline, no signals from keys: Ctrl-C, Ctrl-Z and Ctrl-\\ arrive as b
 bracketed paste on (`ESC[?2004h`); both are undone before it returns, however it returns
 (a key, an exception, SIGTERM/SIGHUP made SystemExit by the Host), and while it runs the
 user's editor or is suspended, so the terminal is in its normal mode whenever kward is not
-reading a prompt. It returns a `ReadResult`: the `line` sent, an `interrupt` (Ctrl-C; the
-`text` that was cleared) or `eof` (Ctrl-D on an empty input, or the terminal gone).
+reading a prompt. It returns a `ReadResult`: the `line` sent, an `interrupt` (Ctrl-C, or a
+SIGINT sent from outside; the `text` that was cleared) or `eof` (Ctrl-D on an empty input,
+or the terminal gone). Keys read after the one that ended a read (typed fast, or sent in
+one write: `first⏎second⏎`, Ctrl-C Ctrl-D) are kept for the next read, which takes them
+first (`drop_typed_ahead` discards them, as a canceled turn does).
 
 Keys: Enter sends (a buffer ending in `\\` gets a line break for the `\\` instead);
 Alt-Enter, Ctrl-J (and Shift-Enter where the terminal reports it) insert a line break; a
@@ -23,41 +26,42 @@ becoming the input, sent on Enter.
 Type-ahead: what was typed while a turn ran, in the terminal's normal mode (its line
 discipline echoed it and made Enter LF, which raw mode would read as Ctrl-J), is taken when
 a read begins, as `lineedit_keys.typed_ahead` reads it (each LF is Enter). First the whole
-lines, still in that mode (`_typed_ahead`: one os.read gives one line; an empty one is a
-Ctrl-D on an empty line, taken as that key): the first is sent at once, shown after the
+lines, still in that mode (`lineedit_term.Terminal.typed_lines`: one os.read gives one
+line; an empty one is a Ctrl-D on an empty line, taken as that key): the first is sent at once, shown after the
 prompt as a line sent there is, and the rest stay in the terminal's queue for the next
 reads, in order (a Ctrl-C that cancels the next turn discards them, as the terminal does).
 Then, once raw mode is on, what the terminal held of a line not ended is the start of the
 input. Keys pressed at the prompt are read as ever. The prompt's row is cleared first when
 type-ahead was taken (it may hold the echo of a line not ended).
 
-The screen: each change redraws the input from the first row that changed
-(`lineedit_layout`), at the terminal width read at that moment, and a resize (SIGWINCH,
-seen through a self-pipe the read also waits on) draws it again at once; the keys come from
-`lineedit_keys`, the edits from `lineedit_buffer`, the entries from `lineedit_history`.
+The screen: after the keys of each read of the terminal (none while a paste is still
+arriving) the input is drawn again from the first row that changed (`lineedit_layout`,
+which lays out only the rows the screen shows), at the terminal width read at that moment,
+and a resize draws it again at once. The terminal's modes and keys are `lineedit_term`'s
+(the keys decoded by `lineedit_keys`), the edits `lineedit_buffer`'s, the entries
+`lineedit_history`'s.
 
 Main thread only (it changes terminal modes and sends itself SIGTSTP); one read at a time.
 """
 
 from __future__ import annotations
 
-import codecs
 import os
-import select
 import signal
 import termios
-from types import FrameType
-from typing import Any, Callable, Mapping, NamedTuple, TextIO
+from typing import Callable, Final, Literal, Mapping, NamedTuple, TextIO
 
 from kward.terminal import lineedit_external
 from kward.terminal.lineedit_buffer import Buffer
 from kward.terminal.lineedit_history import History
-from kward.terminal.lineedit_keys import ESC_WAIT, PASTE_WAIT, Key, KeyDecoder, clean_paste, typed_ahead
+from kward.terminal.lineedit_keys import Key, clean_paste
 from kward.terminal.lineedit_layout import Layout, continuation_for, end_of, layout, redraw, visible_width
+from kward.terminal.lineedit_term import Terminal
 from kward.terminal.style import Style
 
-LINE, INTERRUPT, EOF = "line", "interrupt", "eof"
-PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
+LINE: Final = "line"
+INTERRUPT: Final = "interrupt"
+EOF: Final = "eof"
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 CLEAR_ROW = "\r\x1b[J"  # (the row the cursor is on and all below)
 
@@ -69,41 +73,8 @@ class ReadResult(NamedTuple):
     """What `read` ended with: `kind` LINE (the input in `text`), INTERRUPT (`text`: what was
     cleared) or EOF."""
 
-    kind: str
+    kind: Literal["line", "interrupt", "eof"]
     text: str = ""
-
-
-def usable(stdin: TextIO, stdout: TextIO, env: Mapping[str, str]) -> bool:
-    """Whether the editor can run: stdin and stdout are terminals and TERM is set and not
-    `dumb` (otherwise the shell reads with plain `input()`)."""
-    if env.get("TERM", "") in ("", "dumb"):
-        return False
-    try:
-        fd = stdin.fileno()
-        if not (os.isatty(fd) and stdout.isatty()):
-            return False
-        termios.tcgetattr(fd)
-    except (AttributeError, ValueError, OSError, termios.error):
-        return False
-    return True
-
-
-def _ready(fd: int) -> bool:
-    """Whether a read of `fd` would not block (in canonical mode: a whole line waits)."""
-    return bool(select.select([fd], [], [], 0)[0])
-
-
-def raw_mode(attrs: list[Any]) -> list[Any]:
-    """`attrs` (of `termios.tcgetattr`) with input taken key by key: no echo, no canonical
-    lines, no signal keys, no CR-to-LF or flow control; output processing stays (LF is
-    written as CR LF)."""
-    mode = list(attrs)
-    mode[0] &= ~(termios.ICRNL | termios.INLCR | termios.IGNCR | termios.IXON | termios.ISTRIP | termios.BRKINT)
-    mode[3] &= ~(termios.ICANON | termios.ECHO | termios.ISIG | termios.IEXTEN)
-    cc = list(mode[6])
-    cc[termios.VMIN], cc[termios.VTIME] = 1, 0
-    mode[6] = cc
-    return mode
 
 
 class LineEditor:
@@ -113,26 +84,18 @@ class LineEditor:
 
     def __init__(self, fd: int, out: TextIO, history: History, *, complete: Completer,
                  env: Mapping[str, str], style: Style):
-        self.fd = fd
-        self.out = out
+        self.term = Terminal(fd, out)
         self.history = history
         self.complete = complete
         self.env = env
         self.style = style
         self.buffer = Buffer()
-        self._decoder = KeyDecoder()
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-        self._resized = os.pipe()  # SIGWINCH's handler writes a byte here while a read runs
-        for end in self._resized:
-            os.set_blocking(end, False)
-        self._saved: list[Any] | None = None  # the terminal's normal mode while raw
         self._shown: Layout | None = None  # the layout on screen
         self._prompt = ""
         self._continuation = ""
         self._kill = ""  # the last killed text (Ctrl-Y)
         self._ctrl_x = False  # Ctrl-X was pressed: Ctrl-E may follow
-        self._echoed = False  # type-ahead was taken: the terminal's echo may be on the prompt's row
-        self._pending: list[Key] = []  # typed-ahead keys after the ones a read ended with
+        self._pending: list[Key] = []  # keys read after the one a read ended with: the next read's
         self._place = 0  # the history entry shown (len(entries): the new input)
         self._edits: dict[int, str] = {}  # entries changed during this read
         self._keys: dict[str, Callable[[Key], ReadResult | None]] = {
@@ -161,98 +124,64 @@ class LineEditor:
     # --- the read ---------------------------------------------------------------------
 
     def read(self, prompt: str, prefill: str = "") -> ReadResult:
-        """One input (see the module docstring). KeyboardInterrupt (a SIGINT from outside)
-        and SystemExit propagate, with the terminal restored; a terminal that went away
-        (an OSError or termios.error on it) is EOF."""
+        """One input (see the module docstring). A SIGINT from outside is taken as Ctrl-C
+        (`lineedit_term`); SystemExit propagates, with the terminal restored; a terminal
+        that went away (an OSError or termios.error on it) is EOF."""
         self._prompt = prompt
         self._continuation = self.style.dim(continuation_for(visible_width(prompt)))
         self.buffer.set(clean_paste(prefill))
         self._shown, self._ctrl_x = None, False
-        self._decoder, self._utf8 = KeyDecoder(), codecs.getincrementaldecoder("utf-8")("replace")
         self._place, self._edits = len(self.history.entries), {}
-        self._echoed = bool(self._pending)
-        previous = signal.signal(signal.SIGWINCH, self._on_resize)
+        self.term.begin()
+        self.term.echoed = bool(self._pending)  # (keys kept from the last read may be typed-ahead ones, echoed)
         try:
-            pending, self._pending = self._pending, []
-            result = self._apply(pending)
-            if result is None:
-                result = self._typed_ahead()
-            if result is not None:
-                return result
-            self._raw()
-            result = self._apply(self._held_line())
-            if result is not None:
-                return result
-            self._draw()
-            while True:
-                for key in self._read_keys():
-                    result = self._key(key)
-                    if result is not None:
-                        return result
-                self._draw()
+            return self._read()
         except (OSError, termios.error):
             return ReadResult(EOF)
         finally:
-            self._normal()
-            signal.signal(signal.SIGWINCH, signal.SIG_DFL if previous is None else previous)
+            self.term.normal()
+            self.term.end()
 
-    def close(self) -> None:
-        """Release the resize pipe (the editor is not used after this)."""
-        for end in self._resized:
-            os.close(end)
-        self._resized = (-1, -1)
+    def drop_typed_ahead(self) -> None:
+        """Forget the keys read ahead for the next read (a canceled turn drops them, as the
+        terminal drops what it holds)."""
+        self._pending = []
 
-    def _on_resize(self, signum: int, frame: FrameType | None) -> None:
-        try:
-            os.write(self._resized[1], b"w")
-        except OSError:  # (full: a redraw is due anyway)
-            pass
-
-    def _read_keys(self) -> list[Key]:
-        wait = PASTE_WAIT if self._decoder.in_paste() else ESC_WAIT if self._decoder.waiting() else None
-        ready, _, _ = select.select([self.fd, self._resized[0]], [], [], wait)
-        if not ready:
-            return self._decoder.flush()
-        if self._resized[0] in ready:
-            try:
-                os.read(self._resized[0], 512)
-            except OSError:
-                pass
-            if self.fd not in ready:
-                return [Key("resize")]
-        try:
-            data = os.read(self.fd, 65536)
-        except OSError:  # EIO: the terminal is gone
-            data = b""
-        if not data:
-            return [Key("eof")]
-        return self._decoder.feed(self._utf8.decode(data))
+    def _read(self) -> ReadResult:
+        pending, self._pending = self._pending, []
+        result = self._apply(pending)
+        if result is None:
+            result = self._typed_ahead()
+        if result is not None:
+            return result
+        self.term.raw()
+        result = self._apply(self.term.held_line())
+        if result is not None:
+            return result
+        self._draw()
+        while True:
+            keys = self.term.keys()
+            if not keys:
+                continue  # (a paste under way, the rest of a sequence: nothing to draw yet)
+            result = self._apply(keys)
+            if result is not None:
+                return result
+            self._draw()
 
     def _typed_ahead(self) -> ReadResult | None:
-        """The complete lines typed while the terminal was in its normal mode, one os.read
-        each, until one ends the read (see the module docstring)."""
-        if not termios.tcgetattr(self.fd)[3] & termios.ICANON:
-            return None  # (a terminal kward did not find in its normal mode: nothing typed ahead)
-        while _ready(self.fd):
-            data = os.read(self.fd, 65536)
-            self._echoed = True
-            result = self._apply(typed_ahead(self._utf8.decode(data)) if data else [Key("ctrl-d")])
-            if result is not None or not data:  # (a terminal gone reads empty for ever: EOF in raw mode)
+        """The lines typed while a turn ran, until one ends the read (see the module docstring)."""
+        for keys in self.term.typed_lines():
+            result = self._apply(keys)
+            if result is not None:
                 return result
         return None
 
-    def _held_line(self) -> list[Key]:
-        """In raw mode at once: what the terminal held of a line typed but not ended."""
-        if not _ready(self.fd):
-            return []
-        data = os.read(self.fd, 65536)
-        if not data:
-            return [Key("eof")]
-        self._echoed = True
-        return typed_ahead(self._utf8.decode(data))
+    def close(self) -> None:
+        """Release what the editor holds (it is not used after this)."""
+        self.term.close()
 
     def _apply(self, keys: list[Key]) -> ReadResult | None:
-        """Typed-ahead keys; those after the one that ends the read wait for the next."""
+        """Keys, in order; those after the one that ends the read wait for the next."""
         for n, key in enumerate(keys):
             result = self._key(key)
             if result is not None:
@@ -272,39 +201,13 @@ class LineEditor:
     # --- the terminal -----------------------------------------------------------------
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
-
-    def _raw(self) -> None:
-        self._saved = termios.tcgetattr(self.fd)
-        termios.tcsetattr(self.fd, termios.TCSADRAIN, raw_mode(self._saved))
-        self._write(PASTE_ON)
-
-    def _normal(self) -> None:
-        saved, self._saved = self._saved, None
-        if saved is None:
-            return
-        try:
-            self._write(PASTE_OFF)
-        except (OSError, ValueError):
-            pass
-        try:
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
-        except termios.error:
-            pass
-
-    def _size(self) -> tuple[int, int]:
-        try:
-            size = os.get_terminal_size(self.out.fileno())
-            return size.columns or 80, size.lines or 24
-        except (OSError, ValueError, AttributeError):
-            return 80, 24
+        self.term.write(text)
 
     def _draw(self) -> None:
-        cols, lines = self._size()
+        cols, lines = self.term.size()
         new = layout(self._prompt, self._continuation, self.buffer.text, self.buffer.cursor, cols, max(1, lines - 1))
-        start = CLEAR_ROW if self._shown is None and self._echoed else ""
-        self._echoed = False
+        start = CLEAR_ROW if self._shown is None and self.term.echoed else ""
+        self.term.echoed = False
         self._write(start + redraw(self._shown, new))
         self._shown = new
 
@@ -410,11 +313,11 @@ class LineEditor:
     def _external(self) -> None:
         """Ctrl-X Ctrl-E: the input in the user's editor, the terminal in its normal mode."""
         self._below()
-        self._normal()
+        self.term.normal()
         try:
             edited = lineedit_external.edit(self.buffer.text, self.env)
         finally:
-            self._raw()
+            self.term.raw()
         if edited.text is None:
             self._write(self.style.dim(f"({edited.problem})") + "\n")
         else:
@@ -425,8 +328,8 @@ class LineEditor:
         if signal.getsignal(signal.SIGTSTP) == signal.SIG_IGN:
             return  # started with job control off: nothing to go back to
         self._below()
-        self._normal()
+        self.term.normal()
         try:
             os.kill(os.getpid(), signal.SIGTSTP)  # (returns once continued)
         finally:
-            self._raw()
+            self.term.raw()

@@ -3,18 +3,26 @@
 `Buffer.text` is the whole input (lines separated by LF); `Buffer.cursor` an index into
 it (0 ... len). The operations are the editor's keys: moves by character, word and line,
 deletions, and the kills (Ctrl-K, Ctrl-U, Ctrl-W, Alt-D), which return the killed text
-for the editor's yank. Up and down keep the display column (`text_width`, wide characters
-counted twice) and return False on the first or last line, where the editor turns to the
-history instead.
+for the editor's yank. A character is taken with the combining marks after it (`is_mark`):
+Left, Right, Backspace and Delete move over or delete the whole cluster, and a word's
+marks are part of the word, so the cursor is never between a character and its marks.
+Up and down keep the display column (`text_width`, wide characters counted twice) and
+return False on the first or last line, where the editor turns to the history instead.
 
 Pure; no I/O. One buffer per read, owned by the editor.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from kward.terminal.textwidth import char_width
+
+
+def is_mark(ch: str) -> bool:
+    """Whether `ch` is a combining mark (it goes with the character before it)."""
+    return bool(unicodedata.combining(ch)) or unicodedata.category(ch) in ("Mn", "Me")
 
 
 def text_width(text: str) -> int:
@@ -22,7 +30,7 @@ def text_width(text: str) -> int:
 
 
 def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
+    return ch.isalnum() or ch == "_" or is_mark(ch)
 
 
 @dataclass(slots=True)
@@ -63,13 +71,10 @@ class Buffer:
         self.cursor += len(text)
 
     def backspace(self) -> None:
-        if self.cursor > 0:
-            self.text = self.text[:self.cursor - 1] + self.text[self.cursor:]
-            self.cursor -= 1
+        self._cut(self._before(), self.cursor)
 
     def delete(self) -> None:
-        if self.cursor < len(self.text):
-            self.text = self.text[:self.cursor] + self.text[self.cursor + 1:]
+        self._cut(self.cursor, self._after())
 
     def _cut(self, start: int, end: int) -> str:
         killed = self.text[start:end]
@@ -107,11 +112,25 @@ class Buffer:
 
     # --- moves ------------------------------------------------------------------------
 
+    def _before(self) -> int:
+        """Where the character before the cursor (with its marks) starts."""
+        at = max(0, self.cursor - 1)
+        while at > 0 and is_mark(self.text[at]):
+            at -= 1
+        return at
+
+    def _after(self) -> int:
+        """Where the character after the cursor (with its marks) ends."""
+        at = min(len(self.text), self.cursor + 1)
+        while at < len(self.text) and is_mark(self.text[at]):
+            at += 1
+        return at
+
     def left(self) -> None:
-        self.cursor = max(0, self.cursor - 1)
+        self.cursor = self._before()
 
     def right(self) -> None:
-        self.cursor = min(len(self.text), self.cursor + 1)
+        self.cursor = self._after()
 
     def home(self) -> None:
         self.cursor = self.line_start()

@@ -6,17 +6,19 @@ newlines, backslashes and quotes whole and the format is unambiguous. A file wit
 first line is an older one: the GNU readline format (one entry per line, plain text; blank
 lines skipped), or libedit's (`_HiStOrY_V2_` first, `\\ooo` octal escapes); it is read as
 such and written anew in kward's format on the first save. A line of a kward file that is
-not a JSON string (added by hand, say) is taken as plain text. Undecodable bytes are read
-as U+FFFD.
+not a JSON string (added by hand, say) is taken as plain text, except `HEADER` again: an
+entry is never written so (it would be quoted), so it is a second header (skipped).
+Undecodable bytes are read as U+FFFD.
 
 Limits. At most `HISTORY_LIMIT` entries are kept (the oldest go first), a file larger than
 `HISTORY_BYTES` is not read (and is written anew on the next save), an entry larger than
 `MAX_ENTRY_BYTES` is kept for this run only, and consecutive duplicates are not added.
 
 Writes never leave a half-written file: an entry is appended with one `write` of its
-encoded line (the header too, when the file is new or empty); when the file must be
-trimmed or converted it is replaced whole (`fsutil.atomic_write_bytes`: a temp file and a
-rename). The file is only ever opened through `fsutil.open_own` (a link, a FIFO, a device
+encoded line (the header with it, in the same write, when the file was empty when opened:
+two processes that both found it empty each write a header, and the second is skipped
+when read, so that race costs nothing); when the file must be trimmed or converted it is
+replaced whole (`fsutil.atomic_write_bytes`: a temp file and a rename). The file is only ever opened through `fsutil.open_own` (a link, a FIFO, a device
 or another user's file is an OSError, `UnusableFile`), so nothing is followed or blocked
 on. Other kward processes may append to the same file; a replacement keeps this process's
 view of it (entries they appended since this one read it may go).
@@ -52,8 +54,10 @@ def decode(data: bytes) -> tuple[list[str], bool]:
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    if lines and lines[0].rstrip(b"\r") == HEADER.encode():
-        return [_entry(line.decode("utf-8", "replace")) for line in lines[1:] if line.strip()], True
+    header = HEADER.encode()
+    if lines and lines[0].rstrip(b"\r") == header:  # (a header again: two processes began the file at once)
+        return [_entry(line.decode("utf-8", "replace")) for line in lines[1:]
+                if line.strip() and line.rstrip(b"\r") != header], True
     if lines and lines[0].rstrip(b"\r") == _LIBEDIT:
         return [_unvis(line).decode("utf-8", "replace") for line in lines[1:] if line.strip()], False
     return [line.decode("utf-8", "replace") for line in lines if line.strip()], False

@@ -21,11 +21,13 @@ ran: the line discipline edited and echoed it, and made Enter LF) as the keys it
 each line break is `enter`, the text between them `text`; what only raw mode makes keys
 (escape sequences, control characters) is dropped.
 
-Pure: no I/O; one decoder per editor, used from the thread that reads the terminal.
+Pure: no I/O; a decoder per read of an input (`lineedit_term` makes a new one for each),
+used from the thread that reads the terminal.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import NamedTuple
 
@@ -43,11 +45,13 @@ class Key(NamedTuple):
     text: str = ""
 
 
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # (category Cc but LF and tab)
+
+
 def clean_paste(text: str) -> str:
     """`text` as it goes into the buffer: CRLF and CR become LF, control characters other
     than LF and tab are dropped."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    return _CONTROLS.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _printable(ch: str) -> bool:

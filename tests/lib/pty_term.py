@@ -110,6 +110,17 @@ class PtyKward:
                 raise TimeoutError(f"no {what!r} in the output; since the last match:\n{window}\n--- all:\n{text}")
             self._read(deadline - time.monotonic())
 
+    def answered(self, timeout: float = 10.0) -> None:
+        """Wait until kward writes something after this call: at the prompt, the redraw
+        for the keys just sent (which may only move the cursor or clear rows; kward writes
+        nothing there unasked)."""
+        deadline = time.monotonic() + timeout
+        size = len(self.raw)
+        while len(self.raw) == size:
+            if self.eof or time.monotonic() > deadline:
+                raise TimeoutError(f"nothing written after the keys; all:\n{self.text}")
+            self._read(deadline - time.monotonic())
+
     def send(self, text: str) -> None:
         os.write(self.master, text.encode("utf-8"))
 

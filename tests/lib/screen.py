@@ -1,8 +1,9 @@
 """A small terminal screen for tests: what an xterm shows after some output.
 
 It knows what kward's line editor writes: printable text (wide characters take two
-cells; at the right margin the cursor waits in the "pending wrap" state and the next
-character wraps, as xterm's autowrap does), CR, LF (with the tty's output processing: LF
+cells; a combining mark joins the cell left of the cursor, as xterm's does; at the right
+margin the cursor waits in the "pending wrap" state and the next character wraps, as
+xterm's autowrap does), CR, LF (with the tty's output processing: LF
 also returns the carriage), and the CSI sequences `A` `B` `C` `D` (cursor moves, clamped
 to the screen), `J` (erase below, 0 only), `K` (erase to the end of the row), `H` (home)
 and `2J`; `m` (styles) and `?2004h/l` are ignored. A row written past the bottom scrolls
@@ -47,7 +48,12 @@ class Screen:
 
     def _put(self, ch: str) -> None:
         w = char_width(ch)
-        if w == 0:
+        if w == 0:  # (a combining mark: onto the character before the cursor)
+            col = self.cols - 1 if self.pending else self.col - 1
+            if col > 0 and self.cells[self.row][col] == "":
+                col -= 1  # (the right half of a wide character)
+            if col >= 0:
+                self.cells[self.row][col] += ch
             return
         if self.pending or self.col + w > self.cols:
             self.col, self.pending = 0, False

@@ -4,7 +4,9 @@ encoding and the two-second Ctrl-C window (an injected clock)."""
 
 import os
 import random
+import re
 import stat
+import time
 
 import pytest
 
@@ -131,6 +133,29 @@ def test_lines_of_a_multi_line_buffer():
     assert b.first_line_end() == 10
 
 
+def test_moves_and_deletions_take_a_character_with_its_combining_marks():
+    b = Buffer()
+    b.set("ae\u0301\u0302x")
+    b.left()
+    assert b.cursor == 4  # before the x
+    b.left()
+    assert b.cursor == 1  # before the e, not between it and its marks
+    b.right()
+    assert b.cursor == 4
+    b.backspace()
+    assert b.text == "ax" and b.cursor == 1  # the e and both marks
+    b.set("ae\u0301x", 1)
+    b.delete()
+    assert b.text == "ax" and b.cursor == 1
+    b.set("cafe\u0301 bar", 0)
+    b.word_right()
+    assert b.cursor == 5  # a mark is part of its word
+    b.word_left()
+    assert b.cursor == 0
+    b.set("e\u0301\ne\u0301x", 1 + 1 + 2)  # after the mark on the second line
+    assert b.up() and b.cursor == 2  # the same column: after the first line's mark
+
+
 def test_widths():
     assert char_width("a") == 1 and char_width("界") == 2 and char_width("\u0301") == 0 and char_width("\t") == 4
     assert text_width("e\u0301界") == 3
@@ -149,7 +174,6 @@ def shown(lay):
 
 
 def _plain(text):
-    import re
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
@@ -189,22 +213,43 @@ def fresh(lay, cols):
     return s
 
 
-@pytest.mark.parametrize("cols", [10, 13, 80])
+def edit_at_random(rng, text, cursor, alphabet):
+    """One random edit of `text` as the keys make them: typing, or a deletion that may take
+    whole rows away (a character, the line break before the cursor, to the end of the
+    input, a random stretch), or a move."""
+    op = rng.random()
+    if op < 0.45 or not text:
+        piece = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5)))
+        return text[:cursor] + piece + text[cursor:], cursor + len(piece)
+    if op < 0.55:
+        at = rng.randrange(len(text))
+        return text[:at] + text[at + 1:], min(cursor, len(text) - 1)
+    if op < 0.65 and cursor > 0:
+        return text[:cursor - 1] + text[cursor:], cursor - 1  # Backspace (at the start of a line: its break)
+    if op < 0.72:
+        return text[:cursor], cursor  # to the end of the input
+    if op < 0.8:
+        start = rng.randrange(len(text))
+        end = rng.randint(start, len(text))
+        return text[:start] + text[end:], start if cursor >= start else cursor
+    return text, rng.randint(0, len(text))
+
+
+@pytest.mark.parametrize("cols", [2, 5, 10, 13, 80])
 def test_redraws_leave_the_screen_as_a_fresh_draw_would(cols):
     rng = random.Random(cols)
-    alphabet = "ab 界\n"
+    alphabet = ["a", "b", " ", "界", "\n", "\t", "e\u0301"]
     text, cursor = "", 0
     screen, old = Screen(cols, ROWS), None
-    for _ in range(400):
-        op = rng.random()
-        if op < 0.6:
-            piece = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5)))
-            text, cursor = text[:cursor] + piece + text[cursor:], cursor + len(piece)
-        elif op < 0.8 and text:
-            at = rng.randrange(len(text))
-            text, cursor = text[:at] + text[at + 1:], min(cursor, len(text) - 1)
-        else:
-            cursor = rng.randint(0, len(text))
+    for _ in range(1500):
+        edited, moved = edit_at_random(rng, text, cursor, alphabet)
+        if re.search("(?:^|\n)\u0301", edited):
+            continue  # (a mark with no character to go on: not what this checks)
+        text, cursor = edited, moved
+        if len(text) > 200:
+            text, cursor = text[:40], min(cursor, 40)
+        while 0 < cursor < len(text) and text[cursor] == "\u0301":
+            cursor -= 1  # (the editor's cursor is never between a character and its mark)
         new = layout(PROMPT, CONT, text, cursor, cols, max_rows=ROWS - 1)
         old = draw(screen, old, new)
         expected = fresh(new, cols)
@@ -212,6 +257,92 @@ def test_redraws_leave_the_screen_as_a_fresh_draw_would(cols):
         assert screen.cursor == expected.cursor == (new.row, new.col)
     screen.feed(end_of(old))
     assert screen.cursor == (len(old.rows), 0)
+
+
+@pytest.mark.parametrize("before, after", [
+    ("ab\n", "ab"),  # Backspace after Ctrl-J: the second row goes
+    ("ab\n", "ab\n\n"),
+    ("one\ntwo\nthree", "one"),  # Down back to the new, shorter input
+    ("x" * 30, "x" * 3),  # wrapped rows go
+    ("x" * 3, ""),
+])
+def test_a_layout_that_loses_rows_at_its_end_is_drawn_right(before, after):
+    for one, two in ((before, after), (after, before)):
+        for cursor in {len(two), 0}:
+            old = layout(PROMPT, CONT, one, len(one), 10)
+            new = layout(PROMPT, CONT, two, cursor, 10)
+            screen = fresh(old, 10)
+            screen.feed(redraw(old, new))
+            assert screen.lines() == fresh(new, 10).lines() == trimmed(shown(new))
+            assert screen.cursor == (new.row, new.col)
+
+
+def under_cursor(screen):
+    return screen.cells[screen.row][screen.col]
+
+
+def test_a_tab_takes_the_four_columns_it_is_drawn_in():
+    lay = layout(PROMPT, CONT, "\tab", 1, 80)
+    screen = fresh(lay, 80)
+    assert screen.lines() == ["kward>     ab"] and under_cursor(screen) == "a"
+    lay = layout(PROMPT, CONT, "abc\tdefg", 5, 16)
+    screen = fresh(lay, 16)
+    assert shown(lay) == ["kward> abc    de", "fg"] and screen.lines() == shown(lay)
+    assert under_cursor(screen) == "e"
+    lay = layout(PROMPT, CONT, "abcdefgh\tx", 9, 16)  # the tab does not fit the row: it starts the next
+    assert shown(lay) == ["kward> abcdefgh", "    x"] and (lay.row, lay.col) == (1, 4)
+    b = Buffer()
+    b.set("\tab\nabcdef", 1)
+    assert b.down() and b.cursor == len("\tab\nabcd")  # a tab counts its four columns there too
+
+
+@pytest.mark.parametrize("cols, rows", [
+    (8, ["> abcdef", "ghij"]),  # too narrow for "kward> ": the prompt's last part
+    (3, ["> a", "bcd", "efg", "hij", ""]),  # (one column left after the prompt is enough)
+    (2, ["ab", "cd", "ef", "gh", "ij", ""]),  # no room for a prompt at all
+])
+def test_a_terminal_narrower_than_the_prompt_gets_a_shorter_one(cols, rows):
+    lay = layout(PROMPT, CONT, "abcdefghij", 10, cols)
+    assert shown(lay) == rows and lay.cols == cols
+    screen = fresh(lay, cols)
+    assert screen.lines() == trimmed(rows) and screen.cursor == (lay.row, lay.col) and lay.col < cols
+    two = layout(PROMPT, CONT, "ab\ncd", 5, 5)
+    assert shown(two) == ["> ab", "  cd"]  # the continuation as wide as the shorter prompt
+
+
+def test_a_combining_mark_is_drawn_again_with_its_character():
+    for before, after in [("ae\u0301", "ae"), ("ae", "ae\u0301"), ("ae\u0301\u0302x", "ae\u0301x"), ("ae\u0301", "a")]:
+        old = layout(PROMPT, CONT, before, len(before), 80)
+        new = layout(PROMPT, CONT, after, len(after), 80)
+        screen = fresh(old, 80)
+        screen.feed(redraw(old, new))
+        assert screen.lines() == fresh(new, 80).lines() == ["kward> " + after]
+
+
+def test_a_window_of_the_layout_is_the_same_rows_as_the_whole_layout_cut():
+    rng = random.Random(7)
+    for _ in range(300):
+        text = "".join(rng.choice(["ab", "界", "\n", "\t", "xyz" * 7]) for _ in range(rng.randint(0, 40)))
+        cursor = rng.randint(0, len(text))
+        cols, max_rows = rng.choice([5, 10, 17]), rng.randint(1, 8)
+        whole = layout(PROMPT, CONT, text, cursor, cols)
+        top = max(0, whole.row - max_rows + 1) if len(whole.rows) > max_rows else 0
+        cut = layout(PROMPT, CONT, text, cursor, cols, max_rows)
+        assert cut == whole._replace(rows=whole.rows[top:top + max_rows], row=whole.row - top)
+
+
+def test_a_key_on_a_megabyte_input_lays_out_only_the_rows_shown():
+    """(Laying out the whole input took about 0.6 s a key at 1 MB: minutes for these.)"""
+    lines = ("abcdefghij" * 7 + "\n") * 14_000
+    one_line = "x" * 1_000_000
+    start = time.perf_counter()
+    for n in range(300):
+        layout(PROMPT, CONT, lines, len(lines) - n * 50, 250, 49)
+        layout(PROMPT, CONT, lines, n * 50, 250, 49)
+        if n % 10 == 0:
+            layout(PROMPT, CONT, one_line, n * 3000, 250, 49)
+        assert time.perf_counter() - start < 20
+    assert shown(layout(PROMPT, CONT, lines, len(lines), 250, 49))[-2:] == ["   ... " + "abcdefghij" * 7, "   ... "]
 
 
 def test_typing_at_the_end_writes_only_the_new_characters():
@@ -247,6 +378,22 @@ def test_older_files_are_read_as_their_format_says():
     assert decode(HEADER.encode() + b'\n"ok"\nadded by hand\n"broken\n') == (["ok", "added by hand", '"broken'], True)
     assert decode(b"\xff\xfe bytes\n") == (["\ufffd\ufffd bytes"], False)
     assert decode(b"") == ([], False)
+
+
+def test_a_header_written_twice_by_two_processes_is_not_an_entry(tmp_path):
+    """(Two kward processes that both found the file empty each wrote the header with their
+    first entry.)"""
+    path = tmp_path / "history"
+    path.write_bytes(HEADER.encode() + b'\n"one"\n' + HEADER.encode() + b'\n"two"\n')
+    assert decode(path.read_bytes()) == (["one", "two"], True)
+    h = History(path)
+    h.load()
+    h.add("three")
+    assert path.read_text().splitlines() == [HEADER, '"one"', HEADER, '"two"', '"three"']  # appended, not rewritten
+    h.add(HEADER)  # an entry that looks like the header is still an entry (encoded, it is quoted)
+    again = History(path)
+    again.load()
+    assert again.entries == ["one", "two", "three", HEADER]
 
 
 def test_history_appends_entries_and_skips_repeats(tmp_path):

@@ -545,3 +545,158 @@ def test_ctrl_d_typed_ahead_ends_the_typed_part_or_on_an_empty_line_exits(term, 
     assert k.wait() == 0  # exits once the turn ended
     assert messages(cli) == ["one", "half done"]
     assert messages(cli, "assistant") == ["tick done", "tick done"]
+
+
+# --- rows that go, keys read together, the input as sent, a SIGINT, a narrow terminal ------
+
+def test_edits_that_take_rows_away_draw_the_input_again(term, cli):
+    k = term(OK, loop=True)
+    k.send("ab")
+    k.key("ctrl-j")
+    k.expect("... ")
+    k.key("backspace")  # the second row goes
+    k.answered()
+    k.send("c")
+    k.key("ctrl-j")
+    k.expect("... ")
+    k.key("left", "ctrl-k")  # Ctrl-K at the end of "abc": its line break
+    k.answered()
+    k.send("d")
+    k.key("enter")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.line("ab")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.send("ab")
+    k.key("ctrl-j")
+    k.send("cd")
+    k.key("enter")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.key("up")
+    k.expect("... cd")
+    k.key("up", "up")  # onto its first line, then the entry before: "ab", a row less
+    k.answered()
+    k.key("enter")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["abcd", "ab", "ab\ncd", "ab"]
+
+
+def test_keys_after_the_one_that_ends_an_input_are_the_next_input(term, cli):
+    k = term([[text("answer one")], [text("answer two")]])
+    k.send("first\rsecond\r")  # in one write: the editor reads both lines at once
+    k.expect("answer one")
+    k.expect(PROMPT + "second\n")
+    k.expect("answer two")
+    k.expect(PROMPT)
+    k.key("ctrl-c", "ctrl-d")  # in one write too: the Ctrl-D is not lost
+    assert "(Ctrl-C again to exit)" in k.expect(PROMPT)
+    assert k.wait() == 0
+    assert messages(cli) == ["first", "second"]
+    assert messages(cli, "assistant") == ["answer one", "answer two"]
+
+
+def test_a_ctrl_c_that_cancels_a_turn_drops_the_keys_read_after_its_input(term, cli):
+    k = term([[text("tick "), delay(30), text("never")], [text("after")]])
+    k.send("one\rtwo\r")
+    k.expect("tick")
+    k.send("\x03")  # the terminal drops what it holds; the editor drops what it read ahead
+    k.expect("(canceled)")
+    k.expect(PROMPT)
+    k.line("three")
+    k.expect("after")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["one", "three"]
+
+
+def test_a_pasted_indented_block_keeps_its_indentation(term, cli):
+    k = term(OK, loop=True)
+    k.paste("\n  \n    def f():\n        return 1  \n\n")
+    k.key("enter")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.line("   ")  # only blanks: nothing sent
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["    def f():\n        return 1"]  # the blank lines around and the trailing blanks go
+
+
+def test_a_sigint_from_outside_at_the_prompt_clears_the_input_as_ctrl_c_does(term, cli):
+    k = term(OK, loop=True)
+    k.send("typed")
+    k.expect("typed")
+    k.proc.send_signal(signal.SIGINT)
+    out = k.expect(PROMPT)
+    assert "Ctrl-C again" not in out  # the input was not empty: nothing armed
+    k.proc.send_signal(signal.SIGINT)  # (on the empty input: the first)
+    assert "(Ctrl-C again to exit)" in k.expect(PROMPT)
+    k.line("hello")
+    k.expect("ok")
+    k.expect(PROMPT)
+    k.key("ctrl-d")
+    assert k.wait() == 0
+    assert messages(cli) == ["hello"]
+
+
+def test_a_terminal_narrower_than_the_prompt_gets_the_input_drawn_right(cli):
+    cli.script(OK, loop=True)
+    with PtyKward([], {**cli.env, "TERM": "xterm", "NO_COLOR": "1"}, str(cli.ws), rows=40, cols=8) as k:
+        k.expect("exit.")  # (the banner's last words)
+        k.expect("> ")
+        k.send("abcdefghij")
+        k.key("left", "left")
+        k.send("X")
+        k.key("enter")
+        k.expect("ok")
+        k.key("ctrl-d")
+        assert k.wait() == 0
+        screen = Screen(8, 40)
+        screen.feed(k.raw.decode())
+        lines = screen.lines()
+        at = lines.index("> abcdef")
+        assert lines[at:at + 3] == ["> abcdef", "ghXij", "ok"]
+    assert messages(cli) == ["abcdefghXij"]
+
+
+def test_a_paste_that_arrives_in_pieces_is_drawn_once_it_ended():
+    """(In-process on a pty: each piece is read before the next is written.)"""
+    master, slave = os.openpty()
+    out = open(slave, "w", encoding="utf-8", closefd=False)
+    drawn = []
+
+    class Watched(LineEditor):
+        def _draw(self):
+            drawn.append(self.buffer.text)
+            super()._draw()
+
+    def user():
+        shown = b""
+        while b"kward> " not in shown:  # the prompt: the terminal is in raw mode now
+            shown += os.read(master, 4096)
+        for piece in ["\x1b[200~one\r", "two\r", "three", "\x1b[201~\r"]:
+            os.write(master, piece.encode())
+            deadline = time.monotonic() + 10
+            while select.select([slave], [], [], 0.005)[0] and time.monotonic() < deadline:
+                pass  # until the editor has read it (the pty holds it until then)
+            while select.select([master], [], [], 0)[0]:
+                os.read(master, 65536)
+
+    try:
+        editor = Watched(slave, out, History(None), complete=lambda word: [], env={}, style=Style(False))
+        typing = threading.Thread(target=user)
+        typing.start()
+        assert editor.read("kward> ") == ReadResult(LINE, "one\ntwo\nthree")
+        typing.join(10)
+        editor.close()
+    finally:
+        out.close()
+        os.close(slave)
+        os.close(master)
+    assert drawn == ["", "one\ntwo\nthree"]  # the prompt, then the input once, as Enter sends it
