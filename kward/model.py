@@ -246,6 +246,20 @@ def is_error_text(text: str) -> bool:
     return text.startswith(ERROR_PREFIXES)
 
 
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file a tool call created, modified or deleted in the workspace.
+
+    `path` is relative to the workspace root, ``/``-separated; `status` is ``added``,
+    ``modified`` or ``deleted``; `before` the file's content before this change when it is
+    known (``b""`` for an added file; None: not known, e.g. too large or not captured).
+    """
+
+    path: str
+    status: str
+    before: bytes | None = None
+
+
 @dataclass(slots=True)
 class ToolResult:
     """One tool outcome.
@@ -254,7 +268,8 @@ class ToolResult:
     (`is_error_text`) except for `Unknown tool: <name>`, which is an error
     too. `diff` is the unified diff of a write/edit (possibly truncated), `changed_files`
     the paths written (as the model gave them), `images` image parts (always empty for the
-    built-in tools).
+    built-in tools), `changes` the workspace files the call changed with their status
+    (`FileChange`; what turnDiff and sessions/diff are made of).
     """
 
     content: str
@@ -262,6 +277,7 @@ class ToolResult:
     diff: str | None = None
     changed_files: Sequence[str] | None = None
     images: tuple[ImagePart, ...] = ()
+    changes: tuple[FileChange, ...] = ()
 
     @classmethod
     def text(cls, content: str, **kw: Any) -> "ToolResult":
@@ -278,7 +294,7 @@ class ToolResult:
         if scrub is None:
             return self
         diff = None if self.diff is None else scrub(self.diff)
-        return ToolResult(scrub(self.content), self.is_error, diff, self.changed_files, self.images)
+        return ToolResult(scrub(self.content), self.is_error, diff, self.changed_files, self.images, self.changes)
 
 
 # --- turn events -------------------------------------------------------------------------
@@ -318,6 +334,22 @@ class ToolOutcome:
 
 
 @dataclass(slots=True)
+class ToolProgress:
+    """toolUpdate: live output of a running tool call (`kward.tools.live` coalesces it).
+
+    `stream` is ``stdout`` or ``stderr``; `delta` the text since the previous update of
+    the call; `content` the tail of the whole output so far (for clients that redraw);
+    `omitted_bytes` the output left out so far (the per-call byte budget ran out), set
+    on the last update of a call."""
+
+    call: ToolCall
+    stream: str
+    delta: str
+    content: str
+    omitted_bytes: int = 0
+
+
+@dataclass(slots=True)
 class Steered:
     """turnSteered: input that joined the running turn."""
 
@@ -353,8 +385,8 @@ class Finished:
 
 #: The payload class of each event type (toolCall: ToolCall, assistantMessage:
 #: AssistantMessage, turnCancelRequested: None).
-EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolOutcome, Steered, Answer, TurnError,
-                     Finished, None]
+EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolOutcome, ToolProgress, Steered, Answer,
+                     TurnError, Finished, None]
 
 
 @dataclass(slots=True)

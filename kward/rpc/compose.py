@@ -85,7 +85,7 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
                       notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload,
-                      live_settings=setup.live)
+                      live_settings=setup.live, wants_event=lambda type_: conn.wants("turn/event", type_))
     table = methods if methods is not None else default_table()
     make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)
     return RpcServer(transport, pool, table, runtime, conn, make_warm_up)

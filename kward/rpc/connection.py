@@ -33,7 +33,9 @@ class Connection:
     def __init__(self, outbox: Outbox, secrets: KnownSecrets):
         self.outbox = outbox
         self.secrets = secrets
-        self.opt_out: frozenset[str] = frozenset()  # the notification methods the client opted out of (initialize)
+        # what the client opted out of in initialize: notification methods (``session/event``)
+        # and, beyond the original, one type of one (``turn/event:toolUpdate``); see `wants`
+        self.opt_out: frozenset[str] = frozenset()
         self.stop_requested = False
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
@@ -51,10 +53,17 @@ class Connection:
                 data = protocol.encode(secrets.scrub_value(message))
         self.outbox.put(encode_frame(data), urgent=urgent, wait=wait)
 
-    def notify(self, method: str, params: Any, *, wait: bool = True) -> None:
-        """Send a notification unless the client opted out of `method`. `wait=False` never
-        blocks (the dispatcher, and callers that paced themselves)."""
-        if method not in self.opt_out:
+    def wants(self, method: str, type_: str | None = None) -> bool:
+        """Whether the client takes `method` notifications (of `type_`, for the typed ones:
+        ``turn/event``, ``session/event``): it opted out of neither the method nor
+        ``method:type``. Any thread."""
+        opt_out = self.opt_out
+        return method not in opt_out and (type_ is None or f"{method}:{type_}" not in opt_out)
+
+    def notify(self, method: str, params: Any, *, wait: bool = True, type_: str | None = None) -> None:
+        """Send a notification unless the client opted out of it (`wants`). `wait=False`
+        never blocks (the dispatcher, and callers that paced themselves)."""
+        if self.wants(method, type_):
             self.send(protocol.notification(method, params), urgent=False, wait=wait,
                       policy=redaction.NOTIFICATIONS.get(method, redaction.FULL))
 
@@ -70,7 +79,9 @@ class Connection:
             turn_event,  # loaded with the first turn, not at start-up
         )
 
-        self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
+        if self.wants("turn/event", event.type):
+            self.send(protocol.notification("turn/event", turn_event(event)), urgent=False, wait=False,
+                      policy=redaction.NOTIFICATIONS.get("turn/event", redaction.FULL))  # paced before, by make_room
 
     def report(self, notice: Notice) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
@@ -83,7 +94,7 @@ class Connection:
         if isinstance(notice, SessionEvent):
             from kward.rpc.wire.events import session_event
 
-            self.notify("session/event", session_event(notice))
+            self.notify("session/event", session_event(notice), type_=notice.type)
         elif isinstance(notice, QuestionAsked):
             self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
                                         "questions": notice.questions})

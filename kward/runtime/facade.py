@@ -104,7 +104,9 @@ class Runtime:
     `kward.rpc.wire.events.event_payload`; without it observers see nothing). `live_settings`
     (a `LiveSettings` of `config` and `env`, made on first use when not given) gives
     `info()` the settings of config.json now; a face passes the one its `settings` came
-    from, so that an unchanged file is not resolved again.
+    from, so that an unchanged file is not resolved again. `wants_event(type)` says whether
+    the face's consumer takes turn events of that type (the RPC face: the client did not opt
+    out of it), so that work only such events need (live tool output) is skipped.
     """
 
     def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
@@ -113,7 +115,7 @@ class Runtime:
                  notify: Callable[[Notice], None] = _drop, make_room: Callable[[], None] = _nothing,
                  admit: Callable[[], None] = _nothing,
                  event_payload: EventFields | None = None,
-                 live_settings: LiveSettings | None = None):
+                 live_settings: LiveSettings | None = None, wants_event: Callable[[str], bool] = lambda _type: True):
         self.paths = paths
         self.config = config
         self.settings = settings
@@ -127,6 +129,7 @@ class Runtime:
         self._make_room = make_room
         self._admit = admit
         self.event_payload = event_payload
+        self.wants_event = wants_event
         self._live_settings = live_settings
         lock = threading.RLock()
         self._sessions = Lazy(lock, self._build_sessions)

@@ -27,6 +27,8 @@ def boom_method(call):
 def notify_method(call):
     call.conn.notify("test/one", {"token": "t0ps3cret", "n": 1})
     call.conn.notify("test/two", {"n": 2})
+    call.conn.notify("test/typed", {"n": 3}, type_="kept")
+    call.conn.notify("test/typed", {"n": 4}, type_="dropped")
     return {}
 
 
@@ -68,11 +70,14 @@ def test_unexpected_exception_is_32603_without_secrets_or_frames(isolated_home, 
 
 def test_notifications_redacted_and_opt_out(isolated_home, extra_methods):
     s = InProcessServer(isolated_home, methods=extra_methods)
-    s.request("initialize", {"capabilities": {"optOutNotificationMethods": ["test/two"]}})
+    s.request("initialize", {"capabilities": {"optOutNotificationMethods": ["test/two", "test/typed:dropped"]}})
     s.request("test/notify")
     s.request("workspace/info")  # ordering: notifications were queued before this answer
     methods = [n["method"] for n in s.notifications]
-    assert methods == ["test/one"]
+    assert methods == ["test/one", "test/typed"]  # one type of a typed method opted out of, not the rest
+    assert s.notifications[1]["params"] == {"n": 3}
+    assert s.server.conn.wants("test/typed") and not s.server.conn.wants("test/typed", "dropped")
+    assert not s.server.conn.wants("test/two", "any")
     assert s.notifications[0]["params"] == {"token": "[REDACTED]", "n": 1}
     assert "id" not in s.notifications[0]
     s.close_input()
