@@ -1,0 +1,314 @@
+"""Live output of a running tool call: `LiveOutput` turns the chunks a command writes into
+`Update`s (the payload of ``toolUpdate`` turn events), coalesced and bounded.
+
+Rules (docs/protocol.md "Live tool output"):
+
+- Rate: every update costs `INTERVAL` seconds of a token budget, and a flush happens only
+  once the budget is back (`due_in`), so a call yields at most ~20 updates a second. A
+  flush sends one update per stream with news; when both have some, the two go back to
+  back and the next flush waits twice as long.
+- Text: each stream is decoded incrementally as UTF-8 (a character split between chunks is
+  whole in one update; invalid bytes become U+FFFD). A `delta` holds whole lines: the
+  partial line at the end is held back until its newline comes, unless it is older than
+  `HOLD_SECONDS` or longer than `HOLD_CHARS` (so a progress bar still shows). A long line
+  sent in pieces is cut before a trailing run of token characters (`_TOKEN`, under
+  `TOKEN_RUN` of them), so that a credential in it reaches `scrub` whole.
+- Order: a stream's text goes out in order; within one flush the stream whose pending text
+  came first goes first.
+- `content`: the tail of the text of every delta sent so far, both streams in the order
+  sent (what a client appending the deltas shows), at most `CONTENT_BYTES` of UTF-8 and
+  starting at a line start when a newline allows it; for clients that redraw the body.
+- Budget: the UTF-8 bytes of `delta` and `content` of all updates of a call are at most
+  `BUDGET_BYTES`. Once a delta had to be cut, nothing more is sent; the UTF-8 bytes of the
+  text left out (the decoded output, so an invalid byte counts as U+FFFD's three) are
+  counted, and the last update (`close()`: an update with an empty delta when nothing is
+  pending) carries that count as `omitted_bytes`. So per stream, the deltas joined are the
+  output, or its beginning when `omitted_bytes` > 0.
+- `scrub` (kward's known credential values out: `KnownSecrets.scrub_output`) is applied
+  to every delta and content before it is sent.
+
+Thread contract: `feed`, `feed_text`, `poll`, `due_in` and `close` may be called from any
+thread; `_lock` serialises them and `publish` is called under it (so updates keep their
+order), on the thread that fed or closed. `run_command` calls them on the turn's worker
+thread; a plugin command's `progress` on the plugin's thread while the turn's thread waits.
+After `close()` every call is a no-op. The clock is injectable (tests).
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import re
+import threading
+import time
+from typing import Callable, NamedTuple
+
+INTERVAL = 0.05  # seconds of the rate budget one update costs (~20 a second)
+HOLD_SECONDS = 0.25  # a partial line is held back at most this long
+HOLD_CHARS = 4096  # ... and up to this length
+CONTENT_BYTES = 2048  # the tail `content` holds
+BUDGET_BYTES = 1024 * 1024  # delta + content of all updates of one call
+TOKEN_RUN = 256  # a trailing token run shorter than this is kept back from a cut line
+STREAMS = ("stdout", "stderr")
+_TAIL_CHARS = 2 * CONTENT_BYTES  # characters of sent text kept for `content` (> CONTENT_BYTES)
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]*\Z")  # characters a credential is made of, at the end
+
+
+class Update(NamedTuple):
+    """One live update: `delta` is the stream's text since its previous update, `content`
+    the tail of everything sent so far, `omitted_bytes` > 0 only on the last update."""
+
+    stream: str
+    delta: str
+    content: str
+    omitted_bytes: int = 0
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _prefix(text: str, limit: int) -> str:
+    """The longest prefix of `text` of at most `limit` UTF-8 bytes."""
+    if limit <= 0:
+        return ""
+    if len(text) * 4 <= limit:
+        return text
+    return text.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
+
+
+class _Stream:
+    """The pending (decoded, not yet sent) text of one stream."""
+
+    __slots__ = ("name", "decoder", "chunks", "bytes", "has_line", "partial_len", "partial_since", "order",
+                 "overflowed")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.chunks: list[str] = []
+        self.bytes = 0  # UTF-8 bytes pending
+        self.has_line = False  # a newline is pending
+        self.partial_len = 0  # characters after the last pending newline
+        self.partial_since = 0.0  # when the first of those arrived
+        self.order = 0  # when the pending text began (a counter, for the order within a flush)
+        self.overflowed = False  # text after the pending was left out: send nothing more of it
+
+    def add(self, text: str, size: int, now: float, order: int) -> None:
+        if not self.chunks:
+            self.order = order
+        self.chunks.append(text)
+        self.bytes += size
+        newline = text.rfind("\n")
+        if newline >= 0:
+            self.has_line = True
+            self.partial_len = len(text) - newline - 1
+            self.partial_since = now
+        else:
+            if self.partial_len == 0:
+                self.partial_since = now
+            self.partial_len += len(text)
+
+    def ready_at(self) -> float:
+        """When some of the pending text may go (by the line rule; pending text assumed)."""
+        if self.has_line or self.partial_len > HOLD_CHARS:
+            return float("-inf")
+        return self.partial_since + HOLD_SECONDS
+
+    def take(self, now: float, everything: bool) -> str:
+        """Remove and return the text the line rule lets go now (all of it: `everything`)."""
+        text = "".join(self.chunks)
+        cut = len(text)
+        if not everything and self.partial_len:
+            if self.partial_len > HOLD_CHARS:
+                token = _TOKEN.search(text)
+                run = len(text) - token.start() if token else 0
+                if run < TOKEN_RUN:
+                    cut -= run
+            elif self.partial_since + HOLD_SECONDS > now:
+                cut = text.rfind("\n") + 1
+        sent, rest = text[:cut], text[cut:]
+        self.chunks = [rest] if rest else []
+        self.bytes = _size(rest) if rest else 0
+        self.has_line = False
+        if rest and len(rest) != self.partial_len:
+            self.partial_since = now  # the kept-back token run of a cut line starts again
+        self.partial_len = len(rest)
+        return sent
+
+
+class LiveOutput:
+    """See the module docstring. `publish(update)` receives every update."""
+
+    def __init__(self, publish: Callable[[Update], None], *, scrub: Callable[[str], str] | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self._publish = publish
+        self._scrub = scrub
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._streams = {name: _Stream(name) for name in STREAMS}
+        self._arrivals = itertools.count(1)
+        self._next_flush = float("-inf")  # the rate budget is back at this time
+        self._spent = 0  # bytes of delta and content sent
+        self._omitted = 0  # bytes of text left out
+        self._exhausted = False  # a delta was cut: nothing more is sent
+        self._tail = ""  # the last `_TAIL_CHARS` characters of the deltas sent
+        self._tail_whole = True  # `_tail` holds everything sent
+        self._last_stream = STREAMS[0]
+        self._closed = False
+        self.updates = 0  # updates published
+
+    # --- input ------------------------------------------------------------------------------
+
+    def feed(self, stream: str, data: bytes) -> None:
+        """Output `data` of `stream` (``stdout``/``stderr``); publishes when a flush is due."""
+        with self._lock:
+            if self._closed or not data:
+                return
+            s = self._streams[stream]
+            self._add(s, s.decoder.decode(data), self._clock())
+            self._poll()
+
+    def feed_text(self, stream: str, text: str) -> None:
+        """`text` as output of `stream` (lone surrogates become ``?``)."""
+        self.feed(stream, text.encode("utf-8", "replace"))
+
+    def _add(self, s: _Stream, text: str, now: float) -> None:
+        if not text:
+            return
+        size = _size(text)
+        if self._exhausted or s.overflowed:
+            self._omitted += size
+            return
+        room = BUDGET_BYTES - self._spent - s.bytes  # more than this can never be sent
+        if size > room:
+            kept = _prefix(text, room)
+            self._omitted += size - _size(kept)
+            s.overflowed = True
+            text, size = kept, _size(kept)
+            if not text:
+                return
+        s.add(text, size, now, next(self._arrivals))
+
+    # --- flushing -----------------------------------------------------------------------
+
+    def due_in(self) -> float | None:
+        """Seconds until the next flush is due (0: now), None while nothing is pending;
+        what `run_command` bounds its wait by."""
+        with self._lock:
+            due = self._due()
+            return None if due is None else max(0.0, due - self._clock())
+
+    def poll(self) -> None:
+        """Publish what is due."""
+        with self._lock:
+            if not self._closed:
+                self._poll()
+
+    def _due(self) -> float | None:
+        ready = [s.ready_at() for s in self._streams.values() if s.chunks]
+        if self._closed or not ready:
+            return None
+        return max(min(ready), self._next_flush)
+
+    def _poll(self) -> None:
+        due = self._due()
+        now = self._clock()
+        if due is None or due > now:
+            return
+        pending = sorted((s for s in self._streams.values() if s.chunks), key=lambda s: s.order)
+        texts = [(s, s.take(now, everything=False)) for s in pending]
+        sent = sum(self._send(s, text, final=False) for s, text in texts if text)
+        self._next_flush = max(self._next_flush, now) + sent * INTERVAL
+
+    def close(self) -> None:
+        """Publish everything still pending (whatever the rate), the last update with
+        `omitted_bytes` when some text was left out (an empty delta when nothing is
+        pending); then stop. Called right before the call's result is reported."""
+        with self._lock:
+            if self._closed:
+                return
+            now = self._clock()
+            for s in self._streams.values():
+                self._add(s, s.decoder.decode(b"", final=True), now)
+            pending = sorted((s for s in self._streams.values() if s.chunks), key=lambda s: s.order)
+            texts = [(s, s.take(now, everything=True)) for s in pending]
+            for i, (s, text) in enumerate(texts):
+                self._send(s, text, final=i == len(texts) - 1)
+            if not texts and self._omitted:  # nothing pending carries the count
+                self._send(self._streams[self._last_stream], "", final=True)
+            self._closed = True
+
+    def _send(self, s: _Stream, text: str, *, final: bool) -> bool:
+        """Publish `text` of `s` as one update, cut to the budget (keeping room for the
+        last update's content unless this is it); True when an update was published.
+        `final`: this is the call's last update (it is published even with nothing to say)."""
+        if self._exhausted:
+            self._omitted += _size(text)
+            text = ""
+        limit = BUDGET_BYTES - self._spent - CONTENT_BYTES - (0 if final else CONTENT_BYTES)
+        delta = self._scrubbed(text)
+        size = _size(delta)
+        if size > limit:
+            raw = _cut(text, limit)
+            self._omitted += _size(text) - _size(raw)
+            self._exhausted = True
+            text = raw
+            delta = _prefix(self._scrubbed(raw), limit)
+            size = _size(delta)
+        elif s.overflowed:  # what followed this text was left out
+            self._exhausted = True
+        if not delta and not final:
+            return False
+        self._remember(text)
+        content = self._content()
+        if _size(content) > BUDGET_BYTES - self._spent - size:
+            content = ""
+        self._spent += size + _size(content)
+        self._last_stream = s.name
+        self.updates += 1
+        self._publish(Update(s.name, delta, content, self._omitted if final else 0))
+        return True
+
+    def _scrubbed(self, text: str) -> str:
+        return self._scrub(text) if self._scrub is not None and text else text
+
+    def _remember(self, text: str) -> None:
+        tail = self._tail + text
+        if len(tail) > _TAIL_CHARS:
+            tail = tail[-_TAIL_CHARS:]
+            self._tail_whole = False
+        self._tail = tail
+
+    def _content(self) -> str:
+        """The tail of what was sent: at most CONTENT_BYTES, from a line start if it can."""
+        tail = self._tail
+        window = _suffix(tail, CONTENT_BYTES)
+        if len(window) < len(tail) or not self._tail_whole:
+            before = tail[len(tail) - len(window) - 1] if len(window) < len(tail) else ""
+            newline = window.find("\n")
+            if before != "\n" and 0 <= newline < len(window) - 1:
+                window = window[newline + 1:]
+        return self._scrubbed(window)
+
+
+def _suffix(text: str, limit: int) -> str:
+    """The longest suffix of `text` of at most `limit` UTF-8 bytes."""
+    if len(text) * 4 <= limit:
+        return text
+    return text.encode("utf-8", "surrogatepass")[-limit:].decode("utf-8", "ignore")
+
+
+def _cut(text: str, limit: int) -> str:
+    """The beginning of `text` that fits in `limit` bytes: up to its last newline when there
+    is one, else before a trailing token run (so no credential is cut in two)."""
+    part = _prefix(text, limit)
+    if len(part) == len(text):
+        return part
+    newline = part.rfind("\n")
+    if newline >= 0:
+        return part[:newline + 1]
+    token = _TOKEN.search(part)
+    if token and len(part) - token.start() < TOKEN_RUN:
+        return part[:token.start()]
+    return part
