@@ -10,7 +10,9 @@ Thread contract: `execute` runs on a pool worker, concurrently for different ses
 is rebuilt when the settings change (config.json's content: `LiveSettings`) or auth.json
 does, after `invalidate()` (a login or logout) or on `reload()`. Credentials come from the
 `credentials` source it is built with (the runtime's credential store; default: the
-environment and the files).
+environment and the files). `wants_event(type)` says whether the face's client takes turn
+events of a type (`Runtime.wants_event`): live tool output (`toolUpdate`) is only
+coalesced and emitted when it does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from kward.agent.loop import TurnSetup, run_agent, user_content
 from kward.agent.plan import BasePlanner, CommandTurn, ModelTurn, Planner
@@ -61,7 +63,7 @@ class AgentEngine:
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
                  settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
-                 planner: Planner | None = None):
+                 planner: Planner | None = None, wants_event: Callable[[str], bool] = lambda _type: True):
         self.paths = paths
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
@@ -72,6 +74,7 @@ class AgentEngine:
         self.tools = tools or default_registry()
         self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
         self.planner = planner or BasePlanner(paths.config_dir)
+        self.wants_event = wants_event
         self._lock = threading.Lock()
         self._built_from: Settings | None = None  # the Settings and auth.json stat the selection was built from
         self._auth: tuple[int, int] | None = None
@@ -152,7 +155,8 @@ class AgentEngine:
                           model=selection.model, reasoning_effort=effort,
                           context=plan.guard(provider, selection, effort) if plan.guard is not None else None,
                           cancel=turn.cancel, emit=plan.emit, steering=turn.steering,
-                          headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True)
+                          headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True,
+                          live_output=self.wants_event("toolUpdate"))
         message = UserMessage(user_content(plan.text, turn.attachments),
                               plan.display if plan.display is not None and plan.display != plan.text else None)
         with plan.recorder.turn():

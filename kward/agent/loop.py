@@ -15,6 +15,12 @@ reported by `assistantMessage` like any other, then the turn ends canceled or fa
 The next request sends its text as ordinary assistant content. A call that streamed
 nothing leaves nothing behind.
 
+Live tool output: with `TurnSetup.live_output`, each tool call gets its own
+`kward.tools.live.LiveOutput` (in `tool_ctx.live` while it runs) whose updates are emitted
+as ``toolUpdate`` events; it is closed (its last update emitted) before the call's
+``toolResult``, also when the tool raised or was cancelled. So every ``toolUpdate`` of a
+call comes after its ``toolCall`` and before its ``toolResult``.
+
 Context guard (`TurnSetup.context`, `kward.compaction.auto.AutoCompaction`): asked before
 each model request whether to compact first, and, once, after a request the provider
 rejected as too long (`context_overflow`) before it streamed anything: when it compacted,
@@ -41,6 +47,7 @@ from kward.model import (
     TextPart,
     ToolCall,
     ToolOutcome,
+    ToolProgress,
     ToolResult,
     ToolResultMessage,
     UserMessage,
@@ -56,6 +63,7 @@ from kward.providers.base import (
 from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
 from kward.tools.base import CANCELLED, ToolContext
+from kward.tools.live import LiveOutput, Update
 from kward.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -99,6 +107,7 @@ class TurnSetup:
     max_steps: int = DEFAULT_MAX_STEPS
     refresh_instructions: Callable[[], str] | None = None  # called before each model request
     context: "ContextGuard | None" = None  # automatic compaction (kward.compaction.auto)
+    live_output: bool = True  # emit toolUpdate events (False: nobody takes them)
 
 
 class ContextGuard(Protocol):
@@ -219,11 +228,17 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         if canceled:
             result = ToolResult.text(CANCELLED)
         else:
+            live = live_output(call, setup.emit, setup.tool_ctx.scrub) if setup.live_output else None
+            setup.tool_ctx.live = live
             try:
                 result = setup.tools.run(call.name, call.arguments, setup.tool_ctx)
             except Canceled:
                 canceled = True
                 result = ToolResult.text(CANCELLED)
+            finally:
+                setup.tool_ctx.live = None
+                if live is not None:
+                    live.close()
         # the flag is stored when the text does not tell it (`Unknown tool:`), so that a
         # reloaded transcript reports what the toolResult event did
         flag = result.is_error if result.is_error != is_error_text(result.content) else None
@@ -232,6 +247,15 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         setup.emit("toolResult", ToolOutcome(call, result))
     if canceled:
         raise Canceled("Canceled.")
+
+
+def live_output(call: ToolCall, emit: Emit, scrub: Callable[[str], str] | None) -> LiveOutput:
+    """A coalescer whose updates are `call`'s ``toolUpdate`` events."""
+
+    def publish(update: Update) -> None:
+        emit("toolUpdate", ToolProgress(call, update.stream, update.delta, update.content, update.omitted_bytes))
+
+    return LiveOutput(publish, scrub=scrub)
 
 
 def user_content(text: str, attachments: list[ImagePart]) -> Content:

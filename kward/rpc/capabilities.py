@@ -115,7 +115,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
             "steering": {"supported": steer == "native", "event": "turnSteered", "mode": steer},
             # `changedFiles` means changed-file detection for every tool, the shell included: not
             # done (a shell command that writes a file reports none); edit and write report theirs
-            "tools": {"call": turns_ok, "update": False, "result": turns_ok, "normalizedMetadata": turns_ok,
+            # `update`: live output of a running shell command (and plugin command progress) as
+            # `toolUpdate` events, beyond the original (docs/protocol.md "Live tool output")
+            "tools": {"call": turns_ok, "update": turns_ok, "result": turns_ok, "normalizedMetadata": turns_ok,
                       "diffs": turns_ok, "changedFiles": False,
                       "changedFilesTools": list(CHANGED_FILES_TOOLS) if turns_ok else []},
             "errors": turns_ok,

@@ -30,8 +30,8 @@ EVENT = "event"
 EVENTS = "events"
 
 #: turn/event types whose payload is conversation content.
-CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessage", "toolCall", "toolResult",
-                            "turnSteered", "answer"})
+CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessage", "toolCall", "toolUpdate",
+                            "toolResult", "turnSteered", "answer"})
 
 #: Notification methods and their policy (others: FULL).
 NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": CONTENT}

@@ -224,7 +224,7 @@ class Runtime:
 
         return AgentEngine(paths=self.paths, config=self.config, questions=self.questions, env=self.env,
                            secrets=self.secrets, models=self.models, credentials=self.auth.provider_credentials,
-                           planner=RuntimePlanner(self))
+                           planner=RuntimePlanner(self), wants_event=self.wants_event)
 
     def _build_turns(self) -> TurnManager:
         from kward.agent.scheduler import TurnManager

@@ -13,10 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, overload
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, overload
 
 from kward.cancel import CancelToken
 from kward.model import ERROR_PREFIXES, ToolResult, is_error_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.tools.live import LiveOutput
 
 __all__ = ["CANCELLED", "ERROR_PREFIXES", "Args", "AskUser", "ToolContext", "ToolError", "ToolResult", "ToolSpec",
            "is_error_text"]
@@ -54,6 +57,8 @@ class ToolContext:
       without kward's own credential variables (see `process.child_environment`).
     - `scrub`: applied by the registry to every result's text (kward's own credentials out
       of tool output: `kward.config.secrets.KnownSecrets.scrub_output`), or None.
+    - `live`: where the call being run sends its output as it comes (`run_shell_command`),
+      or None when nobody watches; set by the agent loop around each call.
 
     Construction raises `FileNotFoundError` when the workspace root does not exist.
     """
@@ -64,6 +69,7 @@ class ToolContext:
     ask_user: AskUser | None = None
     env: dict[str, str] = field(default_factory=dict)
     scrub: Callable[[str], str] | None = None
+    live: LiveOutput | None = None
 
     def __post_init__(self) -> None:
         self.workspace_root = Path(self.workspace_root).resolve(strict=True)

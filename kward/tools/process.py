@@ -18,6 +18,9 @@ discarded, so the child never blocks on a full pipe and memory stays bounded.
   (so it can neither fork nor exit and re-parent its children) and wakes the selector
   through a self-pipe; `run_command` then SIGKILLs every process of the command, reaps
   and raises `kward.errors.Canceled`.
+- Live output (`live`, a `kward.tools.live.LiveOutput`): every chunk read is fed to it as
+  well (whatever the capture cap), and the selector's wait is bounded by its next due
+  flush, so its updates go out on time from this same thread. The caller closes it.
 - When the shell exits but a background child still holds the pipes, reading stops
   after a short linger (`LINGER_SECONDS`). Background processes of a command that
   returned are not killed: they run while kward runs and are ended when it exits
@@ -47,12 +50,15 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from kward.cancel import CancelToken
 from kward.credential_env import is_credential_variable
 from kward.errors import Canceled
 from kward.processes import children as procs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.tools.live import LiveOutput
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +91,10 @@ class CommandOutcome:
 
 
 class _Capture:
-    """Keeps the first `cap` bytes of a stream and counts the rest."""
+    """Keeps the first `cap` bytes of the stream `name` and counts the rest."""
 
-    def __init__(self, cap: int):
+    def __init__(self, name: str, cap: int):
+        self.name = name
         self.cap = cap
         self.buf = bytearray()
         self.total = 0
@@ -204,7 +211,8 @@ def _pidfd(pid: int) -> int | None:
 
 
 def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cancel: CancelToken,
-                env: Mapping[str, str] | None = None, cap: int = MAX_STREAM_BYTES) -> CommandOutcome:
+                env: Mapping[str, str] | None = None, cap: int = MAX_STREAM_BYTES,
+                live: LiveOutput | None = None) -> CommandOutcome:
     """Run `command` through ``/bin/sh -c`` (a string) or as an argv (a sequence) in `cwd`;
     see the module doc for the rules.
 
@@ -223,11 +231,11 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
     )
     group = _Group(proc, tag)
     pidfd = _pidfd(proc.pid)
-    out, err = _Capture(cap), _Capture(cap)
+    out, err = _Capture("stdout", cap), _Capture("stderr", cap)
     unregister = cancel.on_cancel(group.interrupt)
     outcome = "error"
     try:
-        outcome = _pump(group, proc, pidfd, out, err, time.monotonic() + timeout, cancel)
+        outcome = _pump(group, proc, pidfd, out, err, time.monotonic() + timeout, cancel, live)
         if outcome == "timeout":
             group.terminate()
             group.wait_leader(TERM_GRACE_SECONDS, pidfd)
@@ -258,8 +266,9 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
 
 
 def _pump(group: _Group, proc: subprocess.Popen[bytes], pidfd: int | None, out: _Capture, err: _Capture,
-          deadline: float, cancel: CancelToken) -> str:
-    """Read both pipes until the command is over; returns "exit", "timeout" or "cancel"."""
+          deadline: float, cancel: CancelToken, live: LiveOutput | None) -> str:
+    """Read both pipes until the command is over (feeding `live`, if any); returns "exit",
+    "timeout" or "cancel"."""
     assert proc.stdout is not None and proc.stderr is not None
     with selectors.DefaultSelector() as sel:
         for stream, capture in ((proc.stdout, out), (proc.stderr, err)):
@@ -285,6 +294,11 @@ def _pump(group: _Group, proc: subprocess.Popen[bytes], pidfd: int | None, out: 
                 wait = min(wait, exited_at + LINGER_SECONDS - now)
             elif pidfd is None:
                 wait = min(wait, _POLL_SECONDS)
+            if live is not None:
+                live.poll()
+                due = live.due_in()
+                if due is not None:
+                    wait = min(wait, due)
             for key, _ in sel.select(max(wait, 0.0)):
                 if key.data == "wake":
                     os.read(group.wake_fd, 64)
@@ -298,6 +312,8 @@ def _pump(group: _Group, proc: subprocess.Popen[bytes], pidfd: int | None, out: 
                         continue
                     if chunk:
                         key.data.feed(chunk)
+                        if live is not None:
+                            live.feed(key.data.name, chunk)
                     else:
                         sel.unregister(key.fd)
                         open_streams -= 1

@@ -22,6 +22,9 @@ kward itself reads (``OPENAI_ACCESS_TOKEN``, ``OPENROUTER_API_KEY`` and any ``KW
 variable named like a secret; see `process.child_environment`), so a prompt-injected
 ``env`` cannot leak them into the session.
 
+While it runs, its output also goes to `ctx.live` as it comes (the `toolUpdate` events;
+`kward.tools.live`); the result above is the same either way.
+
 The handler runs on the turn's worker thread and blocks for the command's duration.
 """
 
@@ -65,7 +68,8 @@ def run_shell_command(args: Args, ctx: ToolContext) -> ToolResult:
         timeout = DEFAULT_TIMEOUT_SECONDS
     env = child_environment(ctx.env)
     try:
-        outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel, env=env)
+        outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel, env=env,
+                              live=ctx.live)
     except OSError as exc:
         log.warning("run_shell_command could not start /bin/sh: %s", exc)
         raise ToolError(f"could not start command: {exc.strerror or exc}") from exc

@@ -12,7 +12,7 @@ from typing import Any
 
 TERMINAL = ("completed", "failed", "canceled")
 EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "reasoningDelta", "assistantDelta", "assistantMessage",
-               "modelRetry", "toolCall", "toolResult", "answer", "turnCancelRequested", "error", "turnFinished")
+               "modelRetry", "toolCall", "toolUpdate", "toolResult", "answer", "turnCancelRequested", "error", "turnFinished")
 
 
 # --- from the notifications --------------------------------------------------------------

@@ -8,7 +8,9 @@ Tool calls and results go out in the shapes UI clients read: the normalized `too
 `rawToolCall` and `toolCall`, Tauren's legacy `tool {name, displayName, path?, command?}`,
 `metadata {source, displayName}` (as `tools/list` entries carry it),
 and for a result its raw `content` and `result {content, isError, images, diff?,
-changedFiles?}`. Shapes a session record shares with the protocol (an assistant message,
+changedFiles?}`; live output of a running call (`toolUpdate`) carries the call's
+`toolCallId`, `toolName`, `args` and `metadata` with `stream`, `delta`, `content` and, on
+the last update when some output was left out, `omittedBytes`. Shapes a session record shares with the protocol (an assistant message,
 a tool call, a tool result) come from `kward.sessions.codec`. Pure functions, any thread.
 """
 
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kward import toolcalls
 from kward.compaction.events import CompactionStart
-from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, TurnError, TurnEvent
+from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, ToolProgress, TurnError, TurnEvent
 from kward.rpc.protocol import error_object
 from kward.rpc.wire.sessions import compaction_result
 from kward.rpc.wire.shape import present
@@ -57,6 +59,16 @@ def tool_result(outcome: ToolOutcome) -> dict[str, Any]:
     return {**tool_call(outcome.call), "content": outcome.result.content, "result": tool_result_record(outcome.result)}
 
 
+def tool_update(progress: ToolProgress) -> dict[str, Any]:
+    """A `toolUpdate` payload: the call's fields and metadata, then the live output."""
+    call = progress.call
+    out = {**call_fields(call), "metadata": tool_metadata(call.name), "stream": progress.stream,
+           "delta": progress.delta, "content": progress.content}
+    if progress.omitted_bytes > 0:
+        out["omittedBytes"] = progress.omitted_bytes
+    return out
+
+
 def error(err: TurnError) -> dict[str, Any]:
     """A failed turn's `error`: ``{message, code, fatal:false, reason, data?}``."""
     out: dict[str, Any] = {"message": err.message, "code": err.code, "fatal": False, "reason": err.reason}
@@ -78,6 +90,7 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "modelRetry": lambda p: {"provider": p.provider, "model": p.model, "attempt": p.attempt,
                              "maxAttempts": p.max_attempts, "delaySeconds": p.delay_seconds, "error": p.error},
     "toolCall": tool_call,
+    "toolUpdate": tool_update,
     "toolResult": tool_result,
     "turnSteered": lambda p: {"input": p.input, "createdAt": p.created_at},
     "answer": lambda p: {"content": p.content},
