@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from kward.agent.loop import TurnSetup, run_agent, user_content
+from kward.agent.loop import TurnSetup, live_output, run_agent, user_content
 from kward.agent.plan import BasePlanner, CommandTurn, ModelTurn, Planner
 from kward.agent.questions import QuestionBroker
 from kward.agent.scheduler import Turn
@@ -30,7 +30,7 @@ from kward.config.secrets import KnownSecrets
 from kward.config.settings import LiveSettings, Settings
 from kward.config.store import ConfigStore, Paths
 from kward.errors import InvalidParams
-from kward.model import Answer, AssistantMessage, Delta, UserMessage
+from kward.model import Answer, AssistantMessage, Delta, ToolCall, UserMessage
 from kward.providers import specs
 from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
@@ -127,11 +127,21 @@ class AgentEngine:
 
     def _run_command(self, turn: Turn, session: SessionHandle, plan: CommandTurn) -> str:
         """The input and then the command's output are stored, its output is emitted as one
-        `assistantDelta` (when there is any) and `answer`."""
+        `assistantDelta` (when there is any) and `answer`. What the command reports with
+        `ctx.progress` while it runs becomes `toolUpdate` events of the call
+        ``command:<name>`` (coalesced like a tool's output), all before the answer."""
         turn.cancel.raise_if_cancelled()
         self.name_session(session, plan.text)
         session.append_message(UserMessage(plan.text))
-        text = plan.run()
+        live = None
+        if self.wants_event("toolUpdate"):
+            call = ToolCall(f"command:{plan.name}", "command", {"command": plan.name, "arguments": plan.arguments})
+            live = live_output(call, turn.emit, self.secrets.scrub_output)
+        try:
+            text = plan.run(None if live is None else lambda line: live.feed_text("stdout", line))
+        finally:
+            if live is not None:
+                live.close()
         session.append_message(AssistantMessage(text))
         if text:
             turn.emit("assistantDelta", Delta(text))

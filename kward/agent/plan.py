@@ -80,14 +80,21 @@ class ModelTurn:
     after: Callable[[], None] = field(default=_nothing)  # called once the turn completed
 
 
+#: Where a command reports progress while it runs: ``progress(line)`` (any thread).
+Progress = Callable[[str], None]
+
+
 @dataclass(frozen=True, slots=True)
 class CommandTurn:
     """A plugin command runs instead of the model: `text` (the input) is stored as the
-    user message, `run()` runs the command (bounded, cancelled with the turn) and returns
-    its output, the answer."""
+    user message, `run(progress)` runs the command `name` on `arguments` (bounded,
+    cancelled with the turn; what it reports goes to `progress` unless that is None) and
+    returns its output, the answer."""
 
     text: str
-    run: Callable[[], str]
+    run: Callable[[Progress | None], str]
+    name: str = "command"
+    arguments: str = ""
 
 
 TurnPlan = ModelTurn | CommandTurn

@@ -6,11 +6,15 @@
   read-only dicts in the shape of the session file's message records,
   `kward.sessions.codec`; `kward.resources.bounded.freeze`), taken on first access;
 - `args`: the text after the command (commands only);
-- `say(text)`: a line of the command's output (commands only; elsewhere it is dropped).
+- `say(text)`: a line of the command's output (commands only; elsewhere it is dropped);
+- `progress(text)`: a line of progress while a command runs: shown live during a command
+  turn (a `toolUpdate` event; `kward.agent.engine`), not part of the output, dropped
+  elsewhere (`commands/run`, prompt context, observers).
 
 A context is built for one call on the calling thread and read on the plugin's thread;
-`say` may be called from any thread (it takes a lock). Output is capped at
-`MAX_OUTPUT_CHARS` in all; said lines after the call returned (or timed out) are dropped.
+`say` and `progress` may be called from any thread (`say` takes a lock; `progress` calls
+the sink, whose own lock orders the updates). Output is capped at `MAX_OUTPUT_CHARS` in
+all; said lines (and progress) after the call returned (or timed out) are dropped.
 """
 
 from __future__ import annotations
@@ -31,9 +35,11 @@ _CUT = "[... output truncated]"
 
 
 class Output:
-    """The lines a command says. Thread-safe; `close()` ends it."""
+    """The lines a command says, and where its progress goes (`progress`, or nowhere).
+    Thread-safe; `close()` ends it."""
 
-    def __init__(self) -> None:
+    def __init__(self, progress: Callable[[str], None] | None = None) -> None:
+        self._progress = progress
         self._lock = threading.Lock()
         self._lines: list[str] = []
         self._size = 0
@@ -49,6 +55,14 @@ class Output:
                 line = line[:room] + _CUT
             self._lines.append(line)
             self._size += len(line) + 1
+
+    def progress(self, text: object) -> None:
+        """One line of progress to the sink (a newline added), unless the call ended."""
+        line = text if isinstance(text, str) else str(text)
+        with self._lock:
+            sink = self._progress if self._open else None
+        if sink is not None:
+            sink(line if line.endswith("\n") else line + "\n")
 
     def close(self) -> tuple[str, ...]:
         with self._lock:
@@ -84,6 +98,10 @@ class PluginContext:
     def say(self, text: object = "") -> None:
         if self._output is not None:
             self._output.say(text)
+
+    def progress(self, text: object = "") -> None:
+        if self._output is not None:
+            self._output.progress(text)
 
     def __repr__(self) -> str:
         return f"PluginContext(session_id={self.session_id!r}, workspace_root={self.workspace_root!r})"

@@ -164,10 +164,12 @@ class Resources:
         return command
 
     def run_command(self, command: PluginCommand, arguments: str, session: SessionHandle,
-                    cancel: CancelToken | None = None) -> CommandOutput:
+                    cancel: CancelToken | None = None,
+                    progress: Callable[[str], None] | None = None) -> CommandOutput:
         """Run a plugin command for `session` (bounded; PluginFailed, PluginTimeout or
-        Canceled). The caller's thread waits for it."""
-        output = Output()
+        Canceled). The caller's thread waits for it. `progress` receives each line the
+        command reports with `ctx.progress` (on the plugin's thread) until it returned."""
+        output = Output(progress)
         ctx = context_for(session, args=arguments, output=output)
         try:
             value = run_bounded(command.handler, (arguments, ctx), timeout=self.timeout(),

@@ -5,7 +5,8 @@ Slash input resolves against the user's prompt templates, skills and plugin comm
 (`kward.resources`): a prompt template or a `/skill:<name>` command runs the model on its
 expansion (the typed text kept as the user message's `display_content`; an expansion over the
 input limit fails the turn before anything is stored; an unknown skill is input as typed); a plugin
-command runs instead of the model. Input that `turns/start` already expanded (`Turn.display` set) runs as it is;
+command runs instead of the model (what it reports with `ctx.progress` goes to the engine's
+`progress`). Input that `turns/start` already expanded (`Turn.display` set) runs as it is;
 anything else runs the model on the input as typed.
 
 A model turn gets: the instructions rebuilt before each model request (the AGENTS.md
@@ -65,8 +66,8 @@ class RuntimePlanner:
         command = resolved.command
         if resolved.kind == "plugin" and command is not None:
             arguments = resolved.arguments
-            return CommandTurn(resolved.text, lambda: resources.run_command(command, arguments, session,
-                                                                            cancel=turn.cancel).text)
+            return CommandTurn(resolved.text, lambda progress: resources.run_command(
+                command, arguments, session, cancel=turn.cancel, progress=progress).text, command.name, arguments)
         if resolved.kind == "prompt":
             return self._model_turn(turn, session, tools, resolved.text, resolved.display)
         return self._model_turn(turn, session, tools, turn.input, None)
