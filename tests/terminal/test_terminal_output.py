@@ -1,6 +1,6 @@
 """What a turn looks like on a pseudo-terminal: the answer's Markdown rendered as it
 streams (and written as the model wrote it without colours), an edit's diff, a shell
-call's last lines of output, and the reasoning collapsed by `/reasoning hide`."""
+call's last lines of output (and its output live while it runs), and the reasoning collapsed by `/reasoning hide`."""
 
 import re
 
@@ -83,6 +83,16 @@ def test_a_shell_call_shows_its_command_and_last_lines_of_output(term):
     shown = re.search(r"bash printf .*  exit 3\n((?:    .*\n)+)", out)
     assert shown, out
     assert shown.group(1) == "".join(f"    line {n}\n" for n in range(7, 13)) + "    STDERR:\n    oops\n"
+
+
+def test_a_running_command_shows_its_output_live(term):
+    k = term([[tool("run_shell_command", command="printf 'live-%s\\n' one two; sleep 30", timeout_seconds=60)],
+              [text("unreached")]], NO_COLOR="")
+    k.line("run it")
+    shown = k.expect("live-two")  # under the tool line while the command still runs (toolUpdate)
+    assert "bash printf" in shown and "live-one" in shown
+    k.send("\x03")
+    assert "(canceled)" in k.expect(PROMPT)
 
 
 def test_reasoning_hide_collapses_the_reasoning_to_one_line(term):
