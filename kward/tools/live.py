@@ -19,9 +19,9 @@ Rules (docs/protocol.md "Live tool output"):
   sent (what a client appending the deltas shows), at most `CONTENT_BYTES` of UTF-8 and
   starting at a line start when a newline allows it; for clients that redraw the body.
 - Budget: the UTF-8 bytes of `delta` and `content` of all updates of a call are at most
-  `BUDGET_BYTES`. Once a delta had to be cut, nothing more is sent; the UTF-8 bytes of the
-  text left out (the decoded output, so an invalid byte counts as U+FFFD's three) are
-  counted, and the last update (`close()`: an update with an empty delta when nothing is
+  `BUDGET_BYTES`. Once a delta had to be cut, nothing more is sent; the bytes left out are
+  counted (as UTF-8 of the decoded text up to the cut, so an invalid byte there counts as
+  U+FFFD's three; as read after it), and the last update (`close()`: an update with an empty delta when nothing is
   pending) carries that count as `omitted_bytes`. So per stream, the deltas joined are the
   output, or its beginning when `omitted_bytes` > 0.
 - `scrub` (kward's known credential values out: `KnownSecrets.scrub_output`) is applied
@@ -166,7 +166,10 @@ class LiveOutput:
             if self._closed or not data:
                 return
             s = self._streams[stream]
-            self._add(s, s.decoder.decode(data), self._clock())
+            if self._exhausted or s.overflowed:  # nothing more of it is sent: only counted
+                self._omitted += len(data)
+            else:
+                self._add(s, s.decoder.decode(data), self._clock())
             self._poll()
 
     def feed_text(self, stream: str, text: str) -> None:
@@ -193,28 +196,36 @@ class LiveOutput:
     # --- flushing -----------------------------------------------------------------------
 
     def due_in(self) -> float | None:
-        """Seconds until the next flush is due (0: now), None while nothing is pending;
-        what `run_command` bounds its wait by."""
+        """Seconds until the next flush is due (0: now), None while nothing is pending."""
         with self._lock:
             due = self._due()
             return None if due is None else max(0.0, due - self._clock())
 
-    def poll(self) -> None:
-        """Publish what is due."""
+    def poll(self) -> float | None:
+        """Publish what is due; then `due_in()` (what `run_command` bounds its wait by)."""
         with self._lock:
-            if not self._closed:
-                self._poll()
+            if self._closed:
+                return None
+            self._poll()
+            due = self._due()
+            return None if due is None else max(0.0, due - self._clock())
 
     def _due(self) -> float | None:
-        ready = [s.ready_at() for s in self._streams.values() if s.chunks]
-        if self._closed or not ready:
+        if self._closed:
             return None
-        return max(min(ready), self._next_flush)
+        ready = None
+        for s in self._streams.values():
+            if s.chunks:
+                at = s.ready_at()
+                ready = at if ready is None else min(ready, at)
+        return None if ready is None else max(ready, self._next_flush)
 
     def _poll(self) -> None:
         due = self._due()
+        if due is None:
+            return
         now = self._clock()
-        if due is None or due > now:
+        if due > now:
             return
         pending = sorted((s for s in self._streams.values() if s.chunks), key=lambda s: s.order)
         texts = [(s, s.take(now, everything=False)) for s in pending]

@@ -295,8 +295,7 @@ def _pump(group: _Group, proc: subprocess.Popen[bytes], pidfd: int | None, out: 
             elif pidfd is None:
                 wait = min(wait, _POLL_SECONDS)
             if live is not None:
-                live.poll()
-                due = live.due_in()
+                due = live.poll()  # publishes what is due; the wait until the next flush
                 if due is not None:
                     wait = min(wait, due)
             for key, _ in sel.select(max(wait, 0.0)):

@@ -328,3 +328,21 @@ def test_skill_names_are_at_most_64_characters_and_the_skills_list_is_capped(tmp
     listed = Catalog(skills=tuple(many)).skills_text
     assert listed is not None and len(listed.encode()) <= MAX_PROMPT_FILE + len(truncation_note()) + 1
     assert listed.endswith(truncation_note()) and listed.startswith("Configured skills")
+
+
+def test_progress_goes_to_the_sink_as_lines_until_the_command_ended():
+    from kward.resources.context import Output, PluginContext
+
+    lines: list[str] = []
+    output = Output(lines.append)
+    ctx = PluginContext(workspace_root="/w", output=output)
+    ctx.progress("step 1")
+    ctx.progress("step 2\n")
+    ctx.progress(3)
+    assert output.close() == ()  # progress is not output
+    ctx.progress("late")
+    assert lines == ["step 1\n", "step 2\n", "3\n"]
+    PluginContext(workspace_root="/w").progress("nowhere")  # outside a command: dropped
+    silent = Output()
+    PluginContext(workspace_root="/w", output=silent).progress("no sink")
+    assert silent.close() == ()

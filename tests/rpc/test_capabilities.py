@@ -128,6 +128,12 @@ def test_memory_and_logging_groups_follow_the_table():
     assert none["logging"]["enabledCategories"] == [] and none["logging"]["methods"] == []
 
 
+def test_tool_updates_are_claimed_with_turns():
+    # shown working over `kward rpc` by tests/turns/test_rpc_tool_updates.py
+    assert capabilities.build(registry.METHODS)["events"]["tools"]["update"] is True
+    assert capabilities.build(["initialize"])["events"]["tools"]["update"] is False
+
+
 def test_changed_files_are_claimed_only_for_the_tools_that_report_them():
     tools = capabilities.build(registry.METHODS)["events"]["tools"]
     assert tools["changedFiles"] is False  # no changed-file detection for shell commands

@@ -52,7 +52,7 @@ def test_the_first_line_goes_at_once_then_at_most_one_update_per_interval(clock)
     out.feed("stdout", b"three\n")
     assert len(updates) == 1 and out.due_in() == pytest.approx(INTERVAL)
     clock.advance(INTERVAL / 2)
-    out.poll()
+    assert out.poll() == pytest.approx(INTERVAL / 2)  # what run_command's select waits at most
     assert len(updates) == 1 and out.due_in() == pytest.approx(INTERVAL / 2)
     clock.advance(INTERVAL / 2)
     out.poll()
