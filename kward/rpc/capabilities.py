@@ -67,8 +67,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
     steer = facts.steering if turns_ok else "unsupported"
     cancellation = {"supported": cancel_ok, "behavior": "best-effort", "queuedTurns": "cancel-before-run",
                     "runningTurns": "interrupt-at-next-safe-point"}
+    # (kward's addition: `truncation`, turns/events says `truncated` and `firstSequence`)
     replay = {"supported": replay_ok, "behavior": "recent-in-memory", "persisted": False,
-              "limit": EVENT_REPLAY_LIMIT}
+              "limit": EVENT_REPLAY_LIMIT, "truncation": replay_ok}
     question = {"supported": question_ok, "notification": "ui/question", "method": "ui/answerQuestion",
                 "maxQuestions": 4, "multiSelect": False, "preview": False}
     transcript_ok = has("sessions/transcript")
@@ -113,6 +114,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
             "reasoning": {"start": False, "delta": turns_ok, "end": False},
             "modelRetry": {"supported": turns_ok, "event": "modelRetry"},
             "steering": {"supported": steer == "native", "event": "turnSteered", "mode": steer},
+            # (kward's: an automatic compaction inside a turn, also as the turn's events)
+            "compaction": {"supported": turns_ok, "events": ["compactionStart", "compactionEnd"] if turns_ok else []},
             # `changedFiles` means changed-file detection for every tool, the shell included: not
             # done (a shell command that writes a file reports none); edit and write report theirs
             "tools": {"call": turns_ok, "update": False, "result": turns_ok, "normalizedMetadata": turns_ok,

@@ -79,9 +79,8 @@ class Connection:
             turn_event,  # loaded with the first turn, not at start-up
         )
 
-        if self.wants("turn/event", event.type):
-            self.send(protocol.notification("turn/event", turn_event(event)), urgent=False, wait=False,
-                      policy=redaction.NOTIFICATIONS.get("turn/event", redaction.FULL))  # paced before, by make_room
+        if self.wants("turn/event", event.type):  # (before the payload is shaped)
+            self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
 
     def report(self, notice: Notice) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""

@@ -113,6 +113,9 @@ def test_capabilities_report_the_limits_the_code_enforces(tmp_path):
     for _ in range(limit + 5):
         log.emit("assistantDelta", {}, wait=False)
     assert [e.sequence for e in log.after(0)] == list(range(6, limit + 6))  # the last `limit` are kept
+    assert caps["turns"]["eventReplay"]["truncation"] is True  # ... and a replay says what it lost
+    assert log.replay(0)[1:] == (6, True) and log.replay(4)[1:] == (6, True) and log.replay(5)[1:] == (6, False)
+    assert EventLog("t", "s", publish=lambda e: None, make_room=lambda: None).replay(0)[1:] == (1, False)
     logging = caps["logging"]
     assert logging["rotation"]["maxBytes"] == TelemetryLog(tmp_path).max_bytes == 10 * 1024 * 1024
     assert logging["categories"] == list(CATEGORIES)
