@@ -100,7 +100,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                         "notification": "session/event", "events": ["compactionStart", "compactionEnd"]},
             "import": {"supported": False},
             "tree": {"supported": False, "labels": False, "navigate": False, "summarize": False},
-            "updates": {"supported": False, "notification": "session/updated"},
+            # (kward's: the original reserved `session/updated`; these ride on `session/event`)
+            "updates": {"supported": bool(sessions), "notification": "session/event",
+                        "events": ["sessionUpdated", "usageUpdated"] if sessions else []},
         },
         "turns": {
             "supported": turns_ok, "mode": "async", "perSessionConcurrency": 1,
@@ -122,7 +124,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                       "diffs": turns_ok, "changedFiles": False,
                       "changedFilesTools": list(CHANGED_FILES_TOOLS) if turns_ok else []},
             "errors": turns_ok,
-            "sessionUpdates": False,
+            "sessionUpdates": bool(sessions),
         },
         "attachments": {"input": {"supported": turns_ok, "method": "turns/start", "encoding": "base64",
                                   "mimeTypes": list(IMAGE_MIME_TYPES), "maxBytes": MAX_IMAGE_BYTES}},

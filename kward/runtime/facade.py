@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.handle import SessionHandle
     from kward.sessions.listing import SessionSummary
     from kward.sessions.manager import ForkEntry, SessionManager
+    from kward.sessions.session import Changed
     from kward.sessions.transcript import Transcript
     from kward.workspace import WorkspaceInfo
 
@@ -202,7 +203,27 @@ class Runtime:
     def _build_sessions(self) -> SessionManager:
         from kward.sessions.manager import SessionManager
 
-        return SessionManager(self.paths.sessions_dir, str(self.launch_cwd))
+        return SessionManager(self.paths.sessions_dir, str(self.launch_cwd), on_change=self._session_changed)
+
+    def _session_changed(self, handles: list[SessionHandle], change: Changed) -> None:
+        """This process renamed a session or stored usage on it (a model call, a
+        compaction): a sessionUpdated and/or usageUpdated notice for every open id on its
+        file. On the appending thread, under the session's lock (see `SessionManager`)."""
+        from kward.runtime.notices import SessionEvent, SessionUpdate
+        from kward.timefmt import now_iso
+
+        now = now_iso()
+        for handle in handles:
+            if change.renamed:
+                self._notify(SessionEvent(handle.id, "sessionUpdated", SessionUpdate(change.name, handle.path), now))
+            if change.usage_changed:
+                self._notify(SessionEvent(handle.id, "usageUpdated", change.spent, now))
+
+    def _changed(self) -> None:
+        """What `info()` reports may differ now: a RuntimeChanged notice."""
+        from kward.runtime.notices import RuntimeChanged
+
+        self._notify(RuntimeChanged())
 
     def _build_questions(self) -> QuestionBroker:
         from kward.agent.questions import QuestionBroker
@@ -241,7 +262,8 @@ class Runtime:
                            changed=self._credentials_changed)
 
     def _credentials_changed(self) -> None:
-        """Credentials changed (a login or logout): select the provider again, list models again."""
+        """Credentials changed (a login or logout): select the provider again, list models
+        again; the provider `info()` sees may be another (RuntimeChanged)."""
         engine, models = self._engine.peek(), self._models.peek()
         if engine is not None:
             engine.invalidate()
