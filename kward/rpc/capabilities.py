@@ -4,12 +4,14 @@ Every group of the spec (and the legacy compatibility fields) is always present.
 is `supported: true` only when its methods are in the method table; a method is listed
 only when it exists. `tests/rpc/test_capabilities.py` checks both directions. Facts that do
 not follow from the method table (e.g. the steering mode of the active provider) are
-passed in by the caller.
+passed in by the caller: `facts(info)` reads them from what the runtime announces
+(`kward.runtime.startup.RuntimeInfo`), for `initialize` and for
+`runtime/capabilitiesChanged` alike (`kward.rpc.connection`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from kward.config.settings import RpcSettings
 from kward.limits import (
@@ -18,6 +20,9 @@ from kward.limits import (
     LOG_ROTATION_BYTES,
     MAX_IMAGE_BYTES,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.startup import RuntimeInfo
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
@@ -48,6 +53,13 @@ class RuntimeFacts(NamedTuple):
     tokens_stats: bool = False
     cost_stats: bool = False
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
+
+
+def facts(info: RuntimeInfo) -> RuntimeFacts:
+    """The facts of a runtime that announced `info` (`Runtime.info()`)."""
+    return RuntimeFacts(steering="native" if info.steering else "unsupported", tokens_stats=True, cost_stats=True,
+                        logs_dir=info.logs_dir, max_frame_bytes=info.max_frame_bytes,
+                        max_input_chars=info.max_input_chars, logging_categories=info.logging_categories)
 
 
 def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
@@ -187,7 +199,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "tools": {"supported": has("tools/list"), "method": "tools/list", "eventMetadata": turns_ok},
         "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
         # kward's additions to the protocol (docs/protocol.md)
-        "rpc": {"batch": False, "optOutNotificationMethods": True, "initializedNotification": True,
+        "rpc": {"batch": False, "optOutNotificationMethods": True, "optOutNotificationTypes": True,
+                "initializedNotification": True,
+                "capabilitiesChanged": {"supported": True, "notification": "runtime/capabilitiesChanged"},
                 "trace": {"supported": turns_ok, "field": "trace", "forwardedAs": "traceparent"},
                 "backpressure": {"supported": turns_ok, "errorCode": -32001, "reason": "overloaded"},
                 "inputLimits": {"supported": turns_ok and facts.max_input_chars > 0,

@@ -269,6 +269,7 @@ class Runtime:
             engine.invalidate()
         if models is not None:
             models.catalog.clear()
+        self._changed()
 
     def _build_memory(self) -> MemoryRuntime:
         from kward.runtime.memory import MemoryRuntime
@@ -315,8 +316,10 @@ class Runtime:
         return self.config.load()
 
     def update_config(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Merge `values` into config.json; returns the merged config."""
-        return self.config.update(values)
+        """Merge `values` into config.json; returns the merged config (then RuntimeChanged)."""
+        merged = self.config.update(values)
+        self._changed()
+        return merged
 
     def resolve_workspace(self, root: str | None) -> Path:
         """The real directory `root` names (relative to the launch directory; default it)."""
@@ -523,25 +526,30 @@ class Runtime:
         return self.models.current(self.engine.selection(), load=load)
 
     def set_model(self, model: str, provider: str | None = None) -> "ModelChoice":
-        """Store the model (and provider) in config.json; returns the new current model."""
+        """Store the model (and provider) in config.json (RuntimeChanged); returns the new
+        current model."""
         self.models.set_model(self.engine.selection(), model, provider)
+        self._changed()
         return self.current_model(load=True)
 
     def set_reasoning(self, effort: str) -> "ModelChoice":
-        """Store the reasoning level; returns the new current model."""
+        """Store the reasoning level (RuntimeChanged); returns the new current model."""
         self.models.set_effort(self.engine.selection(), effort)
+        self._changed()
         return self.current_model(load=True)
 
     def update_setting(self, setting: str, value: str) -> str:
-        """Change `defaultModel` or `defaultThinkingLevel` (applied live); returns what the
-        user is told."""
+        """Change `defaultModel` or `defaultThinkingLevel` (applied live; RuntimeChanged);
+        returns what the user is told."""
         if setting == "defaultModel":
             provider, model = self.models.set_default_model(value)
+            self._changed()
             message = f"Default model set to {provider}/{model}."
             if self.env.get("KWARD_PROVIDER"):
                 message += " KWARD_PROVIDER in the environment still chooses the provider of this process."
         elif setting == "defaultThinkingLevel":
             effort = self.models.set_effort(self.engine.selection(), value, param="value")
+            self._changed()
             message = f"Default thinking level set to {effort}."
             current = self.current_model(load=True)
             if current.effective_effort is not None:
@@ -554,7 +562,10 @@ class Runtime:
     def reload(self) -> None:
         """Forget cached model listings and the provider selection: the next use reads
         config.json, auth.json and the provider again; read prompt templates, skills,
-        plugins and the AGENTS.md files again."""
+        plugins and the AGENTS.md files again (then RuntimeChanged)."""
         self.resources.reload()
         self.models.catalog.clear()
-        self.engine.reload()
+        try:
+            self.engine.reload()
+        finally:  # (settings read again even when the provider they name cannot be built)
+            self._changed()

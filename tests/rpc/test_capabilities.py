@@ -154,3 +154,21 @@ def test_changed_files_flags_tell_what_a_turn_reports(kward):
     for name in tools["changedFilesTools"]:
         assert results[name]["changedFiles"] == [f"{name[0]}.txt"], name
     assert sorted(tools["changedFilesTools"]) == sorted(n for n, r in results.items() if "changedFiles" in r)
+
+
+def test_the_update_notifications_are_claimed_with_the_methods_that_send_them():
+    # shown working over `kward rpc` by tests/sessions/test_rpc_sessions_updates.py,
+    # tests/compaction/test_rpc_compaction_turn_events.py, tests/rpc/test_rpc_capabilities_changed.py
+    # and tests/turns/test_rpc_turns_events.py (truncation)
+    caps = capabilities.build(registry.METHODS)
+    assert caps["sessions"]["updates"] == {"supported": True, "notification": "session/event",
+                                           "events": ["sessionUpdated", "usageUpdated"]}
+    assert caps["events"]["sessionUpdates"] is True
+    assert caps["events"]["compaction"] == {"supported": True, "events": ["compactionStart", "compactionEnd"]}
+    assert caps["turns"]["eventReplay"]["truncation"] is caps["eventReplay"]["truncation"] is True
+    assert caps["rpc"]["capabilitiesChanged"] == {"supported": True, "notification": "runtime/capabilitiesChanged"}
+    assert caps["rpc"]["optOutNotificationTypes"] is True
+    none = capabilities.build(["initialize"])
+    assert none["sessions"]["updates"] == {"supported": False, "notification": "session/event", "events": []}
+    assert none["events"]["sessionUpdates"] is False and none["events"]["compaction"]["supported"] is False
+    assert none["turns"]["eventReplay"]["truncation"] is False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from kward import __version__
 from kward.errors import InvalidParams
@@ -22,28 +22,23 @@ def initialize(call: Call) -> dict[str, Any]:
     if not isinstance(experimental, bool):
         raise InvalidParams("Invalid params: 'capabilities.experimentalApi' must be true or false",
                             data={"param": "capabilities.experimentalApi"})
-    call.conn.opt_out = frozenset(opt_out)
+    conn = call.conn
+    conn.opt_out = frozenset(opt_out)
+    changes = conn.runtime_changes
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
-    facts = capabilities.RuntimeFacts(
-        steering="native" if info.steering else "unsupported",
-        tokens_stats=True,
-        cost_stats=True,
-        logs_dir=info.logs_dir,
-        max_frame_bytes=info.max_frame_bytes,
-        max_input_chars=info.max_input_chars,
-        logging_categories=info.logging_categories,
-    )
-    return _result(facts, [{"reason": reason, "message": message} for reason, message in info.warnings],
-                   call.methods)
+    caps = capabilities.build(call.methods, capabilities.facts(info))
+    # what runtime/capabilitiesChanged compares with, from when the client has it
+    call.after_answer(lambda: conn.capabilities_answered(caps, changes))
+    return _result(caps, [{"reason": reason, "message": message} for reason, message in info.warnings])
 
 
-def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], methods: Iterable[str]) -> dict[str, Any]:
+def _result(caps: dict[str, Any], warnings: list[dict[str, str]]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "protocolVersion": 1,
         "serverName": "kward",
         "serverVersion": __version__,
         "experimental": True,
-        "capabilities": capabilities.build(methods, facts),
+        "capabilities": caps,
     }
     if warnings:
         result["warnings"] = warnings
