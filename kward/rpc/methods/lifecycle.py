@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from kward import __version__
 from kward.errors import InvalidParams
@@ -26,19 +26,20 @@ def initialize(call: Call) -> dict[str, Any]:
     conn.opt_out = frozenset(opt_out)
     changes = conn.runtime_changes
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
-    caps = capabilities.build(call.methods, capabilities.facts(info))
+    result = _result(capabilities.facts(info), [{"reason": reason, "message": message}
+                                                 for reason, message in info.warnings], call.methods)
     # what runtime/capabilitiesChanged compares with, from when the client has it
-    call.after_answer(lambda: conn.capabilities_answered(caps, changes))
-    return _result(caps, [{"reason": reason, "message": message} for reason, message in info.warnings])
+    call.after_answer(lambda: conn.capabilities_answered(result["capabilities"], changes))
+    return result
 
 
-def _result(caps: dict[str, Any], warnings: list[dict[str, str]]) -> dict[str, Any]:
+def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], methods: Iterable[str]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "protocolVersion": 1,
         "serverName": "kward",
         "serverVersion": __version__,
         "experimental": True,
-        "capabilities": caps,
+        "capabilities": capabilities.build(methods, facts),
     }
     if warnings:
         result["warnings"] = warnings
