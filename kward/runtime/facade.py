@@ -97,11 +97,14 @@ class Runtime:
     `make_room()` blocks a streaming worker while the face's consumer is behind (never
     called on the face's dispatching thread); `admit()` is called before a turn is queued
     and raises (e.g. `Overloaded`) to refuse it; `notify(notice)` receives the notices of
-    `kward.runtime.notices` (a question a tool asks). `env` is the process environment
-    the providers and settings are read from (default `os.environ`); `secrets` the known
-    credential values scrubbed from tool output (built from env, config and auth.json
-    when not given). `event_payload(type, payload)` gives an event's payload as the face's
-    protocol shows it, which plugin observers see (the RPC face:
+    `kward.runtime.notices` (a question a tool asks; a session's name or usage this
+    process changed, reported under that session's lock, so `notify` must not block for
+    a SessionEvent; RuntimeChanged after a model, setting, config or credentials change or
+    a reload). `env` is the process environment the providers and settings are read
+    from (default `os.environ`); `secrets` the known credential values scrubbed from tool
+    output (built from env, config and auth.json when not given).
+    `event_payload(type, payload)` gives an event's payload as the face's protocol shows
+    it, which plugin observers see (the RPC face:
     `kward.rpc.wire.events.event_payload`; without it observers see nothing). `live_settings`
     (a `LiveSettings` of `config` and `env`, made on first use when not given) gives
     `info()` the settings of config.json now; a face passes the one its `settings` came
