@@ -54,9 +54,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 from kward.values import EMPTY
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.compaction.events import CompactionEnd, CompactionStart
 
 # --- content parts -----------------------------------------------------------------------
 
@@ -384,9 +387,10 @@ class Finished:
 
 
 #: The payload class of each event type (toolCall: ToolCall, assistantMessage:
-#: AssistantMessage, turnCancelRequested: None).
+#: AssistantMessage, turnCancelRequested: None; compactionStart and compactionEnd: the
+#: compaction's own values, `kward.compaction.events`).
 EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolOutcome, ToolProgress, Steered, Answer,
-                     TurnError, Finished, None]
+                     TurnError, Finished, "CompactionStart", "CompactionEnd", None]
 
 
 @dataclass(slots=True)

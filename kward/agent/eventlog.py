@@ -2,7 +2,7 @@
 
 Events of a turn (`kward.model.TurnEvent`: a type and its typed payload) get sequence
 numbers from 1 with no gap and reach the sink in that order; the last EVENT_LIMIT are
-kept for `turns/events` replay. The faces convert them (the RPC face:
+kept for `turns/events` replay (`replay` says when events it is asked for were dropped). The faces convert them (the RPC face:
 `kward.rpc.wire.events.turn_event`). Thread-safe.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from kward.limits import EVENT_REPLAY_LIMIT as EVENT_LIMIT
 from kward.model import EventPayload, TurnEvent
@@ -19,8 +19,19 @@ from kward.timefmt import now_iso
 #: Every `turn/event` type a turn emits (kward.agent.scheduler and kward.agent.loop), roughly in
 #: the order a turn shows them. docs/protocol.md documents each one; tests/packaging/test_docs.py
 #: checks that every type emitted in the code is listed here and in the doc, and no other.
-EVENT_TYPES = ("turnQueued", "turnStarted", "reasoningDelta", "assistantDelta", "assistantMessage", "modelRetry",
-               "toolCall", "toolUpdate", "toolResult", "turnSteered", "answer", "turnCancelRequested", "error", "turnFinished")
+EVENT_TYPES = ("turnQueued", "turnStarted", "compactionStart", "compactionEnd", "reasoningDelta", "assistantDelta",
+               "assistantMessage", "modelRetry", "toolCall", "toolUpdate", "toolResult", "turnSteered", "answer",
+               "turnCancelRequested", "error", "turnFinished")
+
+
+class Replay(NamedTuple):
+    """What the replay buffer holds after a sequence: the `events`, the first sequence it
+    still holds (`first_sequence`: the next one to be emitted when it holds none) and
+    whether events after the sequence asked for were dropped (`truncated`)."""
+
+    events: list[TurnEvent]
+    first_sequence: int
+    truncated: bool
 
 
 class EventLog:
@@ -61,5 +72,11 @@ class EventLog:
             return event
 
     def after(self, sequence: int) -> list[TurnEvent]:
+        return self.replay(sequence).events
+
+    def replay(self, sequence: int) -> Replay:
+        """The kept events after `sequence` (see `Replay`). Any thread."""
         with self._recent_lock:
-            return [e for e in self._recent if e.sequence > sequence]
+            recent = self._recent
+            first = recent[0].sequence if recent else self._next  # (an int, read whole without `_lock`)
+            return Replay([e for e in recent if e.sequence > sequence], first, first > sequence + 1)

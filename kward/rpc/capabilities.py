@@ -4,12 +4,14 @@ Every group of the spec (and the legacy compatibility fields) is always present.
 is `supported: true` only when its methods are in the method table; a method is listed
 only when it exists. `tests/rpc/test_capabilities.py` checks both directions. Facts that do
 not follow from the method table (e.g. the steering mode of the active provider) are
-passed in by the caller.
+passed in by the caller: `facts(info)` reads them from what the runtime announces
+(`kward.runtime.startup.RuntimeInfo`), for `initialize` and for
+`runtime/capabilitiesChanged` alike (`kward.rpc.connection`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from kward.config.settings import RpcSettings
 from kward.limits import (
@@ -18,6 +20,9 @@ from kward.limits import (
     LOG_ROTATION_BYTES,
     MAX_IMAGE_BYTES,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.runtime.startup import RuntimeInfo
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
@@ -50,6 +55,13 @@ class RuntimeFacts(NamedTuple):
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
 
 
+def facts(info: RuntimeInfo) -> RuntimeFacts:
+    """The facts of a runtime that announced `info` (`Runtime.info()`)."""
+    return RuntimeFacts(steering="native" if info.steering else "unsupported", tokens_stats=True, cost_stats=True,
+                        logs_dir=info.logs_dir, max_frame_bytes=info.max_frame_bytes,
+                        max_input_chars=info.max_input_chars, logging_categories=info.logging_categories)
+
+
 def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
     names = set(methods)
 
@@ -67,8 +79,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
     steer = facts.steering if turns_ok else "unsupported"
     cancellation = {"supported": cancel_ok, "behavior": "best-effort", "queuedTurns": "cancel-before-run",
                     "runningTurns": "interrupt-at-next-safe-point"}
+    # (kward's addition: `truncation`, turns/events says `truncated` and `firstSequence`)
     replay = {"supported": replay_ok, "behavior": "recent-in-memory", "persisted": False,
-              "limit": EVENT_REPLAY_LIMIT}
+              "limit": EVENT_REPLAY_LIMIT, "truncation": replay_ok}
     question = {"supported": question_ok, "notification": "ui/question", "method": "ui/answerQuestion",
                 "maxQuestions": 4, "multiSelect": False, "preview": False}
     transcript_ok = has("sessions/transcript")
@@ -99,7 +112,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                         "notification": "session/event", "events": ["compactionStart", "compactionEnd"]},
             "import": {"supported": False},
             "tree": {"supported": False, "labels": False, "navigate": False, "summarize": False},
-            "updates": {"supported": False, "notification": "session/updated"},
+            # (kward's: the original reserved `session/updated`; these ride on `session/event`)
+            "updates": {"supported": bool(sessions), "notification": "session/event",
+                        "events": ["sessionUpdated", "usageUpdated"] if sessions else []},
         },
         "turns": {
             "supported": turns_ok, "mode": "async", "perSessionConcurrency": 1,
@@ -113,6 +128,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
             "reasoning": {"start": False, "delta": turns_ok, "end": False},
             "modelRetry": {"supported": turns_ok, "event": "modelRetry"},
             "steering": {"supported": steer == "native", "event": "turnSteered", "mode": steer},
+            # (kward's: an automatic compaction inside a turn, also as the turn's events)
+            "compaction": {"supported": turns_ok, "events": ["compactionStart", "compactionEnd"] if turns_ok else []},
             # `changedFiles` means changed-file detection for every tool, the shell included: not
             # done (a shell command that writes a file reports none); edit and write report theirs
             # `update`: live output of a running shell command (and plugin command progress) as
@@ -121,7 +138,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                       "diffs": turns_ok, "changedFiles": False,
                       "changedFilesTools": list(CHANGED_FILES_TOOLS) if turns_ok else []},
             "errors": turns_ok,
-            "sessionUpdates": False,
+            "sessionUpdates": bool(sessions),
         },
         "attachments": {"input": {"supported": turns_ok, "method": "turns/start", "encoding": "base64",
                                   "mimeTypes": list(IMAGE_MIME_TYPES), "maxBytes": MAX_IMAGE_BYTES}},
@@ -184,7 +201,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "tools": {"supported": has("tools/list"), "method": "tools/list", "eventMetadata": turns_ok},
         "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
         # kward's additions to the protocol (docs/protocol.md)
-        "rpc": {"batch": False, "optOutNotificationMethods": True, "initializedNotification": True,
+        "rpc": {"batch": False, "optOutNotificationMethods": True, "optOutNotificationTypes": True,
+                "initializedNotification": True,
+                "capabilitiesChanged": {"supported": True, "notification": "runtime/capabilitiesChanged"},
                 "trace": {"supported": turns_ok, "field": "trace", "forwardedAs": "traceparent"},
                 "backpressure": {"supported": turns_ok, "errorCode": -32001, "reason": "overloaded"},
                 "inputLimits": {"supported": turns_ok and facts.max_input_chars > 0,

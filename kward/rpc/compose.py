@@ -87,8 +87,16 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
                       notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload,
                       live_settings=setup.live, wants_event=lambda type_: conn.wants("turn/event", type_))
     table = methods if methods is not None else default_table()
+    conn.describe_capabilities = lambda: _capabilities(table, runtime)
     make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)
     return RpcServer(transport, pool, table, runtime, conn, make_warm_up)
+
+
+def _capabilities(table: MethodTable, runtime: Runtime) -> dict[str, Any]:
+    """The capabilities `initialize` would answer now (`runtime/capabilitiesChanged`)."""
+    from kward.rpc import capabilities
+
+    return capabilities.build(table, capabilities.facts(runtime.info()))
 
 
 def _warm_up(table: MethodTable, runtime: Runtime) -> "WarmUp":

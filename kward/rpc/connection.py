@@ -7,7 +7,16 @@ producing thread, then queued on the transport's outbox (docs/protocol.md "Redac
 values). The runtime reports through the callables built here: `publish_turn_event` (its
 event sink: `turn/event`), `report` (its notices: `ui/question`), `make_room` and
 `admit` (the outbox's backpressure). `report` turns notices into `ui/question`,
-`auth/loginFinished` and `session/event`.
+`auth/loginFinished`, `session/event` (never waiting: a session's change is reported under
+its lock) and, for a `RuntimeChanged`, `runtime/capabilitiesChanged` when the capabilities
+differ from the ones last answered or sent (in the responses' lane: before the answer of
+the request that changed them).
+
+Capabilities (beyond the original): `initialize` tells `capabilities_answered` what it
+answered, once the answer is queued; from then on each RuntimeChanged builds them again
+(`describe_capabilities`, set by `kward.rpc.compose`) and sends the whole object when it
+differs. `_caps_lock` guards the last object and the count of RuntimeChanged notices, and
+is held while building and sending, so notifications follow the changes in order.
 
 Thread contract: `send`, `notify` and the runtime callables may be called from any
 thread; `client` is written by the dispatcher thread only (in `initialize`) and read
@@ -16,7 +25,9 @@ anywhere; `stop_requested` is set by a quick handler on the dispatcher and read 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
@@ -28,6 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.model import TurnEvent
     from kward.runtime.notices import Notice
 
+log = logging.getLogger(__name__)
+
 
 class Connection:
     def __init__(self, outbox: Outbox, secrets: KnownSecrets):
@@ -37,6 +50,11 @@ class Connection:
         # and, beyond the original, one type of one (``turn/event:toolUpdate``); see `wants`
         self.opt_out: frozenset[str] = frozenset()
         self.stop_requested = False
+        # builds the capabilities now (kward.rpc.compose sets it; None: never sent again)
+        self.describe_capabilities: Callable[[], dict[str, Any]] | None = None
+        self._caps_lock = threading.Lock()
+        self._capabilities: dict[str, Any] | None = None  # last answered or sent; None before initialize
+        self._changes = 0  # RuntimeChanged notices so far
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
              policy: str = redaction.FULL) -> None:
@@ -60,12 +78,53 @@ class Connection:
         opt_out = self.opt_out
         return method not in opt_out and (type_ is None or f"{method}:{type_}" not in opt_out)
 
-    def notify(self, method: str, params: Any, *, wait: bool = True, type_: str | None = None) -> None:
+    def notify(self, method: str, params: Any, *, wait: bool = True, type_: str | None = None,
+               urgent: bool = False) -> None:
         """Send a notification unless the client opted out of it (`wants`). `wait=False`
-        never blocks (the dispatcher, and callers that paced themselves)."""
+        never blocks (the dispatcher, and callers that paced themselves). `urgent` puts it
+        in the responses' lane (kept in order with them, ahead of queued notifications)."""
         if self.wants(method, type_):
-            self.send(protocol.notification(method, params), urgent=False, wait=wait,
+            self.send(protocol.notification(method, params), urgent=urgent, wait=wait,
                       policy=redaction.NOTIFICATIONS.get(method, redaction.FULL))
+
+    # --- capabilities ------------------------------------------------------------------
+
+    @property
+    def runtime_changes(self) -> int:
+        """How many RuntimeChanged notices were reported so far (`initialize` reads it
+        before it builds its answer)."""
+        with self._caps_lock:
+            return self._changes
+
+    def capabilities_answered(self, capabilities: dict[str, Any], changes: int) -> None:
+        """`initialize` answered `capabilities`, built when `runtime_changes` was `changes`
+        (called once the answer is queued). A change reported meanwhile is checked now."""
+        with self._caps_lock:
+            self._capabilities = capabilities
+            if self._changes != changes:
+                self._check_capabilities()
+
+    def _runtime_changed(self) -> None:
+        with self._caps_lock:
+            self._changes += 1
+            if self._capabilities is not None and self.wants("runtime/capabilitiesChanged"):
+                self._check_capabilities()  # (never before initialize was answered)
+
+    def _check_capabilities(self) -> None:
+        """Under `_caps_lock`: send `runtime/capabilitiesChanged` when the capabilities now
+        differ from the last ones. In the responses' lane, so it comes before the answer of
+        the request that changed them; never waits (it may run under a login's lock)."""
+        describe = self.describe_capabilities
+        if describe is None:
+            return
+        try:
+            capabilities = describe()
+        except Exception:  # (never expected: built from what the runtime announces)
+            log.exception("could not build the capabilities")
+            return
+        if capabilities != self._capabilities:
+            self._capabilities = capabilities
+            self.notify("runtime/capabilitiesChanged", {"capabilities": capabilities}, wait=False, urgent=True)
 
     def request_stop(self) -> None:
         """Stop serving once the current response is queued (`shutdown`)."""
@@ -79,22 +138,25 @@ class Connection:
             turn_event,  # loaded with the first turn, not at start-up
         )
 
-        if self.wants("turn/event", event.type):
-            self.send(protocol.notification("turn/event", turn_event(event)), urgent=False, wait=False,
-                      policy=redaction.NOTIFICATIONS.get("turn/event", redaction.FULL))  # paced before, by make_room
+        if self.wants("turn/event", event.type):  # (before the payload is shaped)
+            self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
 
     def report(self, notice: Notice) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
         from kward.runtime.notices import (  # loaded before any notice
             LoginFinished,
             QuestionAsked,
+            RuntimeChanged,
             SessionEvent,
         )
 
-        if isinstance(notice, SessionEvent):
-            from kward.rpc.wire.events import session_event
+        if isinstance(notice, SessionEvent):  # a few per turn or request: never paced
+            if self.wants("session/event", notice.type):
+                from kward.rpc.wire.events import session_event
 
-            self.notify("session/event", session_event(notice), type_=notice.type)
+                self.notify("session/event", session_event(notice), type_=notice.type, wait=False)
+        elif isinstance(notice, RuntimeChanged):
+            self._runtime_changed()
         elif isinstance(notice, QuestionAsked):
             self.notify("ui/question", {"sessionId": notice.session_id, "questionRequestId": notice.request_id,
                                         "questions": notice.questions})

@@ -29,9 +29,10 @@ CONTENT = "content"
 EVENT = "event"
 EVENTS = "events"
 
-#: turn/event types whose payload is conversation content.
-CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessage", "toolCall", "toolUpdate",
-                            "toolResult", "turnSteered", "answer"})
+#: turn/event types whose payload is conversation content (a compaction's carries its
+#: summary, as its `session/event` does).
+CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessage", "toolCall", "toolUpdate", "toolResult",
+                            "turnSteered", "answer", "compactionStart", "compactionEnd"})
 
 #: Notification methods and their policy (others: FULL).
 NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": CONTENT}

@@ -6,7 +6,9 @@ A manual compaction holds the session's lane (`TurnManager.exclusive`): refused 
 `session_busy` while another process runs one; turns started meanwhile wait for it. It
 summarizes with the active provider and model. Its `compactionStart` / `compactionEnd`
 events go to `sink` (default: the runtime's notices, `kward.runtime.notices.SessionEvent`),
-as do those of automatic compactions.
+as do those of automatic compactions; an automatic compaction, which runs inside a turn,
+is also reported as the turn's events of the same types and payloads (after each notice),
+so that a turn's event replay shows it.
 
 The context window of automatic compaction is config `compaction.context_window`, else
 the model's (the catalog, cached; loaded when unknown). Any thread; `compact` and
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.compaction.auto import AutoCompaction
-from kward.compaction.events import CompactionEmit, CompactionEvent, CompactionResult
+from kward.compaction.events import CompactionEmit, CompactionEnd, CompactionEvent, CompactionResult, CompactionStart
 from kward.compaction.prompt import detect_profile
 from kward.compaction.run import model_summarizer, run
 from kward.config.settings import CompactionSettings
@@ -121,6 +123,14 @@ class RuntimeCompaction:
         def busy(on: bool) -> None:
             turn.compacting = on
 
+        notify = self._emitter(session, None)
+
+        def emit(type_: str, payload: CompactionEvent) -> None:
+            notify(type_, payload)
+            if isinstance(payload, CompactionStart):
+                turn.emit("compactionStart", payload)
+            elif isinstance(payload, CompactionEnd):
+                turn.emit("compactionEnd", payload)
+
         root = session.workspace_root
-        return AutoCompaction(session, settings, window, summarize, lambda: detect_profile(root),
-                              self._emitter(session, None), busy)
+        return AutoCompaction(session, settings, window, summarize, lambda: detect_profile(root), emit, busy)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.handle import SessionHandle
     from kward.sessions.listing import SessionSummary
     from kward.sessions.manager import ForkEntry, SessionManager
+    from kward.sessions.session import Changed
     from kward.sessions.transcript import Transcript
     from kward.workspace import WorkspaceInfo
 
@@ -96,11 +97,14 @@ class Runtime:
     `make_room()` blocks a streaming worker while the face's consumer is behind (never
     called on the face's dispatching thread); `admit()` is called before a turn is queued
     and raises (e.g. `Overloaded`) to refuse it; `notify(notice)` receives the notices of
-    `kward.runtime.notices` (a question a tool asks). `env` is the process environment
-    the providers and settings are read from (default `os.environ`); `secrets` the known
-    credential values scrubbed from tool output (built from env, config and auth.json
-    when not given). `event_payload(type, payload)` gives an event's payload as the face's
-    protocol shows it, which plugin observers see (the RPC face:
+    `kward.runtime.notices` (a question a tool asks; a session's name or usage this
+    process changed, reported under that session's lock, so `notify` must not block for
+    a SessionEvent; RuntimeChanged after a model, setting, config or credentials change or
+    a reload). `env` is the process environment the providers and settings are read
+    from (default `os.environ`); `secrets` the known credential values scrubbed from tool
+    output (built from env, config and auth.json when not given).
+    `event_payload(type, payload)` gives an event's payload as the face's protocol shows
+    it, which plugin observers see (the RPC face:
     `kward.rpc.wire.events.event_payload`; without it observers see nothing). `live_settings`
     (a `LiveSettings` of `config` and `env`, made on first use when not given) gives
     `info()` the settings of config.json now; a face passes the one its `settings` came
@@ -202,7 +206,27 @@ class Runtime:
     def _build_sessions(self) -> SessionManager:
         from kward.sessions.manager import SessionManager
 
-        return SessionManager(self.paths.sessions_dir, str(self.launch_cwd))
+        return SessionManager(self.paths.sessions_dir, str(self.launch_cwd), on_change=self._session_changed)
+
+    def _session_changed(self, handles: list[SessionHandle], change: Changed) -> None:
+        """This process renamed a session or stored usage on it (a model call, a
+        compaction): a sessionUpdated and/or usageUpdated notice for every open id on its
+        file. On the appending thread, under the session's lock (see `SessionManager`)."""
+        from kward.runtime.notices import SessionEvent, SessionUpdate
+        from kward.timefmt import now_iso
+
+        now = now_iso()
+        for handle in handles:
+            if change.renamed:
+                self._notify(SessionEvent(handle.id, "sessionUpdated", SessionUpdate(change.name, handle.path), now))
+            if change.usage_changed:
+                self._notify(SessionEvent(handle.id, "usageUpdated", change.spent, now))
+
+    def _changed(self) -> None:
+        """What `info()` reports may differ now: a RuntimeChanged notice."""
+        from kward.runtime.notices import RuntimeChanged
+
+        self._notify(RuntimeChanged())
 
     def _build_questions(self) -> QuestionBroker:
         from kward.agent.questions import QuestionBroker
@@ -241,12 +265,14 @@ class Runtime:
                            changed=self._credentials_changed)
 
     def _credentials_changed(self) -> None:
-        """Credentials changed (a login or logout): select the provider again, list models again."""
+        """Credentials changed (a login or logout): select the provider again, list models
+        again; the provider `info()` sees may be another (RuntimeChanged)."""
         engine, models = self._engine.peek(), self._models.peek()
         if engine is not None:
             engine.invalidate()
         if models is not None:
             models.catalog.clear()
+        self._changed()
 
     def _build_memory(self) -> MemoryRuntime:
         from kward.runtime.memory import MemoryRuntime
@@ -293,8 +319,10 @@ class Runtime:
         return self.config.load()
 
     def update_config(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Merge `values` into config.json; returns the merged config."""
-        return self.config.update(values)
+        """Merge `values` into config.json; returns the merged config (then RuntimeChanged)."""
+        merged = self.config.update(values)
+        self._changed()
+        return merged
 
     def resolve_workspace(self, root: str | None) -> Path:
         """The real directory `root` names (relative to the launch directory; default it)."""
@@ -501,25 +529,30 @@ class Runtime:
         return self.models.current(self.engine.selection(), load=load)
 
     def set_model(self, model: str, provider: str | None = None) -> "ModelChoice":
-        """Store the model (and provider) in config.json; returns the new current model."""
+        """Store the model (and provider) in config.json (RuntimeChanged); returns the new
+        current model."""
         self.models.set_model(self.engine.selection(), model, provider)
+        self._changed()
         return self.current_model(load=True)
 
     def set_reasoning(self, effort: str) -> "ModelChoice":
-        """Store the reasoning level; returns the new current model."""
+        """Store the reasoning level (RuntimeChanged); returns the new current model."""
         self.models.set_effort(self.engine.selection(), effort)
+        self._changed()
         return self.current_model(load=True)
 
     def update_setting(self, setting: str, value: str) -> str:
-        """Change `defaultModel` or `defaultThinkingLevel` (applied live); returns what the
-        user is told."""
+        """Change `defaultModel` or `defaultThinkingLevel` (applied live; RuntimeChanged);
+        returns what the user is told."""
         if setting == "defaultModel":
             provider, model = self.models.set_default_model(value)
+            self._changed()
             message = f"Default model set to {provider}/{model}."
             if self.env.get("KWARD_PROVIDER"):
                 message += " KWARD_PROVIDER in the environment still chooses the provider of this process."
         elif setting == "defaultThinkingLevel":
             effort = self.models.set_effort(self.engine.selection(), value, param="value")
+            self._changed()
             message = f"Default thinking level set to {effort}."
             current = self.current_model(load=True)
             if current.effective_effort is not None:
@@ -532,7 +565,10 @@ class Runtime:
     def reload(self) -> None:
         """Forget cached model listings and the provider selection: the next use reads
         config.json, auth.json and the provider again; read prompt templates, skills,
-        plugins and the AGENTS.md files again."""
+        plugins and the AGENTS.md files again (then RuntimeChanged)."""
         self.resources.reload()
         self.models.catalog.clear()
-        self.engine.reload()
+        try:
+            self.engine.reload()
+        finally:  # (settings read again even when the provider they name cannot be built)
+            self._changed()

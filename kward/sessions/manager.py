@@ -22,7 +22,13 @@ Cleanup rule: sessions this process opened that are idle, empty and
 unnamed are closed (every id on them) and their files deleted when the client creates,
 resumes, clones or forks into another session, on close, and at `shutdown_all`; never a
 session with content or a name, never one another process has open or runs a turn on,
-never one whose file is gone. Listing deletes no session. A session being opened counts as
+never one whose file is gone. Listing deletes no session.
+
+Changes: with `on_change`, every change of a session's name or cumulative usage made by
+this process (`kward.sessions.session.Changed`: a rename, the automatic name, an assistant
+message or a compaction record with usage) is reported as ``on_change(handles, change)``
+with the open ids on that file (in the order they were opened), on the appending thread,
+under that session's lock (`OpenSession.watch`: quick, never blocking). A session being opened counts as
 busy until what its answer shows (`SessionHandle.opened`) is taken, so pipelined creates
 each answer with a complete view of a session that existed then.
 """
@@ -33,7 +39,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from kward.errors import InvalidParams, SessionNotFound
 from kward.fsutil import remove_stale_files
@@ -51,7 +57,7 @@ from kward.sessions.paths import (
     workspace_session_dir,
 )
 from kward.sessions.presence import PresenceTable
-from kward.sessions.session import OpenSession
+from kward.sessions.session import Changed, OpenSession
 from kward.sessions.transcript import (
     Transcript,
     tool_details_from_file,
@@ -74,14 +80,19 @@ class ForkEntry(NamedTuple):
     text: str
 
 
+#: ``on_change(handles, change)``: see the module docstring.
+ChangeListener = Callable[[list[SessionHandle], Changed], None]
+
+
 class SessionManager:
     """Open sessions of this process. `sessions_dir` is ``Paths.sessions_dir``;
     `default_workspace` is used when a call names no workspace (default: the cwd).
     `presence` holds the presence locks of the sessions it opens (one table per process;
-    by default a new one)."""
+    by default a new one). `on_change` hears of this process's renames and usage (see the
+    module docstring)."""
 
     def __init__(self, sessions_dir: Path, default_workspace: str | None = None,
-                 presence: PresenceTable | None = None):
+                 presence: PresenceTable | None = None, on_change: ChangeListener | None = None):
         self.sessions_dir = Path(os.path.realpath(sessions_dir))  # one file, one path key
         self.default_workspace = Path(os.path.realpath(default_workspace or os.getcwd()))
         self.presence = presence if presence is not None else PresenceTable()
@@ -90,6 +101,7 @@ class SessionManager:
         self._by_path: dict[str, OpenSession] = {}
         self._loading: dict[str, threading.Event] = {}
         self._tidied: set[str] = set()  # session directories whose stale temp files were removed
+        self._on_change = on_change
 
     # --- registry --------------------------------------------------------------------
 
@@ -114,6 +126,13 @@ class SessionManager:
         with self._lock:
             return list({id(h.shared): h.shared for h in self._handles.values()}.values())
 
+    def _changed(self, shared: OpenSession, change: Changed) -> None:
+        """`shared`'s watcher: report the change with the ids open on it (none: nothing)."""
+        with self._lock:
+            handles = [h for h in self._handles.values() if h.shared is shared]
+        if handles and self._on_change is not None:
+            self._on_change(handles, change)
+
     def _drop(self, shared: OpenSession) -> None:
         """Forget every id on `shared` (its file was closed or deleted)."""
         with self._lock:
@@ -127,6 +146,8 @@ class SessionManager:
         """Register a session just opened (no id knows it yet) under a new id; end the
         load of its path (`loading`) in the same step, so a resume waiting for it shares it."""
         shared.begin_work()  # see _announce
+        if self._on_change is not None:
+            shared.watch(self._changed)
         handle = SessionHandle(shared)
         with self._lock:
             self._handles[handle.id] = handle

@@ -23,6 +23,13 @@ unless forced; a file another one replaced at the path is never deleted
 (`session_file_gone`). Whether another process has it open is asked under the turn lock
 (`SessionFile.exclusive_presence`).
 
+Watching: `watch(watcher)` (the session manager, when it registers the session) makes
+every append of this process that changes the name or the cumulative usage (`spent`) call
+``watcher(session, Changed)``, under ``_lock`` and in append order (so a face reports
+changes in the order they happened). The watcher must be quick, must not block and must
+not wait for another thread that takes this session's lock. Records of other processes
+folded in by `refresh` are not reported (their effect shows in the next report).
+
 Messages are treated as immutable once appended: they are shared, not copied, between the
 live list, clones and forks.
 """
@@ -34,7 +41,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from kward.errors import SessionFileGone, SessionInUse, SessionNotFound
 from kward.model import MESSAGE_TYPES, Message, ToolCall, ToolResult, Usage
@@ -73,6 +80,21 @@ class SessionInfo:
     parent_path: str | None
 
 
+class Changed(NamedTuple):
+    """What one record this process appended changed (see `OpenSession.watch`): the name
+    (`renamed`: it is now `name`, None when cleared) and/or the cumulative usage
+    (`usage_changed`: it is now `spent`)."""
+
+    renamed: bool
+    name: str | None
+    usage_changed: bool
+    spent: Usage
+
+
+#: `watcher(session, change)`: see `OpenSession.watch`.
+Watcher = Callable[["OpenSession", Changed], None]
+
+
 class OpenSession:
     """One session file opened by this process. Build with ``kward.sessions.opening``
     (`create_session`, `load_session`, `derive_session`)."""
@@ -90,6 +112,7 @@ class OpenSession:
         self._closing = False
         self._finalized = False
         self._turn_lock_fd: int | None = None
+        self._watcher: Watcher | None = None
 
     def __repr__(self) -> str:
         return f"OpenSession({self.path!r})"
@@ -230,6 +253,12 @@ class OpenSession:
         except ValueError:  # closed
             return False
 
+    def watch(self, watcher: Watcher | None) -> None:
+        """Report this process's changes of the name and of the usage to `watcher` (see
+        the module docstring); None: report nothing."""
+        with self._lock:
+            self._watcher = watcher
+
     def _append(self, record: dict[str, Any], apply: Callable[[], object]) -> None:
         if self._finalized:
             raise SessionNotFound(self.path)
@@ -238,7 +267,15 @@ class OpenSession:
             self._catch_up(start)
         self._offset = end  # before applying: if that fails, the line is never read back and applied twice
         self._skipping = False
+        replay = self._replay
+        name, spent = replay.name, replay.spent  # (others' records included: only ours are reported)
         apply()
+        watcher = self._watcher
+        if watcher is not None and (replay.name != name or replay.spent != spent):
+            try:
+                watcher(self, Changed(replay.name != name, replay.name, replay.spent != spent, replay.spent))
+            except Exception:  # the record is written: a report that failed must not fail the append
+                log.exception("a session watcher failed")
 
     # --- other processes -------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Helpers for the compaction tests: the compaction settings in config.json, the
-`session/event` notifications of a session (and waiting for them), and the compaction records of a session file."""
+`session/event` notifications of a session (the compaction ones unless asked for other
+types; and waiting for them), and the compaction records of a session file."""
 
 from __future__ import annotations
 
@@ -19,16 +20,24 @@ def write_compaction_config(home: Path, **compaction: Any) -> None:
     path.write_text(json.dumps(config))
 
 
-def session_events(client: Any, session_id: str | None = None) -> list[dict]:
+COMPACTION_EVENTS = ("compactionStart", "compactionEnd")
+
+
+def session_events(client: Any, session_id: str | None = None,
+                   types: tuple[str, ...] | None = COMPACTION_EVENTS) -> list[dict]:
+    """The params of the `session/event` notifications received so far (of one session;
+    of `types`, None: every type), in arrival order."""
     return [n["params"] for n in list(client.notifications)
-            if n["method"] == "session/event" and (session_id is None or n["params"]["sessionId"] == session_id)]
+            if n["method"] == "session/event" and (session_id is None or n["params"]["sessionId"] == session_id)
+            and (types is None or n["params"]["type"] in types)]
 
 
-def wait_session_events(client: Any, count: int, session_id: str | None = None, timeout: float = 10.0) -> list[dict]:
-    """The session events once `count` arrived (a sessions/compact's compactionEnd comes
-    after its response)."""
-    client.wait(lambda: len(session_events(client, session_id)) >= count, timeout, f"{count} session events")
-    return session_events(client, session_id)
+def wait_session_events(client: Any, count: int, session_id: str | None = None, timeout: float = 10.0,
+                        types: tuple[str, ...] | None = COMPACTION_EVENTS) -> list[dict]:
+    """The session events (as `session_events`) once `count` arrived (a sessions/compact's
+    compactionEnd comes after its response)."""
+    client.wait(lambda: len(session_events(client, session_id, types)) >= count, timeout, f"{count} session events")
+    return session_events(client, session_id, types)
 
 
 def compaction_records(path: str | Path) -> list[dict]:

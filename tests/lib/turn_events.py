@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 TERMINAL = ("completed", "failed", "canceled")
-EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "reasoningDelta", "assistantDelta", "assistantMessage",
-               "modelRetry", "toolCall", "toolUpdate", "toolResult", "answer", "turnCancelRequested", "error", "turnFinished")
+EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "compactionStart", "compactionEnd", "reasoningDelta",
+               "assistantDelta", "assistantMessage", "modelRetry", "toolCall", "toolUpdate", "toolResult", "answer",
+               "turnCancelRequested", "error", "turnFinished")
 
 
 # --- from the notifications --------------------------------------------------------------

@@ -113,6 +113,9 @@ def test_capabilities_report_the_limits_the_code_enforces(tmp_path):
     for _ in range(limit + 5):
         log.emit("assistantDelta", {}, wait=False)
     assert [e.sequence for e in log.after(0)] == list(range(6, limit + 6))  # the last `limit` are kept
+    assert caps["turns"]["eventReplay"]["truncation"] is True  # ... and a replay says what it lost
+    assert log.replay(0)[1:] == (6, True) and log.replay(4)[1:] == (6, True) and log.replay(5)[1:] == (6, False)
+    assert EventLog("t", "s", publish=lambda e: None, make_room=lambda: None).replay(0)[1:] == (1, False)
     logging = caps["logging"]
     assert logging["rotation"]["maxBytes"] == TelemetryLog(tmp_path).max_bytes == 10 * 1024 * 1024
     assert logging["categories"] == list(CATEGORIES)
@@ -157,3 +160,21 @@ def test_changed_files_flags_tell_what_a_turn_reports(kward):
     for name in tools["changedFilesTools"]:
         assert results[name]["changedFiles"] == [f"{name[0]}.txt"], name
     assert sorted(tools["changedFilesTools"]) == sorted(n for n, r in results.items() if "changedFiles" in r)
+
+
+def test_the_update_notifications_are_claimed_with_the_methods_that_send_them():
+    # shown working over `kward rpc` by tests/sessions/test_rpc_sessions_updates.py,
+    # tests/compaction/test_rpc_compaction_turn_events.py, tests/rpc/test_rpc_capabilities_changed.py
+    # and tests/turns/test_rpc_turns_events.py (truncation)
+    caps = capabilities.build(registry.METHODS)
+    assert caps["sessions"]["updates"] == {"supported": True, "notification": "session/event",
+                                           "events": ["sessionUpdated", "usageUpdated"]}
+    assert caps["events"]["sessionUpdates"] is True
+    assert caps["events"]["compaction"] == {"supported": True, "events": ["compactionStart", "compactionEnd"]}
+    assert caps["turns"]["eventReplay"]["truncation"] is caps["eventReplay"]["truncation"] is True
+    assert caps["rpc"]["capabilitiesChanged"] == {"supported": True, "notification": "runtime/capabilitiesChanged"}
+    assert caps["rpc"]["optOutNotificationTypes"] is True
+    none = capabilities.build(["initialize"])
+    assert none["sessions"]["updates"] == {"supported": False, "notification": "session/event", "events": []}
+    assert none["events"]["sessionUpdates"] is False and none["events"]["compaction"]["supported"] is False
+    assert none["turns"]["eventReplay"]["truncation"] is False

@@ -44,8 +44,8 @@ def test_stop_with_a_running_shell_command(sleeper, how):
     assert time.monotonic() - t0 < 2.5
     assert not pid_alive(pid), "the shell child outlived kward"
     assert c.stderr == "" and c.protocol_errors == []
-    finished = [n["params"] for n in c.notifications
-                if n["params"]["turnId"] == turn["id"] and n["params"]["type"] == "turnFinished"]
+    finished = [n["params"] for n in c.notifications if n["method"] == "turn/event"
+                and n["params"]["turnId"] == turn["id"] and n["params"]["type"] == "turnFinished"]
     assert [f["payload"]["status"] for f in finished] == ["canceled"]
     lines = open(session["path"]).read().splitlines()
     assert all(json.loads(line) for line in lines)  # the file is whole

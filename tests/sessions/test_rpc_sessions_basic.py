@@ -288,4 +288,5 @@ def test_capabilities_list_the_session_methods(start):
     assert caps["list"]["supported"] is True and caps["list"]["treeFields"] is True
     assert caps["compact"]["supported"] is True
     assert caps["import"]["supported"] is False and caps["tree"]["supported"] is False
-    assert caps["updates"]["supported"] is False
+    assert caps["updates"] == {"supported": True, "notification": "session/event",  # (kward's: issue 23)
+                               "events": ["sessionUpdated", "usageUpdated"]}

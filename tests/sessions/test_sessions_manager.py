@@ -542,3 +542,43 @@ def test_another_process_closing_an_empty_session_we_have_open_keeps_it(env):
     assert os.path.exists(s.path)
     s.append_message(typed(user("still here")))
     assert [m["content"] for m in recorded(load_session(s.path, str(ws)).conversation)] == ["still here"]
+
+
+def test_on_change_hears_this_process_renames_and_usage_with_every_open_id(tmp_path):
+    from kward.model import AssistantMessage, Usage, UserMessage
+    from kward.sessions.manager import SessionManager
+
+    heard = []
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    manager = SessionManager(tmp_path / "sessions", str(ws),
+                             on_change=lambda handles, change: heard.append(([h.id for h in handles], change)))
+    try:
+        s = manager.create(name="given at create")  # written before any id knows it: not a change
+        assert heard == []
+        other = manager.resume(s.path)
+        s.rename("renamed")
+        assert heard == [([s.id, other.id], (True, "renamed", False, Usage()))]
+        s.rename("renamed")  # the same name: no change
+        s.append_message(UserMessage("hi"))  # no usage
+        s.append_message(AssistantMessage("partial", interrupted=True))  # no usage either
+        assert len(heard) == 1
+        s.append_message(AssistantMessage("ok", usage=Usage(10, 2, total_tokens=12, cost=0.5)))
+        manager.close(other.id)
+        s.append_message(AssistantMessage("more", usage=Usage(5, 1, total_tokens=6)))
+        ids, change = heard[-2]
+        assert ids == [s.id, other.id] and change.usage_changed and not change.renamed
+        assert (change.spent.input_tokens, change.spent.cost) == (10, 0.5)
+        ids, change = heard[-1]
+        assert ids == [s.id] and (change.spent.input_tokens, change.spent.total_tokens, change.spent.cost) == (15, 18, 0.5)
+        # another process's rename is folded in, never reported
+        from kward.sessions.opening import load_session
+
+        theirs = load_session(s.path, lambda header: str(ws))
+        theirs.rename("theirs")
+        theirs.close(delete_if_unused=False)
+        assert s.name == "theirs" and len(heard) == 3
+        s.append_message(UserMessage("again"))  # lands after their record: still not reported
+        assert len(heard) == 3
+    finally:
+        manager.shutdown_all()

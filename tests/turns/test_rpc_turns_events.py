@@ -77,6 +77,7 @@ def test_sequences_restart_per_turn_and_turns_events_replays_after_a_sequence(kw
     replay = k.request("turns/events", {"turnId": t2["id"]})
     assert replay["turn"]["id"] == t2["id"] and replay["turn"]["status"] == "completed"
     assert replay["events"] == e2
+    assert (replay["truncated"], replay["firstSequence"]) == (False, 1)  # nothing was dropped
     after = k.request("turns/events", {"turnId": t2["id"], "afterSequence": 3})
     assert [e["sequence"] for e in after["events"]] == list(range(4, len(e2) + 1))
     assert after["events"] == e2[3:]
@@ -85,20 +86,32 @@ def test_sequences_restart_per_turn_and_turns_events_replays_after_a_sequence(kw
     assert k.request("turns/events", {"turnId": t1["id"], "afterSequence": 0})["events"] == e1
 
 
-def test_a_turn_of_more_than_1000_events_replays_only_the_last_1000(kward):
+def test_a_turn_of_more_than_1000_events_replays_only_the_last_1000_and_says_so(kward):
     k = kward([[text("x", repeat=1500)]])
     s = k.session()
     turn, events = k.run(s["id"], timeout=20)
     check_turn_events(events, "completed")
     total = len(events)
     assert total == 1500 + 5  # queued, started, 1500 deltas, assistantMessage, answer, finished
-    replay = k.request("turns/events", {"turnId": turn["id"]})["events"]
-    assert [e["sequence"] for e in replay] == list(range(total - 999, total + 1))
+    first = total - 999  # the first sequence still kept
+    answer = k.request("turns/events", {"turnId": turn["id"]})
+    replay = answer["events"]
+    assert [e["sequence"] for e in replay] == list(range(first, total + 1))
     assert replay == events[-1000:]
-    tail = k.request("turns/events", {"turnId": turn["id"], "afterSequence": total - 3})["events"]
-    assert [e["type"] for e in tail] == ["assistantMessage", "answer", "turnFinished"]
-    # asking from before the kept window still answers what is kept, no more
-    assert len(k.request("turns/events", {"turnId": turn["id"], "afterSequence": 10})["events"]) == 1000
+    assert (answer["truncated"], answer["firstSequence"]) == (True, first)  # events 1..first-1 were dropped
+    tail = k.request("turns/events", {"turnId": turn["id"], "afterSequence": total - 3})
+    assert [e["type"] for e in tail["events"]] == ["assistantMessage", "answer", "turnFinished"]
+    assert (tail["truncated"], tail["firstSequence"]) == (False, first)  # everything after it is kept
+    # asking from before the kept window still answers what is kept, no more, and says so
+    early = k.request("turns/events", {"turnId": turn["id"], "afterSequence": 10})
+    assert len(early["events"]) == 1000 and early["truncated"] is True
+    # right before the first kept one: nothing after it is missing
+    edge = k.request("turns/events", {"turnId": turn["id"], "afterSequence": first - 1})
+    assert len(edge["events"]) == 1000 and edge["truncated"] is False
+    edge = k.request("turns/events", {"turnId": turn["id"], "afterSequence": first - 2})
+    assert edge["truncated"] is True
+    done = k.request("turns/events", {"turnId": turn["id"], "afterSequence": total})
+    assert (done["events"], done["truncated"], done["firstSequence"]) == ([], False, first)
 
 
 def test_a_provider_error_fails_the_turn_with_a_sanitized_error(kward):

@@ -19,7 +19,7 @@ from kward.model import TurnEvent
 from kward.rpc.wire import events as wire
 from kward.rpc.wire import runtime as wire_sessions
 from kward.runtime import Runtime
-from kward.runtime.notices import QuestionAsked
+from kward.runtime.notices import QuestionAsked, SessionEvent
 from lib.scripts import text, tool, write_script
 from lib.turn_events import check_turn_events
 
@@ -52,6 +52,12 @@ class Sink:
 class Notices(Sink):
     def __call__(self, notice) -> None:  # type: ignore[override]
         super().__call__(notice)
+
+
+def question(notices: Notices) -> QuestionAsked:
+    """The first QuestionAsked notice, once it arrived (session notices may come before it)."""
+    asked = notices.wait(lambda ns: any(isinstance(n, QuestionAsked) for n in ns))
+    return next(n for n in asked if isinstance(n, QuestionAsked))
 
 
 @pytest.fixture
@@ -130,8 +136,8 @@ def test_close_cancels_the_running_turn_and_waits_for_its_end(make_runtime):
     session = rt.create_session(str(ws))
     sink = Sink()
     turn = rt.start_turn(session.id, "ask me", sink=sink)
-    asked = notices.wait(lambda ns: ns)[0]
-    assert isinstance(asked, QuestionAsked) and asked.session_id == session.id
+    asked = question(notices)
+    assert asked.session_id == session.id
     assert asked.questions[0]["question"] == "Which one?"
     assert rt.state(session.id).streaming is True
     assert rt.close_session(session.id) is None
@@ -146,7 +152,10 @@ def test_an_answered_question_resumes_the_turn_and_delete_removes_the_file(make_
     session = rt.create_session(str(ws))
     sink = Sink()
     rt.start_turn(session.id, "ask me", sink=sink)
-    asked = notices.wait(lambda ns: ns)[0]
+    asked = question(notices)
+    # before it: the automatic name and the usage of the model call that asked (session notices)
+    assert [(n.type, n.session_id) for n in notices.events if isinstance(n, SessionEvent)][:2] == [
+        ("sessionUpdated", session.id), ("usageUpdated", session.id)]
     rt.answer_question(session.id, asked.request_id, ["B"])
     events = sink.finished()
     check_turn_events(events, "completed")

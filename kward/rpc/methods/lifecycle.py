@@ -22,19 +22,15 @@ def initialize(call: Call) -> dict[str, Any]:
     if not isinstance(experimental, bool):
         raise InvalidParams("Invalid params: 'capabilities.experimentalApi' must be true or false",
                             data={"param": "capabilities.experimentalApi"})
-    call.conn.opt_out = frozenset(opt_out)
+    conn = call.conn
+    conn.opt_out = frozenset(opt_out)
+    changes = conn.runtime_changes
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
-    facts = capabilities.RuntimeFacts(
-        steering="native" if info.steering else "unsupported",
-        tokens_stats=True,
-        cost_stats=True,
-        logs_dir=info.logs_dir,
-        max_frame_bytes=info.max_frame_bytes,
-        max_input_chars=info.max_input_chars,
-        logging_categories=info.logging_categories,
-    )
-    return _result(facts, [{"reason": reason, "message": message} for reason, message in info.warnings],
-                   call.methods)
+    result = _result(capabilities.facts(info), [{"reason": reason, "message": message}
+                                                 for reason, message in info.warnings], call.methods)
+    # what runtime/capabilitiesChanged compares with, from when the client has it
+    call.after_answer(lambda: conn.capabilities_answered(result["capabilities"], changes))
+    return result
 
 
 def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], methods: Iterable[str]) -> dict[str, Any]:

@@ -32,4 +32,6 @@ def events(call: Call) -> dict[str, Any]:
     p = call.params
     turn = call.runtime.turn(p.text("turnId", required=True))
     after = p.integer("afterSequence", 0, min=0)
-    return {"turn": wire.turn(turn), "events": [wire.turn_event(e) for e in turn.events.after(after)]}
+    replay = turn.events.replay(after)
+    return {"turn": wire.turn(turn), "events": [wire.turn_event(e) for e in replay.events],
+            "truncated": replay.truncated, "firstSequence": replay.first_sequence}

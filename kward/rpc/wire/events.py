@@ -1,7 +1,8 @@
 """Turn events and session events: `turn_event` (the `turn/event` params and a
 `turns/events` item), `event_payload` (a payload by type; plugin observers see the same,
 `kward.resources.observers`), the turn object (`turn`), a failed turn's `error`, the
-`session/event` params (`session_event`).
+`session/event` params (`session_event`; a compaction's payload, `compaction_payload`, is
+also that of the compactionStart / compactionEnd turn events).
 
 Tool calls and results go out in the shapes UI clients read: the normalized `toolCallId`,
 `toolName` (read/edit/write/bash/...) and camelCase `args`, the model's own call as
@@ -19,9 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kward import toolcalls
-from kward.compaction.events import CompactionStart
-from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, ToolProgress, TurnError, TurnEvent
+from kward.compaction.events import CompactionEnd, CompactionStart
+from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, ToolProgress, TurnError, TurnEvent, Usage
 from kward.rpc.protocol import error_object
+from kward.rpc.wire.runtime import spent
 from kward.rpc.wire.sessions import compaction_result
 from kward.rpc.wire.shape import present
 from kward.sessions.codec import (
@@ -77,6 +79,22 @@ def error(err: TurnError) -> dict[str, Any]:
     return out
 
 
+def compaction_payload(p: CompactionStart | CompactionEnd) -> dict[str, Any]:
+    """compactionStart ``{reason}``; compactionEnd ``{result, aborted, willRetry,
+    errorMessage}`` (`result` as `sessions/compact` returns it, ``{}`` when aborted; a
+    completed one adds `estimatedTokensAfter`, the estimate of the compacted context; an
+    aborted one adds `error`, the JSON-RPC error)."""
+    if isinstance(p, CompactionStart):
+        return {"reason": p.reason}
+    payload: dict[str, Any] = {"result": compaction_result(p.result) if p.result is not None else {},
+                               "aborted": p.aborted, "willRetry": p.will_retry, "errorMessage": p.error_message}
+    if p.result is not None:
+        payload["estimatedTokensAfter"] = p.result.tokens_after
+    if p.error is not None:
+        payload["error"] = error_object(p.error)
+    return payload
+
+
 def _finished(p: Any) -> dict[str, Any]:
     return {"status": p.status, "error": error(p.error)} if p.error is not None else {"status": p.status}
 
@@ -97,6 +115,8 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "turnCancelRequested": lambda p: {},
     "error": error,
     "turnFinished": _finished,
+    "compactionStart": compaction_payload,
+    "compactionEnd": compaction_payload,
 }
 
 
@@ -125,18 +145,13 @@ def turn(t: Turn) -> dict[str, Any]:
 
 def session_event(event: SessionEvent) -> dict[str, Any]:
     """A `kward.runtime.notices.SessionEvent` as the `session/event` params: compactionStart
-    ``{reason}``; compactionEnd ``{result, aborted, willRetry, errorMessage}`` (`result`
-    as `sessions/compact` returns it, ``{}`` when aborted; a completed one adds
-    `estimatedTokensAfter`, the estimate of the compacted context; an aborted one adds
-    `error`, the JSON-RPC error)."""
+    and compactionEnd as `compaction_payload`; sessionUpdated ``{name, path}``; usageUpdated
+    ``{tokens, cost}`` (the session's cumulative usage, `kward.rpc.wire.runtime.spent`)."""
     p = event.payload
-    if isinstance(p, CompactionStart):
-        payload: dict[str, Any] = {"reason": p.reason}
+    if isinstance(p, Usage):
+        payload = spent(p)
+    elif isinstance(p, (CompactionStart, CompactionEnd)):
+        payload = compaction_payload(p)
     else:
-        payload = {"result": compaction_result(p.result) if p.result is not None else {}, "aborted": p.aborted,
-                   "willRetry": p.will_retry, "errorMessage": p.error_message}
-        if p.result is not None:
-            payload["estimatedTokensAfter"] = p.result.tokens_after
-        if p.error is not None:
-            payload["error"] = error_object(p.error)
+        payload = {"name": p.name, "path": p.path}
     return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": payload}

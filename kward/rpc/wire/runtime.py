@@ -64,6 +64,12 @@ def token_totals(u: Usage) -> dict[str, int]:
             "cacheWrite": u.cache_write_tokens, "reasoning": u.reasoning_tokens, "total": u.total_tokens}
 
 
+def spent(u: Usage) -> dict[str, Any]:
+    """A session's cumulative usage as `usageUpdated` carries it: ``{tokens, cost}`` (the
+    `runtime/stats` figures; `cost` USD rounded to 6 places, null when no call reported one)."""
+    return {"tokens": token_totals(u), "cost": round(u.cost, 6) if u.cost is not None else None}
+
+
 def context_usage(u: ContextUsage) -> dict[str, Any]:
     """``{tokens, contextWindow, percent, estimated}``."""
     return {"tokens": u.tokens, "contextWindow": u.context_window, "percent": u.percent, "estimated": u.estimated}
