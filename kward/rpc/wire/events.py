@@ -8,7 +8,8 @@ Tool calls and results go out in the shapes UI clients read: the normalized `too
 `rawToolCall` and `toolCall`, Tauren's legacy `tool {name, displayName, path?, command?}`,
 `metadata {source, displayName}` (as `tools/list` entries carry it),
 and for a result its raw `content` and `result {content, isError, images, diff?,
-changedFiles?}`. Shapes a session record shares with the protocol (an assistant message,
+changedFiles?}`; a turn's `turnDiff` is the change summary `sessions/diff` answers too
+(`kward.rpc.wire.sessions.changes`). Shapes a session record shares with the protocol (an assistant message,
 a tool call, a tool result) come from `kward.sessions.codec`. Pure functions, any thread.
 """
 
@@ -20,7 +21,7 @@ from kward import toolcalls
 from kward.compaction.events import CompactionStart
 from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, TurnError, TurnEvent
 from kward.rpc.protocol import error_object
-from kward.rpc.wire.sessions import compaction_result
+from kward.rpc.wire.sessions import changes, compaction_result
 from kward.rpc.wire.shape import present
 from kward.sessions.codec import (
     call_fields,
@@ -83,6 +84,7 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "answer": lambda p: {"content": p.content},
     "turnCancelRequested": lambda p: {},
     "error": error,
+    "turnDiff": changes,
     "turnFinished": _finished,
 }
 
