@@ -31,7 +31,7 @@ EVENTS = "events"
 
 #: turn/event types whose payload is conversation content.
 CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessage", "toolCall", "toolResult",
-                            "turnSteered", "answer"})
+                            "turnSteered", "answer", "turnDiff"})
 
 #: Notification methods and their policy (others: FULL).
 NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": CONTENT}
