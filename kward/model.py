@@ -352,6 +352,35 @@ class ToolProgress:
     omitted_bytes: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class DiffFile:
+    """One file of a `ChangeSummary`: its net `status` (``added``, ``modified`` or
+    ``deleted``) against the baseline, the lines `added` and `removed` (None when not known:
+    a binary file, an unknown baseline, a file too large or not a regular file), `binary`,
+    and `omitted`: why its diff is not in the summary's diff text (None: it is), one of
+    ``binary``, ``tooLarge``, ``unknownBaseline``, ``notRegularFile``, ``unreadable``,
+    ``capped``."""
+
+    path: str
+    status: str
+    added: int | None
+    removed: int | None
+    binary: bool = False
+    omitted: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSummary:
+    """turnDiff (and sessions/diff): the files changed against their baseline, one
+    unified `diff` of the text files (`truncated` when the caps left something out, said
+    in `note`) (`kward.agent.diffs`)."""
+
+    files: tuple[DiffFile, ...] = ()
+    diff: str = ""
+    truncated: bool = False
+    note: str | None = None
+
+
 @dataclass(slots=True)
 class Steered:
     """turnSteered: input that joined the running turn."""
@@ -390,7 +419,7 @@ class Finished:
 #: AssistantMessage, turnCancelRequested: None; compactionStart and compactionEnd: the
 #: compaction's own values, `kward.compaction.events`).
 EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolOutcome, ToolProgress, Steered, Answer,
-                     TurnError, Finished, "CompactionStart", "CompactionEnd", None]
+                     TurnError, Finished, ChangeSummary, "CompactionStart", "CompactionEnd", None]
 
 
 @dataclass(slots=True)

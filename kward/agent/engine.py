@@ -13,15 +13,25 @@ does, after `invalidate()` (a login or logout) or on `reload()`. Credentials com
 environment and the files). `wants_event(type)` says whether the face's client takes turn
 events of a type (`Runtime.wants_event`): live tool output (`toolUpdate`) is only
 coalesced and emitted when it does.
+
+What a model turn changed: `changes` holds a tracker per session file
+(`kward.agent.changes`), fed every tool result's file changes; once the loop ended
+(answered, failed or canceled) the turn's net changes are emitted as `turnDiff`, before
+the scheduler's `error` and `turnFinished`, unless `wants_event("turnDiff")` says the
+face's client does not take them. The runtime asks `changes` for `sessions/diff` and drops
+a session's tracker when its file is closed.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
+from kward.agent.changes import ChangeTracker, SessionChanges
+from kward.agent.diffs import summarize
 from kward.agent.loop import TurnSetup, live_output, run_agent, user_content
 from kward.agent.plan import BasePlanner, CommandTurn, ModelTurn, Planner
 from kward.agent.questions import QuestionBroker
@@ -41,6 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.base import Provider
     from kward.providers.select import CredentialSource
     from kward.sessions.handle import SessionHandle
+
+log = logging.getLogger(__name__)
 
 NAME_CHARS = 120
 
@@ -63,7 +75,8 @@ class AgentEngine:
                  env: Mapping[str, str] = os.environ, tools: ToolRegistry | None = None,
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
                  settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
-                 planner: Planner | None = None, wants_event: Callable[[str], bool] = lambda _type: True):
+                 planner: Planner | None = None, changes: SessionChanges | None = None,
+                 wants_event: Callable[[str], bool] = lambda _type: True):
         self.paths = paths
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
@@ -74,7 +87,8 @@ class AgentEngine:
         self.tools = tools or default_registry()
         self.secrets = secrets or KnownSecrets(env, config, paths.auth_file)  # scrubbed from tool output
         self.planner = planner or BasePlanner(paths.config_dir)
-        self.wants_event = wants_event
+        self.changes = changes or SessionChanges()  # what each session's tools changed
+        self.wants_event = wants_event  # whether the face's client takes turn events of a type
         self._lock = threading.Lock()
         self._built_from: Settings | None = None  # the Settings and auth.json stat the selection was built from
         self._auth: tuple[int, int] | None = None
@@ -169,7 +183,27 @@ class AgentEngine:
                           live_output=self.wants_event("toolUpdate"))
         message = UserMessage(user_content(plan.text, turn.attachments),
                               plan.display if plan.display is not None and plan.display != plan.text else None)
-        with plan.recorder.turn():
-            answer = run_agent(session, message, setup)
+        tracker = self.changes.tracker(session.shared)
+        setup.changes = tracker.record
+        tracker.begin_turn()
+        try:
+            with plan.recorder.turn():
+                answer = run_agent(session, message, setup)
+        finally:
+            self._report_changes(plan, tracker, session.workspace_root)
         plan.after()
         return answer
+
+    def _report_changes(self, plan: ModelTurn, tracker: ChangeTracker, root: str) -> None:
+        """Emit the turn's `turnDiff` (its net file changes, `kward.agent.diffs`) unless the
+        face's client does not take it, and let go of the turn's baselines. Never raises:
+        a failure is logged and the turn ends as it would have."""
+        try:
+            if self.wants_event("turnDiff"):
+                baselines = tracker.turn_baselines()
+                plan.emit("turnDiff", summarize(root, baselines.paths, untracked=baselines.untracked,
+                                                scrub=self.secrets.scrub_output))
+        except Exception:
+            log.exception("the changes of the turn could not be reported")
+        finally:
+            tracker.end_turn()

@@ -16,12 +16,12 @@ from kward.limits import EVENT_REPLAY_LIMIT as EVENT_LIMIT
 from kward.model import EventPayload, TurnEvent
 from kward.timefmt import now_iso
 
-#: Every `turn/event` type a turn emits (kward.agent.scheduler and kward.agent.loop), roughly in
+#: Every `turn/event` type a turn emits (kward.agent.scheduler, .loop and .engine), roughly in
 #: the order a turn shows them. docs/protocol.md documents each one; tests/packaging/test_docs.py
 #: checks that every type emitted in the code is listed here and in the doc, and no other.
 EVENT_TYPES = ("turnQueued", "turnStarted", "compactionStart", "compactionEnd", "reasoningDelta", "assistantDelta",
                "assistantMessage", "modelRetry", "toolCall", "toolUpdate", "toolResult", "turnSteered", "answer",
-               "turnCancelRequested", "error", "turnFinished")
+               "turnCancelRequested", "turnDiff", "error", "turnFinished")
 
 
 class Replay(NamedTuple):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
-                   "sessions/delete", "sessions/close", "sessions/transcript")
+                   "sessions/delete", "sessions/close", "sessions/transcript", "sessions/diff")
 MODEL_METHODS = ("models/list", "models/current", "models/set", "reasoning/set", "openrouter/catalog")
 RUNTIME_METHODS = ("runtime/state", "runtime/stats")
 RUNTIME_SETTING_METHODS = ("runtime/updateSetting", "runtime/reload")
@@ -85,6 +85,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
     question = {"supported": question_ok, "notification": "ui/question", "method": "ui/answerQuestion",
                 "maxQuestions": 4, "multiSelect": False, "preview": False}
     transcript_ok = has("sessions/transcript")
+    diff_ok = turns_ok and has("sessions/diff")  # (turnDiff comes with turns)
     memory = present(MEMORY_METHODS)
     auth = present(AUTH_METHODS)
     caps: dict[str, Any] = {
@@ -171,7 +172,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "startupResources": {"supported": has("resources/startup"), "method": "resources/startup"},
         "extensionUi": {"question": question, "select": False, "confirm": False, "input": False, "editor": False,
                         "widgets": False, "footer": False, "custom": False, "terminalInput": False},
-        "composer": {"sessionDiff": {"supported": False, "reason": "interactiveComposerOnly"},
+        # beyond the original: a turn's changes (turnDiff) and the session's (sessions/diff)
+        "composer": {"sessionDiff": {"supported": True, "method": "sessions/diff", "event": "turnDiff"} if diff_ok
+                     else {"supported": False, "reason": "interactiveComposerOnly"},
                      "copy": {"supported": False, "reason": "clientClipboardOwnedByUi"}},
         "security": {"workspaceMutationGuard": "none", "toolApproval": "none",
                      "canRunShell": turns_ok, "canWriteFiles": turns_ok,

@@ -68,6 +68,7 @@ METHODS: dict[str, Method] = {
     "sessions/delete": Method("kward.rpc.methods.sessions.delete", slow=True),
     "sessions/close": Method("kward.rpc.methods.sessions.close", slow=True),
     "sessions/transcript": Method("kward.rpc.methods.transcript.transcript", slow=True, redaction=CONTENT),
+    "sessions/diff": Method("kward.rpc.methods.sessions.diff", slow=True, redaction=CONTENT),  # reads files
     # turns (methods/turns.py)
     "turns/start": Method("kward.rpc.methods.turns.start"),
     "turns/cancel": Method("kward.rpc.methods.turns.cancel"),

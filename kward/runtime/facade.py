@@ -7,7 +7,7 @@ that only answers a handshake or lists sessions never imports the agent, the pro
 `requests`. Once built, each service is thread-safe itself; every operation below may be
 called from any thread. The slow ones (resume, clone, fork, export, transcript, list of
 sessions, close and delete with running turns, compaction, model listings, model and
-reasoning changes, reload, stats) belong on a worker thread; the rest are quick (a lookup,
+reasoning changes, reload, stats, a session's diff) belong on a worker thread; the rest are quick (a lookup,
 a stat, one appended line).
 """
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.questions import QuestionBroker
     from kward.agent.scheduler import Turn, TurnManager
     from kward.compaction.events import CompactionResult
-    from kward.model import TurnEvent
+    from kward.model import ChangeSummary, TurnEvent
     from kward.providers.model_service import ModelChoice, ModelListing, ModelService
     from kward.resources.observers import EventFields
     from kward.runtime.auth import RuntimeAuth
@@ -430,8 +430,10 @@ class Runtime:
     def close_session(self, session_id: str) -> None:
         """Cancel the turns started through this id, wait for them to end (up to
         STOP_WAIT s), then close the id (the file, when no other id is left on it)."""
-        self._stop_turns([self.sessions.get(session_id)])
+        handle = self.sessions.get(session_id)
+        self._stop_turns([handle])
         self.sessions.close(session_id)
+        self._forget_changes([handle])
 
     def delete_session(self, session_id: str, *, force: bool = False) -> str:
         """Delete the session's file (its path is returned): refused (before any turn is stopped) when another
@@ -439,8 +441,36 @@ class Runtime:
         canceled and waited for, and is closed."""
         sessions = self.sessions
         sessions.check_deletable(session_id, force=force)
-        self._stop_turns(sessions.handles_on(session_id))
-        return sessions.delete(session_id, force=force)
+        handles = sessions.handles_on(session_id)
+        self._stop_turns(handles)
+        path = sessions.delete(session_id, force=force)
+        self._forget_changes(handles)
+        return path
+
+    def _forget_changes(self, handles: list[SessionHandle]) -> None:
+        """Drop the change trackers (`session_diff`) of the files these ids closed."""
+        engine = self._engine.peek()
+        if engine is not None:
+            for handle in handles:
+                if handle.shared.closed:
+                    engine.changes.drop(handle.shared)
+
+    def session_diff(self, session_id: str) -> "ChangeSummary":
+        """What the session's tool calls changed since this process opened its file: each
+        file's net change against its content before the session's first change of it,
+        read from the workspace now (`kward.agent.diffs`; nothing before the first model
+        turn). Slow: it reads the files."""
+        from kward.agent.diffs import summarize
+        from kward.model import ChangeSummary
+
+        handle = self.sessions.get(session_id)
+        engine = self._engine.peek()  # (not built: no turn ran, nothing changed)
+        tracker = engine.changes.get(handle.shared) if engine is not None else None
+        if tracker is None:
+            return ChangeSummary()
+        baselines = tracker.session_baselines()
+        return summarize(handle.workspace_root, baselines.paths, untracked=baselines.untracked,
+                         scrub=self.secrets.scrub_output)
 
     def _stop_turns(self, handles: list[SessionHandle]) -> None:
         """Cancel the queued and running turns started through these ids and wait for them

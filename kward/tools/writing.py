@@ -12,7 +12,10 @@ after the path checks cannot redirect the write out of the workspace; the old co
 (for the diff and the edits) is read through a descriptor opened the same way. A successful
 write or edit records the file's realpath in `ctx.read_paths` (session replay counts
 these results the same way). File bytes that are not valid
-UTF-8 survive an edit unchanged (surrogateescape round trip).
+UTF-8 survive an edit unchanged (surrogateescape round trip). Both report the file they
+changed in `ToolResult.changes` (its path resolved, relative to the root; status ``added``
+or ``modified``; `before` the bytes it held), what turnDiff and sessions/diff are made of;
+a write of the content a file already held reports none.
 
 Handlers run on the turn's worker thread; they take no locks (one turn per session).
 """
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from kward.confined import replace_file
 from kward.fsutil import read_fd
+from kward.model import FileChange
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.diff import truncated_diff
 from kward.tools.paths import (
@@ -70,6 +74,13 @@ def _write(root: Path, target: str, data: bytes, path: str) -> None:
         os.close(dir_fd)
 
 
+def _change(ctx: ToolContext, target: str, old: bytes | None) -> FileChange:
+    """The FileChange of writing `target` (a resolved path inside the root) whose content
+    was `old` (None: there was no file)."""
+    path = os.path.relpath(target, str(ctx.workspace_root)).replace(os.sep, "/")
+    return FileChange(path, "added", b"") if old is None else FileChange(path, "modified", old)
+
+
 def _diff_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
@@ -98,7 +109,8 @@ def write_file(args: Args, ctx: ToolContext) -> ToolResult:
     if old is not None and old != data:
         diff = truncated_diff(path, _diff_text(old), _diff_text(data))
         out += "\n" + diff
-    return ToolResult.text(out, diff=diff, changed_files=[path])
+    changes = () if old == data else (_change(ctx, target, old),)
+    return ToolResult.text(out, diff=diff, changed_files=[path], changes=changes)
 
 
 def apply_edits(path: str, content: str, edits: list[object]) -> tuple[str, int]:
@@ -160,7 +172,8 @@ def edit_file(args: Args, ctx: ToolContext) -> ToolResult:
     ctx.read_paths.add(real)
     log.debug("edit_file replaced %d block(s) in %s", count, real)
     diff = truncated_diff(path, _diff_text(old_bytes), _diff_text(new_bytes))
-    return ToolResult.text(f"Edited {path}: replaced {count} block(s)\n{diff}", diff=diff, changed_files=[path])
+    return ToolResult.text(f"Edited {path}: replaced {count} block(s)\n{diff}", diff=diff, changed_files=[path],
+                           changes=(_change(ctx, real, old_bytes),))
 
 
 SPECS = (

@@ -9,6 +9,7 @@ from lib.rpc_client import RpcClient
 from lib.scripted_kward import kward  # noqa: F401 - fixture
 from lib.scripts import delay, step, text, usage
 from lib.session_records import read_records
+from lib.turn_events import payload
 
 LONG = "please look at the parser " * 8  # ~200 chars: ~51 estimated tokens
 SUMMARY = "## Goal\n- Fix the parser\n\n## Files & Code\n### Read\n- stale.py\n\n### Modified\n- stale.py\n\n## Next Steps\n1. Go on"
@@ -55,7 +56,7 @@ def test_manual_compaction_with_a_scripted_summary(kward, isolated_home):
     assert [m["role"] for m in transcript] == ["compactionSummary", "user", "assistant"]
     # the script goes on where it was: the summary stands for the two assistant messages it replaced
     _, events = k.run(s["id"], "and now?")
-    assert events[-2]["payload"] == {"content": "four"}
+    assert payload(events, "answer") == {"content": "four"}
     state = k.request("runtime/state", {"sessionId": s["id"]})
     assert state["autoCompactionEnabled"] is True and state["isCompacting"] is False
     assert k.request("runtime/stats", {"sessionId": s["id"]})["autoCompactionEnabled"] is True
@@ -119,7 +120,7 @@ def test_compaction_refuses_during_a_turn_and_turns_wait_for_a_compaction(kward,
     queued = k.start(s["id"], "after the compaction")  # queued behind it, runs once it ended
     events = k.finish(queued["id"])
     result = k.client.response(pending)["result"]
-    assert events[-2]["payload"] == {"content": "three"}
+    assert payload(events, "answer") == {"content": "three"}
     order = [n["params"]["type"] for n in k.client.notifications if n["method"] == "session/event"
              or (n["method"] == "turn/event" and n["params"]["turnId"] == queued["id"])]
     assert order.index("compactionEnd") < order.index("turnStarted")  # the turn waited for the compaction

@@ -13,7 +13,7 @@ from typing import Any
 TERMINAL = ("completed", "failed", "canceled")
 EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "compactionStart", "compactionEnd", "reasoningDelta",
                "assistantDelta", "assistantMessage", "modelRetry", "toolCall", "toolUpdate", "toolResult", "answer",
-               "turnCancelRequested", "error", "turnFinished")
+               "turnCancelRequested", "turnDiff", "error", "turnFinished")
 
 
 # --- from the notifications --------------------------------------------------------------
@@ -93,7 +93,9 @@ def check_turn_events(events: list[dict], status: str | None = None) -> dict:
     sequence 1..N without a gap, one session and turn id, turnQueued first, turnStarted
     second (unless a queued turn was canceled), exactly one turnFinished and it is last,
     `answer` right before a completed turnFinished, `error` before a failed one (only a
-    turnCancelRequested that came too late may stand between them).
+    turnCancelRequested that came too late, and the turn's turnDiff, may stand between
+    them); at most one turnDiff, after every other event of the turn but a late
+    turnCancelRequested, `error` and turnFinished.
     """
     assert events, "no events"
     assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
@@ -115,8 +117,13 @@ def check_turn_events(events: list[dict], status: str | None = None) -> dict:
     else:  # only a turn canceled while queued never starts
         assert fin["status"] == "canceled"
         assert set(kinds[1:-1]) <= {"turnCancelRequested"}, kinds
+    if "turnDiff" in kinds:
+        i = kinds.index("turnDiff")
+        assert kinds.count("turnDiff") == 1 and set(kinds[i + 1:]) <= {"turnCancelRequested", "error", "turnFinished"}, \
+            kinds[-6:]
+        assert set(events[i]["payload"]) <= {"files", "diff", "truncated", "note"}, events[i]["payload"]
     # the last events before turnFinished, leaving out a cancel request that came too late
-    last = [e for e in events[:-1] if e["type"] != "turnCancelRequested"][-1]
+    last = [e for e in events[:-1] if e["type"] not in ("turnCancelRequested", "turnDiff")][-1]
     if fin["status"] == "completed":
         assert last["type"] == "answer" and kinds.count("answer") == 1, kinds[-4:]
         assert "error" not in fin

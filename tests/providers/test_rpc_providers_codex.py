@@ -45,7 +45,7 @@ def test_text_streams_in_order_with_exact_request(kward, fake, isolated_home):
     events = run_turn(kward, kward.session["id"], "Say hello", trace={"traceparent": TRACEPARENT})
     assert finished(events) == {"status": "completed"}
     assert types(events) == ["turnQueued", "turnStarted", "assistantDelta", "assistantDelta", "assistantDelta",
-                             "assistantDelta", "assistantMessage", "answer", "turnFinished"]
+                             "assistantDelta", "assistantMessage", "answer", "turnDiff", "turnFinished"]
     assert deltas(events) == ["Hel", "lo", " wor", "ld"]
     assert payload(events, "answer") == {"content": "Hello world"}
     message = payload(events, "assistantMessage")["message"]
@@ -107,7 +107,7 @@ def test_tool_call_round_trip(kward, fake):
     events = run_turn(kward, kward.session["id"], "Read a.txt")
     assert finished(events)["status"] == "completed"
     assert types(events)[2:] == ["assistantMessage", "toolCall", "toolResult", "assistantDelta",
-                                 "assistantMessage", "answer", "turnFinished"]
+                                 "assistantMessage", "answer", "turnDiff", "turnFinished"]
     call = payload(events, "toolCall")
     assert (call["toolCallId"], call["toolName"], call["args"]) == ("call_read_1", "read", {"path": "a.txt"})
     result = payload(events, "toolResult")

@@ -40,7 +40,7 @@ def test_text_streams_in_order_with_exact_request(kward, fake, isolated_home):
     events = run_turn(kward, kward.session["id"], "Say hello", trace={"traceparent": TRACEPARENT})
     assert finished(events) == {"status": "completed"}
     assert types(events) == ["turnQueued", "turnStarted", "assistantDelta", "assistantDelta", "assistantDelta",
-                             "assistantMessage", "answer", "turnFinished"]
+                             "assistantMessage", "answer", "turnDiff", "turnFinished"]
     assert deltas(events) == ["Hel", "lo", "!"] and payload(events, "answer") == {"content": "Hello!"}
     message = payload(events, "assistantMessage")["message"]
     assert (message["provider"], message["model"]) == ("OpenRouter", "openai/gpt-5.5")
@@ -90,7 +90,7 @@ def test_tool_call_round_trip(kward, fake, isolated_home):
     events = run_turn(kward, kward.session["id"], "Read a.txt")
     assert finished(events)["status"] == "completed"
     assert types(events)[2:] == ["assistantMessage", "toolCall", "toolResult", "assistantDelta",
-                                 "assistantMessage", "answer", "turnFinished"]
+                                 "assistantMessage", "answer", "turnDiff", "turnFinished"]
     call = payload(events, "toolCall")
     assert (call["toolCallId"], call["toolName"], call["args"]) == ("call_or_1", "read", {"path": "a.txt"})
     assert payload(events, "toolResult")["result"]["content"] == FILE_TEXT

@@ -66,7 +66,11 @@ def test_every_group_and_field_of_the_original_is_present():
     ours = capabilities.build(registry.METHODS)
     ours_paths = {p for p, _ in walk(ours)}
     missing = [p for p, _ in walk(ORIGINAL) if p not in ours_paths]
-    assert missing == []
+    # the original's `reason` says why a feature is unsupported: kward's supported one has none
+    assert missing == [("composer", "sessionDiff", "reason")]
+    assert ours["composer"]["sessionDiff"]["supported"] is True
+    unsupported = capabilities.build(["initialize"])
+    assert unsupported["composer"]["sessionDiff"] == ORIGINAL["composer"]["sessionDiff"]
 
 
 def test_numbers_and_flags_survive_redaction():
@@ -178,3 +182,14 @@ def test_the_update_notifications_are_claimed_with_the_methods_that_send_them():
     assert none["sessions"]["updates"] == {"supported": False, "notification": "session/event", "events": []}
     assert none["events"]["sessionUpdates"] is False and none["events"]["compaction"]["supported"] is False
     assert none["turns"]["eventReplay"]["truncation"] is False
+
+
+def test_the_session_diff_is_claimed_with_its_method_and_event_only_with_turns():
+    from kward.agent.eventlog import EVENT_TYPES
+
+    diff = capabilities.build(registry.METHODS)["composer"]["sessionDiff"]
+    assert diff == {"supported": True, "method": "sessions/diff", "event": "turnDiff"}
+    assert diff["method"] in capabilities.build(registry.METHODS)["sessions"]["methods"]
+    assert diff["event"] in EVENT_TYPES
+    for methods in (["initialize", "sessions/diff"], ["initialize", "turns/start"]):
+        assert capabilities.build(methods)["composer"]["sessionDiff"]["supported"] is False, methods

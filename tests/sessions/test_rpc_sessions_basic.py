@@ -284,7 +284,7 @@ def test_capabilities_list_the_session_methods(start):
     assert caps["supported"] is True and caps["persistence"] == "jsonl"
     assert set(caps["methods"]) == {f"sessions/{m}" for m in (
         "create", "resume", "list", "rename", "clone", "compact", "forkMessages", "fork", "export", "delete", "close",
-        "transcript")}
+        "transcript", "diff")}
     assert caps["list"]["supported"] is True and caps["list"]["treeFields"] is True
     assert caps["compact"]["supported"] is True
     assert caps["import"]["supported"] is False and caps["tree"]["supported"] is False

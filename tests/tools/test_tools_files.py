@@ -275,3 +275,24 @@ def test_edit_diff_is_truncated(ctx, ws):
     assert r.diff.endswith("... diff truncated to 8192 bytes; full diff stats: +1000|-1000. "
                            "Use read_file to inspect current content.")
     assert len(r.diff.encode()) < 8192 + 200
+
+
+# --- the file changes write_file and edit_file report (turnDiff, sessions/diff) -----------
+
+def test_write_and_edit_report_the_file_they_changed_with_its_content_before(ctx, ws):
+    from kward.model import FileChange
+
+    assert call(ctx, "write_file", path="sub/new.txt", content="one\n").changes == \
+        (FileChange("sub/new.txt", "added", b""),)
+    assert call(ctx, "write_file", path="sub/new.txt", content="two\n").changes == \
+        (FileChange("sub/new.txt", "modified", b"one\n"),)
+    assert call(ctx, "write_file", path="sub/new.txt", content="two\n").changes == ()  # the same bytes again
+    r = call(ctx, "edit_file", path="./sub/../sub/new.txt", edits=[{"old_text": "two", "new_text": "three"}])
+    assert r.changes == (FileChange("sub/new.txt", "modified", b"two\n"),)
+    (ws / "real.txt").write_bytes(b"caf\xe9\n")
+    os.symlink("real.txt", ws / "link.txt")  # a link inside: the change is its target's
+    read(ctx, "link.txt")
+    r = call(ctx, "edit_file", path="link.txt", edits=[{"old_text": "caf", "new_text": "CAF"}])
+    assert r.changes == (FileChange("real.txt", "modified", b"caf\xe9\n"),)
+    failed = call(ctx, "edit_file", path="real.txt", edits=[{"old_text": "absent", "new_text": "x"}])
+    assert failed.is_error and failed.changes == ()

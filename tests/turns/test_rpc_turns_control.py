@@ -19,7 +19,7 @@ from kward.rpc.wire import events as wire
 from lib.processes import pid_alive
 from lib.scripted_kward import kward  # noqa: F401 (fixtures)
 from lib.scripts import delay, text, tool, wait_for_steer
-from lib.turn_events import check_turn_events, payloads, types
+from lib.turn_events import check_turn_events, payload, payloads, types
 from lib.waiting import wait_until
 
 QUESTION = {"question": "Which color?", "header": "Color",
@@ -72,7 +72,7 @@ def test_turns_of_one_session_run_one_at_a_time_in_fifo_order(kward):
     e1, e2 = k.events(t1["id"]), k.events(t2["id"])
     for events, answer_text in ((e1, "first done"), (e2, "second done"), (e3, "third done")):
         check_turn_events(events, "completed")
-        assert events[-2]["payload"] == {"content": answer_text}
+        assert payload(events, "answer") == {"content": answer_text}
     assert position(k, t1["id"], "turnFinished") < position(k, t2["id"], "turnStarted")
     assert position(k, t2["id"], "turnFinished") < position(k, t3["id"], "turnStarted")
     assert position(k, t2["id"], "turnQueued") < position(k, t1["id"], "turnFinished")
@@ -92,7 +92,8 @@ def test_steering_a_running_turn(kward):
     events = k.finish(turn["id"])
     check_turn_events(events, "completed")
     assert types(events) == ["turnQueued", "turnStarted", "assistantDelta", "assistantMessage", "turnSteered",
-                             "assistantDelta", "assistantDelta", "assistantMessage", "answer", "turnFinished"]
+                             "assistantDelta", "assistantDelta", "assistantMessage", "answer", "turnDiff",
+                             "turnFinished"]
     assert payloads(events, "turnSteered")[0]["input"] == "also check the tests"
     assert payloads(events, "answer") == [{"content": "done with both"}]
     # the steered input is a user message written before the next model call's answer
@@ -113,7 +114,8 @@ def test_omitted_streaming_behavior_steers_a_running_turn(kward):
     events = k.finish(turn["id"])
     check_turn_events(events, "completed")
     tail = types(events)[types(events).index("toolResult"):]
-    assert tail == ["toolResult", "turnSteered", "assistantDelta", "assistantMessage", "answer", "turnFinished"]
+    assert tail == ["toolResult", "turnSteered", "assistantDelta", "assistantMessage", "answer", "turnDiff",
+                    "turnFinished"]
     roles = [(m["role"], m["content"] if m["role"] != "assistant" else "") for m in k.messages(s)]
     assert roles == [("user", "start"), ("assistant", ""), ("tool", "Which color?: Red"),
                      ("user", "by the way"), ("assistant", "")]
@@ -155,7 +157,7 @@ def test_canceling_a_running_turn_during_a_model_delay(kward):
     events = k.finish(turn["id"], timeout=5)
     check_turn_events(events, "canceled")
     assert types(events) == ["turnQueued", "turnStarted", "assistantDelta", "turnCancelRequested",
-                             "assistantMessage", "turnFinished"]
+                             "assistantMessage", "turnDiff", "turnFinished"]
     status = k.request("turns/status", {"turnId": turn["id"]})
     assert status["status"] == "canceled" and status["cancelRequested"] is True and "error" not in status
     # what was streamed is kept, marked interrupted (tests/turns/test_rpc_turns_interrupted.py)
@@ -178,7 +180,7 @@ def test_canceling_a_long_shell_command_kills_its_processes(kward):
     k.request("turns/cancel", {"turnId": turn["id"]})
     events = k.finish(turn["id"], timeout=5)
     check_turn_events(events, "canceled")
-    assert types(events)[-4:] == ["toolCall", "turnCancelRequested", "toolResult", "turnFinished"]
+    assert types(events)[-5:] == ["toolCall", "turnCancelRequested", "toolResult", "turnDiff", "turnFinished"]
     (result,) = payloads(events, "toolResult")
     assert result["toolName"] == "bash" and result["result"] == {"content": "Cancelled.", "isError": True,
                                                                  "images": []}
@@ -251,7 +253,7 @@ def test_canceling_a_turn_waiting_for_an_answer_releases_the_question(kward):
     k.request("turns/cancel", {"turnId": turn["id"]})
     events = k.finish(turn["id"], timeout=5)
     check_turn_events(events, "canceled")
-    assert types(events)[-3:] == ["turnCancelRequested", "toolResult", "turnFinished"]
+    assert types(events)[-4:] == ["turnCancelRequested", "toolResult", "turnDiff", "turnFinished"]
     assert payloads(events, "toolResult")[0]["content"] == "Cancelled."
     late = k.error("ui/answerQuestion", {"sessionId": s["id"], "questionRequestId": q["questionRequestId"],
                                          "answers": ["Red"]})

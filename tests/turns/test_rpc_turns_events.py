@@ -9,7 +9,7 @@ import pytest
 
 from lib.scripted_kward import kward  # noqa: F401 (fixtures)
 from lib.scripts import model_error, reasoning, text, tool, wait_for_steer
-from lib.turn_events import check_turn_events, payloads
+from lib.turn_events import check_turn_events, payload, payloads
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -31,7 +31,7 @@ def test_a_completed_turn_streams_every_progress_event_in_order(kward):
     assert [e["type"] for e in events] == [
         "turnQueued", "turnStarted", "reasoningDelta", "reasoningDelta", "assistantDelta", "assistantDelta",
         "modelRetry", "assistantMessage", "toolCall", "toolResult", "assistantDelta", "assistantDelta",
-        "assistantMessage", "answer", "turnFinished"]
+        "assistantMessage", "answer", "turnDiff", "turnFinished"]
     assert all(e["sessionId"] == s["id"] and e["turnId"] == turn["id"] and ISO.match(e["timestamp"])
                for e in events)
     assert payloads(events, "reasoningDelta") == [{"delta": "Let me "}, {"delta": "look."}]
@@ -92,7 +92,7 @@ def test_a_turn_of_more_than_1000_events_replays_only_the_last_1000_and_says_so(
     turn, events = k.run(s["id"], timeout=20)
     check_turn_events(events, "completed")
     total = len(events)
-    assert total == 1500 + 5  # queued, started, 1500 deltas, assistantMessage, answer, finished
+    assert total == 1500 + 6  # queued, started, 1500 deltas, assistantMessage, answer, turnDiff, finished
     first = total - 999  # the first sequence still kept
     answer = k.request("turns/events", {"turnId": turn["id"]})
     replay = answer["events"]
@@ -100,7 +100,7 @@ def test_a_turn_of_more_than_1000_events_replays_only_the_last_1000_and_says_so(
     assert replay == events[-1000:]
     assert (answer["truncated"], answer["firstSequence"]) == (True, first)  # events 1..first-1 were dropped
     tail = k.request("turns/events", {"turnId": turn["id"], "afterSequence": total - 3})
-    assert [e["type"] for e in tail["events"]] == ["assistantMessage", "answer", "turnFinished"]
+    assert [e["type"] for e in tail["events"]] == ["answer", "turnDiff", "turnFinished"]
     assert (tail["truncated"], tail["firstSequence"]) == (False, first)  # everything after it is kept
     # asking from before the kept window still answers what is kept, no more, and says so
     early = k.request("turns/events", {"turnId": turn["id"], "afterSequence": 10})
@@ -120,8 +120,8 @@ def test_a_provider_error_fails_the_turn_with_a_sanitized_error(kward):
     s = k.session()
     turn, events = k.run(s["id"], "go")
     finished = check_turn_events(events, "failed")
-    assert [e["type"] for e in events] == ["turnQueued", "turnStarted", "assistantDelta", "assistantMessage", "error",
-                                           "turnFinished"]
+    assert [e["type"] for e in events] == ["turnQueued", "turnStarted", "assistantDelta", "assistantMessage",
+                                           "turnDiff", "error", "turnFinished"]
     error = finished["error"]
     assert error["message"].startswith("upstream exploded") and "abcdef1234567890" not in error["message"]
     assert "[REDACTED]" in error["message"]
@@ -205,7 +205,7 @@ def test_a_looping_script_starts_over(kward):
     for i in range(3):
         _, events = k.run(s["id"], f"turn {i}")
         check_turn_events(events, "completed")
-        answers.append(events[-2]["payload"]["content"])
+        answers.append(payload(events, "answer")["content"])
     assert answers == ["a", "b", "a"]
 
 
@@ -264,7 +264,7 @@ def test_without_a_script_the_demo_explores_the_workspace_with_the_real_tools(kw
     results = [e["payload"]["result"] for e in events if e["type"] == "toolResult"]
     assert results[0]["content"] == "README.md\nsrc/" and results[1]["content"].startswith("# Widget")
     assert "reasoningDelta" in [e["type"] for e in events]
-    answer = events[-2]["payload"]["content"]
+    answer = payload(events, "answer")["content"]
     assert "1 file and 1 directory" in answer and 'begins: "Widget"' in answer
     assert "".join(e["payload"]["delta"] for e in events if e["type"] == "assistantDelta").endswith(answer)
     assert k.request("runtime/state", {"sessionId": s["id"]})["model"]["id"] == "scripted-demo"

@@ -67,8 +67,8 @@ def test_a_cancel_mid_stream_keeps_the_partial_answer_for_transcript_resume_expo
     turn = k.start(s["id"], "first question")
     wait_delta(k, turn["id"], "answer")
     events = cancel(k, turn["id"])
-    assert types(events)[-3:] == ["turnCancelRequested", "assistantMessage", "turnFinished"]
-    reported = events[-2]["payload"]["message"]
+    assert types(events)[-4:] == ["turnCancelRequested", "assistantMessage", "turnDiff", "turnFinished"]
+    reported = events[-3]["payload"]["message"]
     assert (reported["content"], reported["reasoning_summary"], reported["interrupted"]) == \
         ("Partial answer", "Let me think.", True)
     assert "errorMessage" not in reported and "tool_calls" not in reported and "usage" not in reported
@@ -128,7 +128,7 @@ def test_a_cancel_during_the_model_call_after_tool_calls_keeps_that_calls_output
     turn = k.start(s["id"], "what is here?")
     wait_delta(k, turn["id"], "a.txt")
     events = cancel(k, turn["id"])
-    assert types(events).count("assistantMessage") == 2 and types(events)[-2] == "assistantMessage"
+    assert types(events).count("assistantMessage") == 2 and types(events)[-3] == "assistantMessage"
     messages = k.messages(s)
     assert [(m["role"], m.get("interrupted")) for m in messages] == \
         [("user", None), ("assistant", None), ("tool", None), ("assistant", True)]
@@ -214,7 +214,7 @@ def test_codex_failure_after_output_keeps_the_partial_with_its_error(codex):
                       fc.text(["recovered"]))
     events = run_turn(codex, sid, "hi")
     error = failed_error(events)
-    assert types(events)[-3:] == ["assistantMessage", "error", "turnFinished"]
+    assert types(events)[-4:] == ["assistantMessage", "turnDiff", "error", "turnFinished"]
     message = [e for e in events if e["type"] == "assistantMessage"][0]["payload"]["message"]
     assert (message["content"], message["interrupted"], message["errorMessage"]) == \
         ("Partial", True, error["message"])

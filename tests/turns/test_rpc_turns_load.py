@@ -277,7 +277,7 @@ def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolat
         events = reader.events[turn_id]
         assert [seq for seq, _ in events] == list(range(1, len(events) + 1))
         types = [t for _, t in events]
-        assert types.count("assistantDelta") == first + second + 1 and types[-2:] == ["answer", "turnFinished"]
+        assert types.count("assistantDelta") == first + second + 1 and types[-3:] == ["answer", "turnDiff", "turnFinished"]
         assert reader.deltas[turn_id] == len(chunk) * (first + second) + len("done")
         assert reader.finished[turn_id] == {"status": "completed"}
         assert (ws / "late.marker").exists()

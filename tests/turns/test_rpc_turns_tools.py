@@ -10,7 +10,7 @@ import pytest
 
 from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turn_events import check_turn_events
+from lib.turn_events import check_turn_events, payload
 
 
 def tool_events(events):
@@ -176,7 +176,7 @@ def test_tool_failures_are_results_and_the_turn_goes_on(kward):
     assert bad["args"] == {} and bad["rawToolCall"]["function"]["arguments"] == "{not json"
     assert r["read"]["result"]["isError"] is False
     assert (k.ws / "f.txt").read_text() == "a line\n"
-    assert events[-2]["payload"] == {"content": "recovered"}
+    assert payload(events, "answer") == {"content": "recovered"}
     audits = {a["toolCallId"]: a for a in k.records(s) if a["type"] == "tool_execution_end"}
     assert audits["unknown"]["isError"] is True and audits["read"]["isError"] is False
 

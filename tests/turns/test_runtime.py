@@ -164,3 +164,24 @@ def test_an_answered_question_resumes_the_turn_and_delete_removes_the_file(make_
     path = session.path
     assert rt.delete_session(session.id) == path
     assert not Path(path).exists()
+
+
+def test_the_change_tracker_of_a_session_goes_with_its_file(make_runtime):
+    write = tool("write_file", {"path": "a.txt", "content": "a\n"})
+    rt, ws, _, _ = make_runtime([[write], [text("one")], [text("two")]])
+    session = rt.create_session(str(ws))
+    sink = Sink()
+    rt.start_turn(session.id, "write", sink=sink)
+    check_turn_events(sink.finished(), "completed")
+    again = rt.resume_session(session.path)  # another id on the same file: the same totals
+    assert [f.path for f in rt.session_diff(again.id).files] == ["a.txt"] == \
+        [f.path for f in rt.session_diff(session.id).files]
+    rt.close_session(session.id)
+    assert rt.engine.changes.get(again.shared) is not None  # the file is still open
+    assert [f.path for f in rt.session_diff(again.id).files] == ["a.txt"]
+    rt.close_session(again.id)
+    assert again.shared.closed and rt.engine.changes.get(again.shared) is None
+    other = rt.resume_session(session.path)  # opened again: what happened before is not known
+    assert rt.session_diff(other.id).files == ()
+    with pytest.raises(SessionNotFound):
+        rt.session_diff(session.id)

@@ -66,6 +66,10 @@ def close(call: Call) -> dict[str, Any]:
     return wire.closed()
 
 
+def diff(call: Call) -> dict[str, Any]:
+    return wire.changes(call.runtime.session_diff(call.params.text("sessionId", required=True)))
+
+
 def compact(call: Call) -> dict[str, Any]:
     """Its compactionEnd is sent after the answer (a client may close the reply on it)."""
     p = call.params

@@ -11,7 +11,9 @@ Tool calls and results go out in the shapes UI clients read: the normalized `too
 and for a result its raw `content` and `result {content, isError, images, diff?,
 changedFiles?}`; live output of a running call (`toolUpdate`) carries the call's
 `toolCallId`, `toolName`, `args` and `metadata` with `stream`, `delta`, `content` and, on
-the last update when some output was left out, `omittedBytes`. Shapes a session record shares with the protocol (an assistant message,
+the last update when some output was left out, `omittedBytes`; a turn's `turnDiff` is the
+change summary `sessions/diff` answers too (`kward.rpc.wire.sessions.changes`). Shapes a
+session record shares with the protocol (an assistant message,
 a tool call, a tool result) come from `kward.sessions.codec`. Pure functions, any thread.
 """
 
@@ -24,7 +26,7 @@ from kward.compaction.events import CompactionEnd, CompactionStart
 from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, ToolProgress, TurnError, TurnEvent, Usage
 from kward.rpc.protocol import error_object
 from kward.rpc.wire.runtime import spent
-from kward.rpc.wire.sessions import compaction_result
+from kward.rpc.wire.sessions import changes, compaction_result
 from kward.rpc.wire.shape import present
 from kward.sessions.codec import (
     call_fields,
@@ -114,6 +116,7 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "answer": lambda p: {"content": p.content},
     "turnCancelRequested": lambda p: {},
     "error": error,
+    "turnDiff": changes,
     "turnFinished": _finished,
     "compactionStart": compaction_payload,
     "compactionEnd": compaction_payload,

@@ -1,6 +1,7 @@
 """The `sessions/*` results: the session payload (`session`: create, resume, rename, clone,
 fork, and inside transcript), a `sessions/list` item (`listed_session`), and the results
-of forkMessages, export, delete, close and compact. Keys as docs/protocol.md and the original
+of forkMessages, export, delete, close and compact, and the change summary of
+`sessions/diff` and the `turnDiff` event (`changes`). Keys as docs/protocol.md and the original
 kward's. Pure functions, any thread.
 """
 
@@ -12,6 +13,7 @@ from kward.rpc.wire.shape import present
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.compaction.events import CompactionResult
+    from kward.model import ChangeSummary, DiffFile
     from kward.sessions.export import Exported
     from kward.sessions.listing import SessionSummary
     from kward.sessions.manager import ForkEntry
@@ -67,3 +69,22 @@ def compaction_result(result: CompactionResult) -> dict[str, Any]:
             "tokensBefore": result.tokens_before,
             "details": {"read_files": list(result.details.get("read_files", [])),
                         "modified_files": list(result.details.get("modified_files", []))}}
+
+
+def _diff_file(f: DiffFile) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": f.path, "status": f.status, "added": f.added, "removed": f.removed}
+    if f.binary:
+        out["binary"] = True
+    if f.omitted is not None:
+        out["omitted"] = f.omitted
+    return out
+
+
+def changes(summary: ChangeSummary) -> dict[str, Any]:
+    """A `kward.model.ChangeSummary` (`sessions/diff`, `turnDiff`): ``{files: [{path,
+    status, added, removed, binary?, omitted?}], diff, truncated, note?}``."""
+    out: dict[str, Any] = {"files": [_diff_file(f) for f in summary.files], "diff": summary.diff,
+                           "truncated": summary.truncated}
+    if summary.note is not None:
+        out["note"] = summary.note
+    return out
