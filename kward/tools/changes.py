@@ -9,8 +9,8 @@
 
 How it looks (chosen by `begin`):
 
-- **git**, when the workspace (or an ancestor) is a git work tree and ``git`` is on the
-  PATH kward gives commands (`kward.tools.gitstatus`): ``git status`` before and after, and
+- **git**, when the workspace (or an ancestor) is a git work tree and ``git`` is on
+  kward's PATH (`kward.tools.gitstatus`): ``git status`` before and after, and
   an ``lstat`` of every path either lists. A path listed before (dirty or untracked) is
   compared by its ``lstat`` signature (mtime_ns, size, inode, mode), so a file already
   dirty and modified again is seen; a path only listed after, or changed between the

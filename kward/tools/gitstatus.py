@@ -175,11 +175,11 @@ class Git:
 
     @classmethod
     def find(cls, workspace: str, env: Mapping[str, str], cancel: CancelToken) -> "Git | None":
-        """A Git when `workspace` lies in a work tree and `git` is on the PATH of `env`."""
+        """A Git when `workspace` lies in a work tree and `git` is on kward's PATH."""
         toplevel = find_toplevel(workspace)
         if toplevel is None:
             return None
-        executable = shutil.which("git", path=env.get("PATH", os.defpath))
+        executable = shutil.which("git")
         if executable is None:
             log.debug("no git on PATH: changed files by snapshot")
             return None

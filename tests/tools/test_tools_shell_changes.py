@@ -166,17 +166,16 @@ def test_redirecting_git_variables_are_ignored(repo, tmp_path):
 
 
 @pytest.mark.parametrize("broken", ["no git on PATH", "a broken repository"])
-def test_without_git_a_snapshot_is_used(repo, tmp_path, broken):
-    env = {}
+def test_without_git_a_snapshot_is_used(repo, tmp_path, broken, monkeypatch):
     if broken == "no git on PATH":
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         for tool in ("rm", "mv", "cat"):
             os.symlink(f"/bin/{tool}", bin_dir / tool)
-        env = {"PATH": str(bin_dir)}
+        monkeypatch.setenv("PATH", str(bin_dir))
     else:
         (repo / ".git" / "HEAD").write_text("garbage\n")
-    ctx = make_ctx(repo, env=env)
+    ctx = make_ctx(repo)
     r = sh(ctx, "echo l > x.log; echo c >> clean.txt; rm gone.txt; mv old.txt new.txt; echo o > ../outside.txt")
     assert r.content == "Exit status: 0\n"
     assert found(r) == {"x.log": ("added", b""), "clean.txt": ("modified", None), "gone.txt": ("deleted", None),
