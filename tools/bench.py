@@ -11,7 +11,7 @@ provide (a `bench(quick) -> rows` function each): startup (cold start to the `in
 response and the other start-up figures vs `python3 -c pass`, bench_startup.py), warmup
 (first turn vs warm turn, requests at start-up, bench_warmup.py), list (a UI's list
 refresh after a turn vs the floor, tools/floor_list.py; bench_list.py), providers,
-sessions, turns. `startup` runs first. tools/bench_trees.py is no section: it measures
+sessions, turns, changes (what changed-file detection adds to a shell call, bench_changes.py). `startup` runs first. tools/bench_trees.py is no section: it measures
 several trees (commits, the working tree) side by side in one run.
 
 Bytecode: the kward package is byte-compiled first (what `pip install` does), so start-up

@@ -154,10 +154,12 @@ class _Budget:
 
 
 def _lstat(root: str, rel: str) -> Sig | None:
+    """The signature of the file (not directory) at `rel`; None when there is none."""
     try:
-        return signature(os.lstat(os.path.join(root, rel)))
+        st = os.lstat(os.path.join(root, rel))
     except OSError:  # missing (or unreachable: the same for before and after)
         return None
+    return None if stat.S_ISDIR(st.st_mode) else signature(st)
 
 
 def _git_mode(sig: Sig) -> str:

@@ -87,6 +87,14 @@ def test_git_mode_change_and_symlinks(repo):
     assert sh(ctx, "ln -sf old.txt link").changes == ()  # the same target again
 
 
+@pytest.mark.parametrize("kind", ["git", "plain"])
+def test_a_file_replaced_by_a_directory(repo, plain, kind):
+    ctx = make_ctx(repo if kind == "git" else plain)
+    r = sh(ctx, "rm clean.txt && mkdir clean.txt && echo x > clean.txt/inner")
+    assert found(r) == {"clean.txt": ("deleted", b"clean\n" if kind == "git" else None),
+                        "clean.txt/inner": ("added", b"")}
+
+
 def test_git_head_moved_by_the_command(repo):
     ctx = make_ctx(repo, env=dict(GIT_ENV))
     git(repo, "checkout", "-qb", "other")
