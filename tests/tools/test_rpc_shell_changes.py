@@ -18,7 +18,7 @@ FILES = {"clean.txt": "clean\n", "dirty.txt": "dirty\n", "gone.txt": "gone\n", "
          ".gitignore": "*.log\nbuild/\n", "sub/s.txt": "s\n"}
 
 COMMANDS = [
-    "echo new > new.txt; mkdir -p d/e && echo deep > 'd/e/with space.txt'",
+    "echo new > new.txt; mkdir -p d/e && echo deep > 'd/e/with space.txt'; printf x > \"$(printf 'caf\\351')\"",
     "echo more >> clean.txt; echo again >> dirty.txt",
     "rm gone.txt; mv old.txt renamed.txt",
     "echo o > ../outside.txt; echo l > x.log; mkdir -p build && echo b > build/b; "
@@ -48,7 +48,7 @@ def test_git_work_tree(kward):
     k, s, r = shell_turn(kward, COMMANDS)
     tools = k.request("initialize")["capabilities"]["events"]["tools"]
     assert tools["changedFiles"] is True and "bash" in tools["changedFilesTools"]
-    assert r["c0"]["changedFiles"] == ["d/e/with space.txt", "new.txt"]
+    assert r["c0"]["changedFiles"] == ["caf\udce9", "d/e/with space.txt", "new.txt"]  # (a name not UTF-8: escaped)
     assert r["c1"]["changedFiles"] == ["clean.txt", "dirty.txt"]  # clean, and dirty before
     assert r["c2"]["changedFiles"] == ["gone.txt", "old.txt", "renamed.txt"]  # a rename: deleted + added
     # outside and ignored files are not listed; node_modules is, as git does not ignore it here
@@ -66,7 +66,7 @@ def test_git_work_tree(kward):
 
 def test_plain_workspace(kward):
     k, s, r = shell_turn(kward, COMMANDS, git=False)
-    assert r["c0"]["changedFiles"] == ["d/e/with space.txt", "new.txt"]
+    assert r["c0"]["changedFiles"] == ["caf\udce9", "d/e/with space.txt", "new.txt"]  # (a name not UTF-8: escaped)
     assert r["c1"]["changedFiles"] == ["clean.txt", "dirty.txt"]
     assert r["c2"]["changedFiles"] == ["gone.txt", "old.txt", "renamed.txt"]
     assert r["c3"]["changedFiles"] == ["build/b", "x.log"]  # no git: nothing is ignored; node_modules is skipped
