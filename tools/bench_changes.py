@@ -86,8 +86,28 @@ def timed(ws: Path, command: str, detect: bool) -> tuple[float, float]:
     return elapsed, used
 
 
+def floor(ws: Path, git: bool, reps: int) -> float:
+    """Median ms of one look alone: the `git status` kward runs, or one snapshot walk (a call
+    makes two, before and after)."""
+    from kward.tools import snapshot
+    from kward.tools.gitstatus import STATUS_ARGS, git_environment
+
+    env = git_environment(child_environment())
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        if git:
+            subprocess.run(["git", *STATUS_ARGS], cwd=ws, env=env, stdout=subprocess.DEVNULL, check=True)
+        else:
+            snapshot.take(str(ws))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
 def bench_workspace(ws: Path, label: str, reps: int) -> list[Row]:
-    rows: list[Row] = []
+    git = label.startswith("git")
+    rows: list[Row] = [{"name": f"{label}: one {'git status' if git else 'snapshot walk'} alone (two per call)",
+                        "value": floor(ws, git, reps), "unit": "ms", "target": "-"}]
     for what, command in (("no change", "true"), ("3 changes", CHANGE)):
         timed(ws, command, True)  # warm: imports, caches, the OS's
         plain, watched = [], []
