@@ -18,7 +18,9 @@ How it looks (chosen by `begin`):
   before. What git ignores is not reported. A change of the index alone (``git add``) is
   no change of the file.
 - **snapshot** otherwise, or when git fails: `kward.tools.snapshot` before and after
-  (what it skips and its cap are stated there).
+  (what it skips and its cap are stated there). A work tree whose ``git status`` timed
+  out is looked at by snapshot for `SLOW_GIT_SECONDS` (so each command does not wait
+  for git again).
 
 "modified" means the file's content, type or permission bits changed. When kward kept
 its content from before (below), a file found with the same bytes and mode again (a
@@ -74,6 +76,10 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_CALL_BYTES = 8 * 1024 * 1024
 CACHE_BYTES = 16 * 1024 * 1024
 RECENT_NS = 1_000_000_000
+SLOW_GIT_SECONDS = 600.0
+
+_slow_lock = threading.Lock()
+_slow_git: dict[str, float] = {}  # workspace -> monotonic time until which git is not asked
 
 
 class Changes(NamedTuple):
@@ -216,12 +222,13 @@ class ChangeWatch:
 
     def begin(self) -> Before:
         try:
-            git = Git.find(self.root, self.env, self.cancel)
+            git = None if self._git_is_slow() else Git.find(self.root, self.env, self.cancel)
             if git is not None:
                 try:
                     return self._git_begin(git)
                 except GitUnavailable as exc:
                     log.info("changed files of %s by snapshot: %s", self.root, exc)
+                    self._note_slow(exc)
             return self._snapshot_begin()
         except Canceled:
             raise
@@ -236,6 +243,7 @@ class ChangeWatch:
                     return self._git_end(before)
                 except GitUnavailable as exc:
                     log.info("changed files of %s unknown: %s", self.root, exc)
+                    self._note_slow(exc)
                     return Changes((), False, "git")
             if isinstance(before, _SnapshotBefore):
                 return self._snapshot_end(before)
@@ -247,6 +255,19 @@ class ChangeWatch:
             return Changes((), False, "none")
 
     # --- git ------------------------------------------------------------------------------
+
+    def _git_is_slow(self) -> bool:
+        with _slow_lock:
+            until = _slow_git.get(self.root)
+            if until is not None and until <= time.monotonic():
+                del _slow_git[self.root]
+                until = None
+        return until is not None
+
+    def _note_slow(self, exc: GitUnavailable) -> None:
+        if exc.timed_out:
+            with _slow_lock:
+                _slow_git[self.root] = time.monotonic() + SLOW_GIT_SECONDS
 
     def _git_begin(self, git: Git) -> Before:
         recent_since = time.time_ns() - RECENT_NS

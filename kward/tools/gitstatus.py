@@ -43,7 +43,7 @@ from kward.tools.process import run_command
 
 log = logging.getLogger(__name__)
 
-GIT_TIMEOUT_SECONDS = 10.0
+GIT_TIMEOUT_SECONDS = 5.0
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 MAX_ARGV_BYTES = 64 * 1024  # paths per git command line (ls-tree); more are split over several
 STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind", "--untracked-files=all",
@@ -57,7 +57,12 @@ REDIRECTING_VARIABLES = frozenset({
 
 
 class GitUnavailable(Exception):
-    """git cannot tell (missing, not a work tree, failed, timed out, cut or odd output)."""
+    """git cannot tell (missing, not a work tree, failed, timed out, cut or odd output);
+    `timed_out` when it did not answer in time."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 class TreeEntry(NamedTuple):
@@ -203,7 +208,7 @@ class Git:
             if tmp is not None:
                 tmp.close()
         if outcome.timed_out:
-            raise GitUnavailable(f"git {args[0]} timed out after {GIT_TIMEOUT_SECONDS:g} s")
+            raise GitUnavailable(f"git {args[0]} timed out after {GIT_TIMEOUT_SECONDS:g} s", timed_out=True)
         if outcome.exit_status != 0:
             words = outcome.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitUnavailable(f"git {args[0]} exited {outcome.exit_status}: {words[0] if words else ''}")

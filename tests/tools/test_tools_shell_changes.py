@@ -190,6 +190,23 @@ def test_without_git_a_snapshot_is_used(repo, tmp_path, broken, monkeypatch):
                         "old.txt": ("deleted", None), "new.txt": ("added", b"")}
 
 
+def test_a_git_that_does_not_answer_is_not_asked_again(repo, tmp_path, monkeypatch):
+    from kward.tools import gitstatus
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "git-calls"
+    (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$@\" >> '{calls}'\nexec sleep 30\n")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(gitstatus, "GIT_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(changes_mod, "_slow_git", {})
+    ctx = make_ctx(repo)
+    assert found(sh(ctx, "echo l > x.log")) == {"x.log": ("added", b"")}  # git timed out: a snapshot
+    assert found(sh(ctx, "echo c >> clean.txt")) == {"clean.txt": ("modified", None)}
+    assert len(calls.read_text().splitlines()) == 1  # asked once
+
+
 def test_plain_workspace_statuses(plain):
     ctx = make_ctx(plain)
     r = sh(ctx, "echo more >> clean.txt; rm gone.txt; mv old.txt new.txt; echo o > ../outside.txt; "
