@@ -272,7 +272,8 @@ class ToolResult:
     too. `diff` is the unified diff of a write/edit (possibly truncated), `changed_files`
     the paths written (as the model gave them), `images` image parts (always empty for the
     built-in tools), `changes` the workspace files the call changed with their status
-    (`FileChange`; what turnDiff and sessions/diff are made of).
+    (`FileChange`; what turnDiff and sessions/diff are made of), `changes_complete` False
+    when `changes` may miss files (a shell command's detection was capped or failed).
     """
 
     content: str
@@ -281,6 +282,7 @@ class ToolResult:
     changed_files: Sequence[str] | None = None
     images: tuple[ImagePart, ...] = ()
     changes: tuple[FileChange, ...] = ()
+    changes_complete: bool = True
 
     @classmethod
     def text(cls, content: str, **kw: Any) -> "ToolResult":
@@ -297,7 +299,8 @@ class ToolResult:
         if scrub is None:
             return self
         diff = None if self.diff is None else scrub(self.diff)
-        return ToolResult(scrub(self.content), self.is_error, diff, self.changed_files, self.images, self.changes)
+        return ToolResult(scrub(self.content), self.is_error, diff, self.changed_files, self.images, self.changes,
+                          self.changes_complete)
 
 
 # --- turn events -------------------------------------------------------------------------

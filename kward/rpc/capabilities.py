@@ -39,8 +39,9 @@ COMMAND_METHODS = ("commands/list", "commands/run")
 PROMPT_METHODS = ("prompts/list", "prompts/expand")
 CONFIG_METHODS = ("config/read", "config/update")
 LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
-# the tools whose results carry `changedFiles` (normalized names; a test runs each)
-CHANGED_FILES_TOOLS = ("edit", "write")
+# the tools whose results carry `changedFiles` (normalized names; a test runs each): edit and
+# write the file they wrote, bash what the command changed (kward.tools.changes)
+CHANGED_FILES_TOOLS = ("edit", "write", "bash")
 
 
 class RuntimeFacts(NamedTuple):
@@ -131,12 +132,12 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
             "steering": {"supported": steer == "native", "event": "turnSteered", "mode": steer},
             # (kward's: an automatic compaction inside a turn, also as the turn's events)
             "compaction": {"supported": turns_ok, "events": ["compactionStart", "compactionEnd"] if turns_ok else []},
-            # `changedFiles` means changed-file detection for every tool, the shell included: not
-            # done (a shell command that writes a file reports none); edit and write report theirs
             # `update`: live output of a running shell command (and plugin command progress) as
-            # `toolUpdate` events, beyond the original (docs/protocol.md "Live tool output")
+            # `toolUpdate` events, beyond the original (docs/protocol.md "Live tool output");
+            # `changedFiles` means changed-file detection for every tool that changes files, the
+            # shell included (git status or a bounded snapshot before and after each command)
             "tools": {"call": turns_ok, "update": turns_ok, "result": turns_ok, "normalizedMetadata": turns_ok,
-                      "diffs": turns_ok, "changedFiles": False,
+                      "diffs": turns_ok, "changedFiles": turns_ok,
                       "changedFilesTools": list(CHANGED_FILES_TOOLS) if turns_ok else []},
             "errors": turns_ok,
             "sessionUpdates": bool(sessions),

@@ -225,13 +225,16 @@ def tool_call_record(call: ToolCall) -> dict[str, Any]:
 
 
 def tool_result_record(result: ToolResult) -> dict[str, Any]:
-    """``{content, isError, images, diff?, changedFiles?}`` (a tool_execution_end's
-    `result`; also the protocol's `toolResult.result`)."""
+    """``{content, isError, images, diff?, changedFiles?, changedFilesComplete?}`` (a
+    tool_execution_end's `result`; also the protocol's `toolResult.result`);
+    ``changedFilesComplete: false`` only when the changed files may be incomplete."""
     out: dict[str, Any] = {"content": result.content, "isError": result.is_error, "images": list(result.images)}
     if result.diff is not None:
         out["diff"] = result.diff
     if result.changed_files:
         out["changedFiles"] = list(result.changed_files)
+    if not result.changes_complete:
+        out["changedFilesComplete"] = False
     return out
 
 

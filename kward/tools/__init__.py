@@ -8,7 +8,8 @@ Public API, imported from the module that defines each name::
     tools.schemas(has_ui: bool) -> list[dict]   # {type:"function", function:{name, ...}}
     tools.names(has_ui: bool) -> list[str]
     tools.run(name: str, arguments: str | dict, ctx) -> ToolResult   # raises only Canceled
-    result.content, result.is_error, result.diff, result.changed_files, result.images
+    result.content, result.is_error, result.diff, result.changed_files, result.images,
+    result.changes, result.changes_complete   # what a call changed (FileChange); see changes.py
     (ToolResult is kward.model's, also importable from base; the RPC face shapes it, kward.rpc.wire)
 
     question.validate_questions(questions) -> list[dict]   # raises QuestionError (InvalidParams)
@@ -37,6 +38,7 @@ one turn at a time (its `read_paths` is the session's set, unlocked: one turn pe
 
 Modules: base (types), paths (workspace confinement), diff (single-hunk unified diff),
 reading (list/read), writing (write/edit), process (child process runner), shell,
+changes (what a shell command changed: gitstatus, or snapshot where git cannot tell),
 search (and search_worker, its matcher run in a child process), question, registry.
 This package module imports none of them: the search worker's child interpreter imports
 `kward.tools.search_worker` alone.

@@ -6,7 +6,7 @@ timed out or was cancelled. It reads stdout and stderr itself through a selector
 reader threads): each stream keeps at most `cap` bytes and the rest is read and
 discarded, so the child never blocks on a full pipe and memory stays bounded.
 
-- stdin is /dev/null; the child runs ``/bin/sh -c <command>`` (or the argv list given
+- stdin is /dev/null (or a descriptor the caller gives); the child runs ``/bin/sh -c <command>`` (or the argv list given
   instead of a command string) with ``start_new_session=True``, so the child and
   everything it starts share one process group whose id is the child's pid, and with a
   fresh ``KWARD_COMMAND_ID`` in its environment that marks every process the command
@@ -212,9 +212,10 @@ def _pidfd(pid: int) -> int | None:
 
 def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cancel: CancelToken,
                 env: Mapping[str, str] | None = None, cap: int = MAX_STREAM_BYTES,
-                live: LiveOutput | None = None) -> CommandOutcome:
+                live: LiveOutput | None = None, stdin: int | None = None) -> CommandOutcome:
     """Run `command` through ``/bin/sh -c`` (a string) or as an argv (a sequence) in `cwd`;
-    see the module doc for the rules.
+    see the module doc for the rules. `stdin`: a readable descriptor (a file the caller
+    wrote and rewound) the child reads instead of /dev/null.
 
     Raises `Canceled` when `cancel` fired before or during the run (the group is killed
     and the child reaped first), `OSError` when the child cannot be started.
@@ -226,7 +227,7 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
     child_env[procs.TAG_VARIABLE] = tag
     proc = procs.spawn(
         argv, cwd=cwd, env=child_env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL if stdin is None else stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, close_fds=True,
     )
     group = _Group(proc, tag)

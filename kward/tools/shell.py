@@ -25,14 +25,22 @@ variable named like a secret; see `process.child_environment`), so a prompt-inje
 While it runs, its output also goes to `ctx.live` as it comes (the `toolUpdate` events;
 `kward.tools.live`); the result above is the same either way.
 
+Changed files: `kward.tools.changes.ChangeWatch` looks at the workspace just before the
+command is spawned and after it exited or timed out; the result's `changes` and
+`changed_files` (sorted workspace-relative paths; None when nothing changed) say what it
+created, modified or deleted, and `changes_complete` whether that list can be trusted to
+be whole. A cancelled command reports nothing (`Canceled` is raised before the look).
+
 The handler runs on the turn's worker thread and blocks for the command's duration.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
+from kward.tools.changes import Changes, ChangeWatch
 from kward.tools.process import (
     MAX_STREAM_BYTES,
     CommandOutcome,
@@ -67,15 +75,24 @@ def run_shell_command(args: Args, ctx: ToolContext) -> ToolResult:
     if timeout is None or timeout <= 0:
         timeout = DEFAULT_TIMEOUT_SECONDS
     env = child_environment(ctx.env)
+    watch = ChangeWatch(ctx.workspace_root, env, ctx.cancel)
+    before = watch.begin()
     try:
         outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel, env=env,
                               live=ctx.live)
     except OSError as exc:
         log.warning("run_shell_command could not start /bin/sh: %s", exc)
         raise ToolError(f"could not start command: {exc.strerror or exc}") from exc
+    changes = watch.end(before)
     if outcome.timed_out:
-        return ToolResult.error(f"command timed out after {timeout} seconds")
-    return ToolResult.text(format_outcome(outcome))
+        return with_changes(ToolResult.error(f"command timed out after {timeout} seconds"), changes)
+    return with_changes(ToolResult.text(format_outcome(outcome)), changes)
+
+
+def with_changes(result: ToolResult, changes: Changes) -> ToolResult:
+    """`result` carrying what the command changed."""
+    return dataclasses.replace(result, changed_files=changes.paths or None, changes=changes.files,
+                               changes_complete=changes.complete)
 
 
 SPECS = (

@@ -143,14 +143,15 @@ def test_tool_updates_are_claimed_with_turns():
 
 def test_changed_files_are_claimed_only_for_the_tools_that_report_them():
     tools = capabilities.build(registry.METHODS)["events"]["tools"]
-    assert tools["changedFiles"] is False  # no changed-file detection for shell commands
-    assert tools["changedFilesTools"] == ["edit", "write"]
-    assert capabilities.build(["initialize"])["events"]["tools"]["changedFilesTools"] == []
+    assert tools["changedFiles"] is True  # shell commands report what they changed too
+    assert tools["changedFilesTools"] == ["edit", "write", "bash"]
+    none = capabilities.build(["initialize"])["events"]["tools"]
+    assert none["changedFilesTools"] == [] and none["changedFiles"] is False
 
 
 @pytest.mark.slow
 def test_changed_files_flags_tell_what_a_turn_reports(kward):
-    k = kward([[tool("run_shell_command", {"command": "echo made > shell.txt"}, id="sh"),
+    k = kward([[tool("run_shell_command", {"command": "echo made > b.txt"}, id="sh"),
                 tool("write_file", {"path": "w.txt", "content": "w\n"}, id="write"),
                 tool("read_file", {"path": "e.txt"}, id="read"),  # edit wants the file read first
                 tool("edit_file", {"path": "e.txt", "edits": [{"old_text": "a", "new_text": "b"}]}, id="edit")],
@@ -159,8 +160,7 @@ def test_changed_files_flags_tell_what_a_turn_reports(kward):
     _, events = k.run(k.session()["id"])
     check_turn_events(events, "completed")
     results = {e["payload"]["toolName"]: e["payload"]["result"] for e in events if e["type"] == "toolResult"}
-    assert (k.ws / "shell.txt").read_text() == "made\n"  # the shell did change a file ...
-    assert "changedFiles" not in results["bash"] and tools["changedFiles"] is False  # ... and says nothing
+    assert (k.ws / "b.txt").read_text() == "made\n" and tools["changedFiles"] is True  # the shell says so too
     for name in tools["changedFilesTools"]:
         assert results[name]["changedFiles"] == [f"{name[0]}.txt"], name
     assert sorted(tools["changedFilesTools"]) == sorted(n for n, r in results.items() if "changedFiles" in r)
