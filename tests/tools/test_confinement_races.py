@@ -111,7 +111,9 @@ def test_search_files_never_searches_through_a_swapped_symlink(ctx, race):
         assert not whole.is_error, whole.content
         if there.is_error:
             assert there.content in ("Error: path outside workspace: sub",
-                                     "Error: no such file or directory: sub"), there.content  # renames
+                                     "Error: no such file or directory: sub",  # renames
+                                     "Error: too many levels of symbolic links: sub",  # swapped after the check
+                                     ), there.content
             return "refused"
         return "ok" if "inside secret" in there.content else "refused"  # swapped during the walk
 
