@@ -376,12 +376,14 @@ class DiffFile:
 class ChangeSummary:
     """turnDiff (and sessions/diff): the files changed against their baseline, one
     unified `diff` of the text files (`truncated` when the caps left something out, said
-    in `note`) (`kward.agent.diffs`)."""
+    in `note`), `complete` False when a tool's list of the files it changed may have
+    missed some (said in `note` too) (`kward.agent.diffs`)."""
 
     files: tuple[DiffFile, ...] = ()
     diff: str = ""
     truncated: bool = False
     note: str | None = None
+    complete: bool = True
 
 
 @dataclass(slots=True)

@@ -470,7 +470,7 @@ class Runtime:
             return ChangeSummary()
         baselines = tracker.session_baselines()
         return summarize(handle.workspace_root, baselines.paths, untracked=baselines.untracked,
-                         scrub=self.secrets.scrub_output)
+                         complete=baselines.complete, scrub=self.secrets.scrub_output)
 
     def _stop_turns(self, handles: list[SessionHandle]) -> None:
         """Cancel the queued and running turns started through these ids and wait for them
