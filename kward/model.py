@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 from kward.values import EMPTY
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.compaction.events import CompactionEnd, CompactionStart
+    from kward.errors import KwardError
 
 # --- content parts -----------------------------------------------------------------------
 
@@ -376,12 +376,14 @@ class DiffFile:
 class ChangeSummary:
     """turnDiff (and sessions/diff): the files changed against their baseline, one
     unified `diff` of the text files (`truncated` when the caps left something out, said
-    in `note`) (`kward.agent.diffs`)."""
+    in `note`), `complete` False when a tool's list of the files it changed may have
+    missed some (said in `note` too) (`kward.agent.diffs`)."""
 
     files: tuple[DiffFile, ...] = ()
     diff: str = ""
     truncated: bool = False
     note: str | None = None
+    complete: bool = True
 
 
 @dataclass(slots=True)
@@ -418,11 +420,42 @@ class Finished:
     error: TurnError | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What a compaction did (the `sessions/compact` result, and compactionEnd's)."""
+
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: dict[str, list[str]]
+    tokens_after: int = 0  # the estimate of the compacted context
+    split_turn: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStart:
+    """compactionStart (a turn event, and a session event of `kward.compaction.events`):
+    `reason` is manual, threshold or overflow."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEnd:
+    """compactionEnd: the result, or `aborted` with the error's message; `will_retry`
+    when the model request that overflowed is sent again."""
+
+    result: CompactionResult | None
+    aborted: bool = False
+    will_retry: bool = False
+    error_message: str | None = None
+    error: KwardError | None = field(default=None, compare=False)
+
+
 #: The payload class of each event type (toolCall: ToolCall, assistantMessage:
-#: AssistantMessage, turnCancelRequested: None; compactionStart and compactionEnd: the
-#: compaction's own values, `kward.compaction.events`).
+#: AssistantMessage, turnCancelRequested: None).
 EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolOutcome, ToolProgress, Steered, Answer,
-                     TurnError, Finished, ChangeSummary, "CompactionStart", "CompactionEnd", None]
+                     TurnError, Finished, ChangeSummary, CompactionStart, CompactionEnd, None]
 
 
 @dataclass(slots=True)

@@ -13,7 +13,10 @@ asked (`kward.agent.diffs.summarize`).
 Only what this process saw is known: changes made before the session was opened here (a
 resumed session) and changes no tool reported (an editor, a shell command that reports
 none) are not, except as the difference between a tracked file's baseline and its
-content now.
+content now. A tool call whose list may miss files (`ToolResult.changes_complete` False: a
+shell command's look was capped or failed) is recorded as such (`record(...,
+complete=False)`): the session's baselines, and the running turn's, are then not
+`complete` (for the session: from then on).
 
 Memory is bounded, and what does not fit is dropped to "unknown" (the path is still
 tracked, its diff cannot be shown): a baseline over MAX_BASELINE_BYTES (1 MiB), and any
@@ -55,11 +58,13 @@ class Baseline:
 
 
 class Baselines(NamedTuple):
-    """A copy of one map of baselines (path -> Baseline) and how many changes of
-    paths past MAX_PATHS were not kept (`untracked`)."""
+    """A copy of one map of baselines (path -> Baseline), how many changes of paths past
+    MAX_PATHS were not kept (`untracked`), and whether every call recorded in it listed
+    all the files it changed (`complete`)."""
 
     paths: dict[str, Baseline]
     untracked: int
+    complete: bool = True
 
 
 def clean_path(path: object) -> str | None:
@@ -88,24 +93,33 @@ class ChangeTracker:
         self._turn_bytes = 0  # the part held by the turn's map alone (freed by end_turn)
         self._untracked = 0
         self._turn_untracked = 0
+        self._complete = True  # (the session's; the turn's below)
+        self._turn_complete = True
 
     def begin_turn(self) -> None:
         """A turn starts: its baselines start empty."""
         with self._lock:
             self._bytes -= self._turn_bytes
             self._turn, self._turn_bytes, self._turn_untracked = {}, 0, 0
+            self._turn_complete = True
 
     def end_turn(self) -> None:
         """The turn ended: its own baselines are let go (the session's stay)."""
         with self._lock:
             self._bytes -= self._turn_bytes
             self._turn, self._turn_bytes, self._turn_untracked = None, 0, 0
+            self._turn_complete = True
 
-    def record(self, changes: Iterable[FileChange]) -> None:
-        """Take the changes one tool call reported. The first change of a path sets its
-        baseline (for the session and for the running turn); later ones change nothing.
-        A change that is not one (a bad path or status) is ignored."""
+    def record(self, changes: Iterable[FileChange], complete: bool = True) -> None:
+        """Take the changes one tool call reported (`complete` False: its list may miss
+        files). The first change of a path sets its baseline (for the session and for the
+        running turn); later ones change nothing. A change that is not one (a bad path or
+        status) is ignored."""
         with self._lock:
+            if not complete:
+                self._complete = False
+                if self._turn is not None:
+                    self._turn_complete = False
             for change in changes:
                 path = clean_path(change.path)
                 if path is None or change.status not in STATUSES:
@@ -140,12 +154,12 @@ class ChangeTracker:
 
     def session_baselines(self) -> Baselines:
         with self._lock:
-            return Baselines(dict(self._session), self._untracked)
+            return Baselines(dict(self._session), self._untracked, self._complete)
 
     def turn_baselines(self) -> Baselines:
         """The running turn's (empty outside a turn)."""
         with self._lock:
-            return Baselines(dict(self._turn or {}), self._turn_untracked)
+            return Baselines(dict(self._turn or {}), self._turn_untracked, self._turn_complete)
 
     @property
     def held_bytes(self) -> int:

@@ -202,7 +202,7 @@ class AgentEngine:
             if self.wants_event("turnDiff"):
                 baselines = tracker.turn_baselines()
                 plan.emit("turnDiff", summarize(root, baselines.paths, untracked=baselines.untracked,
-                                                scrub=self.secrets.scrub_output))
+                                                complete=baselines.complete, scrub=self.secrets.scrub_output))
         except Exception:
             log.exception("the changes of the turn could not be reported")
         finally:

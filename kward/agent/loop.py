@@ -8,9 +8,10 @@ Persistence rule: every message and `tool_execution_end` record is appended to t
 session (one whole line, written before `append_*` returns) *before* the event that
 reports it is emitted, so a client never sees what the file does not hold.
 
-File changes: the `FileChange`s of each tool result go to `TurnSetup.changes` (the
-session's change tracker, `kward.agent.changes`) before its toolResult is emitted, those of
-a canceled call too; the engine reports the turn's net changes (turnDiff) after the loop.
+File changes: the `FileChange`s of each tool result, and whether the list is complete
+(`ToolResult.changes_complete`), go to `TurnSetup.changes` (the session's change tracker,
+`kward.agent.changes`) before its toolResult is emitted, those of a canceled call too; the
+engine reports the turn's net changes (turnDiff) after the loop.
 
 Interrupted answers: when a model call is cancelled or fails after it streamed text or
 reasoning, what the client was shown is kept as an assistant message marked
@@ -113,7 +114,7 @@ class TurnSetup:
     refresh_instructions: Callable[[], str] | None = None  # called before each model request
     context: "ContextGuard | None" = None  # automatic compaction (kward.compaction.auto)
     live_output: bool = True  # emit toolUpdate events (False: nobody takes them)
-    changes: "Callable[[tuple[FileChange, ...]], None] | None" = None  # takes each result's file changes
+    changes: "Callable[[tuple[FileChange, ...], bool], None] | None" = None  # each result's changes, complete?
 
 
 class ContextGuard(Protocol):
@@ -250,8 +251,8 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         flag = result.is_error if result.is_error != is_error_text(result.content) else None
         session.append_message(ToolResultMessage(call.id, call.name, result.content, is_error=flag))
         session.append_tool_execution(call, result)
-        if result.changes and setup.changes is not None:  # (a canceled call may have changed files too)
-            setup.changes(result.changes)
+        if setup.changes is not None and (result.changes or not result.changes_complete):
+            setup.changes(result.changes, result.changes_complete)  # (a canceled call's too)
         setup.emit("toolResult", ToolOutcome(call, result))
     if canceled:
         raise Canceled("Canceled.")

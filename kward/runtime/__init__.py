@@ -11,7 +11,8 @@ the tools list, question answers and shutdown. `runtime.memory` (kward.runtime.m
 `runtime.auth` (kward.runtime.auth) its credentials and logins, and `runtime.resources`
 (kward.runtime.resources) its prompt templates, skills, plugin commands and startup
 listing, `runtime.compaction` (kward.runtime.compaction) manual and automatic compaction;
-its planner (kward.runtime.planner) resolves what each turn does. It knows nothing of
+its planner (kward.runtime.planner) resolves what each turn does, and kward.runtime.changes
+makes the notices of a session's new name or usage and a session's diff. It knows nothing of
 JSON-RPC: it reports
 through the callables it is built with (turn events to an event sink, the notices of
 `kward.runtime.notices` to `notify`), raises the classes of `kward.errors`, and returns

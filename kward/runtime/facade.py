@@ -209,18 +209,14 @@ class Runtime:
         return SessionManager(self.paths.sessions_dir, str(self.launch_cwd), on_change=self._session_changed)
 
     def _session_changed(self, handles: list[SessionHandle], change: Changed) -> None:
-        """This process renamed a session or stored usage on it (a model call, a
-        compaction): a sessionUpdated and/or usageUpdated notice for every open id on its
-        file. On the appending thread, under the session's lock (see `SessionManager`)."""
-        from kward.runtime.notices import SessionEvent, SessionUpdate
+        """This process renamed a session or stored usage on it: its notices
+        (`kward.runtime.changes.session_notices`). On the appending thread, under the
+        session's lock (see `SessionManager`)."""
+        from kward.runtime.changes import session_notices
         from kward.timefmt import now_iso
 
-        now = now_iso()
-        for handle in handles:
-            if change.renamed:
-                self._notify(SessionEvent(handle.id, "sessionUpdated", SessionUpdate(change.name, handle.path), now))
-            if change.usage_changed:
-                self._notify(SessionEvent(handle.id, "usageUpdated", change.spent, now))
+        for notice in session_notices(handles, change, now_iso()):
+            self._notify(notice)
 
     def _changed(self) -> None:
         """What `info()` reports may differ now: a RuntimeChanged notice."""
@@ -449,28 +445,17 @@ class Runtime:
 
     def _forget_changes(self, handles: list[SessionHandle]) -> None:
         """Drop the change trackers (`session_diff`) of the files these ids closed."""
-        engine = self._engine.peek()
-        if engine is not None:
-            for handle in handles:
-                if handle.shared.closed:
-                    engine.changes.drop(handle.shared)
+        from kward.runtime.changes import forget_changes
+
+        forget_changes(self._engine.peek(), handles)
 
     def session_diff(self, session_id: str) -> "ChangeSummary":
-        """What the session's tool calls changed since this process opened its file: each
-        file's net change against its content before the session's first change of it,
-        read from the workspace now (`kward.agent.diffs`; nothing before the first model
-        turn). Slow: it reads the files."""
-        from kward.agent.diffs import summarize
-        from kward.model import ChangeSummary
+        """What the session's tool calls changed since this process opened its file
+        (`kward.runtime.changes.session_diff`). Slow: it reads the files."""
+        from kward.runtime.changes import session_diff
 
         handle = self.sessions.get(session_id)
-        engine = self._engine.peek()  # (not built: no turn ran, nothing changed)
-        tracker = engine.changes.get(handle.shared) if engine is not None else None
-        if tracker is None:
-            return ChangeSummary()
-        baselines = tracker.session_baselines()
-        return summarize(handle.workspace_root, baselines.paths, untracked=baselines.untracked,
-                         scrub=self.secrets.scrub_output)
+        return session_diff(self._engine.peek(), handle, self.secrets.scrub_output)  # (no engine: no turn ran)
 
     def _stop_turns(self, handles: list[SessionHandle]) -> None:
         """Cancel the queued and running turns started through these ids and wait for them

@@ -121,7 +121,8 @@ def check_turn_events(events: list[dict], status: str | None = None) -> dict:
         i = kinds.index("turnDiff")
         assert kinds.count("turnDiff") == 1 and set(kinds[i + 1:]) <= {"turnCancelRequested", "error", "turnFinished"}, \
             kinds[-6:]
-        assert set(events[i]["payload"]) <= {"files", "diff", "truncated", "note"}, events[i]["payload"]
+        assert set(events[i]["payload"]) <= {"files", "diff", "truncated", "note", "complete"}, events[i]["payload"]
+        assert events[i]["payload"].get("complete", False) is False  # (only ever false)
     # the last events before turnFinished, leaving out a cancel request that came too late
     last = [e for e in events[:-1] if e["type"] not in ("turnCancelRequested", "turnDiff")][-1]
     if fin["status"] == "completed":

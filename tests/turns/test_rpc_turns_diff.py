@@ -256,3 +256,21 @@ def test_turn_diff_of_a_turn_mixing_edit_write_and_shell(kward, tmp_path):
         restored = undo(diff["diff"], k.ws, tmp_path)
         assert {p: (restored / p).read_text() for p in before} == before
     assert k.request("sessions/diff", {"sessionId": s["id"]})["files"] == diff["files"]
+
+
+def test_a_shell_command_that_may_miss_changed_files_makes_both_summaries_say_so(kward):
+    many = "python3 -c 'import os; os.mkdir(\"many\"); [open(f\"many/f{i}\", \"w\").close() for i in range(20001)]'"
+    k = kward([[shell(many)], [text("made many")], [write("a.txt", "a\n")], [text("wrote")]])
+    s = k.session()
+    _, first = k.run(s["id"], "many", timeout=30)
+    check_turn_events(first, "completed")
+    assert payload(first, "toolResult")["result"]["changedFilesComplete"] is False  # the snapshot's cap
+    diff = check_order(first)
+    assert diff["complete"] is False and diff["files"] == [] and diff["truncated"] is False
+    assert "may be missing" in diff["note"]
+    _, second = k.run(s["id"], "write one")
+    turn2 = check_order(second)
+    assert "complete" not in turn2 and "note" not in turn2  # this turn's calls listed all they changed
+    assert files_of(turn2) == {"a.txt": {"path": "a.txt", "status": "added", "added": 1, "removed": 0}}
+    total = k.request("sessions/diff", {"sessionId": s["id"]})
+    assert total["complete"] is False and files_of(total) == files_of(turn2) and "may be missing" in total["note"]

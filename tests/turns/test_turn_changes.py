@@ -141,7 +141,8 @@ def test_the_read_budget_and_the_listing_cap(tmp_path, monkeypatch):
     summary = summarize(str(tmp_path), bases)
     assert [(f.path, f.added, f.omitted) for f in summary.files] == [
         ("a.txt", 1, None), ("b.txt", 1, None), ("c.txt", None, "capped"), ("d.txt", None, "capped")]
-    assert summary.truncated is True and "c.txt (past the diff's size caps)" in summary.note
+    assert summary.truncated is True and "c.txt (past what one summary reads and compares)" in summary.note
+    assert "KiB" not in summary.note  # (no diff was too big)
     monkeypatch.setattr(diffs, "MAX_LISTED_FILES", 1)
     summary = summarize(str(tmp_path), bases, untracked=3)
     assert [f.path for f in summary.files] == ["a.txt"] and summary.truncated is True

@@ -82,9 +82,12 @@ def _diff_file(f: DiffFile) -> dict[str, Any]:
 
 def changes(summary: ChangeSummary) -> dict[str, Any]:
     """A `kward.model.ChangeSummary` (`sessions/diff`, `turnDiff`): ``{files: [{path,
-    status, added, removed, binary?, omitted?}], diff, truncated, note?}``."""
+    status, added, removed, binary?, omitted?}], diff, truncated, note?, complete?}``
+    (`complete: false` only when the files may be incomplete)."""
     out: dict[str, Any] = {"files": [_diff_file(f) for f in summary.files], "diff": summary.diff,
                            "truncated": summary.truncated}
     if summary.note is not None:
         out["note"] = summary.note
+    if not summary.complete:
+        out["complete"] = False
     return out
