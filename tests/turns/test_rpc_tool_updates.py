@@ -112,7 +112,7 @@ def test_a_client_that_opts_out_of_tool_updates_gets_none_and_the_same_result(kw
     k, events = shell_turn(kward, "seq 1000; echo err >&2", opt_out=opt_out)
     assert "toolUpdate" not in types(events)
     assert types(events)[2:] == ["assistantMessage", "toolCall", "toolResult", "assistantDelta", "assistantMessage",
-                                 "answer", "turnFinished"]
+                                 "answer", "turnDiff", "turnFinished"]
     assert payload(events, "toolResult")["content"] == (
         "Exit status: 0\n\nSTDOUT:\n" + "".join(f"{i}\n" for i in range(1, 1001)) + "\nSTDERR:\nerr\n")
     replay = k.request("turns/events", {"turnId": events[0]["turnId"]})["events"]
@@ -159,8 +159,8 @@ def test_a_cancelled_command_ends_with_its_last_update_before_the_result(kward):
     check_turn_events(events, "canceled")
     updates = updates_of(events)
     assert joined(updates, "stdout") == "started\npartial"  # the held-back partial line too
-    assert [t for t in types(events) if t != "turnCancelRequested"][-3:] == ["toolUpdate", "toolResult",
-                                                                              "turnFinished"]
+    assert [t for t in types(events) if t != "turnCancelRequested"][-4:] == ["toolUpdate", "toolResult",
+                                                                              "turnDiff", "turnFinished"]
     assert payload(events, "toolResult")["content"] == "Cancelled."
 
 
