@@ -35,8 +35,11 @@ Rules (docs/protocol.md "Live tool output"):
 
 Thread contract: `feed`, `feed_text`, `poll`, `due_in` and `close` may be called from any
 thread; `_lock` serialises them and `publish` is called under it (so updates keep their
-order), on the thread that fed or closed. `run_command` calls them on the turn's worker
-thread; a plugin command's `progress` on the plugin's thread while the turn's thread waits.
+order), on the thread that fed (unless it passed ``flush=False``), polled or closed.
+`run_command` calls them on the turn's worker thread. A plugin command's `progress` feeds
+with ``flush=False`` on the plugin's thread, and the turn's thread, waiting for the
+plugin, polls (`kward.resources.bounded.run_bounded`): so only the turn's thread publishes,
+and a publish that waits for the client never holds up the plugin's return being noticed.
 After `close()` every call is a no-op. The clock is injectable (tests).
 """
 
@@ -192,8 +195,9 @@ class LiveOutput:
 
     # --- input ------------------------------------------------------------------------------
 
-    def feed(self, stream: str, data: bytes) -> None:
-        """Output `data` of `stream` (``stdout``/``stderr``); publishes when a flush is due."""
+    def feed(self, stream: str, data: bytes, *, flush: bool = True) -> None:
+        """Output `data` of `stream` (``stdout``/``stderr``); publishes when a flush is due,
+        unless `flush` is False (then only `poll` or `close` publish it)."""
         with self._lock:
             if self._closed or not data:
                 return
@@ -202,11 +206,12 @@ class LiveOutput:
                 self._omitted += len(data)
             else:
                 self._add(s, s.decoder.decode(data), self._clock())
-            self._poll()
+            if flush:
+                self._poll()
 
-    def feed_text(self, stream: str, text: str) -> None:
+    def feed_text(self, stream: str, text: str, *, flush: bool = True) -> None:
         """`text` as output of `stream` (lone surrogates become ``?``)."""
-        self.feed(stream, text.encode("utf-8", "replace"))
+        self.feed(stream, text.encode("utf-8", "replace"), flush=flush)
 
     def _add(self, s: _Stream, text: str, now: float) -> None:
         if not text:

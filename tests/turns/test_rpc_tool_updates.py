@@ -5,8 +5,10 @@ scrubbed, a cancelled command, and plugin command progress."""
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +17,7 @@ from kward.tools.process import MAX_STREAM_BYTES
 from lib.resources_helpers import write_plugin
 from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turn_events import check_turn_events, payload, payloads, types
+from lib.turn_events import check_turn_events, is_event, payload, payloads, types
 
 LINES = 100_000
 #: 100,000 lines on stdout in 100 writes over about a second, a few lines on stderr
@@ -191,3 +193,39 @@ def test_plugin_command_progress_becomes_tool_updates_of_the_command(kward, isol
     assert payload(events, "answer") == {"content": "worked\ndone"}  # progress is not output
     run = k.request("commands/run", {"sessionId": s["id"], "name": "work"})
     assert run == {"command": "work", "output": ["worked"], "result": "done"}  # outside a turn: a no-op
+
+
+BLOCKING = '''
+    import os
+
+    def register(kward):
+        @kward.command("slow", description="Reports progress, then waits for the test")
+        def slow(args, ctx):
+            for step in range(1, 4):
+                ctx.progress(f"step {step} of 3")
+            with open(os.path.join(ctx.workspace_root, "gate")) as gate:  # a FIFO: blocks until the test writes
+                told = gate.read()
+            ctx.progress(f"told {told}")
+            return "done"
+'''
+
+
+def test_plugin_progress_reaches_the_client_while_the_command_still_runs(kward, isolated_home):
+    write_plugin(isolated_home / ".kward", "slow", BLOCKING)
+    k = kward([])
+    s = k.session()
+    gate = Path(s["workspaceRoot"]) / "gate"
+    os.mkfifo(gate)
+    turn = k.start(s["id"], "/slow")
+    # the three lines come in one burst: the first goes at once, the other two wait for the
+    # rate budget, and must go then, while the command is still blocked on the gate
+    shown = k.wait_notification(lambda n: is_event(n, turn["id"], "toolUpdate")
+                                and n["params"]["payload"]["content"].endswith("step 3 of 3\n"), 10,
+                                "the progress of the blocked command")
+    assert shown["params"]["payload"]["content"] == "step 1 of 3\nstep 2 of 3\nstep 3 of 3\n"
+    with open(gate, "w") as w:  # release it
+        w.write("go")
+    events = k.finish(turn["id"])
+    check_turn_events(events, "completed")
+    assert joined(payloads(events, "toolUpdate"), "stdout") == "step 1 of 3\nstep 2 of 3\nstep 3 of 3\ntold go\n"
+    assert payload(events, "answer") == {"content": "done"}
