@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from kward import pacing
 from kward.errors import CommandNotFound, PluginFailed, PluginTimeout
 from kward.resources.bounded import run_bounded
 from kward.resources.catalog import Catalog, Plan, load_catalog
@@ -169,14 +171,17 @@ class Resources:
         """Run a plugin command for `session` (bounded; PluginFailed, PluginTimeout or
         Canceled). The caller's thread waits for it. `progress` is fed each line the
         command reports with `ctx.progress` (on the plugin's thread) until it returned, and
-        polled on the caller's thread while it waits, so its updates go out as they come."""
+        polled on the caller's thread while it waits, so its updates go out as they come
+        (a publish that waits for the client never past the timeout or cancel: `kward.pacing`)."""
         output = Output(progress)
         ctx = context_for(session, args=arguments, output=output)
+        timeout = self.timeout()
         try:
-            value = run_bounded(command.handler, (arguments, ctx), timeout=self.timeout(),
-                                what=f"Plugin command /{command.name}", cancel=cancel, stuck=command.plugin.stuck,
-                                data={"plugin": command.plugin.name, "command": command.name},
-                                poll=progress.poll if progress is not None else None, wake=output.arrived)
+            with pacing.bounded(time.monotonic() + timeout, cancel):  # publishing progress waits no longer
+                value = run_bounded(command.handler, (arguments, ctx), timeout=timeout,
+                                    what=f"Plugin command /{command.name}", cancel=cancel, stuck=command.plugin.stuck,
+                                    data={"plugin": command.plugin.name, "command": command.name},
+                                    poll=progress.poll if progress is not None else None, wake=output.arrived)
         except PluginFailed as exc:
             _log_failure(exc)
             raise

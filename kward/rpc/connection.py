@@ -29,6 +29,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
+from kward import pacing
 from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
 from kward.rpc import protocol, redaction
@@ -166,7 +167,20 @@ class Connection:
             self.notify("auth/loginFinished", login(notice.login), wait=False)
 
     def make_room(self) -> None:
-        self.outbox.wait_for_room()
+        """The runtime's pacing point (a streaming worker, before it publishes an event;
+        never the dispatcher): block while the outbox holds more than its limit, i.e. while
+        the client is behind reading. Inside `kward.pacing.bounded` (a running shell
+        command's pump, the wait for a plugin command) it returns at the bound's deadline or
+        cancel even without room, so a client that stopped reading never keeps a command
+        from being killed at its timeout or cancelled: the event then goes over the limit,
+        and the bounded code, whose deadline or cancel is due, ends right after. (Chosen
+        over dropping live updates while the client is behind: the backpressure still slows
+        the command's output as before, and no update a client could have had is lost.)"""
+        bound = pacing.current()
+        if bound is None:
+            self.outbox.wait_for_room()
+        else:
+            self.outbox.wait_for_room(bound.deadline, bound.cancel)
 
     def admit(self) -> None:
         if self.outbox.overloaded:
