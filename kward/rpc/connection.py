@@ -29,7 +29,6 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from kward import pacing
 from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
 from kward.rpc import protocol, redaction
@@ -176,6 +175,8 @@ class Connection:
         and the bounded code, whose deadline or cancel is due, ends right after. (Chosen
         over dropping live updates while the client is behind: the backpressure still slows
         the command's output as before, and no update a client could have had is lost.)"""
+        from kward import pacing  # loaded with the first turn, not at start-up
+
         bound = pacing.current()
         if bound is None:
             self.outbox.wait_for_room()
