@@ -18,6 +18,7 @@ from lib.resources_helpers import write_plugin
 from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
 from lib.turn_events import check_turn_events, is_event, payload, payloads, types
+from lib.waiting import wait_until
 
 LINES = 100_000
 #: 100,000 lines on stdout in 100 writes over about a second, a few lines on stderr
@@ -123,8 +124,10 @@ def test_a_client_that_opts_out_of_tool_updates_gets_none_and_the_same_result(kw
 
 def test_capabilities_claim_tool_updates(kward):
     k, events = shell_turn(kward, "echo hi")
-    assert k.request("initialize")["capabilities"]["events"]["tools"]["update"] is True
+    tools = k.request("initialize")["capabilities"]["events"]["tools"]
+    assert tools["update"] is True and tools["updateEvent"] == "toolUpdate"
     assert [(u["stream"], u["delta"]) for u in updates_of(events)] == [("stdout", "hi\n")]
+    assert "toolUpdate" in types(events)  # the event the capability names
 
 
 def test_a_character_split_between_writes_arrives_whole(kward):
@@ -229,3 +232,18 @@ def test_plugin_progress_reaches_the_client_while_the_command_still_runs(kward, 
     check_turn_events(events, "completed")
     assert joined(payloads(events, "toolUpdate"), "stdout") == "step 1 of 3\nstep 2 of 3\nstep 3 of 3\ntold go\n"
     assert payload(events, "answer") == {"content": "done"}
+
+
+def test_a_client_that_opts_out_of_all_turn_events_gets_a_replay_without_live_output_or_diff(kward):
+    """What docs/protocol.md "Opting out" says: opted-out events are kept for `turns/events`,
+    except `toolUpdate` and `turnDiff`, which are not produced at all (no gap either)."""
+    k = kward([[tool("run_shell_command", {"command": "seq 3", "timeout_seconds": 60}, id="sh")], [text("done")]])
+    k.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event"]}})
+    s = k.session()
+    turn = k.start(s["id"], "run it")
+    replay = wait_until(lambda: (r := k.request("turns/events", {"turnId": turn["id"]}))["turn"]["status"]
+                        == "completed" and r["events"], 20, "the turn to complete")
+    check_turn_events(replay, "completed")  # sequence numbers without a gap
+    assert types(replay)[2:] == ["assistantMessage", "toolCall", "toolResult", "assistantDelta", "assistantMessage",
+                                 "answer", "turnFinished"]
+    assert not [n for n in k.notifications if n["method"] == "turn/event"]
