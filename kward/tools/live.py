@@ -39,7 +39,8 @@ order), on the thread that fed (unless it passed ``flush=False``), polled or clo
 `run_command` calls them on the turn's worker thread. A plugin command's `progress` feeds
 with ``flush=False`` on the plugin's thread, and the turn's thread, waiting for the
 plugin, polls (`kward.resources.bounded.run_bounded`): so only the turn's thread publishes,
-and a publish that waits for the client never holds up the plugin's return being noticed.
+and the plugin's thread never waits for the client (only for `_lock`, while a publish that
+waits, bounded by the command's timeout and cancel: `kward.pacing`, holds it).
 After `close()` every call is a no-op. The clock is injectable (tests).
 """
 
