@@ -152,7 +152,7 @@ class AgentEngine:
             call = ToolCall(f"command:{plan.name}", "command", {"command": plan.name, "arguments": plan.arguments})
             live = live_output(call, turn.emit, self.secrets.scrub_output)
         try:
-            text = plan.run(None if live is None else lambda line: live.feed_text("stdout", line))
+            text = plan.run(live)
         finally:
             if live is not None:
                 live.close()

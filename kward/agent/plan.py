@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Protocol
 
 from kward.agent.loop import ContextGuard, Emit
 from kward.providers.base import Provider
+from kward.tools.live import LiveOutput
 from kward.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,8 +81,9 @@ class ModelTurn:
     after: Callable[[], None] = field(default=_nothing)  # called once the turn completed
 
 
-#: Where a command reports progress while it runs: ``progress(line)`` (any thread).
-Progress = Callable[[str], None]
+#: Where a command reports progress while it runs: fed lines from the plugin's thread,
+#: polled by the turn's thread while it waits (`kward.resources.context.ProgressSink`).
+Progress = LiveOutput
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,13 +13,20 @@ plugin that always hangs cannot pile up threads without bound.
 events: dicts become `FrozenDict` (a dict that refuses changes, so `json.dumps` and
 `dict(...)` still work), lists tuples; other values are JSON scalars and are shared.
 
-Any thread; the caller's thread blocks in `run_bounded` for at most `timeout`.
+While it waits, the caller's thread may do work of its own for the call: `poll()` is
+called when the wait begins, whenever `wake` is set and when the time it returned (seconds;
+None: no time) has passed; it publishes a command's progress (`kward.resources.context`,
+`kward.tools.live.LiveOutput.poll`). No thread is started for it.
+
+Any thread; the caller's thread blocks in `run_bounded` for at most `timeout` (plus what one
+`poll` takes: a publish that waits for the client is bounded by the caller, `kward.pacing`).
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Mapping, NoReturn, TypeVar, Union
 
@@ -60,14 +67,16 @@ class _Outcome(Generic[_T]):
 
 def run_bounded(fn: Callable[..., _T], args: tuple[object, ...] = (), *, timeout: float, what: str,
                 data: Mapping[str, object] | None = None, cancel: CancelToken | None = None,
-                stuck: Stuck | None = None) -> _T:
+                stuck: Stuck | None = None, poll: Callable[[], float | None] | None = None,
+                wake: threading.Event | None = None) -> _T:
     """`fn(*args)` on a daemon thread, waited for at most `timeout` s (see the module doc).
-    `what` names the code in messages ("Plugin command /hi"); `data` goes into the errors."""
+    `what` names the code in messages ("Plugin command /hi"); `data` goes into the errors;
+    `poll` and `wake`: the caller's work while it waits."""
     data = dict(data or {})
     if stuck is not None and stuck.count >= MAX_STUCK:
         raise PluginTimeout(f"{what} was not run: {stuck.count} earlier calls of its plugin never returned",
                             data={**data, "stuckCalls": stuck.count})
-    done = threading.Event()
+    done = wake if wake is not None else threading.Event()  # set when it returned, on cancel, or by the caller
     outcome: _Outcome[_T] = _Outcome()
     state_lock = threading.Lock()
 
@@ -88,7 +97,7 @@ def run_bounded(fn: Callable[..., _T], args: tuple[object, ...] = (), *, timeout
     thread.start()
     forget = cancel.on_cancel(done.set) if cancel is not None else None
     try:
-        done.wait(timeout)
+        _wait(outcome, done, time.monotonic() + timeout, cancel, poll)
     finally:
         if forget is not None:
             forget()
@@ -107,6 +116,20 @@ def run_bounded(fn: Callable[..., _T], args: tuple[object, ...] = (), *, timeout
         raise PluginFailed(f"{what} failed: {type(exc).__name__}: {exc}",
                            data={**data, "exception": type(exc).__name__}) from exc
     return outcome.returned[0]
+
+
+def _wait(outcome: _Outcome[_T], woken: threading.Event, deadline: float, cancel: CancelToken | None,
+          poll: Callable[[], float | None] | None) -> None:
+    """Wait until the call is done, cancelled or `deadline` passed, calling `poll` (see the
+    module doc). `woken` is cleared before each `poll`, so a set that comes during or after
+    it ends the next wait at once and nothing is missed."""
+    while not outcome.done and not (cancel is not None and cancel.cancelled):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        due = poll() if poll is not None else None
+        woken.wait(left if due is None else min(due, left))
+        woken.clear()
 
 
 class FrozenDict(dict[str, Frozen]):

@@ -12,16 +12,19 @@
   elsewhere (`commands/run`, prompt context, observers).
 
 A context is built for one call on the calling thread and read on the plugin's thread;
-`say` and `progress` may be called from any thread (`say` takes a lock; `progress` calls
-the sink, whose own lock orders the updates). Output is capped at `MAX_OUTPUT_CHARS` in
-all; said lines (and progress) after the call returned (or timed out) are dropped.
+`say` and `progress` may be called from any thread (`say` takes a lock; `progress` feeds
+the sink without publishing, the sink's own lock orders the text, and sets
+`Output.arrived`, which wakes the caller's thread waiting in `run_bounded` to poll the sink:
+so progress is published while the command still runs, on the waiting thread). Output is
+capped at `MAX_OUTPUT_CHARS` in all; said lines (and progress) after the call returned (or
+timed out) are dropped.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from kward.model import Message
 from kward.resources.bounded import FrozenDict, freeze_dict
@@ -34,12 +37,24 @@ MAX_OUTPUT_CHARS = 1_000_000
 _CUT = "[... output truncated]"
 
 
+class ProgressSink(Protocol):
+    """Where a command's progress goes while it runs (`kward.tools.live.LiveOutput`): text
+    fed from the plugin's thread (``flush=False``), published by `poll` on the waiting one."""
+
+    def feed_text(self, stream: str, text: str, *, flush: bool = True) -> None: ...
+
+    def poll(self) -> float | None:
+        """Publish what is due; the seconds until the next flush is due (None: nothing pending)."""
+        ...
+
+
 class Output:
     """The lines a command says, and where its progress goes (`progress`, or nowhere).
-    Thread-safe; `close()` ends it."""
+    Thread-safe; `close()` ends it. `arrived` is set whenever progress was fed."""
 
-    def __init__(self, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(self, progress: ProgressSink | None = None) -> None:
         self._progress = progress
+        self.arrived = threading.Event()
         self._lock = threading.Lock()
         self._lines: list[str] = []
         self._size = 0
@@ -62,7 +77,8 @@ class Output:
         with self._lock:
             sink = self._progress if self._open else None
         if sink is not None:
-            sink(line if line.endswith("\n") else line + "\n")
+            sink.feed_text("stdout", line if line.endswith("\n") else line + "\n", flush=False)
+            self.arrived.set()
 
     def close(self) -> tuple[str, ...]:
         with self._lock:

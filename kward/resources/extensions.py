@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from kward import pacing
 from kward.errors import CommandNotFound, PluginFailed, PluginTimeout
 from kward.resources.bounded import run_bounded
 from kward.resources.catalog import Catalog, Plan, load_catalog
-from kward.resources.context import CommandOutput, Output, context_for, result_text
+from kward.resources.context import CommandOutput, Output, ProgressSink, context_for, result_text
 from kward.resources.observers import EventFields, observing
 from kward.resources.plugins import PluginCommand
 from kward.resources.prompts import Warning_, parse_skill, parse_slash
@@ -165,16 +167,21 @@ class Resources:
 
     def run_command(self, command: PluginCommand, arguments: str, session: SessionHandle,
                     cancel: CancelToken | None = None,
-                    progress: Callable[[str], None] | None = None) -> CommandOutput:
+                    progress: ProgressSink | None = None) -> CommandOutput:
         """Run a plugin command for `session` (bounded; PluginFailed, PluginTimeout or
-        Canceled). The caller's thread waits for it. `progress` receives each line the
-        command reports with `ctx.progress` (on the plugin's thread) until it returned."""
+        Canceled). The caller's thread waits for it. `progress` is fed each line the
+        command reports with `ctx.progress` (on the plugin's thread) until it returned, and
+        polled on the caller's thread while it waits, so its updates go out as they come
+        (a publish that waits for the client never past the timeout or cancel: `kward.pacing`)."""
         output = Output(progress)
         ctx = context_for(session, args=arguments, output=output)
+        timeout = self.timeout()
         try:
-            value = run_bounded(command.handler, (arguments, ctx), timeout=self.timeout(),
-                                what=f"Plugin command /{command.name}", cancel=cancel, stuck=command.plugin.stuck,
-                                data={"plugin": command.plugin.name, "command": command.name})
+            with pacing.bounded(time.monotonic() + timeout, cancel):  # publishing progress waits no longer
+                value = run_bounded(command.handler, (arguments, ctx), timeout=timeout,
+                                    what=f"Plugin command /{command.name}", cancel=cancel, stuck=command.plugin.stuck,
+                                    data={"plugin": command.plugin.name, "command": command.name},
+                                    poll=progress.poll if progress is not None else None, wake=output.arrived)
         except PluginFailed as exc:
             _log_failure(exc)
             raise

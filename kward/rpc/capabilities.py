@@ -133,10 +133,12 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
             # (kward's: an automatic compaction inside a turn, also as the turn's events)
             "compaction": {"supported": turns_ok, "events": ["compactionStart", "compactionEnd"] if turns_ok else []},
             # `update`: live output of a running shell command (and plugin command progress) as
-            # `toolUpdate` events, beyond the original (docs/protocol.md "Live tool output");
+            # `toolUpdate` events (`updateEvent` names it), beyond the original (docs/protocol.md
+            # "Live tool output"; not produced for a client that opted out of it);
             # `changedFiles` means changed-file detection for every tool that changes files, the
             # shell included (git status or a bounded snapshot before and after each command)
-            "tools": {"call": turns_ok, "update": turns_ok, "result": turns_ok, "normalizedMetadata": turns_ok,
+            "tools": {"call": turns_ok, "update": turns_ok, "updateEvent": "toolUpdate", "result": turns_ok,
+                      "normalizedMetadata": turns_ok,
                       "diffs": turns_ok, "changedFiles": turns_ok,
                       "changedFilesTools": list(CHANGED_FILES_TOOLS) if turns_ok else []},
             "errors": turns_ok,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
@@ -42,13 +42,29 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
+class _OptOut(NamedTuple):
+    """`optOutNotificationMethods` split once: whole methods, and per method the types."""
+
+    entries: frozenset[str]
+    methods: frozenset[str]
+    types: dict[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, entries: frozenset[str]) -> _OptOut:
+        types: dict[str, set[str]] = {}
+        for entry in entries:
+            method, colon, type_ = entry.partition(":")
+            if colon:
+                types.setdefault(method, set()).add(type_)
+        return cls(entries, frozenset(e for e in entries if ":" not in e),
+                   {method: frozenset(names) for method, names in types.items()})
+
+
 class Connection:
     def __init__(self, outbox: Outbox, secrets: KnownSecrets):
         self.outbox = outbox
         self.secrets = secrets
-        # what the client opted out of in initialize: notification methods (``session/event``)
-        # and, beyond the original, one type of one (``turn/event:toolUpdate``); see `wants`
-        self.opt_out: frozenset[str] = frozenset()
+        self._opted = _OptOut.of(frozenset())  # what the client opted out of (`opt_out`, `wants`)
         self.stop_requested = False
         # builds the capabilities now (kward.rpc.compose sets it; None: never sent again)
         self.describe_capabilities: Callable[[], dict[str, Any]] | None = None
@@ -71,12 +87,28 @@ class Connection:
                 data = protocol.encode(secrets.scrub_value(message))
         self.outbox.put(encode_frame(data), urgent=urgent, wait=wait)
 
+    @property
+    def opt_out(self) -> frozenset[str]:
+        """The entries of `optOutNotificationMethods` the client sent in `initialize`:
+        notification methods (``session/event``) and, beyond the original, one type of one
+        (``turn/event:toolUpdate``). Set by `initialize` on the dispatcher (one assignment,
+        so a reader on another thread sees the old entries or the new ones, never a mix)."""
+        return self._opted.entries
+
+    @opt_out.setter
+    def opt_out(self, entries: frozenset[str]) -> None:
+        self._opted = _OptOut.of(entries)
+
     def wants(self, method: str, type_: str | None = None) -> bool:
         """Whether the client takes `method` notifications (of `type_`, for the typed ones:
         ``turn/event``, ``session/event``): it opted out of neither the method nor
-        ``method:type``. Any thread."""
-        opt_out = self.opt_out
-        return method not in opt_out and (type_ is None or f"{method}:{type_}" not in opt_out)
+        ``method:type``. Any thread; called per event, so it only looks up what `opt_out`
+        split once."""
+        opted = self._opted
+        if method in opted.methods:
+            return False
+        types = opted.types.get(method)
+        return types is None or type_ is None or type_ not in types
 
     def notify(self, method: str, params: Any, *, wait: bool = True, type_: str | None = None,
                urgent: bool = False) -> None:
@@ -166,7 +198,22 @@ class Connection:
             self.notify("auth/loginFinished", login(notice.login), wait=False)
 
     def make_room(self) -> None:
-        self.outbox.wait_for_room()
+        """The runtime's pacing point (a streaming worker, before it publishes an event;
+        never the dispatcher): block while the outbox holds more than its limit, i.e. while
+        the client is behind reading. Inside `kward.pacing.bounded` (a running shell
+        command's pump, the wait for a plugin command) it returns at the bound's deadline or
+        cancel even without room, so a client that stopped reading never keeps a command
+        from being killed at its timeout or cancelled: the event then goes over the limit,
+        and the bounded code, whose deadline or cancel is due, ends right after. (Chosen
+        over dropping live updates while the client is behind: the backpressure still slows
+        the command's output as before, and no update a client could have had is lost.)"""
+        from kward import pacing  # loaded with the first turn, not at start-up
+
+        bound = pacing.current()
+        if bound is None:
+            self.outbox.wait_for_room()
+        else:
+            self.outbox.wait_for_room(bound.deadline, bound.cancel)
 
     def admit(self) -> None:
         if self.outbox.overloaded:

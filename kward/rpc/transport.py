@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from queue import SimpleQueue
-from typing import BinaryIO, Callable
+from typing import TYPE_CHECKING, BinaryIO, Callable
 
 from kward.rpc.framing import FrameFault, FrameReader
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.cancel import CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +93,42 @@ class Outbox:
     def overloaded(self) -> bool:
         return self._bytes > self._high
 
-    def wait_for_room(self) -> None:
-        """Block while more than `limit` bytes wait (a producer's pacing point). Any thread
-        but the dispatcher, which must never wait for the client."""
+    def wait_for_room(self, until: float | None = None, cancel: CancelToken | None = None) -> bool:
+        """Block while more than `limit` bytes wait (a producer's pacing point); True once
+        there is room (or pacing ended). With `until` (a `time.monotonic()` time) or `cancel`
+        (`kward.pacing`): False when that time passed or the token fired first. Any thread
+        but the dispatcher, which must never wait for the client. A cancel's callback only
+        takes `_cond` to wake the waiters."""
         with self._cond:
-            while self._bytes > self._limit and not (self._closed or self._dead or self._unpaced):
-                self._cond.wait()
+            if self._has_room():
+                return True
+        if cancel is not None and cancel.cancelled:
+            return False
+        forget = cancel.on_cancel(self._wake) if cancel is not None else None  # (outside `_cond`)
+        try:
+            with self._cond:
+                while not self._has_room():
+                    if cancel is not None and cancel.cancelled:
+                        return False
+                    if until is None:
+                        self._cond.wait()
+                        continue
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(left)
+                return True
+        finally:
+            if forget is not None:
+                forget()
+
+    def _has_room(self) -> bool:
+        """Under `_cond`: a paced producer may go on."""
+        return self._bytes <= self._limit or self._closed or self._dead or self._unpaced
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
     def stop_pacing(self) -> None:
         """The server is stopping: let paced producers finish their turns at once (what they

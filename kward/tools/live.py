@@ -10,14 +10,20 @@ Rules (docs/protocol.md "Live tool output"):
 - Text: each stream is decoded incrementally as UTF-8 (a character split between chunks is
   whole in one update; invalid bytes become U+FFFD). A `delta` holds whole lines: the
   partial line at the end is held back until its newline comes, unless it is older than
-  `HOLD_SECONDS` or longer than `HOLD_CHARS` (so a progress bar still shows). A long line
-  sent in pieces is cut before a trailing run of token characters (`_TOKEN`, under
-  `TOKEN_RUN` of them), so that a credential in it reaches `scrub` whole.
+  `HOLD_SECONDS` or longer than `HOLD_CHARS` (so a progress bar still shows).
+- Credentials are never cut: what a flush sends of a partial line (by age or by length)
+  stops before a trailing run of token characters (`TOKEN_CHARS`, the characters of keys,
+  JWTs and OAuth tokens) of up to `TOKEN_RUN`, which waits for the character that ends it
+  (or the call's end), so that a credential reaches `scrub` whole. A run longer than
+  `TOKEN_RUN` is not held: it is cut where the flush falls. The budget's cut (below) stops
+  before such a run too, and so does the text kept for `content`.
 - Order: a stream's text goes out in order; within one flush the stream whose pending text
   came first goes first.
 - `content`: the tail of the text of every delta sent so far, both streams in the order
   sent (what a client appending the deltas shows), at most `CONTENT_BYTES` of UTF-8 and
   starting at a line start when a newline allows it; for clients that redraw the body.
+  The text kept for it starts after any token run its start would cut into, and is
+  scrubbed whole before its tail is taken, so the window never begins inside a credential.
 - Budget: the UTF-8 bytes of `delta` and `content` of all updates of a call are at most
   `BUDGET_BYTES`. Once a delta had to be cut, nothing more is sent; the bytes left out are
   counted (as UTF-8 of the decoded text up to the cut, so an invalid byte there counts as
@@ -29,8 +35,12 @@ Rules (docs/protocol.md "Live tool output"):
 
 Thread contract: `feed`, `feed_text`, `poll`, `due_in` and `close` may be called from any
 thread; `_lock` serialises them and `publish` is called under it (so updates keep their
-order), on the thread that fed or closed. `run_command` calls them on the turn's worker
-thread; a plugin command's `progress` on the plugin's thread while the turn's thread waits.
+order), on the thread that fed (unless it passed ``flush=False``), polled or closed.
+`run_command` calls them on the turn's worker thread. A plugin command's `progress` feeds
+with ``flush=False`` on the plugin's thread, and the turn's thread, waiting for the
+plugin, polls (`kward.resources.bounded.run_bounded`): so only the turn's thread publishes,
+and the plugin's thread never waits for the client (only for `_lock`, while a publish that
+waits, bounded by the command's timeout and cancel: `kward.pacing`, holds it).
 After `close()` every call is a no-op. The clock is injectable (tests).
 """
 
@@ -38,7 +48,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
-import re
+import string
 import threading
 import time
 from typing import Callable, NamedTuple
@@ -48,10 +58,11 @@ HOLD_SECONDS = 0.25  # a partial line is held back at most this long
 HOLD_CHARS = 4096  # ... and up to this length
 CONTENT_BYTES = 2048  # the tail `content` holds
 BUDGET_BYTES = 1024 * 1024  # delta + content of all updates of one call
-TOKEN_RUN = 256  # a trailing token run shorter than this is kept back from a cut line
+TOKEN_RUN = 8192  # a trailing token run up to this long is held back (a JWT is 1-2k); longer ones are cut
+TOKEN_CHARS = string.ascii_letters + string.digits + "._~+/=-_"  # what keys, JWTs and OAuth tokens are made of
 STREAMS = ("stdout", "stderr")
 _TAIL_CHARS = 2 * CONTENT_BYTES  # characters of sent text kept for `content` (> CONTENT_BYTES)
-_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]*\Z")  # characters a credential is made of, at the end
+_TOKEN_SET = frozenset(TOKEN_CHARS)
 
 
 class Update(NamedTuple):
@@ -81,7 +92,7 @@ class _Stream:
     """The pending (decoded, not yet sent) text of one stream."""
 
     __slots__ = ("name", "decoder", "chunks", "bytes", "has_line", "partial_len", "partial_since", "order",
-                 "overflowed")
+                 "overflowed", "run")
 
     def __init__(self, name: str):
         self.name = name
@@ -93,12 +104,15 @@ class _Stream:
         self.partial_since = 0.0  # when the first of those arrived
         self.order = 0  # when the pending text began (a counter, for the order within a flush)
         self.overflowed = False  # text after the pending was left out: send nothing more of it
+        self.run = 0  # token characters the pending text ends with (counted up to TOKEN_RUN + 1)
 
     def add(self, text: str, size: int, now: float, order: int) -> None:
         if not self.chunks:
             self.order = order
         self.chunks.append(text)
         self.bytes += size
+        run = _trailing_run(text)
+        self.run = min(self.run + run, TOKEN_RUN + 1) if run == len(text) else run
         newline = text.rfind("\n")
         if newline >= 0:
             self.has_line = True
@@ -109,9 +123,18 @@ class _Stream:
                 self.partial_since = now
             self.partial_len += len(text)
 
+    def held(self) -> int:
+        """The characters at the end a flush keeps back: a token run up to TOKEN_RUN."""
+        return self.run if self.run <= TOKEN_RUN else 0
+
     def ready_at(self) -> float:
-        """When some of the pending text may go (by the line rule; pending text assumed)."""
-        if self.has_line or self.partial_len > HOLD_CHARS:
+        """When some of the pending text may go (by the line rule; pending text assumed):
+        never (inf) while all there is is a held token run, which waits for more text."""
+        if self.has_line:
+            return float("-inf")
+        if self.partial_len <= self.held():
+            return float("inf")
+        if self.partial_len > HOLD_CHARS:
             return float("-inf")
         return self.partial_since + HOLD_SECONDS
 
@@ -120,21 +143,34 @@ class _Stream:
         text = "".join(self.chunks)
         cut = len(text)
         if not everything and self.partial_len:
-            if self.partial_len > HOLD_CHARS:
-                token = _TOKEN.search(text)
-                run = len(text) - token.start() if token else 0
-                if run < TOKEN_RUN:
-                    cut -= run
-            elif self.partial_since + HOLD_SECONDS > now:
+            if self.partial_len > HOLD_CHARS or self.partial_since + HOLD_SECONDS <= now:
+                cut -= self.held()
+            else:
                 cut = text.rfind("\n") + 1
         sent, rest = text[:cut], text[cut:]
-        self.chunks = [rest] if rest else []
-        self.bytes = _size(rest) if rest else 0
-        self.has_line = False
+        self._keep(rest)
         if rest and len(rest) != self.partial_len:
             self.partial_since = now  # the kept-back token run of a cut line starts again
         self.partial_len = len(rest)
         return sent
+
+    def drop_run(self) -> str:
+        """Remove and return the held token run at the end (the budget cut into it)."""
+        n = self.held()
+        if not n:
+            return ""
+        text = "".join(self.chunks)
+        self._keep(text[:-n])
+        self.partial_len -= n
+        self.run = 0
+        return text[-n:]
+
+    def _keep(self, rest: str) -> None:
+        self.chunks = [rest] if rest else []
+        self.bytes = _size(rest) if rest else 0
+        self.has_line = "\n" in rest
+        if not rest:
+            self.run = 0
 
 
 class LiveOutput:
@@ -160,8 +196,9 @@ class LiveOutput:
 
     # --- input ------------------------------------------------------------------------------
 
-    def feed(self, stream: str, data: bytes) -> None:
-        """Output `data` of `stream` (``stdout``/``stderr``); publishes when a flush is due."""
+    def feed(self, stream: str, data: bytes, *, flush: bool = True) -> None:
+        """Output `data` of `stream` (``stdout``/``stderr``); publishes when a flush is due,
+        unless `flush` is False (then only `poll` or `close` publish it)."""
         with self._lock:
             if self._closed or not data:
                 return
@@ -170,11 +207,12 @@ class LiveOutput:
                 self._omitted += len(data)
             else:
                 self._add(s, s.decoder.decode(data), self._clock())
-            self._poll()
+            if flush:
+                self._poll()
 
-    def feed_text(self, stream: str, text: str) -> None:
+    def feed_text(self, stream: str, text: str, *, flush: bool = True) -> None:
         """`text` as output of `stream` (lone surrogates become ``?``)."""
-        self.feed(stream, text.encode("utf-8", "replace"))
+        self.feed(stream, text.encode("utf-8", "replace"), flush=flush)
 
     def _add(self, s: _Stream, text: str, now: float) -> None:
         if not text:
@@ -188,9 +226,11 @@ class LiveOutput:
             kept = _prefix(text, room)
             self._omitted += size - _size(kept)
             s.overflowed = True
-            text, size = kept, _size(kept)
-            if not text:
-                return
+            if kept:
+                s.add(kept, _size(kept), now, next(self._arrivals))
+            if text[len(kept)] in _TOKEN_SET:  # the cut fell inside a token run: none of it goes
+                self._omitted += _size(s.drop_run())
+            return
         s.add(text, size, now, next(self._arrivals))
 
     # --- flushing -----------------------------------------------------------------------
@@ -218,7 +258,9 @@ class LiveOutput:
             if s.chunks:
                 at = s.ready_at()
                 ready = at if ready is None else min(ready, at)
-        return None if ready is None else max(ready, self._next_flush)
+        if ready is None or ready == float("inf"):  # nothing, or only held token runs
+            return None
+        return max(ready, self._next_flush)
 
     def _poll(self) -> None:
         due = self._due()
@@ -285,22 +327,30 @@ class LiveOutput:
         return self._scrub(text) if self._scrub is not None and text else text
 
     def _remember(self, text: str) -> None:
+        """Keep the last `_TAIL_CHARS` of the sent text, starting after any token run its
+        start would cut into (no piece of a credential is kept)."""
         tail = self._tail + text
         if len(tail) > _TAIL_CHARS:
-            tail = tail[-_TAIL_CHARS:]
+            start = len(tail) - _TAIL_CHARS
+            if tail[start - 1] in _TOKEN_SET:
+                rest = tail[start:]
+                start += len(rest) - len(rest.lstrip(TOKEN_CHARS))
+            tail = tail[start:]
             self._tail_whole = False
         self._tail = tail
 
     def _content(self) -> str:
-        """The tail of what was sent: at most CONTENT_BYTES, from a line start if it can."""
-        tail = self._tail
+        """The tail of what was sent, scrubbed whole, then at most CONTENT_BYTES of it, from
+        a line start if it can (so its start never falls inside a credential: `scrub` saw
+        each one whole)."""
+        tail = self._scrubbed(self._tail)
         window = _suffix(tail, CONTENT_BYTES)
         if len(window) < len(tail) or not self._tail_whole:
             before = tail[len(tail) - len(window) - 1] if len(window) < len(tail) else ""
             newline = window.find("\n")
             if before != "\n" and 0 <= newline < len(window) - 1:
                 window = window[newline + 1:]
-        return self._scrubbed(window)
+        return window
 
 
 def _suffix(text: str, limit: int) -> str:
@@ -310,16 +360,21 @@ def _suffix(text: str, limit: int) -> str:
     return text.encode("utf-8", "surrogatepass")[-limit:].decode("utf-8", "ignore")
 
 
+def _trailing_run(text: str) -> int:
+    """How many token characters `text` ends with, counted up to TOKEN_RUN + 1 (so a
+    longer run costs no more to look at)."""
+    piece = text[-(TOKEN_RUN + 1):]
+    return len(piece) - len(piece.rstrip(TOKEN_CHARS))
+
+
 def _cut(text: str, limit: int) -> str:
     """The beginning of `text` that fits in `limit` bytes: up to its last newline when there
-    is one, else before a trailing token run (so no credential is cut in two)."""
+    is one, else before a trailing token run of up to TOKEN_RUN (so no credential is cut in two)."""
     part = _prefix(text, limit)
     if len(part) == len(text):
         return part
     newline = part.rfind("\n")
     if newline >= 0:
         return part[:newline + 1]
-    token = _TOKEN.search(part)
-    if token and len(part) - token.start() < TOKEN_RUN:
-        return part[:token.start()]
-    return part
+    run = _trailing_run(part)
+    return part[:len(part) - run] if run <= TOKEN_RUN else part

@@ -21,6 +21,10 @@ discarded, so the child never blocks on a full pipe and memory stays bounded.
 - Live output (`live`, a `kward.tools.live.LiveOutput`): every chunk read is fed to it as
   well (whatever the capture cap), and the selector's wait is bounded by its next due
   flush, so its updates go out on time from this same thread. The caller closes it.
+  Publishing an update waits while the client is behind reading (the face's `make_room`),
+  but never past the command's deadline or the cancel: the pump runs inside
+  `kward.pacing.bounded`, so a client that stopped reading cannot keep the command from
+  being timed out or cancelled.
 - When the shell exits but a background child still holds the pipes, reading stops
   after a short linger (`LINGER_SECONDS`). Background processes of a command that
   returned are not killed: they run while kward runs and are ended when it exits
@@ -52,6 +56,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from kward import pacing
 from kward.cancel import CancelToken
 from kward.credential_env import is_credential_variable
 from kward.errors import Canceled
@@ -235,8 +240,10 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
     out, err = _Capture("stdout", cap), _Capture("stderr", cap)
     unregister = cancel.on_cancel(group.interrupt)
     outcome = "error"
+    deadline = time.monotonic() + timeout
     try:
-        outcome = _pump(group, proc, pidfd, out, err, time.monotonic() + timeout, cancel, live)
+        with pacing.bounded(deadline, cancel):  # publishing live output never waits past these
+            outcome = _pump(group, proc, pidfd, out, err, deadline, cancel, live)
         if outcome == "timeout":
             group.terminate()
             group.wait_leader(TERM_GRACE_SECONDS, pidfd)

@@ -333,16 +333,73 @@ def test_skill_names_are_at_most_64_characters_and_the_skills_list_is_capped(tmp
 def test_progress_goes_to_the_sink_as_lines_until_the_command_ended():
     from kward.resources.context import Output, PluginContext
 
-    lines: list[str] = []
-    output = Output(lines.append)
+    class Sink:
+        def __init__(self):
+            self.fed: list[tuple[str, str, bool]] = []
+
+        def feed_text(self, stream, text, *, flush=True):
+            self.fed.append((stream, text, flush))
+
+        def poll(self):
+            return None
+
+    sink = Sink()
+    output = Output(sink)
     ctx = PluginContext(workspace_root="/w", output=output)
+    assert not output.arrived.is_set()
     ctx.progress("step 1")
+    assert output.arrived.is_set()  # what wakes the waiting thread to publish it
     ctx.progress("step 2\n")
     ctx.progress(3)
     assert output.close() == ()  # progress is not output
     ctx.progress("late")
-    assert lines == ["step 1\n", "step 2\n", "3\n"]
+    # fed without publishing: the plugin's thread never waits for the client
+    assert sink.fed == [("stdout", "step 1\n", False), ("stdout", "step 2\n", False), ("stdout", "3\n", False)]
     PluginContext(workspace_root="/w").progress("nowhere")  # outside a command: dropped
     silent = Output()
     PluginContext(workspace_root="/w", output=silent).progress("no sink")
     assert silent.close() == ()
+
+
+def test_the_waiting_thread_polls_whenever_woken_and_when_poll_asks():
+    """run_bounded calls `poll` on the caller's thread while the function runs: at once,
+    each time `wake` is set (what `ctx.progress` does) and when the time it returned passed."""
+    wake, release, seen = threading.Event(), threading.Event(), threading.Event()
+    polled: list[str] = []
+    fed: list[str] = []
+
+    def poll():
+        polled.append(threading.current_thread().name)
+        if fed:
+            seen.set()  # the fed text was looked at while the function still runs
+        return None if fed else 30.0
+
+    def fn():
+        fed.append("line")
+        wake.set()
+        assert seen.wait(10)
+        release.wait(10)
+        return "done"
+
+    result: list[str] = []
+    waiter = threading.Thread(target=lambda: result.append(bounded.run_bounded(
+        fn, timeout=30, what="p", poll=poll, wake=wake)), name="waiter")
+    waiter.start()
+    assert seen.wait(10) and not result  # polled before the function returned
+    release.set()
+    waiter.join(10)
+    assert result == ["done"] and set(polled) == {"waiter"} and len(polled) >= 2
+
+
+def test_poll_times_its_next_call():
+    calls: list[int] = []
+    release = threading.Event()
+
+    def poll():
+        calls.append(1)
+        if len(calls) == 3:
+            release.set()  # called again twice, on its own timing: the function is still blocked
+        return 0.001
+
+    assert bounded.run_bounded(lambda: release.wait(10) and "ok", timeout=30, what="p", poll=poll) == "ok"
+    assert len(calls) >= 3

@@ -139,6 +139,7 @@ def test_tool_updates_are_claimed_with_turns():
     # shown working over `kward rpc` by tests/turns/test_rpc_tool_updates.py
     assert capabilities.build(registry.METHODS)["events"]["tools"]["update"] is True
     assert capabilities.build(["initialize"])["events"]["tools"]["update"] is False
+    assert capabilities.build(registry.METHODS)["events"]["tools"]["updateEvent"] == "toolUpdate"
 
 
 def test_changed_files_are_claimed_only_for_the_tools_that_report_them():

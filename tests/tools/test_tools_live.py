@@ -105,11 +105,14 @@ def test_a_partial_line_waits_for_its_newline(clock):
     out.feed("stdout", b"hello wor")
     assert updates == [] and out.due_in() == pytest.approx(HOLD_SECONDS)
     clock.advance(0.1)
-    out.feed("stdout", b"ld\nnext")
+    out.feed("stdout", b"ld\nnext: ")
     assert [u.delta for u in updates] == ["hello world\n"]  # the line, not the new partial
     clock.advance(INTERVAL)
     out.poll()
     assert len(updates) == 1 and out.due_in() == pytest.approx(HOLD_SECONDS - INTERVAL)
+    clock.advance(HOLD_SECONDS)
+    out.poll()
+    assert updates[-1].delta == "next: "
 
 
 def test_a_partial_line_older_than_the_hold_still_shows(clock):
@@ -239,3 +242,121 @@ def test_feed_after_the_budget_only_counts(clock, monkeypatch):
     out.close()
     assert joined(updates) == "0123456789abcdef\n" * 10
     assert updates[-1] == Update("stdout", "", updates[-1].content, len(b"more\n"))
+
+
+# --- credentials are never cut: the `content` window and the token-run hold ------------
+
+from kward.redact import REDACTED, masks  # noqa: E402
+from kward.tools.live import TOKEN_RUN  # noqa: E402
+
+KNOWN = "kwknownsecret0123456789abcdefghijklmn"  # 37 token characters
+
+
+def jwt(size):
+    """A JWT-shaped token of about `size` characters (what `scrub_output` masks)."""
+    body = ("abcdefghijklmnopqrstuvwxyz0123456789_-" * (size // 38 + 1))[:size - 20]
+    return f"eyJhbGciOiJIUzI1NiJ9.{body}.c2lnbmF0dXJl"
+
+
+def scrub(text):
+    """Like `KnownSecrets.scrub_output`: the known value and JWT-shaped tokens."""
+    return masks().jwt.sub(REDACTED, text.replace(KNOWN, REDACTED))
+
+
+def fragments(secret, size=8):
+    return {secret[i:i + size] for i in range(len(secret) - size + 1)}
+
+
+def leaks(updates, secret):
+    """The updates whose delta or content holds a piece (8 characters or more) of `secret`."""
+    pieces = fragments(secret)
+    return [u for u in updates if any(p in u.delta or p in u.content for p in pieces)]
+
+
+@pytest.mark.parametrize("start", [1, 10, 36])
+def test_the_content_window_never_starts_inside_a_credential(clock, start):
+    # one line whose last CONTENT_BYTES begin `start` characters into the credential
+    line = KNOWN + " " + "y" * (CONTENT_BYTES - len(KNOWN) - 2 + start) + "\n"
+    out, updates = coalescer(clock, scrub=scrub)
+    out.feed("stdout", line.encode())
+    out.close()
+    assert not leaks(updates, KNOWN)
+    content = updates[-1].content
+    assert scrub(line).endswith(content) and len(content.encode()) <= CONTENT_BYTES
+
+
+def test_the_kept_tail_never_starts_inside_a_credential(clock):
+    # three JWTs on one line: the tail kept for `content` begins inside the first, and once
+    # the whole JWTs in it are masked the window reaches back to that start
+    tokens = [jwt(1500) for _ in range(3)]
+    out, updates = coalescer(clock, scrub=scrub)
+    out.feed("stdout", (" ".join(tokens) + "\n").encode())
+    out.close()
+    assert not leaks(updates, tokens[0])
+    assert updates[-1].content.endswith(f"{REDACTED} {REDACTED}\n")
+
+
+def test_the_content_window_moving_over_a_credential_line_by_line(clock):
+    out, updates = coalescer(clock, scrub=scrub)
+    for i in range(300):
+        text = f"{i:04d} {KNOWN if i % 7 == 0 else 'plain text here'} {'z' * (i % 13)}"
+        out.feed("stdout", text.encode())  # partial, then its newline in the next chunk
+        clock.advance(INTERVAL / 3)
+        out.feed("stdout", b"\n")
+        clock.advance(INTERVAL / 3)
+    out.close()
+    assert len(updates) > 50 and not leaks(updates, KNOWN)
+
+
+def test_a_jwt_cut_by_the_long_line_rule_arrives_whole(clock):
+    token = jwt(1800)
+    assert len(token) < TOKEN_RUN
+    out, updates = coalescer(clock, scrub=scrub)
+    out.feed("stdout", ("word " * (HOLD_CHARS // 5 + 1) + token[:1200]).encode())
+    assert updates and updates[0].delta.endswith("word ")  # the run is held back
+    out.feed("stdout", (token[1200:] + " end\n").encode())
+    clock.advance(INTERVAL)
+    out.poll()
+    out.close()
+    assert not leaks(updates, token)
+    assert joined(updates).endswith(f"word {REDACTED} end\n")
+
+
+def test_the_age_rule_never_flushes_a_token_run_it_would_cut(clock):
+    token = jwt(900)
+    out, updates = coalescer(clock, scrub=scrub)
+    out.feed("stdout", ("Authorization: " + token[:400]).encode())
+    clock.advance(HOLD_SECONDS)
+    out.poll()
+    assert [u.delta for u in updates] == ["Authorization: "]  # the old part shows, the run waits
+    assert out.due_in() is None  # nothing can go before more text comes: no busy wake-up
+    clock.advance(10)
+    out.poll()
+    assert len(updates) == 1
+    out.feed("stdout", (token[400:] + " ok").encode())  # the run ended
+    clock.advance(HOLD_SECONDS)
+    out.poll()
+    out.close()
+    assert not leaks(updates, token)
+    assert joined(updates) == f"Authorization: {REDACTED} ok"
+
+
+def test_a_token_run_over_the_cap_is_cut(clock):
+    out, updates = coalescer(clock)
+    out.feed("stdout", b"x" * (TOKEN_RUN + 10))  # no newline, no end to the run
+    assert joined(updates) == "x" * (TOKEN_RUN + 10)  # sent: over the cap nothing is held
+    out.feed("stdout", b"y" * 100)
+    clock.advance(HOLD_SECONDS)
+    out.poll()
+    assert out.due_in() is None  # the new run is held: it is short
+    out.close()
+    assert joined(updates) == "x" * (TOKEN_RUN + 10) + "y" * 100
+
+
+def test_the_budget_cut_never_leaves_a_piece_of_a_credential(clock, monkeypatch):
+    monkeypatch.setattr(live, "BUDGET_BYTES", 3 * CONTENT_BYTES + 100)
+    token = jwt(1500)
+    out, updates = coalescer(clock, scrub=scrub)
+    out.feed("stdout", ("a" * 1000 + " " + token + " " + "b" * 1200 + "\n").encode())  # cut inside the token
+    out.close()
+    assert not leaks(updates, token) and updates[-1].omitted_bytes > 0

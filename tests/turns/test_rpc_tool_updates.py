@@ -5,8 +5,10 @@ scrubbed, a cancelled command, and plugin command progress."""
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +17,8 @@ from kward.tools.process import MAX_STREAM_BYTES
 from lib.resources_helpers import write_plugin
 from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
-from lib.turn_events import check_turn_events, payload, payloads, types
+from lib.turn_events import check_turn_events, is_event, payload, payloads, types
+from lib.waiting import wait_until
 
 LINES = 100_000
 #: 100,000 lines on stdout in 100 writes over about a second, a few lines on stderr
@@ -112,7 +115,7 @@ def test_a_client_that_opts_out_of_tool_updates_gets_none_and_the_same_result(kw
     k, events = shell_turn(kward, "seq 1000; echo err >&2", opt_out=opt_out)
     assert "toolUpdate" not in types(events)
     assert types(events)[2:] == ["assistantMessage", "toolCall", "toolResult", "assistantDelta", "assistantMessage",
-                                 "answer", "turnFinished"]
+                                 "answer", "turnDiff", "turnFinished"]
     assert payload(events, "toolResult")["content"] == (
         "Exit status: 0\n\nSTDOUT:\n" + "".join(f"{i}\n" for i in range(1, 1001)) + "\nSTDERR:\nerr\n")
     replay = k.request("turns/events", {"turnId": events[0]["turnId"]})["events"]
@@ -121,8 +124,10 @@ def test_a_client_that_opts_out_of_tool_updates_gets_none_and_the_same_result(kw
 
 def test_capabilities_claim_tool_updates(kward):
     k, events = shell_turn(kward, "echo hi")
-    assert k.request("initialize")["capabilities"]["events"]["tools"]["update"] is True
+    tools = k.request("initialize")["capabilities"]["events"]["tools"]
+    assert tools["update"] is True and tools["updateEvent"] == "toolUpdate"
     assert [(u["stream"], u["delta"]) for u in updates_of(events)] == [("stdout", "hi\n")]
+    assert "toolUpdate" in types(events)  # the event the capability names
 
 
 def test_a_character_split_between_writes_arrives_whole(kward):
@@ -159,8 +164,8 @@ def test_a_cancelled_command_ends_with_its_last_update_before_the_result(kward):
     check_turn_events(events, "canceled")
     updates = updates_of(events)
     assert joined(updates, "stdout") == "started\npartial"  # the held-back partial line too
-    assert [t for t in types(events) if t != "turnCancelRequested"][-3:] == ["toolUpdate", "toolResult",
-                                                                              "turnFinished"]
+    assert [t for t in types(events) if t != "turnCancelRequested"][-4:] == ["toolUpdate", "toolResult",
+                                                                              "turnDiff", "turnFinished"]
     assert payload(events, "toolResult")["content"] == "Cancelled."
 
 
@@ -191,3 +196,54 @@ def test_plugin_command_progress_becomes_tool_updates_of_the_command(kward, isol
     assert payload(events, "answer") == {"content": "worked\ndone"}  # progress is not output
     run = k.request("commands/run", {"sessionId": s["id"], "name": "work"})
     assert run == {"command": "work", "output": ["worked"], "result": "done"}  # outside a turn: a no-op
+
+
+BLOCKING = '''
+    import os
+
+    def register(kward):
+        @kward.command("slow", description="Reports progress, then waits for the test")
+        def slow(args, ctx):
+            for step in range(1, 4):
+                ctx.progress(f"step {step} of 3")
+            with open(os.path.join(ctx.workspace_root, "gate")) as gate:  # a FIFO: blocks until the test writes
+                told = gate.read()
+            ctx.progress(f"told {told}")
+            return "done"
+'''
+
+
+def test_plugin_progress_reaches_the_client_while_the_command_still_runs(kward, isolated_home):
+    write_plugin(isolated_home / ".kward", "slow", BLOCKING)
+    k = kward([])
+    s = k.session()
+    gate = Path(s["workspaceRoot"]) / "gate"
+    os.mkfifo(gate)
+    turn = k.start(s["id"], "/slow")
+    # the three lines come in one burst: the first goes at once, the other two wait for the
+    # rate budget, and must go then, while the command is still blocked on the gate
+    shown = k.wait_notification(lambda n: is_event(n, turn["id"], "toolUpdate")
+                                and n["params"]["payload"]["content"].endswith("step 3 of 3\n"), 10,
+                                "the progress of the blocked command")
+    assert shown["params"]["payload"]["content"] == "step 1 of 3\nstep 2 of 3\nstep 3 of 3\n"
+    with open(gate, "w") as w:  # release it
+        w.write("go")
+    events = k.finish(turn["id"])
+    check_turn_events(events, "completed")
+    assert joined(payloads(events, "toolUpdate"), "stdout") == "step 1 of 3\nstep 2 of 3\nstep 3 of 3\ntold go\n"
+    assert payload(events, "answer") == {"content": "done"}
+
+
+def test_a_client_that_opts_out_of_all_turn_events_gets_a_replay_without_live_output_or_diff(kward):
+    """What docs/protocol.md "Opting out" says: opted-out events are kept for `turns/events`,
+    except `toolUpdate` and `turnDiff`, which are not produced at all (no gap either)."""
+    k = kward([[tool("run_shell_command", {"command": "seq 3", "timeout_seconds": 60}, id="sh")], [text("done")]])
+    k.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event"]}})
+    s = k.session()
+    turn = k.start(s["id"], "run it")
+    replay = wait_until(lambda: (r := k.request("turns/events", {"turnId": turn["id"]}))["turn"]["status"]
+                        == "completed" and r["events"], 20, "the turn to complete")
+    check_turn_events(replay, "completed")  # sequence numbers without a gap
+    assert types(replay)[2:] == ["assistantMessage", "toolCall", "toolResult", "assistantDelta", "assistantMessage",
+                                 "answer", "turnFinished"]
+    assert not [n for n in k.notifications if n["method"] == "turn/event"]
