@@ -12,8 +12,8 @@ import pytest
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled
+from kward.tools import baselines, gitlook, snapshot
 from kward.tools import changes as changes_mod
-from kward.tools import snapshot
 from lib.git_repos import GIT_ENV, git, make_repo, write_files
 from lib.tools_helpers import call, make_ctx
 from lib.waiting import wait_until
@@ -144,12 +144,12 @@ def test_git_names_with_newlines_globs_and_unicode(repo):
 
 
 def test_git_baselines_are_bounded(repo, monkeypatch):
-    big = b"x" * (changes_mod.MAX_FILE_BYTES + 1)
+    big = b"x" * (baselines.MAX_FILE_BYTES + 1)
     (repo / "big.bin").write_bytes(big)
     git(repo, "add", "big.bin")
     git(repo, "commit", "-qm", "big")
     (repo / "bigdirty.bin").write_bytes(big)
-    monkeypatch.setattr(changes_mod, "MAX_CALL_BYTES", 9)
+    monkeypatch.setattr(baselines, "MAX_CALL_BYTES", 9)
     write_files(repo, {"d1.txt": "12345", "d2.txt": "67890"})  # untracked, 5 bytes each: one fits
     ctx = make_ctx(repo)
     r = sh(ctx, "echo >> big.bin; echo >> bigdirty.bin; echo >> d1.txt; echo >> d2.txt")
@@ -257,7 +257,7 @@ def test_a_cancelled_command_reports_nothing(plain):
 
 
 def test_caps_report_nothing_and_say_so(repo, plain, monkeypatch):
-    monkeypatch.setattr(changes_mod, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(gitlook, "MAX_ENTRIES", 3)
     write_files(repo, {f"u{i}": "" for i in range(4)})
     r = sh(make_ctx(repo), "echo x > new.txt")
     assert (r.changes, r.changed_files, r.changes_complete) == ((), None, False)
