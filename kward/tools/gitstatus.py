@@ -242,9 +242,10 @@ class Git:
         return cls(workspace, toplevel, executable, env, cancel)
 
     def _run(self, args: list[str], data: bytes | None = None, ok: tuple[int, ...] = (0,),
-             config: tuple[str, ...] = ()) -> bytes:
+             config: tuple[str, ...] = (), literal: bool = True) -> bytes:
         """Run ``git [-c <config>...] <args>`` (`data` on its stdin); its stdout when it
-        exits with one of `ok`, else GitUnavailable."""
+        exits with one of `ok`, else GitUnavailable. `literal=False`: without
+        ``GIT_LITERAL_PATHSPECS`` (a command that refuses it)."""
         timeout = GIT_TIMEOUT_SECONDS
         if self.deadline is not None:
             timeout = min(timeout, self.deadline - time.monotonic())
@@ -258,8 +259,9 @@ class Git:
                 tmp.flush()
                 tmp.seek(0)
             options = [word for item in config for word in ("-c", item)]
+            env = self.env if literal else {k: v for k, v in self.env.items() if k != "GIT_LITERAL_PATHSPECS"}
             outcome = run_command([self.executable, *options, *args], cwd=self.workspace, timeout=timeout,
-                                  cancel=self.cancel, env=self.env, cap=MAX_OUTPUT_BYTES,
+                                  cancel=self.cancel, env=env, cap=MAX_OUTPUT_BYTES,
                                   stdin=None if tmp is None else tmp.fileno())
         except OSError as exc:
             raise GitUnavailable(f"cannot run git: {exc.strerror or exc}") from None
@@ -377,11 +379,14 @@ class Git:
         return {os.fsdecode(raw) for raw in out.split(b"\0") if raw.endswith(b"/")}
 
     def ignored(self, paths: Sequence[str]) -> set[str]:
-        """Those of `paths` (workspace-relative; a directory may end with ``/``) git ignores."""
+        """Those of `paths` (workspace-relative; a directory may end with ``/``) git ignores.
+        (``git check-ignore`` refuses literal pathspecs: each path is given as ``./<path>``,
+        so that no name is read as pathspec magic, and globs in names are not expanded.)"""
         if not paths:
             return set()
-        out = self._run(["check-ignore", "-z", "--stdin"], os.fsencode("".join(p + "\0" for p in paths)), ok=(0, 1))
-        return {os.fsdecode(raw) for raw in out.split(b"\0") if raw}
+        out = self._run(["check-ignore", "-z", "--stdin"], os.fsencode("".join(f"./{p}\0" for p in paths)),
+                        ok=(0, 1), literal=False)
+        return {os.fsdecode(raw)[2:] for raw in out.split(b"\0") if raw.startswith(b"./")}
 
     def changed_between(self, before: str | None, after: str) -> set[str]:
         """The files under the workspace that differ between commits `before` and `after`
