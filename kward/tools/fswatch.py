@@ -124,9 +124,9 @@ class DirWatcher:
 
     def __init__(self, root: str, *, skip: Callable[[str, str], bool] | None = None, nested_repos: bool = False,
                  meta_dirs: Sequence[tuple[str, bool]] = (), rule_dirs: Sequence[str] = (),
-                 max_watches: int = MAX_WATCHES):
+                 max_watches: int | None = None):
         self.root = root
-        self.max_watches = max_watches
+        self.max_watches = MAX_WATCHES if max_watches is None else max_watches
         self._skip = skip or (lambda parent, name: False)
         self._nested = nested_repos
         self._proc = os.path.isdir("/proc/self/fd")
@@ -309,9 +309,10 @@ class DirWatcher:
         if mask & (IN_DELETE | IN_MOVED_FROM):
             act.dirty.add(rel)
             self._lose(child, act)
-        if mask & (IN_CREATE | IN_MOVED_TO) and name != ".git" and not self._skip(rel, name):
-            act.dirty.add(rel)
-            act.new_dirs.add(child)
+        if mask & (IN_CREATE | IN_MOVED_TO):
+            act.dirty.add(rel)  # (a skipped one too: it is an entry of its parent)
+            if name != ".git" and not self._skip(rel, name):
+                act.new_dirs.add(child)
         if mask & IN_ATTRIB and child in self._tree:
             act.dirty.add(child)  # its permissions: whether it can still be listed
 

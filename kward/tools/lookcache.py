@@ -108,6 +108,10 @@ class LookCache:
             except OSError as exc:
                 log.info("closing a watcher failed: %s", exc)
 
+    def __contains__(self, root: object) -> bool:
+        with self._lock:
+            return root in self._slots
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._slots)

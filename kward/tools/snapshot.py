@@ -97,7 +97,7 @@ def _walk(root: str, snap: Snapshot, pending: list[tuple[str, int, int]], max_en
     while pending:
         rel, dev, ino = pending.pop()
         walked += 1
-        if deadline is not None and walked % _CLOCK_EVERY == 0 and time.monotonic() > deadline:
+        if deadline is not None and walked % _CLOCK_EVERY == 1 and time.monotonic() > deadline:
             raise TimeUp(rel)
         try:
             fd = os.open(os.path.join(root, rel[:-1]) if rel else root, _DIR_FLAGS)
@@ -246,6 +246,8 @@ def rescan(root: str, snap: Snapshot, dirs: Iterable[str], trees: Iterable[str] 
     for rel in sorted(set(dirs), key=lambda d: (d.count("/"), d)):
         if (done and rel.startswith(done)) or rel not in snap.dirs:
             continue  # walked whole above, or gone with (or never walked below) its parent
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeUp(rel)
         _relist(root, snap, rel, fresh, old, drop, walk, recent, max_entries)
         if fresh.capped:
             break
