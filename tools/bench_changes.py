@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -52,7 +52,7 @@ from kward.tools import lookcache  # noqa: E402
 from kward.tools.changes import ChangeWatch  # noqa: E402
 from kward.tools.process import child_environment, run_command  # noqa: E402
 
-Row = dict
+Row = dict[str, Any]
 FILES = 10_000
 GIT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid", "GIT_COMMITTER_NAME": "b",
        "GIT_COMMITTER_EMAIL": "b@example.invalid", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
