@@ -84,6 +84,13 @@ def _nothing() -> None:
     return None
 
 
+def _close_change_watchers() -> None:
+    """The watchers shell commands keep between them (inotify descriptors), if any."""
+    from kward.tools import lookcache
+
+    lookcache.close_all()
+
+
 def _drop(_item: object) -> None:
     return None
 
@@ -369,6 +376,7 @@ class Runtime:
             steps.append(telemetry.shutdown)
         if resources is not None:
             steps.append(resources.shutdown)
+        steps.append(_close_change_watchers)
         for step in steps:
             try:
                 step()

@@ -2,81 +2,84 @@
 
     watch = ChangeWatch(ctx.workspace_root, env, ctx.cancel)
     before = watch.begin()        # just before the command is spawned
-    ...                           # the command runs
-    changes = watch.end(before)   # after it exited or timed out (not after a cancel)
+    try:
+        ...                       # the command runs
+        changes = watch.end(before)                  # after it exited or timed out
+        changes = watch.end(before, deadline=t)      # after it was cancelled: bounded by t
+    finally:
+        watch.release(before)     # what `end` did not hand back (an error path)
     changes.files                 # tuple[FileChange, ...], sorted by path
     changes.complete              # False: the list may miss files (see below)
 
 How it looks (chosen by `begin`):
 
 - **git**, when the workspace (or an ancestor) is a git work tree and ``git`` is on
-  kward's PATH (`kward.tools.gitstatus`): ``git status`` before and after, and
-  an ``lstat`` of every path either lists. A path listed before (dirty or untracked) is
-  compared by its ``lstat`` signature (mtime_ns, size, inode, mode), so a file already
-  dirty and modified again is seen; a path only listed after, or changed between the
-  commits when the command moved HEAD, is compared with its entry in HEAD as it was
-  before. What git ignores is not reported. A change of the index alone (``git add``) is
-  no change of the file.
-- **snapshot** otherwise, or when git fails: `kward.tools.snapshot` before and after
-  (what it skips and its cap are stated there). A work tree whose ``git status`` timed
-  out is looked at by snapshot for `SLOW_GIT_SECONDS` (so each command does not wait
-  for git again).
+  kward's PATH (`kward.tools.gitlook`, `kward.tools.gitstatus`): ``git status`` and an
+  ``lstat`` of each path it lists. What git ignores is not reported. A change of the index
+  alone (``git add``) is no change of the file.
+- **snapshot** otherwise, or when git fails (`kward.tools.plainlook`,
+  `kward.tools.snapshot`: what it skips and its cap are stated there). A work tree whose
+  ``git status`` timed out is looked at by snapshot for `SLOW_GIT_SECONDS` (so each
+  command does not wait for git again).
 
-"modified" means the file's content, type or permission bits changed. When kward kept
-its content from before (below), a file found with the same bytes and mode again (a
-``touch``, a rewrite with equal bytes) is not reported; otherwise a changed signature is
-reported. A file changed less than `RECENT_NS` before the command began is compared by
-content even when its signature looks the same (a second write within the filesystem's
-timestamp granularity can keep the same mtime); when its content was not kept it is
-reported as modified. Paths outside the workspace are never looked at.
+Between commands (`kward.tools.lookcache`, `kward.tools.fswatch`): the look after a
+command is kept, with a `DirWatcher` over the workspace's directories (in git mode those
+git does not ignore, and the git directory: HEAD, branches, config). The next command's
+look before is that kept look, brought up to date with only what the watcher saw change
+in between (so a change between two commands is reported by neither, and is the
+baseline of the next); the look after re-looks only what the watcher saw change while
+the command ran (``git status -- <those paths>``; in a snapshot, those directories).
+Anything the watcher cannot place (lost events, HEAD or a branch moved, a ``.gitignore``
+changed, a directory it could not watch) makes that look a full one. Where there is no
+watcher (not Linux, inotify's limits reached, more than `fswatch.MAX_WATCHES`
+directories; not tried again for `WATCHER_RETRY_SECONDS`), when another command holds the
+workspace's kept look, or with ``KWARD_NO_FSWATCH`` set and not empty, both looks are
+full ones. The watcher's blind spots (``mmap`` writes, hard links changed elsewhere,
+network filesystems) are stated in `kward.tools.fswatch`.
 
-Baselines (`FileChange.before`): ``b""`` for an added file. In git mode, for a modified
-or deleted regular file: its bytes read before the command (a path git listed before)
-or its blob in HEAD as it was before (a clean path), each only when at most
-`MAX_FILE_BYTES`, and at most `MAX_CALL_BYTES` of each kind per call; else None. In
-snapshot mode None. Bytes read before are cached by (path, signature) across calls
-(`BaselineCache`), so a dirty file is read once while it does not change.
+"modified" means the file's content, type or permission bits changed; see the look
+modules for how each compares and what each keeps as baselines (`FileChange.before`).
 
-`complete` is False when the snapshot hit its cap or git listed more than `MAX_ENTRIES`
-paths (then `files` is empty), when a directory could not be read (then `files` holds
-what was seen), or when the look failed (logged; `files` empty). A failure never fails
-the command. `kward.errors.Canceled` passes through (during `begin`: the command does
+`complete` is False when the look hit its cap (then `files` is empty), when a directory
+could not be read (then `files` holds what was seen), when the look failed (logged;
+`files` empty) or, after a cancelled command, did not finish by its deadline. A failure
+never fails the command. `kward.errors.Canceled` passes through `begin` (the command does
 not run).
 
 Threads: a watch is used by one thread (the turn's worker); `begin` and `end` block it
-while git runs or the tree is walked. `BaselineCache` is shared by every watch of the
-process and guarded by its lock.
+while git runs or the tree is walked. The kept looks are checked out of the registry by
+one command at a time (`lookcache` states the lock); `BaselineCache` is shared by every
+watch of the process and guarded by its lock.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import stat
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, NamedTuple, Union
+from typing import Callable, Mapping, NamedTuple, Union
 
 from kward.cancel import CancelToken
-from kward.confined import Escape, open_below
 from kward.errors import Canceled
-from kward.fsutil import read_fd
 from kward.model import FileChange
-from kward.tools import snapshot
-from kward.tools.gitstatus import Git, GitUnavailable, Status, TreeEntry
-from kward.tools.snapshot import Sig, signature
+from kward.tools import gitlook, inotify, plainlook, snapshot
+from kward.tools.baselines import CACHE as _CACHE
+from kward.tools.baselines import BaselineCache, read_file  # noqa: F401  (the names callers use)
+from kward.tools.fswatch import Activity, DirWatcher, Unusable
+from kward.tools.gitlook import Compared, GitLook
+from kward.tools.gitstatus import Git, GitUnavailable, git_dirs
+from kward.tools.lookcache import REGISTRY, Slot
+from kward.tools.plainlook import PlainLook
+from kward.tools.snapshot import SKIP_DIRS, TimeUp
 
 log = logging.getLogger(__name__)
 
-MAX_ENTRIES = snapshot.MAX_ENTRIES
-MAX_FILE_BYTES = 1024 * 1024
-MAX_CALL_BYTES = 8 * 1024 * 1024
-CACHE_BYTES = 16 * 1024 * 1024
-RECENT_NS = 1_000_000_000
+NO_FSWATCH_VARIABLE = "KWARD_NO_FSWATCH"
 SLOW_GIT_SECONDS = 600.0
+WATCHER_RETRY_SECONDS = 600.0
 
 _slow_lock = threading.Lock()
 _slow_git: dict[str, float] = {}  # workspace -> monotonic time until which git is not asked
@@ -92,111 +95,38 @@ class Changes(NamedTuple):
         return [f.path for f in self.files]
 
 
-# --- reading files ------------------------------------------------------------------------
-
-def read_file(root: str, rel: str, sig: Sig) -> bytes | None:
-    """The bytes of regular file `rel` below `root` if it still has signature `sig`
-    (reached without following any symlink); else None."""
-    try:
-        node = open_below(root, rel.split("/"), follow=False)
-    except (Escape, OSError):
-        return None
-    with node:
-        if not node.is_file or node.st is None or signature(node.st) != sig:
-            return None
-        data = read_fd(node.fd, sig[1] + 1) if node.fd is not None else b""
-    return data if len(data) == sig[1] else None
+def fswatch_enabled() -> bool:
+    """False when ``KWARD_NO_FSWATCH`` is set and not empty (read on every command)."""
+    return not os.environ.get(NO_FSWATCH_VARIABLE)
 
 
-class BaselineCache:
-    """File contents read before commands, by absolute path and signature, least recently
-    used dropped first past `capacity` bytes. Any thread; `_lock` guards the table."""
+@dataclass(slots=True)
+class _GitFacts:
+    """What git mode learned when the watcher was opened: the ignored directories (left
+    unwatched; new ones vetted with ``git check-ignore``) and the filter drivers."""
 
-    def __init__(self, capacity: int = CACHE_BYTES):
-        self.capacity = capacity
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, tuple[Sig, bytes]] = OrderedDict()
-        self._size = 0
-
-    def read(self, root: str, rel: str, sig: Sig, *, cache: bool = True) -> bytes | None:
-        """`read_file`, served from the cache while `sig` is unchanged. `cache=False` (a
-        file changed moments ago, whose signature may not show a second change) reads
-        it and keeps nothing."""
-        key = os.path.join(root, rel)
-        if cache:
-            with self._lock:
-                hit = self._items.get(key)
-                if hit is not None and hit[0] == sig:
-                    self._items.move_to_end(key)
-                    return hit[1]
-        data = read_file(root, rel, sig)
-        if data is not None and cache and len(data) <= self.capacity:
-            with self._lock:
-                old = self._items.pop(key, None)
-                if old is not None:
-                    self._size -= len(old[1])
-                self._items[key] = (sig, data)
-                self._size += len(data)
-                while self._size > self.capacity:
-                    _, (_, dropped) = self._items.popitem(last=False)
-                    self._size -= len(dropped)
-        return data
+    ignored: set[str]
+    drivers: frozenset[str]
 
 
-_CACHE = BaselineCache()
+@dataclass(slots=True)
+class _Held:
+    """The registry's slot a before-look came from (None: no kept look), until handed back."""
 
+    slot: Slot | None = None
 
-class _Budget:
-    """Bytes still allowed for one kind of content in one call."""
-
-    def __init__(self) -> None:
-        self.left = MAX_CALL_BYTES
-
-    def take(self, size: int) -> bool:
-        if size > MAX_FILE_BYTES or size > self.left:
-            return False
-        self.left -= size
-        return True
-
-
-def _lstat(root: str, rel: str) -> Sig | None:
-    """The signature of the file (not directory) at `rel`; None when there is none."""
-    try:
-        st = os.lstat(os.path.join(root, rel))
-    except OSError:  # missing (or unreachable: the same for before and after)
-        return None
-    return None if stat.S_ISDIR(st.st_mode) else signature(st)
-
-
-def _git_mode(sig: Sig) -> str:
-    mode = sig[3]
-    if stat.S_ISLNK(mode):
-        return "120000"
-    if stat.S_ISREG(mode):
-        return "100755" if mode & stat.S_IXUSR else "100644"
-    return ""
-
-
-def _is_regular(sig: Sig | None) -> bool:
-    return sig is not None and stat.S_ISREG(sig[3])
-
-
-# --- the watch ----------------------------------------------------------------------------
 
 @dataclass(slots=True)
 class _GitBefore:
     git: Git
-    status: Status
-    sigs: dict[str, Sig | None]  # lstat of each path listed (None: missing)
-    kept: dict[str, bytes]  # contents read before, of listed regular files
-    links: dict[str, bytes]  # targets of listed symlinks
-    recent: set[str]  # listed regular files changed less than RECENT_NS before begin
+    look: GitLook
+    held: _Held = field(default_factory=_Held)
 
 
 @dataclass(slots=True)
 class _SnapshotBefore:
-    snapshot: snapshot.Snapshot
-    kept: dict[str, bytes] = field(default_factory=dict)  # contents of the recent files
+    look: PlainLook
+    held: _Held = field(default_factory=_Held)
 
 
 @dataclass(slots=True)
@@ -204,6 +134,7 @@ class _Nothing:
     """The look could not be taken (or is capped): `end` reports nothing, incomplete."""
 
     method: str
+    held: _Held = field(default_factory=_Held)
 
 
 Before = Union[_GitBefore, _SnapshotBefore, _Nothing]
@@ -220,39 +151,80 @@ class ChangeWatch:
         self.cancel = cancel
         self.cache = cache
 
+    # --- the two looks --------------------------------------------------------------------
+
     def begin(self) -> Before:
+        slot = REGISTRY.checkout(self.root) if fswatch_enabled() else None
         try:
-            git = None if self._git_is_slow() else Git.find(self.root, self.env, self.cancel)
-            if git is not None:
-                try:
-                    return self._git_begin(git)
-                except GitUnavailable as exc:
-                    log.info("changed files of %s by snapshot: %s", self.root, exc)
-                    self._note_slow(exc)
-            return self._snapshot_begin()
+            before = self._begin(slot)
         except Canceled:
+            self._hand_back(slot, None)
             raise
         except Exception:  # never fail the command for this
             log.exception("changed-file detection failed before the command in %s", self.root)
+            self._hand_back(slot, None)
             return _Nothing("none")
+        before.held.slot = slot
+        return before
 
-    def end(self, before: Before) -> Changes:
+    def end(self, before: Before, *, deadline: float | None = None) -> Changes:
+        """What the command changed; hands the look back. `deadline` (a monotonic time;
+        after a cancelled command): a fresh cancellation for git, and no look past it."""
+        slot, before.held.slot = before.held.slot, None
+        after: object = None
         try:
+            if deadline is not None and isinstance(before, _GitBefore):
+                before.git.cancel, before.git.deadline = CancelToken(), deadline
             if isinstance(before, _GitBefore):
                 try:
-                    return self._git_end(before)
+                    changes, after = self._git_end(before, slot, deadline)
                 except GitUnavailable as exc:
                     log.info("changed files of %s unknown: %s", self.root, exc)
                     self._note_slow(exc)
-                    return Changes((), False, "git")
-            if isinstance(before, _SnapshotBefore):
-                return self._snapshot_end(before)
-            return Changes((), False, before.method)
+                    changes = Changes((), False, "git")
+            elif isinstance(before, _SnapshotBefore):
+                changes, after = self._snapshot_end(before, slot, deadline)
+            else:
+                changes = Changes((), False, before.method)
+        except TimeUp:
+            log.info("changed files of %s: no time left to look", self.root)
+            changes = Changes((), False, "git" if isinstance(before, _GitBefore) else "snapshot")
         except Canceled:
+            self._hand_back(slot, None)
             raise
         except Exception:
             log.exception("changed-file detection failed after the command in %s", self.root)
-            return Changes((), False, "none")
+            changes = Changes((), False, "none")
+        self._hand_back(slot, after)
+        return changes
+
+    def release(self, before: Before) -> None:
+        """Hand back a before-look `end` was not given: kept, as the next command's (what
+        changed since is in the watcher's queue). Idempotent."""
+        slot, before.held.slot = before.held.slot, None
+        look = before.look if isinstance(before, (_GitBefore, _SnapshotBefore)) else None
+        self._hand_back(slot, look)
+
+    def _hand_back(self, slot: Slot | None, look: object) -> None:
+        if slot is None:
+            return
+        if look is None or slot.watcher is None:
+            slot.look = None
+        else:
+            slot.look = look
+        REGISTRY.checkin(slot)
+
+    def _begin(self, slot: Slot | None) -> Before:
+        git = None if self._git_is_slow() else Git.find(self.root, self.env, self.cancel)
+        if git is not None:
+            try:
+                return self._git_begin(git, slot)
+            except GitUnavailable as exc:
+                log.info("changed files of %s by snapshot: %s", self.root, exc)
+                self._note_slow(exc)
+                if slot is not None:
+                    slot.reset()
+        return self._snapshot_begin(slot)
 
     # --- git ------------------------------------------------------------------------------
 
@@ -269,126 +241,175 @@ class ChangeWatch:
             with _slow_lock:
                 _slow_git[self.root] = time.monotonic() + SLOW_GIT_SECONDS
 
-    def _git_begin(self, git: Git) -> Before:
-        recent_since = time.time_ns() - RECENT_NS
-        status = git.status()
-        if len(status.paths) > MAX_ENTRIES:
+    def _git_begin(self, git: Git, slot: Slot | None) -> Before:
+        look = None
+        if slot is not None:
+            if slot.key != ("git", git.key):
+                slot.reset()
+                slot.key = ("git", git.key)
+            look = self._git_reuse(git, slot)
+        if look is None:
+            look = gitlook.take(git, self.root)
+        if look is None:
+            log.info("changed files of %s not reported: more than %d paths", self.root, gitlook.MAX_ENTRIES)
             return _Nothing("git")
-        sigs = {p: _lstat(self.root, p) for p in status.paths}
-        recent = {p for p, sig in sigs.items() if _is_regular(sig) and sig is not None and sig[0] >= recent_since}
-        budget, kept, links = _Budget(), {}, {}
-        for path in sorted(sigs):
-            sig = sigs[path]
-            if sig is not None and stat.S_ISLNK(sig[3]):
-                target = self._link(path)
-                if target is not None:
-                    links[path] = target
-            elif sig is not None and _is_regular(sig) and budget.take(sig[1]):
-                data = self.cache.read(self.root, path, sig, cache=path not in recent)
-                if data is None:
-                    budget.left += sig[1]
-                else:
-                    kept[path] = data
-        return _GitBefore(git, status, sigs, kept, links, recent)
+        gitlook.prepare(look, self.root, self.cache)
+        return _GitBefore(git, look)
 
-    def _git_end(self, b: _GitBefore) -> Changes:
-        git, was = b.git, b.status
-        now_status = git.status()
-        candidates = set(was.paths) | now_status.paths
-        if now_status.head is not None and now_status.head != was.head:
-            candidates |= git.changed_between(was.head, now_status.head)
-        if len(candidates) > MAX_ENTRIES:
-            return Changes((), False, "git")
-        now = {p: _lstat(self.root, p) for p in candidates}
-        clean = sorted(p for p in candidates if p not in was.paths)
-        head = git.head_entries(was.head, clean) if was.head is not None and clean else {}
-        budget = _Budget()
-        wanted = [e.oid for p, e in sorted(head.items()) if e.mode in ("100644", "100755", "120000")
-                  and budget.take(e.size)]
-        blobs = git.blobs(wanted)
-        files: list[FileChange] = []
-        for path in sorted(candidates):
-            if path in was.paths:
-                change = self._listed_change(path, b.sigs[path], now[path], b)
-            else:
-                change = self._clean_change(path, head.get(path), now[path], blobs)
-            if change is not None:
-                files.append(change)
-        return Changes(tuple(files), True, "git")
+    def _git_reuse(self, git: Git, slot: Slot) -> GitLook | None:
+        """The kept look brought up to date, or None (a full look is due: the watcher, if
+        any, is ready for it)."""
+        kept, slot.look = slot.look, None
+        if slot.watcher is not None:
+            act = slot.watcher.collect(self._vet(git, slot))
+            if act.unknown or act.rules:
+                self._close_watcher(slot)
+            elif act.meta:
+                self._facts(slot).drivers = git.filter_drivers()
+            elif isinstance(kept, GitLook) and (act.quiet or gitlook.refresh(git, self.root, kept, act)):
+                return kept
+        if slot.watcher is None:
+            self._open_git_watcher(git, slot)
+        return None
 
-    def _link(self, path: str) -> bytes | None:
+    def _git_end(self, b: _GitBefore, slot: Slot | None, deadline: float | None) -> tuple[Changes, object]:
+        git = b.git
+        result: Compared | None = None
+        if slot is not None and slot.watcher is not None:
+            act = slot.watcher.collect(self._vet(git, slot))
+            if act.unknown or act.rules:
+                self._close_watcher(slot)
+                if deadline is None:
+                    self._open_git_watcher(git, slot)  # before the look after, which it follows
+            elif act.quiet:
+                result = Compared((), True, b.look)
+            elif not act.meta:
+                result = gitlook.compare_watched(git, self.root, b.look, act, self._drivers(slot))
+        if result is None:
+            result = gitlook.compare_full(git, self.root, b.look, self._drivers(slot))
+        return Changes(result.files, result.complete, "git"), result.after
+
+    def _open_git_watcher(self, git: Git, slot: Slot) -> None:
+        if time.monotonic() < slot.retry_at:
+            return
+        dirs = git_dirs(git.toplevel)
         try:
-            return os.fsencode(os.readlink(os.path.join(self.root, path)))
-        except OSError:
-            return None
+            if dirs is None:
+                raise Unusable("no git directory found")
+            gitdir, common = dirs
+            facts = _GitFacts(git.ignored_dirs(), git.filter_drivers())
+            meta = [(gitdir, False), (common, False), (os.path.join(common, "refs", "heads"), True),
+                    (os.path.join(common, "info"), False)]
+            slot.watcher = DirWatcher(self.root, skip=lambda parent, name: f"{parent}{name}/" in facts.ignored,
+                                      nested_repos=True, meta_dirs=meta if common != gitdir else meta[1:],
+                                      rule_dirs=_ancestors(self.root, git.toplevel))
+            slot.facts = facts
+        except (inotify.Unavailable, Unusable, OSError) as exc:
+            self._watcher_failed(slot, exc)
 
-    def _same_bytes(self, path: str, sig: Sig, data: bytes | None) -> bool:
-        """Whether regular file `path` (signature `sig` now) holds exactly `data`."""
-        if data is None or not _is_regular(sig) or sig[1] != len(data):
-            return False
-        return read_file(self.root, path, sig) == data
+    def _vet(self, git: Git, slot: Slot) -> Callable[[list[str]], set[str]]:
+        facts = slot.facts
 
-    def _listed_change(self, path: str, was: Sig | None, now: Sig | None, b: _GitBefore) -> FileChange | None:
-        """A path git listed before: compared by its lstat (and content when kept)."""
-        if was is None:
-            return None if now is None else FileChange(path, "added", b"")
-        kept = b.kept.get(path)
-        if now is None:
-            return FileChange(path, "deleted", kept)
-        if was == now and path not in b.recent:
-            return None
-        if was[3] == now[3]:
-            if stat.S_ISLNK(now[3]):
-                if b.links.get(path) is not None and self._link(path) == b.links[path]:
-                    return None
-            elif self._same_bytes(path, now, kept):
-                return None
-        return FileChange(path, "modified", kept)
+        def vet(dirs: list[str]) -> set[str]:
+            refused = git.ignored(dirs)
+            if isinstance(facts, _GitFacts):
+                facts.ignored |= refused
+            return refused
 
-    def _clean_change(self, path: str, entry: TreeEntry | None, now: Sig | None,
-                      blobs: dict[str, bytes]) -> FileChange | None:
-        """A path git did not list before: as it was in HEAD, or absent."""
-        if entry is None:
-            return None if now is None else FileChange(path, "added", b"")
-        blob = blobs.get(entry.oid)
-        before = blob if entry.mode in ("100644", "100755") else None
-        if now is None:
-            return FileChange(path, "deleted", before)
-        if blob is not None and _git_mode(now) == entry.mode:
-            if entry.mode == "120000":
-                if self._link(path) == blob:
-                    return None
-            elif self._same_bytes(path, now, blob):
-                return None
-        return FileChange(path, "modified", before)
+        return vet
+
+    def _facts(self, slot: Slot) -> _GitFacts:
+        if not isinstance(slot.facts, _GitFacts):
+            slot.facts = _GitFacts(set(), frozenset())
+        return slot.facts
+
+    def _drivers(self, slot: Slot | None) -> frozenset[str] | None:
+        return slot.facts.drivers if slot is not None and isinstance(slot.facts, _GitFacts) else None
 
     # --- snapshot -------------------------------------------------------------------------
 
-    def _snapshot_begin(self) -> Before:
-        snap = snapshot.take(self.root, recent_since_ns=time.time_ns() - RECENT_NS)
-        if snap.capped:
-            log.info("changed files of %s not reported: more than %d entries", self.root, MAX_ENTRIES)
+    def _snapshot_begin(self, slot: Slot | None) -> Before:
+        look = None
+        if slot is not None:
+            if slot.key != ("snapshot",):
+                slot.reset()
+                slot.key = ("snapshot",)
+            look = self._snapshot_reuse(slot)
+        if look is None:
+            look = plainlook.take(self.root)
+        if look is None:
+            log.info("changed files of %s not reported: more than %d entries", self.root, snapshot.MAX_ENTRIES)
+            if slot is not None:  # no use watching what cannot be told
+                self._watcher_failed(slot, "the snapshot is capped")
             return _Nothing("snapshot")
-        budget, kept = _Budget(), {}
-        for path, sig in sorted(snap.recent.items()):
-            if budget.take(sig[1]):
-                data = read_file(self.root, path, sig)
-                if data is not None:
-                    kept[path] = data
-        return _SnapshotBefore(snap, kept)
+        plainlook.prepare(look, self.root)
+        return _SnapshotBefore(look)
 
-    def _snapshot_end(self, b: _SnapshotBefore) -> Changes:
-        after = snapshot.take(self.root)
-        if after.capped:
+    def _snapshot_reuse(self, slot: Slot) -> PlainLook | None:
+        kept, slot.look = slot.look, None
+        if slot.watcher is not None:
+            act = slot.watcher.collect()
+            if act.unknown:
+                self._close_watcher(slot)
+            elif isinstance(kept, PlainLook) and (act.quiet or plainlook.refresh(self.root, kept, act)):
+                return kept
+        if slot.watcher is None:
+            self._open_plain_watcher(slot)
+        return None
+
+    def _snapshot_end(self, b: _SnapshotBefore, slot: Slot | None,
+                      deadline: float | None) -> tuple[Changes, object]:
+        if slot is not None and slot.watcher is not None:
+            act = slot.watcher.collect()
+            if not act.unknown:
+                return self._snapshot_advance(b.look, act, deadline), b.look
+            self._close_watcher(slot)
+            if deadline is None:
+                self._open_plain_watcher(slot)  # before the look after, which it follows
+        after = plainlook.take(self.root, deadline)
+        if after is None:
+            return Changes((), False, "snapshot"), None
+        files, complete = plainlook.compare_full(self.root, b.look, after)
+        return Changes(files, complete, "snapshot"), after
+
+    def _snapshot_advance(self, look: PlainLook, act: Activity, deadline: float | None) -> Changes:
+        if act.quiet:
+            return Changes((), look.snap.complete, "snapshot")
+        found = plainlook.advance(self.root, look, act, deadline)
+        if found is None:
             return Changes((), False, "snapshot")
-        found = dict(snapshot.diff(b.snapshot, after))
-        for path, sig in b.snapshot.recent.items():
-            if path in found:
-                continue
-            rel, _, name = path.rpartition("/")
-            if after.dirs.get(rel + "/" if rel else "", {}).get(name) != sig:
-                continue  # gone with its directory, or unseen
-            if not self._same_bytes(path, sig, b.kept.get(path)):
-                found[path] = "modified"
-        files = tuple(FileChange(p, s, b"" if s == "added" else None) for p, s in sorted(found.items()))
-        return Changes(files, b.snapshot.complete and after.complete, "snapshot")
+        return Changes(found[0], found[1], "snapshot")
+
+    def _open_plain_watcher(self, slot: Slot) -> None:
+        if time.monotonic() < slot.retry_at:
+            return
+        try:
+            slot.watcher = DirWatcher(self.root, skip=lambda parent, name: name in SKIP_DIRS)
+        except (inotify.Unavailable, Unusable, OSError) as exc:
+            self._watcher_failed(slot, exc)
+
+    # --- the watcher ----------------------------------------------------------------------
+
+    def _close_watcher(self, slot: Slot) -> None:
+        if slot.watcher is not None:
+            slot.watcher.close()
+        slot.watcher = None
+        slot.facts = None
+
+    def _watcher_failed(self, slot: Slot, why: object) -> None:
+        log.info("changed files of %s: no watcher (%s); each command looks at the whole workspace", self.root, why)
+        self._close_watcher(slot)
+        slot.retry_at = time.monotonic() + WATCHER_RETRY_SECONDS
+
+
+def _ancestors(workspace: str, toplevel: str) -> list[str]:
+    """The directories above `workspace` up to `toplevel` (whose .gitignore apply to it)."""
+    found = []
+    path = os.path.dirname(workspace)
+    while len(path) >= len(toplevel) and (path + os.sep).startswith(toplevel.rstrip(os.sep) + os.sep) \
+            and path != workspace:
+        found.append(path)
+        if path == toplevel:
+            break
+        path = os.path.dirname(path)
+    return found

@@ -16,16 +16,34 @@ path: ``*`` in a file name is no glob).
   untracked (each file, not its directory). Ignored files and submodules are left out, a
   rename is a deletion and an addition, and a directory listed as untracked (a nested
   repository) is left out.
+  With `paths`, the same restricted to those paths (files or directories: ``-- <paths>``),
+  with ``-c core.preloadIndex=false`` (the threads that stat the index's files in parallel
+  cost more than they save for a few paths).
 - `Git.head_entries`: ``git ls-tree -z -l --full-tree <commit> -- <paths>``: mode, blob id
   and size of paths in a commit.
-- `Git.blobs`: ``git cat-file --batch``: the content of blobs.
+- `Git.head_contents`: ``git cat-file --batch --filters``: the content of blobs as a
+  checkout would write them at their paths (end-of-line conversion, ``ident``,
+  ``working-tree-encoding``). A path whose ``filter`` attribute names a configured filter
+  driver (``filter.<name>.smudge`` or ``.process``, e.g. Git LFS, which may go to the
+  network) is left out. Each blob is framed by a marker line (a name that is no object),
+  since git (2.39) heads a filtered blob with its unfiltered size; a name no line can
+  carry (a newline, a carriage return, leading blanks) is fetched by a ``git cat-file
+  --filters --path=<path> <blob>`` of its own (at most `MAX_ODD_NAMES` per call).
 - `Git.changed_between`: ``git diff-tree -r -z --name-only <a> <b> -- .`` (every file of
   `b` when `a` is None: ``git ls-tree -r``).
+- `Git.ignored_dirs`: ``git ls-files -z --others --ignored --exclude-standard --directory``:
+  the directories git ignores as a whole; `Git.ignored`: ``git check-ignore -z --stdin``.
+- `git_dirs`: the repository's git directory and common directory (they differ in a
+  linked worktree), found from the ``.git`` file or directory without running git.
 
 Paths in and out are relative to the workspace and ``/``-separated (decoded with
 `os.fsdecode`, so any file name round-trips). Any failure (git missing or too old, not a
 work tree, a timeout, cut output, output that does not parse) raises `GitUnavailable`;
 `kward.errors.Canceled` passes through.
+
+`Git.deadline` (a monotonic time, or None) shortens every timeout so that no command runs
+past it (the look after a cancelled command); a command refused or cut by it raises
+GitUnavailable without `timed_out`.
 
 Any thread; each call blocks its caller while its git child runs. No shared state.
 """
@@ -34,9 +52,11 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import tempfile
-from typing import Iterable, Mapping, NamedTuple
+import time
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from kward.cancel import CancelToken
 from kward.tools.process import run_command
@@ -46,6 +66,7 @@ log = logging.getLogger(__name__)
 GIT_TIMEOUT_SECONDS = 5.0
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 MAX_ARGV_BYTES = 64 * 1024  # paths per git command line (ls-tree); more are split over several
+MAX_ODD_NAMES = 16  # blobs of names no batch line can carry, fetched one git each
 STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind", "--untracked-files=all",
                "--no-renames", "--ignore-submodules=all", "--", ".")
 #: Variables that would make git look at another repository, work tree, index or object
@@ -98,6 +119,29 @@ def git_environment(base: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in base.items() if k not in REDIRECTING_VARIABLES and not k.startswith("GIT_TRACE")}
     env.update(GIT_OPTIONAL_LOCKS="0", GIT_LITERAL_PATHSPECS="1", GIT_TERMINAL_PROMPT="0")
     return env
+
+
+def git_dirs(toplevel: str) -> tuple[str, str] | None:
+    """(git directory, common directory) of the repository whose top level is `toplevel`
+    (realpaths; equal but in a linked worktree), or None when they cannot be read."""
+    dotgit = os.path.join(toplevel, ".git")
+    try:
+        if os.path.isdir(dotgit):
+            gitdir = dotgit
+        else:
+            with open(dotgit, encoding="utf-8", errors="surrogateescape") as f:
+                line = f.readline().rstrip("\n")
+            if not line.startswith("gitdir: "):
+                return None
+            gitdir = os.path.join(toplevel, line[len("gitdir: "):])
+        common = gitdir
+        if os.path.isfile(os.path.join(gitdir, "commondir")):
+            with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="surrogateescape") as f:
+                common = os.path.join(gitdir, f.readline().rstrip("\n"))
+    except OSError:
+        return None
+    gitdir, common = os.path.realpath(gitdir), os.path.realpath(common)
+    return (gitdir, common) if os.path.isdir(gitdir) and os.path.isdir(common) else None
 
 
 def _strip(prefix: str, raw: bytes) -> str | None:
@@ -172,11 +216,18 @@ class Git:
 
     def __init__(self, workspace: str, toplevel: str, executable: str, env: Mapping[str, str], cancel: CancelToken):
         self.workspace = workspace
+        self.toplevel = toplevel
         self.executable = executable
         self.env = git_environment(env)
         self.cancel = cancel
+        self.deadline: float | None = None
         rel = os.path.relpath(workspace, toplevel)
         self.prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+
+    @property
+    def key(self) -> tuple[str, str, frozenset[tuple[str, str]]]:
+        """What git's answers depend on here: top level, executable and environment."""
+        return (self.toplevel, self.executable, frozenset(self.env.items()))
 
     @classmethod
     def find(cls, workspace: str, env: Mapping[str, str], cancel: CancelToken) -> "Git | None":
@@ -190,8 +241,16 @@ class Git:
             return None
         return cls(workspace, toplevel, executable, env, cancel)
 
-    def _run(self, args: list[str], data: bytes | None = None) -> bytes:
-        """Run ``git <args>`` (`data` on its stdin); its stdout, or GitUnavailable."""
+    def _run(self, args: list[str], data: bytes | None = None, ok: tuple[int, ...] = (0,),
+             config: tuple[str, ...] = (), literal: bool = True) -> bytes:
+        """Run ``git [-c <config>...] <args>`` (`data` on its stdin); its stdout when it
+        exits with one of `ok`, else GitUnavailable. `literal=False`: without
+        ``GIT_LITERAL_PATHSPECS`` (a command that refuses it)."""
+        timeout = GIT_TIMEOUT_SECONDS
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                raise GitUnavailable(f"no time left for git {args[0]}")
         tmp = None
         try:
             if data is not None:
@@ -199,8 +258,10 @@ class Git:
                 tmp.write(data)
                 tmp.flush()
                 tmp.seek(0)
-            outcome = run_command([self.executable, *args], cwd=self.workspace, timeout=GIT_TIMEOUT_SECONDS,
-                                  cancel=self.cancel, env=self.env, cap=MAX_OUTPUT_BYTES,
+            options = [word for item in config for word in ("-c", item)]
+            env = self.env if literal else {k: v for k, v in self.env.items() if k != "GIT_LITERAL_PATHSPECS"}
+            outcome = run_command([self.executable, *options, *args], cwd=self.workspace, timeout=timeout,
+                                  cancel=self.cancel, env=env, cap=MAX_OUTPUT_BYTES,
                                   stdin=None if tmp is None else tmp.fileno())
         except OSError as exc:
             raise GitUnavailable(f"cannot run git: {exc.strerror or exc}") from None
@@ -208,16 +269,24 @@ class Git:
             if tmp is not None:
                 tmp.close()
         if outcome.timed_out:
-            raise GitUnavailable(f"git {args[0]} timed out after {GIT_TIMEOUT_SECONDS:g} s", timed_out=True)
-        if outcome.exit_status != 0:
+            raise GitUnavailable(f"git {args[0]} timed out after {timeout:g} s",
+                                 timed_out=timeout >= GIT_TIMEOUT_SECONDS)
+        if outcome.exit_status not in ok:
             words = outcome.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitUnavailable(f"git {args[0]} exited {outcome.exit_status}: {words[0] if words else ''}")
         if outcome.stdout_truncated:
             raise GitUnavailable(f"git {args[0]} wrote more than {MAX_OUTPUT_BYTES} bytes")
         return outcome.stdout
 
-    def status(self) -> Status:
-        out = self._run(list(STATUS_ARGS))
+    def status(self, paths: Sequence[str] | None = None) -> Status:
+        """Everything under the workspace, or only `paths` (workspace-relative files or
+        directories; at least one)."""
+        if paths is not None and not paths:
+            raise ValueError("no paths to look at")
+        if paths is None:
+            out = self._run(list(STATUS_ARGS))
+        else:
+            out = self._run([*STATUS_ARGS[:-1], *paths], config=("core.preloadIndex=false",))
         try:
             return parse_status(out, self.prefix)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -241,28 +310,83 @@ class Git:
                     found[rel] = TreeEntry(mode, oid, int(size))
         return found
 
-    def blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
-        """The content of each blob in `oids` (the caller bounds their sizes)."""
-        wanted = list(dict.fromkeys(oids))
-        if not wanted:
+    def head_contents(self, entries: Mapping[str, TreeEntry],
+                      drivers: frozenset[str] | None = None) -> dict[str, bytes]:
+        """The content of each path's blob (`entries`: path -> its entry in a commit; the
+        caller bounds their sizes) as a checkout writes it there; see the module doc for the
+        paths left out. `drivers`: `filter_drivers()` when the caller knows it."""
+        oids = {path: entry.oid for path, entry in entries.items()}
+        if not oids:
             return {}
-        out = self._run(["cat-file", "--batch"], "".join(f"{oid}\n" for oid in wanted).encode("ascii"))
+        if drivers is None:
+            drivers = self.filter_drivers()
+        if drivers:
+            attrs = self.attributes(list(oids), "filter")
+            oids = {p: oid for p, oid in oids.items() if attrs.get(p) not in drivers}
+        lines = {p: oid for p, oid in oids.items() if not any(c in p for c in "\n\r") and not p[:1].isspace()}
+        found = self._batch_contents(lines)
+        for path in sorted(oids.keys() - lines.keys())[:MAX_ODD_NAMES]:  # one git each: rare names
+            found[path] = self._run(["cat-file", "--filters", f"--path={self.prefix}{path}", oids[path]])
+        return found
+
+    def _batch_contents(self, lines: Mapping[str, str]) -> dict[str, bytes]:
+        if not lines:
+            return {}
+        nonce = secrets.token_hex(8)
+        wanted = sorted(lines)
+        text = "".join(f"{lines[p]} {self.prefix}{p}\nkward-{nonce}-{i} x\n" for i, p in enumerate(wanted))
+        out = self._run(["cat-file", "--batch", "--filters"], os.fsencode(text))
         found: dict[str, bytes] = {}
         pos = 0
-        for oid in wanted:
+        for i, path in enumerate(wanted):
+            marker = f"kward-{nonce}-{i} missing\n".encode("ascii")
             end = out.find(b"\n", pos)
-            if end < 0:
+            stop = out.find(marker, pos)
+            if end < 0 or stop < 0:
                 raise GitUnavailable("cat-file output ends early")
             header = out[pos:end].split()
-            pos = end + 1
-            if len(header) == 2 and header[1] == b"missing":
-                continue
-            if len(header) != 3 or header[0].decode("ascii") != oid:
-                raise GitUnavailable(f"bad cat-file header: {out[pos - 1 - 80:pos]!r}")
-            size = int(header[2])
-            found[oid] = out[pos:pos + size]
-            pos += size + 1
+            if len(header) == 3 and header[0].decode("ascii") == lines[path] and header[1] == b"blob" \
+                    and stop > end and out[stop - 1:stop] == b"\n":
+                found[path] = out[end + 1:stop - 1]
+            elif not (len(header) == 2 and header[1] == b"missing" and stop == end + 1):
+                raise GitUnavailable(f"bad cat-file header: {out[pos:end][:80]!r}")
+            pos = stop + len(marker)
         return found
+
+    def filter_drivers(self) -> frozenset[str]:
+        """The names of the filter drivers configured with a smudge or process command."""
+        out = self._run(["config", "-z", "--get-regexp", r"^filter\..*\.(smudge|process)$"], ok=(0, 1))
+        names = set()
+        for record in out.split(b"\0"):
+            key = record.split(b"\n", 1)[0].decode("utf-8", "replace")
+            if key.startswith("filter.") and key.count(".") >= 2:
+                names.add(key[len("filter."):key.rindex(".")])
+        return frozenset(names)
+
+    def attributes(self, paths: Sequence[str], name: str) -> dict[str, str]:
+        """The value of attribute `name` of each of `paths` (``unspecified``, ``unset``,
+        ``set`` or a value)."""
+        out = self._run(["check-attr", "-z", "--stdin", name], os.fsencode("".join(p + "\0" for p in paths)))
+        fields = out.split(b"\0")
+        found: dict[str, str] = {}
+        for i in range(0, len(fields) - 2, 3):
+            found[os.fsdecode(fields[i])] = fields[i + 2].decode("utf-8", "replace")
+        return found
+
+    def ignored_dirs(self) -> set[str]:
+        """The directories under the workspace that git ignores as a whole (``"a/b/"``)."""
+        out = self._run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"])
+        return {os.fsdecode(raw) for raw in out.split(b"\0") if raw.endswith(b"/")}
+
+    def ignored(self, paths: Sequence[str]) -> set[str]:
+        """Those of `paths` (workspace-relative; a directory may end with ``/``) git ignores.
+        (``git check-ignore`` refuses literal pathspecs: each path is given as ``./<path>``,
+        so that no name is read as pathspec magic, and globs in names are not expanded.)"""
+        if not paths:
+            return set()
+        out = self._run(["check-ignore", "-z", "--stdin"], os.fsencode("".join(f"./{p}\0" for p in paths)),
+                        ok=(0, 1), literal=False)
+        return {os.fsdecode(raw)[2:] for raw in out.split(b"\0") if raw.startswith(b"./")}
 
     def changed_between(self, before: str | None, after: str) -> set[str]:
         """The files under the workspace that differ between commits `before` and `after`

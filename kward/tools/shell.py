@@ -29,7 +29,10 @@ Changed files: `kward.tools.changes.ChangeWatch` looks at the workspace just bef
 command is spawned and after it exited or timed out; the result's `changes` and
 `changed_files` (sorted workspace-relative paths; None when nothing changed) say what it
 created, modified or deleted, and `changes_complete` whether that list can be trusted to
-be whole. A cancelled command reports nothing (`Canceled` is raised before the look).
+be whole. A cancelled command is looked at too, once every process of it was killed, for
+at most `CANCEL_LOOK_SECONDS` (past that: nothing, incomplete); the `Canceled` raised is a
+`CanceledCommand` whose `result` (``Cancelled.``, as the agent records a cancelled call)
+carries those changes, so that the turn's diff has them.
 
 The handler runs on the turn's worker thread and blocks for the command's duration.
 """
@@ -38,8 +41,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 
-from kward.tools.base import Args, ToolContext, ToolError, ToolResult, ToolSpec
+from kward.errors import Canceled
+from kward.tools.base import CANCELLED, Args, ToolContext, ToolError, ToolResult, ToolSpec
 from kward.tools.changes import Changes, ChangeWatch
 from kward.tools.process import (
     MAX_STREAM_BYTES,
@@ -51,6 +56,16 @@ from kward.tools.process import (
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_SECONDS = 30
+CANCEL_LOOK_SECONDS = 2.0
+
+
+class CanceledCommand(Canceled):
+    """The turn was cancelled while the command ran; `result` is the call's result
+    (``Cancelled.``) with what the command changed before it was killed."""
+
+    def __init__(self, result: ToolResult):
+        super().__init__("Canceled.")
+        self.result = result
 
 
 def format_outcome(outcome: CommandOutcome, cap: int = MAX_STREAM_BYTES) -> str:
@@ -78,12 +93,18 @@ def run_shell_command(args: Args, ctx: ToolContext) -> ToolResult:
     watch = ChangeWatch(ctx.workspace_root, env, ctx.cancel)
     before = watch.begin()
     try:
-        outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel, env=env,
-                              live=ctx.live)
-    except OSError as exc:
-        log.warning("run_shell_command could not start /bin/sh: %s", exc)
-        raise ToolError(f"could not start command: {exc.strerror or exc}") from exc
-    changes = watch.end(before)
+        try:
+            outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel,
+                                  env=env, live=ctx.live)
+        except OSError as exc:
+            log.warning("run_shell_command could not start /bin/sh: %s", exc)
+            raise ToolError(f"could not start command: {exc.strerror or exc}") from exc
+        except Canceled:
+            changes = watch.end(before, deadline=time.monotonic() + CANCEL_LOOK_SECONDS)
+            raise CanceledCommand(with_changes(ToolResult.text(CANCELLED), changes)) from None
+        changes = watch.end(before)
+    finally:
+        watch.release(before)
     if outcome.timed_out:
         return with_changes(ToolResult.error(f"command timed out after {timeout} seconds"), changes)
     return with_changes(ToolResult.text(format_outcome(outcome)), changes)

@@ -99,3 +99,22 @@ def test_past_the_cap_nothing_is_listed_and_the_result_says_so(kward):
     assert len(os.listdir(k.ws / "many")) == 20_001
     for res in r.values():  # the look after the first command, and both looks of the second, are capped
         assert "changedFiles" not in res and res["changedFilesComplete"] is False
+
+
+def test_a_file_changed_between_two_shell_calls_is_not_listed_by_the_second(kward):
+    k = kward([[tool("run_shell_command", {"command": "echo one > a.txt"}, id="c0")], [text("first")],
+               [tool("run_shell_command", {"command": "echo two >> a.txt; cat b.txt"}, id="c1")], [text("second")]])
+    make_repo(k.ws, {"b.txt": "b\n", "c.txt": "c\n"})
+    s = k.create(workspaceRoot=str(k.ws))
+    _, first = k.run(s["id"], timeout=20)
+    check_turn_events(first, "completed")
+    (k.ws / "a.txt").write_text("one\nbetween\n")  # by this process, between the two calls
+    (k.ws / "b.txt").write_text("b changed\n")
+    (k.ws / "c.txt").unlink()
+    _, second = k.run(s["id"], timeout=20)
+    check_turn_events(second, "completed")
+    result = next(e["payload"]["result"] for e in second if e["type"] == "toolResult")
+    assert result["changedFiles"] == ["a.txt"] and "changedFilesComplete" not in result
+    diff = next(e["payload"] for e in second if e["type"] == "turnDiff")
+    assert diff["files"] == [{"path": "a.txt", "status": "modified", "added": 1, "removed": 0}]
+    assert diff["diff"] == "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,3 @@\n one\n between\n+two\n"

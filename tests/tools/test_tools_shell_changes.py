@@ -2,7 +2,10 @@
 and real commands: statuses and baselines (`FileChange.before`) in a git work tree and in a
 plain workspace, what is never reported (ignored files, paths outside the workspace, index-
 only changes, a touch), HEAD moved by the command, a subdirectory workspace, the caps, the
-fallbacks (no git, a broken repository) and that detection never fails the command."""
+fallbacks (no git, a broken repository) and that detection never fails the command. Each
+runs twice: with the looks kept between commands (a watcher) and with ``KWARD_NO_FSWATCH``
+(two whole looks per command); tests/tools/test_shell_changes_kept.py has what only the
+first does."""
 
 import os
 import threading
@@ -12,11 +15,19 @@ import pytest
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled
+from kward.tools import baselines, gitlook, shell, snapshot
 from kward.tools import changes as changes_mod
-from kward.tools import snapshot
+from kward.tools.shell import CanceledCommand
 from lib.git_repos import GIT_ENV, git, make_repo, write_files
 from lib.tools_helpers import call, make_ctx
 from lib.waiting import wait_until
+
+
+@pytest.fixture(autouse=True, params=["watched", "KWARD_NO_FSWATCH"])
+def watcher_mode(request, monkeypatch):
+    if request.param == "KWARD_NO_FSWATCH":
+        monkeypatch.setenv("KWARD_NO_FSWATCH", "1")
+    return request.param
 
 
 def sh(ctx, command, **kw):
@@ -144,12 +155,12 @@ def test_git_names_with_newlines_globs_and_unicode(repo):
 
 
 def test_git_baselines_are_bounded(repo, monkeypatch):
-    big = b"x" * (changes_mod.MAX_FILE_BYTES + 1)
+    big = b"x" * (baselines.MAX_FILE_BYTES + 1)
     (repo / "big.bin").write_bytes(big)
     git(repo, "add", "big.bin")
     git(repo, "commit", "-qm", "big")
     (repo / "bigdirty.bin").write_bytes(big)
-    monkeypatch.setattr(changes_mod, "MAX_CALL_BYTES", 9)
+    monkeypatch.setattr(baselines, "MAX_CALL_BYTES", 9)
     write_files(repo, {"d1.txt": "12345", "d2.txt": "67890"})  # untracked, 5 bytes each: one fits
     ctx = make_ctx(repo)
     r = sh(ctx, "echo >> big.bin; echo >> bigdirty.bin; echo >> d1.txt; echo >> d2.txt")
@@ -238,7 +249,7 @@ def test_a_timed_out_command_reports_what_it_wrote(plain):
     assert found(r) == {"t.txt": ("added", b"")}
 
 
-def test_a_cancelled_command_reports_nothing(plain):
+def test_a_cancelled_command_reports_what_it_wrote(plain):
     ctx = make_ctx(plain, cancel=CancelToken())
     errors = []
 
@@ -254,10 +265,36 @@ def test_a_cancelled_command_reports_nothing(plain):
     ctx.cancel.cancel()
     t.join(10)
     assert not t.is_alive() and len(errors) == 1
+    assert isinstance(errors[0], CanceledCommand) and errors[0].result.content == "Cancelled."
+    assert found(errors[0].result) == {"c.txt": ("added", b"")}
+
+
+@pytest.mark.parametrize("kind", ["git", "plain"])
+def test_the_look_after_a_cancel_is_bounded(repo, plain, kind, monkeypatch):
+    monkeypatch.setattr(shell, "CANCEL_LOOK_SECONDS", 0.0)
+    ws = repo if kind == "git" else plain
+    ctx = make_ctx(ws, cancel=CancelToken())
+    sh(ctx, "true")
+    errors = []
+
+    def run():
+        try:
+            sh(ctx, "echo c > c.txt; sleep 30")
+        except CanceledCommand as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    wait_until(lambda: (ws / "c.txt").exists(), what="the command's file")
+    ctx.cancel.cancel()
+    t.join(10)
+    result = errors[0].result
+    assert (result.content, result.changes, result.changes_complete) == ("Cancelled.", (), False)  # no time left
+    assert found(sh(make_ctx(ws), "rm c.txt")) == {"c.txt": ("deleted", b"c\n" if kind == "git" else None)}
 
 
 def test_caps_report_nothing_and_say_so(repo, plain, monkeypatch):
-    monkeypatch.setattr(changes_mod, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(gitlook, "MAX_ENTRIES", 3)
     write_files(repo, {f"u{i}": "" for i in range(4)})
     r = sh(make_ctx(repo), "echo x > new.txt")
     assert (r.changes, r.changed_files, r.changes_complete) == ((), None, False)
