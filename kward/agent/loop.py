@@ -239,9 +239,10 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
             setup.tool_ctx.live = live
             try:
                 result = setup.tools.run(call.name, call.arguments, setup.tool_ctx)
-            except Canceled:
+            except Canceled as exc:
                 canceled = True
-                result = ToolResult.text(CANCELLED)
+                carried = getattr(exc, "result", None)  # kward.tools.shell.CanceledCommand: what it changed
+                result = carried if isinstance(carried, ToolResult) else ToolResult.text(CANCELLED)
             finally:
                 setup.tool_ctx.live = None
                 if live is not None:

@@ -38,7 +38,9 @@ one turn at a time (its `read_paths` is the session's set, unlocked: one turn pe
 
 Modules: base (types), paths (workspace confinement), diff (single-hunk unified diff),
 reading (list/read), writing (write/edit), process (child process runner), shell,
-changes (what a shell command changed: gitstatus, or snapshot where git cannot tell),
+changes (what a shell command changed: gitlook over gitstatus, or plainlook over snapshot
+where git cannot tell; baselines; the looks kept between commands in lookcache, kept up
+to date by fswatch over the inotify binding),
 search (and search_worker, its matcher run in a child process), question, registry.
 This package module imports none of them: the search worker's child interpreter imports
 `kward.tools.search_worker` alone.

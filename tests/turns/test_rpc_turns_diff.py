@@ -274,3 +274,23 @@ def test_a_shell_command_that_may_miss_changed_files_makes_both_summaries_say_so
     assert files_of(turn2) == {"a.txt": {"path": "a.txt", "status": "added", "added": 1, "removed": 0}}
     total = k.request("sessions/diff", {"sessionId": s["id"]})
     assert total["complete"] is False and files_of(total) == files_of(turn2) and "may be missing" in total["note"]
+
+
+@pytest.mark.parametrize("git", [False, True], ids=["plain", "git"])
+def test_a_shell_command_cancelled_while_it_runs_reports_what_it_changed(kward, git):
+    from lib.waiting import wait_until
+
+    k = kward([[shell("echo a > a.txt; echo b > b.txt; touch started.marker; sleep 30")], [text("unreached")]])
+    if git:
+        subprocess.run(["git", "init", "-q", str(k.ws)], check=True)
+    s = k.session()
+    turn = k.start(s["id"], "write then hang")
+    wait_until(lambda: (k.ws / "started.marker").exists(), 20, "the command to write")
+    k.request("turns/cancel", {"turnId": turn["id"]})
+    events = k.finish(turn["id"], timeout=20)
+    check_turn_events(events, "canceled")
+    [result] = payloads(events, "toolResult")
+    assert result["result"]["content"] == "Cancelled." and result["result"]["isError"] is True
+    assert result["result"]["changedFiles"] == ["a.txt", "b.txt", "started.marker"]
+    assert sorted(files_of(check_order(events))) == ["a.txt", "b.txt", "started.marker"]
+    assert k.request("sessions/diff", {"sessionId": s["id"]})["files"][0]["path"] == "a.txt"
