@@ -183,7 +183,7 @@ def test_canceling_a_long_shell_command_kills_its_processes(kward):
     assert types(events)[-5:] == ["toolCall", "turnCancelRequested", "toolResult", "turnDiff", "turnFinished"]
     (result,) = payloads(events, "toolResult")
     assert result["toolName"] == "bash" and result["result"] == {"content": "Cancelled.", "isError": True,
-                                                                 "images": []}
+                                                                 "images": [], "changedFiles": ["bg.pid", "sh.pid"]}
     bg_pid, sh_pid = pids
     assert not pid_alive(sh_pid)
     wait_until(lambda: not pid_alive(bg_pid), 5, "the killed background sleep to die")
