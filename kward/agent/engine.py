@@ -46,6 +46,7 @@ from kward.providers.model_service import ModelService
 from kward.providers.select import FileCredentials, Selection, build, select_provider
 from kward.tools.base import ToolContext
 from kward.tools.registry import ToolRegistry, default_registry
+from kward.sandbox import policy as sandbox_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.base import Provider
@@ -168,6 +169,7 @@ class AgentEngine:
         try:
             ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
                               cancel=turn.cancel, scrub=self.secrets.scrub_output,
+                              sandbox=sandbox_policy(self.settings.current(), self.paths),
                               ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",

@@ -208,6 +208,8 @@ URL = Rule("an http:// or https:// URL", _url)
 ISSUER = Rule("an https:// URL (http:// only for a loopback host: 127.0.0.0/8, ::1 or localhost)", _issuer)
 TOKENS = integer(0, 10_000_000)
 PLUGIN_TIMEOUT = seconds(0.05, 3600)
+SANDBOX_MODES = ("off", "workspace-write")  # kward.sandbox.MODES
+SANDBOX = Rule("one of " + ", ".join(SANDBOX_MODES), lambda v: v if v in SANDBOX_MODES else _fail())
 #: The rule of each kind of `specs.Setting`.
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
@@ -253,6 +255,8 @@ def _table() -> dict[str, Key]:
         Key("sessions.auto_resume", BOOL),
         Key("tools.workspace_guardrails", BOOL),
         Key("plugins.command_timeout_seconds", PLUGIN_TIMEOUT),
+        # how shell commands are confined: a bad value refuses every command (never unsandboxed)
+        Key("security.sandbox", SANDBOX, strict=True), Key("security.sandboxNetwork", BOOL, strict=True),
     ]
     table: dict[str, Key] = {}
     for key in keys:

@@ -127,6 +127,11 @@ class PluginsSettings(NamedTuple):
     command_timeout_seconds: float = 30.0  # how long plugin code may run (a command, a load, a prompt context)
 
 
+class SecuritySettings(NamedTuple):
+    sandbox: str = "off"  # security.sandbox: "off" or "workspace-write" (kward.sandbox)
+    sandbox_network: bool = True  # security.sandboxNetwork
+
+
 class AuthSettings(NamedTuple):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
@@ -145,6 +150,7 @@ class Settings(NamedTuple):
     tools: ToolsSettings = ToolsSettings()
     plugins: PluginsSettings = PluginsSettings()
     auth: AuthSettings = AuthSettings()
+    security: SecuritySettings = SecuritySettings()
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
     problems: Mapping[str, Problem] = EMPTY  # unusable values of strict keys, by key
 
@@ -285,6 +291,9 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or DEFAULT_AUTH_ISSUER,
                           oauth_client_id=r.values["openai_oauth_client_id"] or None,
                           oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),
+        security=SecuritySettings(
+            sandbox=r.values["security.sandbox"] or "off",
+            sandbox_network=r.values["security.sandboxNetwork"] is not False),
         warnings=tuple(r.warnings),
         problems=MappingProxyType(dict(r.problems)),
     )

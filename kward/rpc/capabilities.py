@@ -23,6 +23,7 @@ from kward.limits import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.startup import RuntimeInfo
+    from kward.sandbox import SandboxStatus
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
                    "sessions/compact", "sessions/forkMessages", "sessions/fork", "sessions/export",
@@ -54,13 +55,26 @@ class RuntimeFacts(NamedTuple):
     tokens_stats: bool = False
     cost_stats: bool = False
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
+    sandbox: SandboxStatus | None = None  # the shell sandbox (None: not known, config.json unreadable)
 
 
 def facts(info: RuntimeInfo) -> RuntimeFacts:
     """The facts of a runtime that announced `info` (`Runtime.info()`)."""
     return RuntimeFacts(steering="native" if info.steering else "unsupported", tokens_stats=True, cost_stats=True,
                         logs_dir=info.logs_dir, max_frame_bytes=info.max_frame_bytes,
-                        max_input_chars=info.max_input_chars, logging_categories=info.logging_categories)
+                        max_input_chars=info.max_input_chars, logging_categories=info.logging_categories,
+                        sandbox=info.sandbox)
+
+
+def _sandbox(status: SandboxStatus | None, turns_ok: bool) -> dict[str, Any]:
+    """The `security.sandbox` capability: {mode, available, inForce, network, reason?}."""
+    if status is None:
+        return {"mode": "unknown", "available": False, "inForce": False, "network": True,
+                "reason": "config.json cannot be read"}
+    payload = status.wire()
+    if not turns_ok:  # no shell commands run here at all
+        payload["inForce"] = False
+    return payload
 
 
 def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
@@ -182,7 +196,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "security": {"workspaceMutationGuard": "none", "toolApproval": "none",
                      "canRunShell": turns_ok, "canWriteFiles": turns_ok,
                      # file tools stay inside the workspace (symlinks resolved); the shell does not
-                     "fileToolsConfinedToWorkspace": turns_ok},
+                     "fileToolsConfinedToWorkspace": turns_ok,
+                     # the shell: under bwrap with security.sandbox workspace-write (kward.sandbox)
+                     "sandbox": _sandbox(facts.sandbox, turns_ok)},
         "export": {"supported": has("sessions/export"), "formats": ["markdown", "html"] if has("sessions/export") else [],
                    "defaultFormat": "markdown"},
         "logging": {"supported": bool(present(LOGGING_METHODS)), "defaultEnabled": False,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Mapping, NamedTuple
 from kward.errors import KwardError
 from kward.providers.select import FileCredentials, choose, choose_spec
 from kward.providers.specs import STEERING, get
+from kward import sandbox
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.config.settings import LiveSettings, Settings
@@ -42,6 +43,7 @@ class RuntimeInfo(NamedTuple):
     max_frame_bytes: int
     max_input_chars: int
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
+    sandbox: sandbox.SandboxStatus | None = None  # the shell sandbox now (None: config.json unreadable)
 
 
 def announce(settings: Settings, live: LiveSettings, paths: Paths,
@@ -53,6 +55,7 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
     warnings = [("invalid_config", w) for w in settings.warnings]
     steering = False
     categories: tuple[str, ...] = ()
+    shell: sandbox.SandboxStatus | None = None
     env = live.env
     try:
         current = live.current()  # (one stat while config.json is what the runtime started with)
@@ -68,9 +71,13 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
         except KwardError as exc:  # an unknown provider name
             warnings.append((exc.reason, exc.message))
         categories = current.logging.enabled_categories  # (building the telemetry service is not start-up work)
+        shell_policy = sandbox.policy(current, paths)
+        shell = sandbox.status(shell_policy, env)  # (bwrap probed once per process)
+        if shell_policy.problem is not None:  # every shell command is refused: say so at once
+            warnings.append(("invalid_config", shell_policy.problem))
     return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(paths.logs_dir),
                        max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
-                       logging_categories=categories)
+                       logging_categories=categories, sandbox=shell)
 
 
 def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -> list[str]:

@@ -6,7 +6,9 @@ it would use (`models/current`), where credentials come from (environment variab
 config.json keys, the stored login file; values are never shown), the keyring backend
 (`keyring` is imported here and nowhere else in the terminal), whether the endpoints in
 use answer (a HEAD request with a 2 s timeout; any HTTP answer counts as reachable), and
-whether the config directory is writable. Nothing is created or changed: a config.json
+whether the config directory is writable, and whether the shell sandbox
+(`security.sandbox`) is configured, available and in force (the `security.sandbox`
+capability of `initialize`). Nothing is created or changed: a config.json
 open to others is reported (a `warn` line naming its mode), not narrowed as the other
 commands do (the stores are made with `narrow_mode=False`). Every config problem of
 kward.terminal.config_check is a `fail` line of its check (`warn` for a key kward does
@@ -66,6 +68,7 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
     with Client.in_process(env=env, cwd=cwd, narrow_config_mode=False) as client:
         init = client.initialize(name="kward-doctor", version=__version__)
         config = _config(report, client, init, [t for t in troubles if t.check == "config"])
+        _sandbox(report, init)
         try:
             current = client.request("models/current", {})
             provider = str(current.get("provider"))
@@ -99,6 +102,25 @@ def _config(report: Report, client: Client, init: dict[str, Any],
         detail = f"{path} ({len(values)} settings)" if path.exists() else f"{path} (not created yet: defaults)"
         report.line("ok", "config", detail)
     return result.get("config") or {}
+
+
+def _sandbox(report: Report, init: Mapping[str, Any]) -> None:
+    """The shell sandbox: `ok` when off or in force, `fail` when configured but unusable
+    (every shell command is then refused), `warn` while config.json cannot be read."""
+    status = ((init.get("capabilities") or {}).get("security") or {}).get("sandbox") or {}
+    mode, reason = status.get("mode"), status.get("reason")
+    bwrap = "bwrap available" if status.get("available") else "bwrap not usable"
+    if status.get("inForce"):
+        network = "network allowed" if status.get("network") else "no network"
+        report.line("ok", "sandbox", f"{mode} in force: shell commands run under bwrap ({network})")
+    elif mode == "unknown":
+        report.line("warn", "sandbox", "cannot be told while config.json cannot be read (see the config line)")
+    elif mode == "off":
+        report.line("ok", "sandbox", f"off: shell commands are not confined ({bwrap}; "
+                                     'set security.sandbox to "workspace-write" to confine them)')
+    else:
+        what = "security.sandbox" if mode == "invalid" else mode
+        report.line("fail", "sandbox", f"{what} configured but not in force: {reason}")
 
 
 def _provider_failure(exc: RpcError, env: Mapping[str, str]) -> str:

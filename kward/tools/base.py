@@ -20,6 +20,7 @@ from kward.model import ERROR_PREFIXES, ToolResult, is_error_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.tools.live import LiveOutput
+    from kward.sandbox import SandboxPolicy
 
 __all__ = ["CANCELLED", "ERROR_PREFIXES", "Args", "AskUser", "ToolContext", "ToolError", "ToolResult", "ToolSpec",
            "is_error_text"]
@@ -59,6 +60,8 @@ class ToolContext:
       of tool output: `kward.config.secrets.KnownSecrets.scrub_output`), or None.
     - `live`: where the call being run sends its output as it comes (`run_shell_command`),
       or None when nobody watches; set by the agent loop around each call.
+    - `sandbox`: how `run_shell_command` confines its command (`kward.sandbox`);
+      None: not at all (``security.sandbox: "off"``).
 
     Construction raises `FileNotFoundError` when the workspace root does not exist.
     """
@@ -70,6 +73,7 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=dict)
     scrub: Callable[[str], str] | None = None
     live: LiveOutput | None = None
+    sandbox: SandboxPolicy | None = None
 
     def __post_init__(self) -> None:
         self.workspace_root = Path(self.workspace_root).resolve(strict=True)

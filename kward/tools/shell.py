@@ -22,6 +22,13 @@ kward itself reads (``OPENAI_ACCESS_TOKEN``, ``OPENROUTER_API_KEY`` and any ``KW
 variable named like a secret; see `process.child_environment`), so a prompt-injected
 ``env`` cannot leak them into the session.
 
+Sandbox: with ``security.sandbox: "workspace-write"`` (`ctx.sandbox`) the command runs
+under bubblewrap (`kward.sandbox.wrap`): read-only outside the workspace, a private
+/tmp, kward's config directory hidden, no network when `security.sandboxNetwork` is false.
+Where that sandbox cannot be used the command is not run: ``Error: sandbox
+workspace-write is configured but unavailable, command not run: <why>``. The process
+group, timeout, cancel and changed-file look are the same (the look runs outside).
+
 While it runs, its output also goes to `ctx.live` as it comes (the `toolUpdate` events;
 `kward.tools.live`); the result above is the same either way.
 
@@ -45,6 +52,7 @@ import time
 
 from kward.errors import Canceled
 from kward.tools.base import CANCELLED, Args, ToolContext, ToolError, ToolResult, ToolSpec
+from kward import sandbox
 from kward.tools.changes import Changes, ChangeWatch
 from kward.tools.process import (
     MAX_STREAM_BYTES,
@@ -90,14 +98,19 @@ def run_shell_command(args: Args, ctx: ToolContext) -> ToolResult:
     if timeout is None or timeout <= 0:
         timeout = DEFAULT_TIMEOUT_SECONDS
     env = child_environment(ctx.env)
+    root = str(ctx.workspace_root)
+    try:
+        argv = sandbox.wrap(["/bin/sh", "-c", command], cwd=root, env=env, policy=ctx.sandbox)
+    except sandbox.SandboxUnavailable as exc:
+        raise ToolError(exc.message) from None
     watch = ChangeWatch(ctx.workspace_root, env, ctx.cancel)
     before = watch.begin()
     try:
         try:
-            outcome = run_command(command, cwd=str(ctx.workspace_root), timeout=timeout, cancel=ctx.cancel,
+            outcome = run_command(argv, cwd=root, timeout=timeout, cancel=ctx.cancel,
                                   env=env, live=ctx.live)
         except OSError as exc:
-            log.warning("run_shell_command could not start /bin/sh: %s", exc)
+            log.warning("run_shell_command could not start %s: %s", argv[0], exc)
             raise ToolError(f"could not start command: {exc.strerror or exc}") from exc
         except Canceled:
             changes = watch.end(before, deadline=time.monotonic() + CANCEL_LOOK_SECONDS)

@@ -163,7 +163,8 @@ def test_each_config_problem_is_one_line_in_interactive_mode(cli, problem):
         assert k.wait() == 0
 
 
-DOCTOR_CHECKS = {"kward", "environment", "config", "provider", "credentials", "keyring", "endpoint", "config dir"}
+DOCTOR_CHECKS = {"kward", "environment", "config", "sandbox", "provider", "credentials", "keyring", "endpoint",
+                 "config dir"}
 
 
 def doctor_lines(proc: subprocess.CompletedProcess) -> list[tuple[str, str, str]]:
@@ -183,6 +184,9 @@ def test_doctor_reports_each_config_problem_as_a_failed_check_and_goes_on(cli, p
     assert ("fail", check, line) in lines
     assert {c for _, c, _ in lines} == DOCTOR_CHECKS  # every other check ran too
     assert [c for s, c, _ in lines if s == "fail"].count(check) == 1
+    sandbox = next(line for line in lines if line[1] == "sandbox")
+    assert sandbox[:2] == ("ok", "sandbox") or sandbox == (
+        "warn", "sandbox", "cannot be told while config.json cannot be read (see the config line)")
 
 
 def test_a_key_kward_does_not_read_is_only_a_doctor_note(cli):
