@@ -89,6 +89,13 @@ def _fail() -> NoReturn:
     raise ValueError
 
 
+APPROVAL_MODES = ("off", "ask", "readOnly")
+
+
+def _approval_mode(v: Any) -> str:
+    return v if isinstance(v, str) and v in APPROVAL_MODES else _fail()
+
+
 def _provider(v: Any) -> str:
     spec = specs.find(v)
     return spec.key if spec is not None else _fail()
@@ -208,6 +215,8 @@ URL = Rule("an http:// or https:// URL", _url)
 ISSUER = Rule("an https:// URL (http:// only for a loopback host: 127.0.0.0/8, ::1 or localhost)", _issuer)
 TOKENS = integer(0, 10_000_000)
 PLUGIN_TIMEOUT = seconds(0.05, 3600)
+APPROVAL_MODE = Rule("one of " + ", ".join(APPROVAL_MODES), _approval_mode)
+APPROVAL_TIMEOUT = seconds(0.05, 86400)
 #: The rule of each kind of `specs.Setting`.
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
@@ -253,6 +262,9 @@ def _table() -> dict[str, Key]:
         Key("sessions.auto_resume", BOOL),
         Key("tools.workspace_guardrails", BOOL),
         Key("plugins.command_timeout_seconds", PLUGIN_TIMEOUT),
+        # strict: a bad approval setting never lets a tool run unasked (the turn fails instead)
+        Key("security.approvalMode", APPROVAL_MODE, strict=True),
+        Key("security.approvalTimeoutSeconds", APPROVAL_TIMEOUT, strict=True),
     ]
     table: dict[str, Key] = {}
     for key in keys:

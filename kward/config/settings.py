@@ -127,6 +127,13 @@ class PluginsSettings(NamedTuple):
     command_timeout_seconds: float = 30.0  # how long plugin code may run (a command, a load, a prompt context)
 
 
+class SecuritySettings(NamedTuple):
+    """`security.*` of config.json: the approval policy (`kward.agent.approval`)."""
+
+    approval_mode: str | None = None  # off, ask or readOnly; None: the face's default
+    approval_timeout_seconds: float = 300.0
+
+
 class AuthSettings(NamedTuple):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
@@ -145,6 +152,7 @@ class Settings(NamedTuple):
     tools: ToolsSettings = ToolsSettings()
     plugins: PluginsSettings = PluginsSettings()
     auth: AuthSettings = AuthSettings()
+    security: SecuritySettings = SecuritySettings()
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
     problems: Mapping[str, Problem] = EMPTY  # unusable values of strict keys, by key
 
@@ -266,6 +274,12 @@ def _providers(r: _Reader) -> ProvidersSettings:
         models=MappingProxyType(models), secrets=MappingProxyType(secrets), options=MappingProxyType(options))
 
 
+def _security(r: _Reader) -> SecuritySettings:
+    timeout = r.values["security.approvalTimeoutSeconds"]
+    return SecuritySettings(approval_mode=r.values["security.approvalMode"],
+                            approval_timeout_seconds=300.0 if timeout is None else timeout)
+
+
 def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Settings:
     """Combine env and config into Settings. Every environment variable kward checks
     (`rules.ENV`) is checked here: a bad value raises ConfigError naming it. Bad config
@@ -285,6 +299,7 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or DEFAULT_AUTH_ISSUER,
                           oauth_client_id=r.values["openai_oauth_client_id"] or None,
                           oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),
+        security=_security(r),
         warnings=tuple(r.warnings),
         problems=MappingProxyType(dict(r.problems)),
     )

@@ -42,6 +42,8 @@ class RuntimeInfo(NamedTuple):
     max_frame_bytes: int
     max_input_chars: int
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
+    approval_mode: str | None = None  # security.approvalMode of config.json now (None: unset or unusable)
+    approval_problem: bool = False  # security.approval* is set to a value that cannot be used
 
 
 def announce(settings: Settings, live: LiveSettings, paths: Paths,
@@ -53,6 +55,8 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
     warnings = [("invalid_config", w) for w in settings.warnings]
     steering = False
     categories: tuple[str, ...] = ()
+    approval_mode: str | None = None
+    approval_problem = False
     env = live.env
     try:
         current = live.current()  # (one stat while config.json is what the runtime started with)
@@ -68,9 +72,12 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
         except KwardError as exc:  # an unknown provider name
             warnings.append((exc.reason, exc.message))
         categories = current.logging.enabled_categories  # (building the telemetry service is not start-up work)
+        approval_mode = current.security.approval_mode
+        approval_problem = any(key.startswith("security.approval") for key in current.problems)
     return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(paths.logs_dir),
                        max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
-                       logging_categories=categories)
+                       logging_categories=categories, approval_mode=approval_mode,
+                       approval_problem=approval_problem)
 
 
 def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -> list[str]:
