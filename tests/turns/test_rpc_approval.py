@@ -255,3 +255,17 @@ def test_an_edit_is_previewed_as_its_diff_and_reading_is_never_asked(kward, isol
     check_turn_events(events, "completed")
     assert payloads(events, "toolResult")[1]["content"] == "Declined: the user declined this tool call"
     assert (k.ws / "e.txt").read_text() == "one\ntwo\n" and len(k.server_requests) == 1
+
+
+def test_a_config_change_of_the_mode_is_announced_and_applies_to_the_next_turn(kward, isolated_home):
+    k, s = start(kward, isolated_home, [[write("a.txt", "x")], [text("ok")], [write("b.txt", "y")], [text("ok")]],
+                 mode=None)
+    _, events = k.run(s["id"], "off by default")
+    check_turn_events(events, "completed")
+    assert (k.ws / "a.txt").exists()
+    k.request("config/update", {"values": {"security": {"approvalMode": "readOnly"}}})
+    changed = k.wait_notification(lambda n: n["method"] == "runtime/capabilitiesChanged")["params"]
+    assert changed["capabilities"]["security"]["toolApproval"] == "readOnly"
+    _, events = k.run(s["id"], "now read-only")
+    check_turn_events(events, "completed")
+    assert not (k.ws / "b.txt").exists() and payload(events, "approvalResolved")["outcome"] == "readOnly"
