@@ -269,3 +269,17 @@ def test_a_config_change_of_the_mode_is_announced_and_applies_to_the_next_turn(k
     _, events = k.run(s["id"], "now read-only")
     check_turn_events(events, "completed")
     assert not (k.ws / "b.txt").exists() and payload(events, "approvalResolved")["outcome"] == "readOnly"
+
+
+def test_no_credential_kward_holds_reaches_the_client_in_a_preview(kward, isolated_home):
+    secret = "compat-plain-secret-4242"  # config openai_compat_api_key: matches no pattern, known by value
+    k, s = start(kward, isolated_home, [[write("s.txt", "key=gone\n"), shell(f"echo {secret}")], [text("ok")]],
+                 files={"s.txt": f"key={secret}\n"},
+                 config={"security": {"approvalMode": "ask"}, "openai_compat_api_key": secret})
+    turn = k.start(s["id"], "go")
+    req = k.wait_server_request(REQUEST)
+    assert "-key=" in req["params"]["preview"]["diff"] and "+key=gone" in req["params"]["preview"]["diff"]
+    k.reply(req["id"], {"decision": "decline"})
+    k.reply(k.wait_server_request(REQUEST, 2)["id"], {"decision": "decline"})
+    check_turn_events(k.finish(turn["id"]), "completed")
+    assert all(secret.encode() not in body for body in k.bodies)
