@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from kward.cancel import CancelToken
-from kward.toolcalls import ArgumentsError, decode_arguments
 from kward.errors import Canceled, KwardError
 from kward.model import (
     Answer,
@@ -74,6 +73,7 @@ from kward.providers.base import (
 )
 from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
+from kward.toolcalls import ArgumentsError, decode_arguments
 from kward.tools.base import CANCELLED, ToolContext
 from kward.tools.live import LiveOutput, Update
 from kward.tools.registry import ToolRegistry

@@ -22,8 +22,8 @@ Server requests (`requests`, `kward.rpc.server_requests`): sent to the client in
 notifications' lane; `server_requests` is what the client said it answers.
 
 Thread contract: `send`, `notify` and the runtime callables may be called from any
-thread; `client` and `server_requests` are written by the dispatcher thread only (in `initialize`) and read
-anywhere; `stop_requested` is set by a quick handler on the dispatcher and read by it.
+thread; `client` and `server_requests` are written by the dispatcher thread only (in
+`initialize`) and read anywhere; `stop_requested` is set by a quick handler on the dispatcher and read by it.
 """
 
 from __future__ import annotations
@@ -77,8 +77,7 @@ class Connection:
         self._changes = 0  # RuntimeChanged notices so far
         # server-to-client requests (kward.rpc.server_requests), and the methods of them the
         # client said in initialize it answers (`capabilities.serverRequests`)
-        self.requests = ServerRequests(self._send_request, lambda method, params: self.notify(method, params,
-                                                                                             wait=False))
+        self.requests = ServerRequests(self._send_request, self._notify_now)
         self.server_requests: frozenset[str] = frozenset()
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
@@ -100,6 +99,10 @@ class Connection:
         """A server request (conversation content: only known secret values are scrubbed),
         in the notifications' lane, so it follows the turn events queued before it."""
         self.send(message, urgent=False, wait=False, policy=redaction.CONTENT)
+
+    def _notify_now(self, method: str, params: dict[str, Any]) -> None:
+        """A notification that never waits for room (`serverRequest/resolved`)."""
+        self.notify(method, params, wait=False)
 
     @property
     def opt_out(self) -> frozenset[str]:
