@@ -283,3 +283,15 @@ def test_no_credential_kward_holds_reaches_the_client_in_a_preview(kward, isolat
     k.reply(k.wait_server_request(REQUEST, 2)["id"], {"decision": "decline"})
     check_turn_events(k.finish(turn["id"]), "completed")
     assert all(secret.encode() not in body for body in k.bodies)
+
+
+def test_shutdown_while_waiting_declines_and_exits_cleanly(kward, isolated_home):
+    k, s = start(kward, isolated_home, [[shell("touch sd.txt")], [text("never")]])
+    k.start(s["id"], "go")
+    req = k.wait_server_request(REQUEST)
+    assert k.request("shutdown") == {"ok": True}
+    assert k.wait_exit() == 0
+    assert not (k.ws / "sd.txt").exists()
+    assert [m["content"] for m in tool_results(k, s)] == [
+        "Declined: the client went away before answering the approval request"]
+    assert {"id": req["id"], "outcome": "clientGone"} in resolved_notes(k)
