@@ -452,10 +452,35 @@ class CompactionEnd:
     error: KwardError | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalAsked:
+    """approvalRequested: a mutating tool call waits for the client's decision
+    (`kward.agent.approval`); `request_id` is the server request that asks."""
+
+    call: ToolCall
+    request_id: str
+    preview: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """approvalResolved: what became of a gated tool call. `decision` is approve,
+    approveForSession or decline; `outcome` how it was reached: ``answered`` (the client),
+    ``session`` (approved for the session earlier), ``readOnly`` (the policy),
+    ``unsupported`` (the client cannot answer), ``timedOut``, ``canceled``, ``clientGone``
+    or ``invalidReply``."""
+
+    call: ToolCall
+    decision: str
+    reason: str | None
+    outcome: str
+
+
 #: The payload class of each event type (toolCall: ToolCall, assistantMessage:
 #: AssistantMessage, turnCancelRequested: None).
 EventPayload = Union[Status, Delta, AssistantMessage, RetryInfo, ToolCall, ToolOutcome, ToolProgress, Steered, Answer,
-                     TurnError, Finished, ChangeSummary, CompactionStart, CompactionEnd, None]
+                     TurnError, Finished, ChangeSummary, CompactionStart, CompactionEnd, ApprovalAsked,
+                     ApprovalDecided, None]
 
 
 @dataclass(slots=True)

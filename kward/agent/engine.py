@@ -14,6 +14,11 @@ environment and the files). `wants_event(type)` says whether the face's client t
 events of a type (`Runtime.wants_event`): live tool output (`toolUpdate`) is only
 coalesced and emitted when it does.
 
+Approval: each model turn's tool calls go through a gate of `approvals` (the runtime's
+`kward.agent.approval.ApprovalPolicy`) in the mode config.json's `security.approvalMode`
+(or the session's override) sets; an unusable `security.approval*` value fails the turn
+with its ConfigError before any call runs.
+
 What a model turn changed: `changes` holds a tracker per session file
 (`kward.agent.changes`), fed every tool result's file changes; once the loop ended
 (answered, failed or canceled) the turn's net changes are emitted as `turnDiff`, before
@@ -30,6 +35,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
+from kward.agent.approval import ApprovalPolicy
 from kward.agent.changes import ChangeTracker, SessionChanges
 from kward.agent.diffs import summarize
 from kward.agent.loop import TurnSetup, live_output, run_agent, user_content
@@ -77,7 +83,7 @@ class AgentEngine:
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
                  settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
                  planner: Planner | None = None, changes: SessionChanges | None = None,
-                 wants_event: Callable[[str], bool] = lambda _type: True):
+                 wants_event: Callable[[str], bool] = lambda _type: True, approvals: ApprovalPolicy | None = None):
         self.paths = paths
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
@@ -90,6 +96,7 @@ class AgentEngine:
         self.planner = planner or BasePlanner(paths.config_dir)
         self.changes = changes or SessionChanges()  # what each session's tools changed
         self.wants_event = wants_event  # whether the face's client takes turn events of a type
+        self.approvals = approvals or ApprovalPolicy()  # asked before each tool call (kward.agent.approval)
         self._lock = threading.Lock()
         self._built_from: Settings | None = None  # the Settings and auth.json stat the selection was built from
         self._auth: tuple[int, int] | None = None
@@ -174,6 +181,12 @@ class AgentEngine:
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
                                 reason="workspace_not_found", data={"path": session.workspace_root}) from None
+        settings = self.settings.current()
+        settings.check("security.approvalMode", "security.approvalTimeoutSeconds")  # never silently off
+        gate = self.approvals.gate(session_id=turn.session_id, turn_id=turn.id,
+                                   configured=settings.security.approval_mode,
+                                   timeout=settings.security.approval_timeout_seconds, emit=plan.emit,
+                                   cancel=turn.cancel, ctx=ctx)
         provider = plan.recorder.provider(selection.provider)
         effort = self.models.request_effort(selection, turn.cancel)
         setup = TurnSetup(provider=provider, tools=plan.recorder.tools(plan.tools), tool_ctx=ctx,
@@ -182,7 +195,7 @@ class AgentEngine:
                           context=plan.guard(provider, selection, effort) if plan.guard is not None else None,
                           cancel=turn.cancel, emit=plan.emit, steering=turn.steering,
                           headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True,
-                          live_output=self.wants_event("toolUpdate"))
+                          live_output=self.wants_event("toolUpdate"), gate=gate)
         message = UserMessage(user_content(plan.text, turn.attachments),
                               plan.display if plan.display is not None and plan.display != plan.text else None)
         tracker = self.changes.tracker(session.shared)

@@ -20,7 +20,8 @@ from kward.timefmt import now_iso
 #: the order a turn shows them. docs/protocol.md documents each one; tests/packaging/test_docs.py
 #: checks that every type emitted in the code is listed here and in the doc, and no other.
 EVENT_TYPES = ("turnQueued", "turnStarted", "compactionStart", "compactionEnd", "reasoningDelta", "assistantDelta",
-               "assistantMessage", "modelRetry", "toolCall", "toolUpdate", "toolResult", "turnSteered", "answer",
+               "assistantMessage", "modelRetry", "toolCall", "approvalRequested", "approvalResolved", "toolUpdate",
+               "toolResult", "turnSteered", "answer",
                "turnCancelRequested", "turnDiff", "error", "turnFinished")
 
 

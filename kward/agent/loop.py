@@ -26,6 +26,11 @@ as ``toolUpdate`` events; it is closed (its last update emitted) before the call
 ``toolResult``, also when the tool raised or was cancelled. So every ``toolUpdate`` of a
 call comes after its ``toolCall`` and before its ``toolResult``.
 
+Approval (`TurnSetup.gate`, `kward.agent.approval`): asked before each call runs; a
+declined call's result is its ``Declined: ...`` text (the tool never runs) and the turn
+goes on, unless the turn was cancelled while the gate waited (then it ends canceled, the
+declined result kept).
+
 Context guard (`TurnSetup.context`, `kward.compaction.auto.AutoCompaction`): asked before
 each model request whether to compact first, and, once, after a request the provider
 rejected as too long (`context_overflow`) before it streamed anything: when it compacted,
@@ -36,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
@@ -68,9 +73,13 @@ from kward.providers.base import (
 )
 from kward.redact import redact_text
 from kward.steering import SteeringInbox, SteerInput
+from kward.toolcalls import ArgumentsError, decode_arguments
 from kward.tools.base import CANCELLED, ToolContext
 from kward.tools.live import LiveOutput, Update
 from kward.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.approval import Gate
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +124,7 @@ class TurnSetup:
     context: "ContextGuard | None" = None  # automatic compaction (kward.compaction.auto)
     live_output: bool = True  # emit toolUpdate events (False: nobody takes them)
     changes: "Callable[[tuple[FileChange, ...], bool], None] | None" = None  # each result's changes, complete?
+    gate: "Gate | None" = None  # the approval policy's, asked before each call (kward.agent.approval)
 
 
 class ContextGuard(Protocol):
@@ -232,7 +242,11 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
     canceled = False
     for call in calls:
         setup.emit("toolCall", call)
-        if canceled:
+        declined = _declined(call, setup) if not canceled else None
+        if declined is not None:
+            result = ToolResult.text(declined)
+            canceled = setup.cancel.cancelled  # (cancelled while it waited for an answer)
+        elif canceled:
             result = ToolResult.text(CANCELLED)
         else:
             live = live_output(call, setup.emit, setup.tool_ctx.scrub) if setup.live_output else None
@@ -257,6 +271,17 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         setup.emit("toolResult", ToolOutcome(call, result))
     if canceled:
         raise Canceled("Canceled.")
+
+
+def _declined(call: ToolCall, setup: TurnSetup) -> str | None:
+    """The gate's ``Declined: ...`` for `call`, or None when it may run (or nothing gates)."""
+    if setup.gate is None:
+        return None
+    try:
+        args = decode_arguments(call.arguments)
+    except ArgumentsError:
+        args = {}
+    return setup.gate.check(call, args)
 
 
 def live_output(call: ToolCall, emit: Emit, scrub: Callable[[str], str] | None) -> LiveOutput:

@@ -89,6 +89,13 @@ def _fail() -> NoReturn:
     raise ValueError
 
 
+APPROVAL_MODES = ("off", "ask", "readOnly")
+
+
+def _approval_mode(v: Any) -> str:
+    return v if isinstance(v, str) and v in APPROVAL_MODES else _fail()
+
+
 def _provider(v: Any) -> str:
     spec = specs.find(v)
     return spec.key if spec is not None else _fail()
@@ -210,6 +217,8 @@ TOKENS = integer(0, 10_000_000)
 PLUGIN_TIMEOUT = seconds(0.05, 3600)
 SANDBOX_MODES = ("off", "workspace-write")  # kward.sandbox.MODES
 SANDBOX = Rule("one of " + ", ".join(SANDBOX_MODES), lambda v: v if v in SANDBOX_MODES else _fail())
+APPROVAL_MODE = Rule("one of " + ", ".join(APPROVAL_MODES), _approval_mode)
+APPROVAL_TIMEOUT = seconds(0.05, 86400)
 #: The rule of each kind of `specs.Setting`.
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
@@ -257,6 +266,9 @@ def _table() -> dict[str, Key]:
         Key("plugins.command_timeout_seconds", PLUGIN_TIMEOUT),
         # how shell commands are confined: a bad value refuses every command (never unsandboxed)
         Key("security.sandbox", SANDBOX, strict=True), Key("security.sandboxNetwork", BOOL, strict=True),
+        # strict: a bad approval setting never lets a tool run unasked (the turn fails instead)
+        Key("security.approvalMode", APPROVAL_MODE, strict=True),
+        Key("security.approvalTimeoutSeconds", APPROVAL_TIMEOUT, strict=True),
     ]
     table: dict[str, Key] = {}
     for key in keys:

@@ -128,6 +128,11 @@ class PluginsSettings(NamedTuple):
 
 
 class SecuritySettings(NamedTuple):
+    """`security.*` of config.json: the approval policy (`kward.agent.approval`) and the
+    shell sandbox (`kward.sandbox`)."""
+
+    approval_mode: str | None = None  # off, ask or readOnly; None: the face's default
+    approval_timeout_seconds: float = 300.0
     sandbox: str = "off"  # security.sandbox: "off" or "workspace-write" (kward.sandbox)
     sandbox_network: bool = True  # security.sandboxNetwork
 
@@ -272,6 +277,14 @@ def _providers(r: _Reader) -> ProvidersSettings:
         models=MappingProxyType(models), secrets=MappingProxyType(secrets), options=MappingProxyType(options))
 
 
+def _security(r: _Reader) -> SecuritySettings:
+    timeout = r.values["security.approvalTimeoutSeconds"]
+    return SecuritySettings(approval_mode=r.values["security.approvalMode"],
+                            approval_timeout_seconds=300.0 if timeout is None else timeout,
+                            sandbox=r.values["security.sandbox"] or "off",
+                            sandbox_network=r.values["security.sandboxNetwork"] is not False)
+
+
 def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Settings:
     """Combine env and config into Settings. Every environment variable kward checks
     (`rules.ENV`) is checked here: a bad value raises ConfigError naming it. Bad config
@@ -291,9 +304,7 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
         auth=AuthSettings(issuer=r.values["openai_auth_issuer"] or DEFAULT_AUTH_ISSUER,
                           oauth_client_id=r.values["openai_oauth_client_id"] or None,
                           oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),
-        security=SecuritySettings(
-            sandbox=r.values["security.sandbox"] or "off",
-            sandbox_network=r.values["security.sandboxNetwork"] is not False),
+        security=_security(r),
         warnings=tuple(r.warnings),
         problems=MappingProxyType(dict(r.problems)),
     )

@@ -43,6 +43,7 @@ LOGGING_METHODS = ("logging/stats", "logging/tokenCsv")
 # the tools whose results carry `changedFiles` (normalized names; a test runs each): edit and
 # write the file they wrote, bash what the command changed (kward.tools.changes)
 CHANGED_FILES_TOOLS = ("edit", "write", "bash")
+APPROVAL_REQUEST = "tool/requestApproval"  # the server request of kward.rpc.approvals
 
 
 class RuntimeFacts(NamedTuple):
@@ -56,6 +57,7 @@ class RuntimeFacts(NamedTuple):
     cost_stats: bool = False
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
     sandbox: SandboxStatus | None = None  # the shell sandbox (None: not known, config.json unreadable)
+    approval_mode: str = "off"  # security.approvalMode in force for sessions without an override
 
 
 def facts(info: RuntimeInfo) -> RuntimeFacts:
@@ -63,7 +65,8 @@ def facts(info: RuntimeInfo) -> RuntimeFacts:
     return RuntimeFacts(steering="native" if info.steering else "unsupported", tokens_stats=True, cost_stats=True,
                         logs_dir=info.logs_dir, max_frame_bytes=info.max_frame_bytes,
                         max_input_chars=info.max_input_chars, logging_categories=info.logging_categories,
-                        sandbox=info.sandbox)
+                        sandbox=info.sandbox,
+                        approval_mode="invalid" if info.approval_problem else info.approval_mode or "off")
 
 
 def _sandbox(status: SandboxStatus | None, turns_ok: bool) -> dict[str, Any]:
@@ -88,6 +91,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
 
     sessions = present(SESSION_METHODS)
     turns_ok = has("turns/start")
+    approval = facts.approval_mode if turns_ok else "off"
     cancel_ok = has("turns/cancel")
     replay_ok = has("turns/events")
     question_ok = has("ui/answerQuestion")
@@ -171,7 +175,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                               "contextUsage": has("runtime/stats"), "contextUsageEstimated": has("runtime/stats")}},
         "runtimeSettings": {"supported": bool(present(RUNTIME_SETTING_METHODS)),
                             "methods": present(RUNTIME_SETTING_METHODS),
-                            "settings": ["defaultModel", "defaultThinkingLevel"] if has("runtime/updateSetting") else []},
+                            "settings": ["defaultModel", "defaultThinkingLevel", "approvalMode"]
+                            if has("runtime/updateSetting") else []},
         "auth": {"supported": bool(auth), "providerFormat": "tauren-auth-v1", "methods": auth,
                  "oauthProviders": ["openai"] if has("auth/startOpenAILogin") or has("auth/loginWithOAuth") else [],
                  "apiKeyProviders": ["openrouter"] if has("auth/loginWithApiKey") else [],
@@ -193,7 +198,13 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "composer": {"sessionDiff": {"supported": True, "method": "sessions/diff", "event": "turnDiff"} if diff_ok
                      else {"supported": False, "reason": "interactiveComposerOnly"},
                      "copy": {"supported": False, "reason": "clientClipboardOwnedByUi"}},
-        "security": {"workspaceMutationGuard": "none", "toolApproval": "none",
+        # toolApproval: the approval mode (kward.agent.approval) of a session without its own
+        # (runtime/updateSetting approvalMode); "invalid": config.json's cannot be used, turns fail
+        "security": {"workspaceMutationGuard": "none" if approval == "off" else "approval",
+                     "toolApproval": approval,
+                     "serverRequests": [APPROVAL_REQUEST] if turns_ok else [],
+                     "approvalEvents": ["approvalRequested", "approvalResolved"] if turns_ok else [],
+                     "serverRequestResolved": "serverRequest/resolved" if turns_ok else None,
                      "canRunShell": turns_ok, "canWriteFiles": turns_ok,
                      # file tools stay inside the workspace (symlinks resolved); the shell does not
                      "fileToolsConfinedToWorkspace": turns_ok,

@@ -27,6 +27,7 @@ from kward.runtime import Runtime
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.model import EventPayload
+    from kward.rpc.approvals import RpcApprover
     from kward.rpc.warmup import WarmUp
 
 ENV_NO_WARMUP = "KWARD_NO_WARMUP"  # any non-empty value: a server without a warm-up
@@ -85,11 +86,20 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
                       notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload,
-                      live_settings=setup.live, wants_event=lambda type_: conn.wants("turn/event", type_))
+                      live_settings=setup.live, wants_event=lambda type_: conn.wants("turn/event", type_),
+                      approver=_approver(conn), approval_default="off")
     table = methods if methods is not None else default_table()
     conn.describe_capabilities = lambda: _capabilities(table, runtime)
     make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)
     return RpcServer(transport, pool, table, runtime, conn, make_warm_up)
+
+
+def _approver(conn: Connection) -> "RpcApprover":
+    """The approver of this server's client (`kward.rpc.approvals`), a thin object that
+    imports the agent's approval module only when a turn first asks."""
+    from kward.rpc.approvals import RpcApprover
+
+    return RpcApprover(conn)
 
 
 def _capabilities(table: MethodTable, runtime: Runtime) -> dict[str, Any]:

@@ -18,9 +18,12 @@ answered, once the answer is queued; from then on each RuntimeChanged builds the
 differs. `_caps_lock` guards the last object and the count of RuntimeChanged notices, and
 is held while building and sending, so notifications follow the changes in order.
 
+Server requests (`requests`, `kward.rpc.server_requests`): sent to the client in the
+notifications' lane; `server_requests` is what the client said it answers.
+
 Thread contract: `send`, `notify` and the runtime callables may be called from any
-thread; `client` is written by the dispatcher thread only (in `initialize`) and read
-anywhere; `stop_requested` is set by a quick handler on the dispatcher and read by it.
+thread; `client` and `server_requests` are written by the dispatcher thread only (in
+`initialize`) and read anywhere; `stop_requested` is set by a quick handler on the dispatcher and read by it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
 from kward.rpc import protocol, redaction
 from kward.rpc.framing import encode_frame
+from kward.rpc.server_requests import ServerRequests
 from kward.rpc.transport import Outbox
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +75,10 @@ class Connection:
         self._caps_lock = threading.Lock()
         self._capabilities: dict[str, Any] | None = None  # last answered or sent; None before initialize
         self._changes = 0  # RuntimeChanged notices so far
+        # server-to-client requests (kward.rpc.server_requests), and the methods of them the
+        # client said in initialize it answers (`capabilities.serverRequests`)
+        self.requests = ServerRequests(self._send_request, self._notify_now)
+        self.server_requests: frozenset[str] = frozenset()
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
              policy: str = redaction.FULL) -> None:
@@ -86,6 +94,15 @@ class Connection:
             if secrets.found_in(data):  # rare: walk the message, so no JSON escape is cut
                 data = protocol.encode(secrets.scrub_value(message))
         self.outbox.put(encode_frame(data), urgent=urgent, wait=wait)
+
+    def _send_request(self, message: dict[str, Any]) -> None:
+        """A server request (conversation content: only known secret values are scrubbed),
+        in the notifications' lane, so it follows the turn events queued before it."""
+        self.send(message, urgent=False, wait=False, policy=redaction.CONTENT)
+
+    def _notify_now(self, method: str, params: dict[str, Any]) -> None:
+        """A notification that never waits for room (`serverRequest/resolved`)."""
+        self.notify(method, params, wait=False)
 
     @property
     def opt_out(self) -> frozenset[str]:

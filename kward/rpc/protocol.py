@@ -1,6 +1,7 @@
 """JSON-RPC 2.0 message parsing, validation and encoding.
 
-`parse(body)` turns one frame body into a `Request` or `Notification`, or raises
+`parse(body)` turns one frame body into a `Request`, a `Notification` or (an object
+with an id, no method, and either `result` or `error`) a `Response` to a server request, or raises
 `Rejected`: the KwardError to answer with, the id to answer it with (None when unknown),
 and whether the message was a notification (never answered). Batches (JSON arrays) are
 not supported and are answered `-32600` with reason `batch_not_supported`.
@@ -33,6 +34,15 @@ class Notification(NamedTuple):
     method: str
     params: dict[str, Any]
     trace: dict[str, str] | None = None
+
+
+class Response(NamedTuple):
+    """The client's answer to a server request (`kward.rpc.server_requests`): `result`,
+    or `error` (the error object as sent; None for a result)."""
+
+    id: Any
+    result: Any
+    error: Any = None
 
 
 class Rejected(Exception):
@@ -104,7 +114,7 @@ def _too_deep(text: str) -> Rejected:
     return Rejected(err, top.id) if top.has_id else Rejected(err, None, notification=True)
 
 
-def parse(body: bytes) -> Request | Notification:
+def parse(body: bytes) -> Request | Notification | Response:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -131,6 +141,8 @@ def parse(body: bytes) -> Request | Notification:
     answer_id = None if request_id is _NO_ID else request_id
     if msg.get("jsonrpc") != "2.0":
         raise _fail(InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"'), answer_id)
+    if "method" not in msg and request_id is not _NO_ID and ("result" in msg) != ("error" in msg):
+        return Response(request_id, msg.get("result"), msg.get("error"))  # (never answered)
     method = msg.get("method")
     if not isinstance(method, str) or not method:
         raise _fail(InvalidRequest("Invalid Request: method must be a non-empty string"), answer_id)

@@ -32,7 +32,8 @@ EVENTS = "events"
 #: turn/event types whose payload is conversation content (a compaction's carries its
 #: summary, as its `session/event` does).
 CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessage", "toolCall", "toolUpdate", "toolResult",
-                            "turnSteered", "answer", "compactionStart", "compactionEnd", "turnDiff"})
+                            "turnSteered", "answer", "compactionStart", "compactionEnd", "turnDiff",
+                            "approvalRequested", "approvalResolved"})
 
 #: Notification methods and their policy (others: FULL).
 NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": CONTENT}

@@ -9,6 +9,10 @@ Threads:
 - the writer thread is the only one that writes stdout;
 - workers run slow requests and turns.
 
+A response from the client (to a server request: `kward.rpc.server_requests`) is routed
+by the dispatcher to its waiter; when the stop begins (end of input included) every
+server request still waiting ends ``clientGone``.
+
 Composition (`kward.rpc.compose.build_server` puts the pieces together): the server is
 given its transport (reader and writer threads over the two streams), its worker pool,
 the method table it serves, the runtime its handlers call, and the connection every
@@ -163,6 +167,9 @@ class RpcServer:
             if not rejected.notification:
                 self._send(protocol.error_response(rejected.request_id, rejected.error), urgent=True)
             return
+        if isinstance(msg, protocol.Response):  # to one of our server requests
+            self.conn.requests.resolve(msg)
+            return
         request_id = msg.id if isinstance(msg, protocol.Request) else None
         is_request = isinstance(msg, protocol.Request)
         spec = self.methods.get(msg.method)
@@ -276,6 +283,7 @@ class RpcServer:
 
     def _stop(self, graceful: bool) -> None:
         self._stopping.set()
+        self.conn.requests.close()  # nobody answers server requests any more: they decline
         start = time.monotonic()
         deadline = start + STOP_BUDGET
         refuser = threading.Thread(target=self._refuse_until_told, name="kward-refuser", daemon=True)
@@ -335,7 +343,9 @@ class RpcServer:
             if not rejected.notification:
                 self._send(protocol.error_response(rejected.request_id, rejected.error), urgent=True)
             return
-        if isinstance(msg, protocol.Request):
+        if isinstance(msg, protocol.Response):
+            self.conn.requests.resolve(msg)  # (too late: logged)
+        elif isinstance(msg, protocol.Request):
             self._send(protocol.error_response(msg.id, ShuttingDown(
                 "The server is shutting down")), urgent=True)
 

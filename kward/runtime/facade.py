@@ -1,8 +1,8 @@
 """The Runtime: the one core object every face drives (see the package docstring).
 
 Construction is cheap: the services (session manager, question broker, model service,
-agent engine, turn manager, and the auth, memory, telemetry, resources and compaction
-parts) are built on first use (`Lazy`), each importing its module only then, so a face
+agent engine, turn manager, and the auth, memory, telemetry, resources, compaction and
+approval parts) are built on first use (`Lazy`), each importing its module only then, so a face
 that only answers a handshake or lists sessions never imports the agent, the providers or
 `requests`. Once built, each service is thread-safe itself; every operation below may be
 called from any thread. The slow ones (resume, clone, fork, export, transcript, list of
@@ -27,6 +27,7 @@ from kward.errors import InputTooLarge, InvalidParams
 from kward.runtime.startup import RuntimeInfo, announce, warm_up_modules
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.approval import ApprovalPolicy, Approver
     from kward.agent.engine import AgentEngine
     from kward.agent.questions import QuestionBroker
     from kward.agent.scheduler import Turn, TurnManager
@@ -126,7 +127,8 @@ class Runtime:
                  notify: Callable[[Notice], None] = _drop, make_room: Callable[[], None] = _nothing,
                  admit: Callable[[], None] = _nothing,
                  event_payload: EventFields | None = None,
-                 live_settings: LiveSettings | None = None, wants_event: Callable[[str], bool] = lambda _type: True):
+                 live_settings: LiveSettings | None = None, wants_event: Callable[[str], bool] = lambda _type: True,
+                 approver: Approver | None = None, approval_default: str = "off"):
         self.paths = paths
         self.config = config
         self.settings = settings
@@ -142,6 +144,8 @@ class Runtime:
         self.event_payload = event_payload
         self.wants_event = wants_event
         self._live_settings = live_settings
+        self._approver = approver  # who answers approval questions (None: nobody can)
+        self.approval_default = approval_default  # the face's mode when config.json sets none
         lock = threading.RLock()
         self._sessions = Lazy(lock, self._build_sessions)
         self._questions = Lazy(lock, self._build_questions)
@@ -153,21 +157,27 @@ class Runtime:
         self._telemetry = Lazy(lock, self._build_telemetry)
         self._resources = Lazy(lock, self._build_resources)
         self._compaction = Lazy(lock, self._build_compaction)
+        self._approvals = Lazy(lock, self._build_approvals)
         self._services: dict[str, Lazy[Any]] = {
             "sessions": self._sessions, "questions": self._questions, "models": self._models,
             "engine": self._engine, "turns": self._turns, "auth": self._auth, "memory": self._memory,
-            "telemetry": self._telemetry, "resources": self._resources, "compaction": self._compaction}
+            "telemetry": self._telemetry, "resources": self._resources, "compaction": self._compaction,
+            "approvals": self._approvals}
 
     # --- the services, built on first use ----------------------------------------------
 
     def has_service(self, name: str) -> bool:
         """Whether the service `name` (sessions, questions, models, engine, turns, auth,
-        memory, telemetry, resources, compaction) was built."""
+        memory, telemetry, resources, compaction, approvals) was built."""
         return self._services[name].peek() is not None
 
     @property
     def sessions(self) -> SessionManager:
         return self._sessions.get()
+
+    @property
+    def approvals(self) -> ApprovalPolicy:
+        return self._approvals.get()
 
     @property
     def questions(self) -> QuestionBroker:
@@ -240,6 +250,11 @@ class Runtime:
 
         return QuestionBroker(asked)
 
+    def _build_approvals(self) -> ApprovalPolicy:
+        from kward.agent.approval import ApprovalPolicy
+
+        return ApprovalPolicy(self._approver, self.approval_default)
+
     def _build_models(self) -> ModelService:
         from kward.providers.model_service import ModelService
 
@@ -251,7 +266,7 @@ class Runtime:
 
         return AgentEngine(paths=self.paths, config=self.config, questions=self.questions, env=self.env,
                            secrets=self.secrets, models=self.models, credentials=self.auth.provider_credentials,
-                           planner=RuntimePlanner(self), wants_event=self.wants_event)
+                           planner=RuntimePlanner(self), wants_event=self.wants_event, approvals=self.approvals)
 
     def _build_turns(self) -> TurnManager:
         from kward.agent.scheduler import TurnManager
@@ -310,7 +325,8 @@ class Runtime:
         credentials = auth.provider_credentials if auth is not None else None
         if self._live_settings is None:  # (a race builds two, harmlessly)
             self._live_settings = LiveSettings(self.config, self.env)
-        return announce(self.settings, self._live_settings, self.paths, credentials)
+        info = announce(self.settings, self._live_settings, self.paths, credentials)
+        return info._replace(approval_mode=info.approval_mode or self.approval_default)
 
     def warm_up_modules(self) -> list[str]:
         """The modules the first session request and the first turn need, for a face to
@@ -438,6 +454,7 @@ class Runtime:
         self._stop_turns([handle])
         self.sessions.close(session_id)
         self._forget_changes([handle])
+        self._forget_approvals([session_id])
 
     def delete_session(self, session_id: str, *, force: bool = False) -> str:
         """Delete the session's file (its path is returned): refused (before any turn is stopped) when another
@@ -449,7 +466,15 @@ class Runtime:
         self._stop_turns(handles)
         path = sessions.delete(session_id, force=force)
         self._forget_changes(handles)
+        self._forget_approvals([h.id for h in handles])
         return path
+
+    def _forget_approvals(self, session_ids: list[str]) -> None:
+        """Drop the approval overrides and approvals of these closed ids."""
+        approvals = self._approvals.peek()
+        if approvals is not None:
+            for session_id in session_ids:
+                approvals.forget(session_id)
 
     def _forget_changes(self, handles: list[SessionHandle]) -> None:
         """Drop the change trackers (`session_diff`) of the files these ids closed."""
@@ -564,10 +589,14 @@ class Runtime:
         self._changed()
         return self.current_model(load=True)
 
-    def update_setting(self, setting: str, value: str) -> str:
-        """Change `defaultModel` or `defaultThinkingLevel` (applied live; RuntimeChanged);
-        returns what the user is told."""
-        if setting == "defaultModel":
+    def update_setting(self, setting: str, value: str, session_id: str | None = None) -> str:
+        """Change `defaultModel` or `defaultThinkingLevel` (applied live; RuntimeChanged), or
+        the approval mode of session `session_id` (`approvalMode`: that session only, no
+        RuntimeChanged); returns what the user is told."""
+        if setting == "approvalMode" and session_id is not None:
+            self.approvals.set_mode(session_id, value)
+            message = f"Approval mode of this session set to {value}."
+        elif setting == "defaultModel":
             provider, model = self.models.set_default_model(value)
             self._changed()
             message = f"Default model set to {provider}/{model}."
@@ -581,7 +610,7 @@ class Runtime:
             if current.effective_effort is not None:
                 message += f" {current.entry.id} uses {current.effective_effort}."
         else:
-            raise InvalidParams(f"Unsupported setting: {setting}; use defaultModel or defaultThinkingLevel",
+            raise InvalidParams(f"Unsupported setting: {setting}; use defaultModel, defaultThinkingLevel or approvalMode",
                                 data={"param": "settingId"})
         return message
 

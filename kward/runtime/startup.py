@@ -44,6 +44,8 @@ class RuntimeInfo(NamedTuple):
     max_input_chars: int
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
     sandbox: sandbox.SandboxStatus | None = None  # the shell sandbox now (None: config.json unreadable)
+    approval_mode: str | None = None  # security.approvalMode of config.json now (None: unset or unusable)
+    approval_problem: bool = False  # security.approval* is set to a value that cannot be used
 
 
 def announce(settings: Settings, live: LiveSettings, paths: Paths,
@@ -56,6 +58,8 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
     steering = False
     categories: tuple[str, ...] = ()
     shell: sandbox.SandboxStatus | None = None
+    approval_mode: str | None = None
+    approval_problem = False
     env = live.env
     try:
         current = live.current()  # (one stat while config.json is what the runtime started with)
@@ -71,13 +75,16 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
         except KwardError as exc:  # an unknown provider name
             warnings.append((exc.reason, exc.message))
         categories = current.logging.enabled_categories  # (building the telemetry service is not start-up work)
+        approval_mode = current.security.approval_mode
+        approval_problem = any(key.startswith("security.approval") for key in current.problems)
         shell_policy = sandbox.policy(current, paths)
         shell = sandbox.status(shell_policy, env)  # (bwrap probed once per process)
         if shell_policy.problem is not None:  # every shell command is refused: say so at once
             warnings.append(("invalid_config", shell_policy.problem))
     return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(paths.logs_dir),
                        max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
-                       logging_categories=categories, sandbox=shell)
+                       logging_categories=categories, sandbox=shell, approval_mode=approval_mode,
+                       approval_problem=approval_problem)
 
 
 def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -> list[str]:

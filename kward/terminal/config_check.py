@@ -211,8 +211,8 @@ def _value(where: str, path: str, value: Any, env: Mapping[str, str]) -> Trouble
     except rules.Invalid as exc:
         if key.strict:
             shown = "" if path in SECRET_KEYS else f", not {rules.shown(value)}"
-            return Trouble(where, f"{path} {exc}{shown}", FIX_FILE + " (kward does not guess where requests go)",
-                           "stop")
+            why = "what may run unasked" if path.startswith("security.") else "where requests go"
+            return Trouble(where, f"{path} {exc}{shown}", FIX_FILE + f" (kward does not guess {why})", "stop")
         return Trouble(where, f"{path} {exc}, so kward ignores it", FIX_FILE, "warn")
     return None
 

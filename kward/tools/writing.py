@@ -176,6 +176,32 @@ def edit_file(args: Args, ctx: ToolContext) -> ToolResult:
                            changes=(_change(ctx, real, old_bytes),))
 
 
+def write_preview(args: Args, ctx: ToolContext) -> str:
+    """The unified diff `write_file` would make (a new file: against nothing); nothing is
+    written. Raises what the tool would (ToolError, PathNotAllowed, OSError)."""
+    path = args.string("path")
+    content = args.string("content")
+    target = resolve_for_write(ctx.workspace_root, path)
+    old = b""
+    with open_resolved(ctx.workspace_root, target, path, missing_ok=True) as node:
+        if node.exists:
+            fd, size = file_of(node, path)
+            old = read_fd(fd, size + 1)
+    return truncated_diff(path, _diff_text(old), content)
+
+
+def edit_preview(args: Args, ctx: ToolContext) -> str:
+    """The unified diff `edit_file` would make; nothing is written. Raises what the tool
+    would (ToolError for edits that do not apply, PathNotAllowed, OSError)."""
+    path = args.string("path")
+    edits = args.array("edits")
+    with open_text_file(ctx.workspace_root, path) as node:
+        old_bytes = load_text_file(path, node)
+    content = old_bytes.decode("utf-8", "surrogateescape")
+    new_content, _ = apply_edits(path, content, edits or [])
+    return truncated_diff(path, _diff_text(old_bytes), _diff_text(new_content.encode("utf-8", "surrogateescape")))
+
+
 SPECS = (
     ToolSpec(
         name="write_file",

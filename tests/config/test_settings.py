@@ -161,3 +161,15 @@ def test_a_variable_that_wins_leaves_the_config_value_unread():
                                   "OPENROUTER_API_KEY": "sk-or-v1-env-123456"})
     assert (s.problems, s.warnings, s.rpc_workers) == ({}, (), 2)
     assert s.providers.base_urls["codex"] == "http://c" and s.providers.secrets == {}
+
+
+def test_security_approval_settings_default_valid_and_refused():
+    assert resolve_settings({}, {}).security == (None, 300.0)  # None: the face's default mode
+    s = resolve_settings({"security": {"approvalMode": "readOnly", "approvalTimeoutSeconds": 1}}, {})
+    assert (s.security.approval_mode, s.security.approval_timeout_seconds, s.problems) == ("readOnly", 1.0, {})
+    for bad in ({"approvalMode": "ReadOnly"}, {"approvalMode": "none"}, {"approvalTimeoutSeconds": 0},
+                {"approvalTimeoutSeconds": True}):
+        s = resolve_settings({"security": bad}, {})
+        (path,) = s.problems
+        with pytest.raises(ConfigError, match=f"Invalid config value for {path}"):
+            s.check(path)

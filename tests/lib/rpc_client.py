@@ -157,6 +157,7 @@ class FrameClient(kward_client.Client):
         self._responses: dict[Any, dict] = {}
         self.response_counts: collections.Counter[str] = collections.Counter()  # by json.dumps(id)
         self.notifications: list[dict] = []  # (shadows Client.notifications(): use subscribe())
+        self.server_requests: list[dict] = []  # requests the server sent (answered by on_request's handler, if any)
         self.bodies: list[bytes] = []  # every frame body received, as sent
         self.null_id_errors: list[dict] = []
         self.protocol_errors: list[str] = []
@@ -199,9 +200,16 @@ class FrameClient(kward_client.Client):
                     self.response_counts[json.dumps(msg["id"])] += 1
             elif "method" in msg and "id" not in msg:
                 self.notifications.append(msg)
+            elif "method" in msg and isinstance(msg.get("id"), str):
+                self.server_requests.append(msg)
             else:
                 self.protocol_errors.append(f"unexpected message: {msg!r}")
             self._cond.notify_all()
+        if "method" in msg and "id" in msg:  # a server request: left for the test unless a handler answers it
+            with self._lock:
+                handled = msg.get("method") in self._handlers
+            if not handled:
+                return
         if "method" in msg or type(msg.get("id")) is int:  # kward.client's own ids are ints
             super()._route(msg)
 
@@ -241,6 +249,23 @@ class FrameClient(kward_client.Client):
         msg.update(extra)
         self.write(frame(msg))
         return id
+
+    def reply(self, request_id: Any, result: Any = None, *, error: dict | None = None) -> None:
+        """Answer the server request `request_id` by hand (`result`, or `error`)."""
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        if error is not None:
+            msg["error"] = error
+        else:
+            msg["result"] = result
+        self.write(frame(msg))
+
+    def wait_server_request(self, method: str, count: int = 1, timeout: float = 10.0) -> dict:
+        """The `count`-th server request of `method`, once it arrived."""
+        def find():
+            found = [r for r in self.server_requests if r["method"] == method]
+            return found[count - 1] if len(found) >= count else None
+
+        return self.wait(find, timeout, f"server request {method} #{count}")
 
     # --- waiting -----------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ from typing import Any
 
 TERMINAL = ("completed", "failed", "canceled")
 EVENT_TYPES = ("turnQueued", "turnSteered", "turnStarted", "compactionStart", "compactionEnd", "reasoningDelta",
-               "assistantDelta", "assistantMessage", "modelRetry", "toolCall", "toolUpdate", "toolResult", "answer",
+               "assistantDelta", "assistantMessage", "modelRetry", "toolCall", "approvalRequested", "approvalResolved",
+               "toolUpdate", "toolResult", "answer",
                "turnCancelRequested", "turnDiff", "error", "turnFinished")
 
 
@@ -123,6 +124,13 @@ def check_turn_events(events: list[dict], status: str | None = None) -> dict:
             kinds[-6:]
         assert set(events[i]["payload"]) <= {"files", "diff", "truncated", "note", "complete"}, events[i]["payload"]
         assert events[i]["payload"].get("complete", False) is False  # (only ever false)
+    for i, kind in enumerate(kinds):  # an approval's events between its call's toolCall and toolResult
+        if kind in ("approvalRequested", "approvalResolved"):
+            call_id = events[i]["payload"]["toolCallId"]
+            calls = [j for j, e in enumerate(events) if e["type"] == "toolCall" and e["payload"]["toolCallId"] == call_id]
+            results = [j for j, e in enumerate(events)
+                       if e["type"] == "toolResult" and e["payload"]["toolCallId"] == call_id]
+            assert calls and calls[0] < i and (not results or i < results[0]), kinds
     # the last events before turnFinished, leaving out a cancel request that came too late
     last = [e for e in events[:-1] if e["type"] not in ("turnCancelRequested", "turnDiff")][-1]
     if fin["status"] == "completed":

@@ -317,6 +317,7 @@ def test_reserved_methods_are_listed_as_not_available_and_nothing_else(doc):
 
 def test_no_method_or_notification_is_named_that_does_not_exist(doc):
     known = set(METHODS) | reserved_methods() | sent_notifications() | reserved_notifications()
+    known |= set(capabilities.build(METHODS)["security"]["serverRequests"])  # server-to-client requests
     named = {n for n in re.findall(r"`([a-z]+(?:/[A-Za-z]+)+)`", doc.text) if not n.startswith("image/")}
     assert sorted(named - known) == []
 

@@ -22,8 +22,13 @@ def initialize(call: Call) -> dict[str, Any]:
     if not isinstance(experimental, bool):
         raise InvalidParams("Invalid params: 'capabilities.experimentalApi' must be true or false",
                             data={"param": "capabilities.experimentalApi"})
+    answers = client_caps.get("serverRequests", [])
+    if not isinstance(answers, list) or not all(isinstance(m, str) for m in answers):
+        raise InvalidParams("Invalid params: 'capabilities.serverRequests' must be an array of strings",
+                            data={"param": "capabilities.serverRequests"})
     conn = call.conn
     conn.opt_out = frozenset(opt_out)
+    conn.server_requests = frozenset(answers)
     changes = conn.runtime_changes
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
     result = _result(capabilities.facts(info), [{"reason": reason, "message": message}

@@ -31,8 +31,9 @@ def set_reasoning(call: Call) -> dict[str, Any]:
 
 def update_setting(call: Call) -> dict[str, Any]:
     p, rt = call.params, call.runtime
-    rt.session(p.text("sessionId", required=True))
-    message = rt.update_setting(p.text("settingId", required=True), p.text("value", required=True))
+    session_id = p.text("sessionId", required=True)
+    rt.session(session_id)
+    message = rt.update_setting(p.text("settingId", required=True), p.text("value", required=True), session_id)
     return {"applied": "live", "message": message}
 
 

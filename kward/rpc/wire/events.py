@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kward import toolcalls
 from kward.compaction.events import CompactionEnd, CompactionStart
-from kward.model import Delta, EventPayload, ToolCall, ToolOutcome, ToolProgress, TurnError, TurnEvent, Usage
+from kward.model import ApprovalAsked, ApprovalDecided, Delta, EventPayload, ToolCall, ToolOutcome, ToolProgress, TurnError, TurnEvent, Usage
 from kward.rpc.protocol import error_object
 from kward.rpc.wire.runtime import spent
 from kward.rpc.wire.sessions import changes, compaction_result
@@ -73,6 +73,19 @@ def tool_update(progress: ToolProgress) -> dict[str, Any]:
     return out
 
 
+def approval_requested(p: ApprovalAsked) -> dict[str, Any]:
+    """approvalRequested: the call's fields, the model's `tool` name, the server request's
+    `requestId` and the `preview` it carries."""
+    return {**call_fields(p.call), "tool": p.call.name, "requestId": p.request_id, "preview": dict(p.preview)}
+
+
+def approval_resolved(p: ApprovalDecided) -> dict[str, Any]:
+    """approvalResolved: the call's fields, `tool`, `decision`, `reason` (null when none)
+    and `outcome`."""
+    return {**call_fields(p.call), "tool": p.call.name, "decision": p.decision, "reason": p.reason,
+            "outcome": p.outcome}
+
+
 def error(err: TurnError) -> dict[str, Any]:
     """A failed turn's `error`: ``{message, code, fatal:false, reason, data?}``."""
     out: dict[str, Any] = {"message": err.message, "code": err.code, "fatal": False, "reason": err.reason}
@@ -120,6 +133,8 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "turnFinished": _finished,
     "compactionStart": compaction_payload,
     "compactionEnd": compaction_payload,
+    "approvalRequested": approval_requested,
+    "approvalResolved": approval_resolved,
 }
 
 
