@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from kward.cancel import CancelToken
@@ -42,9 +41,14 @@ class Reply(NamedTuple):
     error: Any = None
 
 
-@dataclass(slots=True)
 class _Waiter:
-    reply: Reply | None = None
+    """One pending request's answer slot (a plain class: `dataclasses` is not imported before
+    `initialize` is answered, tests/packaging/test_startup.py)."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self) -> None:
+        self.reply: Reply | None = None
 
 
 class ServerRequests:

@@ -164,7 +164,7 @@ def test_a_variable_that_wins_leaves_the_config_value_unread():
 
 
 def test_security_approval_settings_default_valid_and_refused():
-    assert resolve_settings({}, {}).security == (None, 300.0)  # None: the face's default mode
+    assert resolve_settings({}, {}).security == (None, 300.0, "off", True)  # None: the face's default mode
     s = resolve_settings({"security": {"approvalMode": "readOnly", "approvalTimeoutSeconds": 1}}, {})
     assert (s.security.approval_mode, s.security.approval_timeout_seconds, s.problems) == ("readOnly", 1.0, {})
     for bad in ({"approvalMode": "ReadOnly"}, {"approvalMode": "none"}, {"approvalTimeoutSeconds": 0},
