@@ -24,8 +24,9 @@ Usage (`served(FakeCodex)` is the same as a pytest fixture)::
 
 Threads: `serve_forever` runs on a daemon thread owned by the server object; each
 connection gets a daemon handler thread. `stop()` sets the release event (ending every
-hang within ~50 ms), shuts the loop down and closes the socket; it never waits on a
-handler. Scripts and records are guarded by one lock.
+hang within ~50 ms), shuts the loop down (within `POLL_SECONDS`, which every test that
+uses a fake waits at its end) and closes the socket; it never waits on a handler.
+Scripts and records are guarded by one lock.
 """
 
 from __future__ import annotations
@@ -221,6 +222,9 @@ class _Handler(BaseHTTPRequestHandler):
                 next_ping = time.monotonic() + every
 
 
+POLL_SECONDS = 0.005  # how often the serving loop looks for stop()'s request
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -249,7 +253,7 @@ class FakeServer:
         httpd = _Server(("127.0.0.1", 0), _Handler)
         httpd.fake = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": POLL_SECONDS},
                                         name=f"{type(self).__name__}-serve", daemon=True)
         self._thread.start()
         return self

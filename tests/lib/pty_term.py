@@ -3,7 +3,8 @@
 
 The child gets the pty's slave side as stdin, stdout, stderr and controlling terminal
 (a small launcher makes it the session leader and calls TIOCSCTTY before exec'ing
-kward), so kward's line editor is active at the prompt (the terminal in raw mode: a
+kward; it needs only the standard library, so it runs with `-S`: no site-packages and
+their .pth files to process at every start), so kward's line editor is active at the prompt (the terminal in raw mode: a
 `\\x03` arrives there as a key) and, while a turn runs (the terminal in its normal mode),
 a `\\x03` written to the master is turned into SIGINT by the terminal's line discipline,
 exactly as when a user presses Ctrl-C.
@@ -58,14 +59,16 @@ def plain(text: str) -> str:
 class PtyKward:
     def __init__(self, args: list[str], env: dict[str, str], cwd: str, rows: int = 50, cols: int = 250,
                  launcher: str = LAUNCH, wrapper: tuple[str, ...] = ()):
-        """`launcher`: the Python code run as the session leader, kward's argv after it
-        (LAUNCH execs it; a test may pass one that runs it as a job, say). `wrapper`: an
+        """`launcher`: the Python code run as the session leader (standard library only:
+        it runs with `-S`), kward's argv after it (LAUNCH execs it; a test may pass one that
+        runs it as a job, say). `wrapper`: an
         argv that execs the rest (kward's), run between the launcher and kward."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.initial_mode = termios.tcgetattr(master)
-        self.proc = subprocess.Popen([sys.executable, "-c", launcher, *wrapper, *kward_argv(), *args], stdin=slave, stdout=slave, stderr=slave,
-                                     env=env, cwd=cwd, start_new_session=True, close_fds=True)
+        self.proc = subprocess.Popen([sys.executable, "-S", "-c", launcher, *wrapper, *kward_argv(), *args],
+                                     stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
+                                     start_new_session=True, close_fds=True)
         os.close(slave)
         self.master = master
         self.raw = b""

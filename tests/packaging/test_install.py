@@ -49,12 +49,24 @@ def _site_dir(module: str) -> str:
 def dist(tmp_path_factory) -> dict[str, Path]:
     """Build the wheel and the sdist once from a copy of the working tree."""
     root = tmp_path_factory.mktemp("install")
-    src = root / "src"
+    src, sdist_src = root / "src", root / "sdist-src"
     shutil.copytree(REPO, src, ignore=IGNORE)
+    shutil.copytree(REPO, sdist_src, ignore=IGNORE)  # each build writes its egg-info into its tree
     out = root / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
-          "-w", str(out), str(src)])
-    _run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(out)!r})"], cwd=src)
+    out.mkdir()
+    # the two builds at once, from copies of their own
+    sdist_build = subprocess.Popen(
+        [sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(out)!r})"],
+        cwd=sdist_src, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
+              "-w", str(out), str(src)])
+        output, _ = sdist_build.communicate(timeout=300)
+    finally:
+        if sdist_build.poll() is None:
+            sdist_build.kill()
+            sdist_build.wait()
+    assert sdist_build.returncode == 0, f"build_sdist failed ({sdist_build.returncode}):\n{output}"
     (wheel,) = out.glob("kward-*.whl")
     (sdist,) = out.glob("kward-*.tar.gz")
     return {"root": root, "wheel": wheel, "sdist": sdist}

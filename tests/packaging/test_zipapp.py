@@ -3,7 +3,9 @@ in a directory that knows nothing of the checkout runs `--version`, an RPC hands
 scripted turn (over RPC and one-shot) and imports everything from the archive alone. Its
 first start extracts it into `~/.kward/cache/pyz/<build id>/` and later starts run from
 there (tools/zipapp_main.py): a damaged tree is extracted again, an unwritable cache or
-`KWARD_PYZ_EXTRACT=0` runs from the archive.
+`KWARD_PYZ_EXTRACT=0` runs from the archive. A first start costs about a second (extract,
+check, compile): the tests that are not about the first extraction start from a copy of one
+first start's tree (`extracted`), which a start serves as it would the tree it extracted.
 
 The archive is run with `python3 -S` (no site-packages: neither this checkout's editable
 install nor the machine's requests or keyring can help it), except for one plain run."""
@@ -43,6 +45,63 @@ def pyz(tmp_path_factory) -> Path:
     return copy
 
 
+def archive_module(pyz: Path, name: str):
+    """The archive's own copy of a module (`_kward_zipapp`: tools/zipapp_cache.py)."""
+    import zipimport
+
+    spec = zipimport.zipimporter(str(pyz)).find_spec(name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def copy_tree(source: Path, home: Path, cache_module) -> Path:
+    """`source` (an extracted tree) copied into `home`'s `.kward/cache/pyz/`, as a first start
+    there would have left it: the private directories above it, the files' bytes, modes and
+    mtimes (the bytecode's headers name the sources' mtimes), and the stat list recorded
+    again (a copy has new ctimes) by the archive's own `_write_stat`, which the extraction
+    runs last. Returns the copy's path."""
+    base = home / ".kward" / "cache" / "pyz"
+    for directory in (home / ".kward", base.parent, base):
+        directory.mkdir(mode=0o700)
+    copy = base / source.name
+    # modes and mtimes (ns), of the directories too (cp: a third of shutil.copytree's time)
+    subprocess.run(["cp", "-a", str(source), str(copy)], check=True, timeout=60)
+    cache_module._write_stat(str(copy))
+    assert cache_module._changed(str(copy)) == []  # every recorded stat matches: served as extracted
+    return copy
+
+
+@pytest.fixture(scope="module")
+def extracted(pyz, tmp_path_factory) -> Path:
+    """The tree one first start (`--version`) extracted into a home of its own; checked once:
+    a copy of it (`copy_tree`) is run from, as bytecode, and not extracted again."""
+    home = tmp_path_factory.mktemp("first-start") / "home"
+    home.mkdir()
+    env = kward_env(home)
+    env.pop("PYTHONPATH", None)
+    loaded_from(pyz, env)
+    source = tree(home)
+    other = tmp_path_factory.mktemp("copy-check") / "home"
+    other.mkdir()
+    copy = copy_tree(source, other, archive_module(pyz, "_kward_zipapp"))
+    marker = (copy / ".kward-pyz").stat().st_ino
+    env = kward_env(other)
+    env.pop("PYTHONPATH", None)
+    proc, found = loaded_from(pyz, env)
+    assert found == "bytecode" and str(copy) in proc.stderr
+    assert tree(other) == copy and (copy / ".kward-pyz").stat().st_ino == marker
+    assert (copy / f".kward-pyz-{sys.implementation.cache_tag}").is_file()
+    return source
+
+
+@pytest.fixture
+def from_tree(pyz, extracted, isolated_home) -> Path:
+    """This test's home holds a copy of `extracted`, as if its first start had run; the
+    copy's path."""
+    return copy_tree(extracted, isolated_home, archive_module(pyz, "_kward_zipapp"))
+
+
 @pytest.fixture
 def env(isolated_home, tmp_path) -> dict[str, str]:
     env = kward_env(isolated_home)
@@ -75,7 +134,7 @@ def test_the_archive_holds_pure_python_and_every_dist_info(pyz):
     assert not [n for n in names if "__pycache__" in n]
 
 
-def test_version_and_exit_status_from_outside_the_checkout(pyz, env):
+def test_version_and_exit_status_from_outside_the_checkout(pyz, env, from_tree):
     for argv in ([sys.executable, str(pyz), "--version"], [sys.executable, "-S", str(pyz), "--version"]):
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=pyz.parent, env=env, timeout=60)
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"kward {__version__}\n", "")
@@ -84,7 +143,7 @@ def test_version_and_exit_status_from_outside_the_checkout(pyz, env):
     assert bad.returncode == 2 and "unknown option" in bad.stderr  # the exit status survives the archive
 
 
-def test_another_python_reads_the_main_source_when_the_bytecode_is_not_its_own(pyz, env, tmp_path):
+def test_another_python_reads_the_main_source_when_the_bytecode_is_not_its_own(pyz, env, tmp_path, from_tree):
     # __main__.pyc is the building Python's: another version sees a magic number not its own
     # (played here by a changed one) and zipimport falls back to __main__.py
     other = tmp_path / "other.pyz"
@@ -144,7 +203,8 @@ def test_everything_is_imported_from_the_archive_and_certifi_leaves_no_temp_file
     assert not (isolated_home / ".kward" / "cache" / "pyz").exists()  # KWARD_PYZ_EXTRACT=0: no tree
 
 
-def test_the_file_store_takes_over_where_the_keyring_cannot_load_and_auth_status_says_so(pyz, env, isolated_home):
+def test_the_file_store_takes_over_where_the_keyring_cannot_load_and_auth_status_says_so(pyz, env, isolated_home,
+                                                                                          from_tree):
     # keyring's Secret Service backend needs a compiled library the archive leaves out: it cannot load
     env = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"}
     key = "sk-or-v1-zipapp0123456789abc"
@@ -159,7 +219,7 @@ def test_the_file_store_takes_over_where_the_keyring_cannot_load_and_auth_status
     assert "inside the zipapp only pure-Python keyring backends load" in lines["keyring"]
     config = isolated_home / ".kward" / "config.json"
     assert json.loads(config.read_text())["openrouter_api_key"] == key and config.stat().st_mode & 0o777 == 0o600
-    assert tree(isolated_home).is_dir()  # that ran from the extracted tree; from the archive it says the same
+    assert tree(isolated_home) == from_tree  # that ran from the extracted tree; from the archive it says the same
     archive = subprocess.run([sys.executable, "-S", str(pyz), "auth", "status"], capture_output=True, text=True,
                              cwd=pyz.parent, env={**env, "KWARD_PYZ_EXTRACT": "0"}, timeout=60)
     assert (archive.returncode, archive.stdout, archive.stderr) == (0, status.stdout, "")
@@ -222,9 +282,8 @@ def test_concurrent_first_starts_share_one_tree(pyz, env, isolated_home):
     assert loaded_from(pyz, env)[1] == "bytecode"
 
 
-def test_a_damaged_tree_is_extracted_again(pyz, env, isolated_home):
-    loaded_from(pyz, env)
-    where = tree(isolated_home)
+def test_a_damaged_tree_is_extracted_again(pyz, env, isolated_home, from_tree):
+    where = from_tree
     (where / ".kward-pyz").write_text("")  # a marker cut short: the tree is not trusted
     (where / "kward" / "config" / "rules.py").unlink()
     assert loaded_from(pyz, env)[1] == "bytecode"
@@ -287,9 +346,8 @@ def test_the_archive_lists_the_hash_of_every_file(pyz):
                                                                                   ".kward-pyz-files"}
 
 
-def test_a_modified_file_in_the_tree_is_never_executed(pyz, env, isolated_home, tmp_path):
-    loaded_from(pyz, env)
-    where = tree(isolated_home)
+def test_a_modified_file_in_the_tree_is_never_executed(pyz, env, isolated_home, tmp_path, from_tree):
+    where = from_tree
     marker = tmp_path / "executed"
     target = where / "kward" / "rpc" / "main.py"
     original = target.read_bytes()
@@ -301,9 +359,8 @@ def test_a_modified_file_in_the_tree_is_never_executed(pyz, env, isolated_home, 
     assert rpc_initialize(pyz, env, isolated_home) == "" and not marker.exists()
 
 
-def test_a_touched_file_is_checked_by_its_hash_and_kept(pyz, env, isolated_home):
-    loaded_from(pyz, env)
-    where = tree(isolated_home)
+def test_a_touched_file_is_checked_by_its_hash_and_kept(pyz, env, isolated_home, from_tree):
+    where = from_tree
     target = where / "kward" / "rpc" / "main.py"
     os.utime(target)  # same bytes, another mtime and ctime
     inode = target.stat().st_ino
@@ -313,9 +370,8 @@ def test_a_touched_file_is_checked_by_its_hash_and_kept(pyz, env, isolated_home)
     assert (where / f".kward-pyz-{sys.implementation.cache_tag}").is_file()
 
 
-def test_a_file_missing_from_the_tree_is_extracted_again(pyz, env, isolated_home):
-    loaded_from(pyz, env)
-    where = tree(isolated_home)
+def test_a_file_missing_from_the_tree_is_extracted_again(pyz, env, isolated_home, from_tree):
+    where = from_tree
     (where / "kward" / "rpc" / "main.py").unlink()
     assert rpc_initialize(pyz, env, isolated_home) == ""  # from the archive
     assert loaded_from(pyz, env)[1] == "bytecode"
@@ -323,9 +379,8 @@ def test_a_file_missing_from_the_tree_is_extracted_again(pyz, env, isolated_home
     assert rpc_initialize(pyz, env, isolated_home) == ""
 
 
-def test_a_module_removed_while_kward_runs_is_loaded_from_the_archive(pyz, env, isolated_home):
-    loaded_from(pyz, env)
-    where = tree(isolated_home)
+def test_a_module_removed_while_kward_runs_is_loaded_from_the_archive(pyz, env, isolated_home, from_tree):
+    where = from_tree
     logging_env = {**env, "KWARD_LOGGING": "1", "KWARD_LOGGING_TOOLS": "1"}
     with RpcClient(isolated_home, cwd=pyz.parent, env=logging_env,
                    argv=[sys.executable, "-S", str(pyz), "rpc"]) as c:
@@ -338,8 +393,7 @@ def test_a_module_removed_while_kward_runs_is_loaded_from_the_archive(pyz, env, 
 
 
 @pytest.mark.parametrize("how", ["cache/pyz group-writable", "cache/pyz a symlink", "cache world-writable"])
-def test_an_unsafe_cache_directory_is_not_used(pyz, env, isolated_home, tmp_path, how):
-    loaded_from(pyz, env)
+def test_an_unsafe_cache_directory_is_not_used(pyz, env, isolated_home, tmp_path, how, from_tree):
     cache = isolated_home / ".kward" / "cache"
     if how == "cache/pyz group-writable":
         (cache / "pyz").chmod(0o770)
@@ -407,9 +461,8 @@ def test_a_planted_link_at_the_pinned_ca_file_is_neither_used_nor_written_throug
 
 
 @pytest.mark.parametrize("how", ["group-writable", "another owner", "a symlink"])
-def test_an_unsafe_tree_is_extracted_again(pyz, env, isolated_home, tmp_path, how):
-    loaded_from(pyz, env)
-    where = tree(isolated_home)
+def test_an_unsafe_tree_is_extracted_again(pyz, env, isolated_home, tmp_path, how, from_tree):
+    where = from_tree
     if how == "group-writable":
         where.chmod(0o770)
     elif how == "another owner":
@@ -424,7 +477,7 @@ def test_an_unsafe_tree_is_extracted_again(pyz, env, isolated_home, tmp_path, ho
     assert (st.st_mode & 0o777, st.st_uid) == (0o700, os.geteuid()) and not where.is_symlink()
 
 
-def test_runs_with_and_without_o_keep_the_same_tree(pyz, env, isolated_home):
+def test_runs_with_and_without_o_keep_the_same_tree(pyz, env, isolated_home, from_tree):
     # with bytecode writing on, Python would write -O's bytecode (opt-1) into the checked tree
     env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
@@ -435,6 +488,7 @@ def test_runs_with_and_without_o_keep_the_same_tree(pyz, env, isolated_home):
 
     run()
     where = tree(isolated_home)
+    assert where == from_tree
     stamp = where / f".kward-pyz-{sys.implementation.cache_tag}"
     before = (where.stat().st_ino, (where / ".kward-pyz").stat().st_ino, stamp.stat().st_ino)
     for flags in (("-O",), (), ("-O",), (), ("-OO",), ("-O",), ()):
@@ -454,10 +508,9 @@ def test_a_tree_extracted_under_o_holds_the_plain_bytecode_too(pyz, env, isolate
     assert loaded_from(pyz, env, flags=("-O",))[1] == "bytecode"
 
 
-def test_a_changed_data_file_of_the_tree_is_checked_before_kward_runs(pyz, env, isolated_home):
+def test_a_changed_data_file_of_the_tree_is_checked_before_kward_runs(pyz, env, isolated_home, from_tree):
     # read as files, not imported: certifi's CA file (requests loads it) and kward's prompt
-    loaded_from(pyz, env)
-    where = tree(isolated_home)
+    where = from_tree
     pem, prompt = where / "certifi" / "cacert.pem", where / "kward" / "resources" / "base_prompt.md"
     with zipfile.ZipFile(pyz) as z:
         originals = {pem: z.read("certifi/cacert.pem"), prompt: z.read("kward/resources/base_prompt.md")}

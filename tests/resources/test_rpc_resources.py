@@ -188,7 +188,7 @@ def test_a_blocking_plugin_times_out_while_every_other_request_is_answered(kward
     write_plugin(cfg, "hello", HELLO)
     write_plugin(cfg, "blocking", BLOCKING, out=out)
     write_plugin(cfg, "slowload", BLOCKS_AT_LOAD)  # never finishes loading: skipped after the timeout
-    write_config(cfg, {"plugins": {"command_timeout_seconds": 3}})
+    write_config(cfg, {"plugins": {"command_timeout_seconds": 1}})
     k = kward([])
     first, second = k.session(name="one"), k.session(name="two")  # named: an unused one is not cleaned up
     blocked = k.client.send("commands/run", {"sessionId": first["id"], "name": "block", "arguments": "run"})
@@ -204,14 +204,14 @@ def test_a_blocking_plugin_times_out_while_every_other_request_is_answered(kward
 
     err = k.client.response(blocked, timeout=30)["error"]
     assert (err["code"], err["data"]["reason"]) == (-32004, "plugin_timeout")
-    assert err["message"] == ("Plugin command /block did not finish within 3 s; it was abandoned (its thread may "
+    assert err["message"] == ("Plugin command /block did not finish within 1 s; it was abandoned (its thread may "
                               "still be running)")
-    assert err["data"]["timeoutSeconds"] == 3 and err["data"]["plugin"] == "blocking"
+    assert err["data"]["timeoutSeconds"] == 1 and err["data"]["plugin"] == "blocking"
     finished = check_turn_events(k.finish(turn["id"], timeout=30), "failed")
     assert finished["error"]["reason"] == "plugin_timeout"
     warnings = k.request("resources/startup")["warnings"]
     assert [w["message"] for w in warnings] == [
-        "Plugin slowload did not finish loading within 3 s; it was skipped (its thread may still be running)"]
+        "Plugin slowload did not finish loading within 1 s; it was skipped (its thread may still be running)"]
     assert k.request("commands/run", {"sessionId": first["id"], "name": "hi", "arguments": "again"})["output"] == [
         "Hello again"]
     assert k.close() == 0  # the abandoned threads do not hold up the exit

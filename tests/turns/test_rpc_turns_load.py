@@ -257,9 +257,10 @@ def test_a_client_that_stops_reading_gets_every_event_once_it_reads_again(isolat
             time.sleep(0.25)
             return cpu_ticks(proc.pid) - before <= 2
         wait_until(idle, 30, "the server to block on the unread output", interval=0)
-        # the case under test: the client reads nothing for 10 s (this wait is the case
-        # itself, not synchronisation); memory must not grow meanwhile
-        time.sleep(max(0.0, paused_at + 10 - time.monotonic()))
+        # the case under test: the client reads nothing for 4 s, and for 2 s at least after
+        # the server blocked (it blocks ~1.3 s after the pause here); this wait is the case
+        # itself, not synchronisation; memory must not grow meanwhile, nor the turn go on
+        time.sleep(max(0.0, paused_at + 4 - time.monotonic(), 2.0))
         held_kb = proc_status_kb(proc.pid, "VmRSS")
         # stalled before the end of its output: the backlog cannot grow any more
         assert not (ws / "late.marker").exists(), "the turn ran on although nobody read its output"
