@@ -90,11 +90,12 @@ class SandboxPolicy(NamedTuple):
 
 
 class SandboxStatus(NamedTuple):
-    """What is reported: the mode, whether bwrap works here (`available`), whether commands
-    run sandboxed now (`in_force`), the network choice, and why not (`reason`)."""
+    """What is reported: the mode, whether bwrap works here (`available`; None when the
+    sandbox is off: not probed), whether commands run sandboxed now (`in_force`), the
+    network choice, and why not (`reason`)."""
 
     mode: str
-    available: bool
+    available: bool | None
     in_force: bool
     network: bool
     reason: str | None = None
@@ -139,15 +140,25 @@ def probe(bwrap: str, network: bool = True) -> str | None:
     key = (bwrap, network)
     with _lock:
         if key not in _probes:
-            _probes[key] = _run_probe([*_base(bwrap, network), "true"])
+            try:
+                _probes[key] = _run_probe([*_base(bwrap, network), "true"])
+            except _ProbeFailed as exc:  # asked again next time
+                return str(exc)
         return _probes[key]
+
+
+class _ProbeFailed(Exception):
+    """The probe could not even start (no descriptor for its pipe): no answer to keep."""
 
 
 def _run_probe(argv: list[str]) -> str | None:
     """Run `argv` (stdin and stdout /dev/null, stderr read), at most PROBE_TIMEOUT seconds;
     None when it exited 0, else why not. posix_spawn, select and waitpid rather than
     subprocess, which `initialize` (that reports the sandbox) does not import."""
-    r, w = os.pipe()
+    try:
+        r, w = os.pipe()
+    except OSError as exc:  # (out of descriptors: not cached as an answer, see probe)
+        raise _ProbeFailed(f"bwrap cannot be probed: {exc.strerror or exc}") from exc
     try:
         pid = os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -195,14 +206,15 @@ def _unavailable(policy: SandboxPolicy, env: Mapping[str, str]) -> tuple[str | N
 
 
 def status(policy: SandboxPolicy, env: Mapping[str, str]) -> SandboxStatus:
-    """What is reported about `policy` here (probing bwrap once)."""
+    """What is reported about `policy` here (probing bwrap once, only when a sandbox is
+    configured: with it off, `available` is None, not looked at, so that `initialize`
+    spawns nothing)."""
+    if policy.problem is None and not policy.configured:
+        return SandboxStatus(OFF, None, False, policy.network, "security.sandbox is off")
     bwrap, why = _unavailable(policy if policy.problem is None else SandboxPolicy(network=policy.network), env)
     available = bwrap is not None
     if policy.problem is not None:  # the mode is not known: "invalid"
         return SandboxStatus(INVALID, available, False, policy.network, f"commands are refused: {policy.problem}")
-    if not policy.configured:
-        return SandboxStatus(OFF, available, False, policy.network,
-                             "security.sandbox is off" + ("" if available else f"; {why}"))
     return SandboxStatus(policy.mode, available, available, policy.network,
                          None if available else f"commands are refused: {why}")
 

@@ -19,6 +19,7 @@ Main thread; the endpoint checks run on short-lived threads of their own.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -109,7 +110,12 @@ def _sandbox(report: Report, init: Mapping[str, Any]) -> None:
     (every shell command is then refused), `warn` while config.json cannot be read."""
     status = ((init.get("capabilities") or {}).get("security") or {}).get("sandbox") or {}
     mode, reason = status.get("mode"), status.get("reason")
-    bwrap = "bwrap available" if status.get("available") else "bwrap not usable"
+    if status.get("available") is None:  # off: not probed by initialize; is it there at all?
+        from kward.sandbox import find_bwrap
+
+        bwrap = "bwrap on PATH" if find_bwrap(os.environ) else "bwrap not installed"
+    else:
+        bwrap = "bwrap available" if status.get("available") else "bwrap not usable"
     if status.get("inForce"):
         network = "network allowed" if status.get("network") else "no network"
         report.line("ok", "sandbox", f"{mode} in force: shell commands run under bwrap ({network})")

@@ -260,7 +260,7 @@ def test_initialize_reports_token_and_cost_stats_and_model_methods(on_codex):
                                               "openrouter/catalog"}
     assert caps["events"]["modelRetry"] == {"supported": True, "event": "modelRetry"}
     assert set(caps["runtimeSettings"]["methods"]) >= {"runtime/updateSetting", "runtime/reload"}
-    assert caps["runtimeSettings"]["settings"] == ["defaultModel", "defaultThinkingLevel"]
+    assert caps["runtimeSettings"]["settings"] == ["defaultModel", "defaultThinkingLevel", "approvalMode"]
 
 
 def test_initialize_reports_trace_forwarding(on_codex):

@@ -87,7 +87,7 @@ def test_a_bad_value_in_config_json_refuses_commands(kward, isolated_home):
 def test_off_by_default_and_a_bad_value_is_refused(kward, isolated_home):
     k = kward([[text("ok")]])
     sandbox = k.request("initialize")["capabilities"]["security"]["sandbox"]
-    assert sandbox["mode"] == "off" and sandbox["inForce"] is False
+    assert sandbox["mode"] == "off" and sandbox["inForce"] is False and sandbox["available"] is None  # not probed
     error = k.error("config/update", {"values": {"security": {"sandbox": "on"}}})
     assert error.code == -32602 and "sandbox must be one of off, workspace-write" in error.message
     assert k.request("config/read")["config"].get("security") is None
