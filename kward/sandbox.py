@@ -21,7 +21,13 @@ sandbox is off. The sandboxed command sees:
 No ``--new-session``: kward already starts the command in a session of its own
 (`kward.tools.process`: no controlling terminal, so nothing to inject into), and bwrap's
 child must stay in that process group so that a timeout or a cancel ends it with the rest.
-No PID or user namespace is asked for, so kward sees (and kills) every process of it.
+A PID namespace of its own (``--unshare-pid``): the command sees only its own processes
+in ``/proc``, so no ``/proc/<pid>/root`` of a process outside leads back to the host's
+writable file system; kward still kills the group from outside (and every process left
+in the namespace dies with its first process).
+The workspace's ``.git`` directory is bound read-only: a command cannot plant git config
+(``core.fsmonitor``, filter drivers) or hooks that kward's own ``git status`` after the
+command, which runs outside the sandbox, would run.
 
 Where the sandbox is configured but bwrap is missing, cannot create its namespaces (the
 probe: ``bwrap <the same mounts> true``, once per bwrap path and network choice, cached for
@@ -129,7 +135,8 @@ def find_bwrap(env: Mapping[str, str]) -> str | None:
 
 
 def _base(bwrap: str, network: bool) -> list[str]:
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--die-with-parent"]
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--die-with-parent"]
     if not network:
         argv.append("--unshare-net")
     return argv
@@ -231,6 +238,9 @@ def wrap(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], policy: Sandb
         raise SandboxUnavailable(f"{what} is configured but unavailable, command not run: {why}")
     workspace = os.path.realpath(cwd)
     mounts = [(workspace, ["--bind", workspace, workspace])]
+    git_dir = os.path.join(workspace, ".git")
+    if os.path.isdir(git_dir) and not os.path.islink(git_dir):  # (a .git file points outside: read-only already)
+        mounts.append((git_dir, ["--ro-bind", git_dir, git_dir]))
     mounts += [(d, ["--tmpfs", d]) for d in policy.hidden_dirs if Path(d).is_dir()]  # (none: nothing to hide)
     mounts += [(f, ["--ro-bind", "/dev/null", f]) for f in policy.hidden_files if Path(f).exists()]
     mounts.sort(key=lambda m: len(Path(m[0]).parts))  # deeper last: it covers what is above it

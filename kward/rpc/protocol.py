@@ -139,10 +139,12 @@ def parse(body: bytes) -> Request | Notification | Response:
     else:
         raise _fail(InvalidRequest("Invalid Request: id must be a string, a number or null"))
     answer_id = None if request_id is _NO_ID else request_id
+    if "method" not in msg and request_id is not _NO_ID and ("result" in msg or "error" in msg):
+        # a response to a server request (never answered, not even when it lacks "jsonrpc");
+        # "error": null beside a result is no error, as some clients send it
+        return Response(request_id, msg.get("result"), msg.get("error"))
     if msg.get("jsonrpc") != "2.0":
         raise _fail(InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"'), answer_id)
-    if "method" not in msg and request_id is not _NO_ID and ("result" in msg) != ("error" in msg):
-        return Response(request_id, msg.get("result"), msg.get("error"))  # (never answered)
     method = msg.get("method")
     if not isinstance(method, str) or not method:
         raise _fail(InvalidRequest("Invalid Request: method must be a non-empty string"), answer_id)

@@ -258,7 +258,8 @@ class Git:
                 tmp.write(data)
                 tmp.flush()
                 tmp.seek(0)
-            options = [word for item in config for word in ("-c", item)]
+            # never a program the work tree's config names (a command may have written it)
+            options = ["-c", "core.fsmonitor=false", *(word for item in config for word in ("-c", item))]
             env = self.env if literal else {k: v for k, v in self.env.items() if k != "GIT_LITERAL_PATHSPECS"}
             outcome = run_command([self.executable, *options, *args], cwd=self.workspace, timeout=timeout,
                                   cancel=self.cancel, env=env, cap=MAX_OUTPUT_BYTES,

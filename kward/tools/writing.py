@@ -186,6 +186,8 @@ def write_preview(args: Args, ctx: ToolContext) -> str:
     with open_resolved(ctx.workspace_root, target, path, missing_ok=True) as node:
         if node.exists:
             fd, size = file_of(node, path)
+            if target not in ctx.read_paths:  # as write_file: no diff for a call that would be refused
+                raise ToolError(f"existing file must be read before writing: {path}")
             old = read_fd(fd, size + 1)
     return truncated_diff(path, _diff_text(old), content)
 

@@ -96,3 +96,8 @@ def test_a_response_frame_parses_as_a_response_and_a_request_stays_a_request():
     assert parse(b'{"jsonrpc":"2.0","id":"srv-2","error":{"code":1,"message":"x"}}') == \
         Response("srv-2", None, {"code": 1, "message": "x"})
     assert not isinstance(parse(b'{"jsonrpc":"2.0","id":1,"method":"m","result":1}'), Response)
+    # some clients send "error": null beside the result, or leave "jsonrpc" out of a reply:
+    # still an answer (never answered back with an error frame)
+    assert parse(b'{"jsonrpc":"2.0","id":"srv-3","result":{"decision":"approve"},"error":null}') == \
+        Response("srv-3", {"decision": "approve"}, None)
+    assert parse(b'{"id":"srv-4","result":{"decision":"decline"}}') == Response("srv-4", {"decision": "decline"}, None)

@@ -118,37 +118,81 @@ def test_network_is_refused_when_off(root, network):
         assert "got hello" not in r.content and accepted == [] and "Exit status: 1" in r.content, r.content
 
 
+def host_pids(*tags: str) -> dict[str, int]:
+    """The host pids of the processes whose command line is ``sleep <tag>`` (the command
+    runs in a PID namespace of its own: its ``$!`` is not a pid kward's side sees)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for tag in tags:
+                if argv[:2] == [b"sleep", tag.encode()]:
+                    found[tag] = int(entry)
+    return found
+
+
 @needs_bwrap
 def test_a_timeout_ends_every_process_of_a_sandboxed_command(root):
     ctx, _, _ = _setup(root)
-    r = sh(ctx, "trap '' TERM; sleep 100 & echo $! > bg.pid; setsid sleep 100 & echo $! > sid.pid; sleep 100",
-           timeout_seconds=1)
-    assert (r.content, r.is_error) == ("Error: command timed out after 1 seconds", True)
-    pids = [int((ctx.workspace_root / n).read_text()) for n in ("bg.pid", "sid.pid")]
-    assert wait_until(lambda: not any(pid_alive(p) for p in pids)), pids
+    seen: dict[str, int] = {}
+
+    def watch():  # the two background sleeps, seen from outside while the command runs
+        wait_until(lambda: len(seen.update(host_pids("4711", "4712")) or seen) == 2, 15, "the sleeps")
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        r = sh(ctx, "trap '' TERM; sleep 4711 & setsid sleep 4712 & sleep 100", timeout_seconds=2)
+    finally:
+        t.join(20)
+    assert (r.content, r.is_error) == ("Error: command timed out after 2 seconds", True)
+    assert sorted(seen) == ["4711", "4712"]
+    assert wait_until(lambda: not any(pid_alive(p) for p in seen.values())), seen
 
 
 @needs_bwrap
 def test_a_cancel_ends_every_process_of_a_sandboxed_command(root):
     ctx, _, _ = _setup(root)
-    ws = ctx.workspace_root
-    ready = threading.Event()
+    seen: dict[str, int] = {}
 
     def cancel_when_started():
-        ready.set()
-        assert wait_until(lambda: (ws / "sid.pid").exists() and (ws / "sid.pid").read_text().strip() != "")
+        wait_until(lambda: len(seen.update(host_pids("4721", "4722")) or seen) == 2, 15, "the sleeps")
         ctx.cancel.cancel()
 
     t = threading.Thread(target=cancel_when_started)
     t.start()
     try:
         with pytest.raises(Canceled):
-            sh(ctx, "sleep 100 & echo $! > bg.pid; setsid sleep 100 & echo $! > sid.tmp; mv sid.tmp sid.pid; sleep 100",
-               timeout_seconds=60)
+            sh(ctx, "sleep 4721 & setsid sleep 4722 & sleep 100", timeout_seconds=60)
     finally:
-        t.join(15)
-    pids = [int((ws / n).read_text()) for n in ("bg.pid", "sid.pid")]
-    assert wait_until(lambda: not any(pid_alive(p) for p in pids)), pids
+        t.join(20)
+    assert sorted(seen) == ["4721", "4722"]
+    assert wait_until(lambda: not any(pid_alive(p) for p in seen.values())), seen
+
+
+@needs_bwrap
+def test_the_command_sees_only_its_own_processes_and_cannot_write_through_proc(root):
+    ctx, conf, _ = _setup(root)
+    outside = root / "outside"
+    outside.mkdir()
+    sh(ctx, f"ls /proc | grep -c '^[0-9]' > n.txt; echo x > /proc/{os.getpid()}/root{outside}/via-proc.txt; "
+            f"cat /proc/{os.getpid()}/root{conf}/config.json > leak.txt")
+    assert int((ctx.workspace_root / "n.txt").read_text()) <= 5  # sh, ls, grep and bwrap's own
+    assert not (outside / "via-proc.txt").exists()
+    assert "s3cret" not in (ctx.workspace_root / "leak.txt").read_text()
+
+
+@needs_bwrap
+def test_the_workspace_git_directory_is_read_only_inside(root):
+    ctx, _, _ = _setup(root)
+    git = ctx.workspace_root / ".git"
+    git.mkdir()
+    (git / "config").write_text("[core]\n")
+    r = sh(ctx, "echo '[core] fsmonitor = touch planted' >> .git/config; echo ok > fine.txt")
+    assert (git / "config").read_text() == "[core]\n" and (ctx.workspace_root / "fine.txt").exists(), r.content
 
 
 def test_a_missing_bwrap_refuses_with_the_reason(root, monkeypatch):

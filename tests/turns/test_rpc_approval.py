@@ -273,7 +273,8 @@ def test_a_config_change_of_the_mode_is_announced_and_applies_to_the_next_turn(k
 
 def test_no_credential_kward_holds_reaches_the_client_in_a_preview(kward, isolated_home):
     secret = "compat-plain-secret-4242"  # config openai_compat_api_key: matches no pattern, known by value
-    k, s = start(kward, isolated_home, [[write("s.txt", "key=gone\n"), shell(f"echo {secret}")], [text("ok")]],
+    k, s = start(kward, isolated_home, [[tool("read_file", {"path": "s.txt"}), write("s.txt", "key=gone\n"), shell(f"echo {secret}")],
+                                       [text("ok")]],
                  files={"s.txt": f"key={secret}\n"},
                  config={"security": {"approvalMode": "ask"}, "openai_compat_api_key": secret})
     turn = k.start(s["id"], "go")
