@@ -9,7 +9,9 @@ and declines when there is none that can answer. Mutating means any tool not in
 `READ_ONLY_TOOLS` (write, edit, shell, plugin tools). A declined call's result is
 ``Declined: <reason>`` (an error result the model reads); the turn goes on.
 ``approveForSession`` approves that tool for the rest of the session, for the shell that
-exact command.
+exact command. An approval may carry edited `args` (the terminal's "edit the command"):
+the call then runs with them in place of the model's, and its result ends with
+`edited_note`, so the model reads what ran.
 
 The gate emits ``approvalRequested`` before it asks and ``approvalResolved`` for every
 gated call (`kward.model.ApprovalAsked` / `ApprovalDecided`). Knows nothing of JSON-RPC.
@@ -23,6 +25,7 @@ the turn's cancel or the client's end, and always returns a `Decision`.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
@@ -62,12 +65,14 @@ class ApprovalRequest:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """An approver's answer: `decision` (one of DECISIONS), the client's `reason`, and the
-    `outcome` (see `kward.model.ApprovalDecided`)."""
+    """An approver's answer: `decision` (one of DECISIONS), the client's `reason`, the
+    `outcome` (see `kward.model.ApprovalDecided`) and, for an approval, the edited `args`
+    the call runs with instead of its own (None: as the model gave them)."""
 
     decision: str
     reason: str | None = None
     outcome: str = "answered"
+    args: Mapping[str, Any] | None = None
 
 
 class Approver(Protocol):
@@ -152,8 +157,22 @@ def _command(args: Mapping[str, Any]) -> str | None:
     return command if isinstance(command, str) else None
 
 
+def edited(call: ToolCall, args: Mapping[str, Any]) -> ToolCall:
+    """`call` with the approver's edited `args` (the same id and name)."""
+    return ToolCall(call.id, call.name, json.dumps(dict(args), ensure_ascii=False))
+
+
+def edited_note(call: ToolCall, args: Mapping[str, Any]) -> str:
+    """What ends the result of a call run with edited `args`, for the model to read."""
+    command = _command(args)
+    if call.name == SHELL and command is not None:
+        return f"\n\n(The user edited the command before it ran; what ran: {command})"
+    return f"\n\n(The user edited the call before it ran; it ran with: {json.dumps(dict(args), ensure_ascii=False)})"
+
+
 class Gate:
-    """One turn's gate: `check(call, args)` returns None when the call may run, else the
+    """One turn's gate: `check(call, args)` returns None when the call may run as it is, a
+    `ToolCall` to run in its place (the approver edited its args: `edited`), else the
     ``Declined: ...`` text that is its result. On the turn's worker thread."""
 
     def __init__(self, policy: ApprovalPolicy, session_id: str, turn_id: str, configured: str | None,
@@ -167,7 +186,7 @@ class Gate:
         self.cancel = cancel
         self.ctx = ctx
 
-    def check(self, call: ToolCall, args: Mapping[str, Any]) -> str | None:
+    def check(self, call: ToolCall, args: Mapping[str, Any]) -> str | ToolCall | None:
         if not mutates(call.name):
             return None
         mode = self.policy.mode(self.session_id, self.configured)
@@ -195,9 +214,13 @@ class Gate:
             self.emit("approvalRequested", ApprovalAsked(call, request_id, request.preview))
 
         decision = approver.ask(request, self.cancel, self.timeout, announce)
+        ran = decision.args if decision.args is not None else args
         if decision.decision == APPROVE_FOR_SESSION:
-            self.policy.approve_for_session(self.session_id, call, args)
-        return self._resolved(call, decision)
+            self.policy.approve_for_session(self.session_id, call, ran)
+        declined = self._resolved(call, decision)
+        if declined is None and decision.args is not None:
+            return edited(call, decision.args)
+        return declined
 
     def _resolved(self, call: ToolCall, decision: Decision) -> str | None:
         self.emit("approvalResolved", ApprovalDecided(call, decision.decision, decision.reason, decision.outcome))

@@ -40,7 +40,7 @@ the request is sent again over the compacted conversation.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from kward.cancel import CancelToken
@@ -242,7 +242,9 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
     canceled = False
     for call in calls:
         setup.emit("toolCall", call)
-        declined = _declined(call, setup) if not canceled else None
+        verdict = _declined(call, setup) if not canceled else None
+        declined = verdict if isinstance(verdict, str) else None
+        run = verdict if isinstance(verdict, ToolCall) else call  # (the approver edited its args)
         if declined is not None:
             result = ToolResult.text(declined)
             canceled = setup.cancel.cancelled  # (cancelled while it waited for an answer)
@@ -252,7 +254,7 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
             live = live_output(call, setup.emit, setup.tool_ctx.scrub) if setup.live_output else None
             setup.tool_ctx.live = live
             try:
-                result = setup.tools.run(call.name, call.arguments, setup.tool_ctx)
+                result = setup.tools.run(run.name, run.arguments, setup.tool_ctx)
             except Canceled as exc:
                 canceled = True
                 carried = getattr(exc, "result", None)  # kward.tools.shell.CanceledCommand: what it changed
@@ -261,6 +263,10 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
                 setup.tool_ctx.live = None
                 if live is not None:
                     live.close()
+        if run is not call:
+            from kward.agent.approval import edited_note  # (the gate is there: so is its module)
+
+            result = replace(result, content=result.content + edited_note(run, decode_arguments(run.arguments)))
         # the flag is stored when the text does not tell it (`Unknown tool:`), so that a
         # reloaded transcript reports what the toolResult event did
         flag = result.is_error if result.is_error != is_error_text(result.content) else None
@@ -273,8 +279,9 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         raise Canceled("Canceled.")
 
 
-def _declined(call: ToolCall, setup: TurnSetup) -> str | None:
-    """The gate's ``Declined: ...`` for `call`, or None when it may run (or nothing gates)."""
+def _declined(call: ToolCall, setup: TurnSetup) -> str | ToolCall | None:
+    """The gate's ``Declined: ...`` for `call`, the edited call to run in its place, or None
+    when it may run as it is (or nothing gates)."""
     if setup.gate is None:
         return None
     try:

@@ -4,7 +4,9 @@ server request, sent only to a client that declared in `initialize` that it answ
 
 Params: ``{sessionId, turnId, toolCallId, toolName, args, preview, tool}`` (`toolCallId`,
 `toolName` and `args` as the call's `toolCall` event has them; `tool` the model's own tool
-name). A reply ``{"decision": "approve" | "approveForSession" | "decline", "reason"?}``;
+name). A reply ``{"decision": "approve" | "approveForSession" | "decline", "reason"?, "args"?}``
+(`args`, with an approval: an object the call runs with in place of its own, e.g. the shell
+command the user edited; the result tells the model what ran);
 anything else (an error, another value) declines with a reason saying so. No answer in
 time, a cancelled turn or a client gone decline too (`kward.rpc.server_requests`).
 `ask` runs on the turn's thread and blocks it; `available` on any thread. Built at
@@ -64,6 +66,10 @@ def decision_of(reply: Reply, timeout: float) -> Decision:
     if decision not in DECISIONS:
         return Decision(DECLINE, "the client's approval reply was not valid (decision must be one of "
                                  + ", ".join(DECISIONS) + ")", "invalidReply")
+    edited = result.get("args")
+    if edited is not None and (not isinstance(edited, dict) or decision == DECLINE):
+        return Decision(DECLINE, "the client's approval reply was not valid (args must be an object, "
+                                 "given only with an approval)", "invalidReply")
     given = result.get("reason")
     said = given[:MAX_REASON_CHARS] if isinstance(given, str) and given.strip() else None
-    return Decision(decision, said, ANSWERED)
+    return Decision(decision, said, ANSWERED, edited)

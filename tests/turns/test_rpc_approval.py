@@ -296,3 +296,28 @@ def test_shutdown_while_waiting_declines_and_exits_cleanly(kward, isolated_home)
     assert [m["content"] for m in tool_results(k, s)] == [
         "Declined: the client went away before answering the approval request"]
     assert {"id": req["id"], "outcome": "clientGone"} in resolved_notes(k)
+
+
+def test_an_approval_with_edited_args_runs_them_and_the_model_reads_what_ran(kward, isolated_home):
+    k, s = start(kward, isolated_home, [[shell("echo model > m.txt")], [text("ok")]])
+    turn = k.start(s["id"], "go")
+    req = k.wait_server_request(REQUEST)
+    k.reply(req["id"], {"decision": "approve", "args": {"command": "echo user > u.txt"}})
+    events = k.finish(turn["id"])
+    check_turn_events(events, "completed")
+    assert not (k.ws / "m.txt").exists() and (k.ws / "u.txt").read_text() == "user\n"
+    content = tool_results(k, s)[0]["content"]
+    assert content.endswith("(The user edited the command before it ran; what ran: echo user > u.txt)")
+
+
+def test_edited_args_that_are_not_an_object_or_come_with_a_decline_decline(kward, isolated_home):
+    k, s = start(kward, isolated_home, [[shell("touch a.txt"), shell("touch b.txt")], [text("ok")]])
+    turn = k.start(s["id"], "go")
+    first = k.wait_server_request(REQUEST)
+    k.reply(first["id"], {"decision": "approve", "args": "touch c.txt"})
+    second = k.wait_server_request(REQUEST, 2)
+    k.reply(second["id"], {"decision": "decline", "args": {"command": "touch c.txt"}})
+    events = k.finish(turn["id"])
+    check_turn_events(events, "completed")
+    assert sorted(p.name for p in k.ws.iterdir()) == []
+    assert [p["outcome"] for p in payloads(events, "approvalResolved")] == ["invalidReply", "invalidReply"]
