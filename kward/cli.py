@@ -62,11 +62,13 @@ from kward import __version__
 OPTIONS = (
     ("--working-directory", "DIR", "work in DIR (kward changes to it before anything else)"),
     ("--model", "PROVIDER[/ID]", "use this provider (and model) for this run only"),
+    ("--yes", "", "run the model's tool calls without asking (approval mode off for this run)"),
     ("-h, --help", "", "show this help and exit"),
     ("-v, --version", "", "print the version and exit"),
     ("--", "", "end of the options: the rest is the prompt"),
 )
 VALUE_OPTIONS = {flags: value for flags, value, _ in OPTIONS if value}
+FLAG_OPTIONS = frozenset({"--yes"})  # kward's options without a value (beside help and version)
 
 #: name -> (usage, summary, details)
 COMMANDS = {
@@ -379,7 +381,9 @@ def parse(args: list[str]) -> CommandLine:
                 raise UsageError(f"{arg} is an option only before the prompt{advice}")
             options["help" if arg in HELP_FLAGS else "version"] = ""  # wins over anything after it
             break
-        if is_option(arg):
+        if arg in FLAG_OPTIONS:
+            options[arg] = ""
+        elif is_option(arg):
             name, eq, value = arg.partition("=")
             if name not in VALUE_OPTIONS:
                 raise UsageError(f"unknown option: {_option_name(arg)}{advice}")
@@ -503,10 +507,10 @@ def _main(args: list[str], real_process: bool) -> int:
     if "version" in line.options:
         sys.stdout.write(f"kward {__version__}\n")
         return 0
-    return _prompt(" ".join(line.args), line.options.get("--model"), overrides)
+    return _prompt(" ".join(line.args), line.options.get("--model"), overrides, yes="--yes" in line.options)
 
 
-def _prompt(prompt: str, model: str | None, overrides: dict[str, str]) -> int:
+def _prompt(prompt: str, model: str | None, overrides: dict[str, str], *, yes: bool = False) -> int:
     """One-shot (a prompt, piped input, or both) or, on a terminal, interactive."""
     from kward.terminal import oneshot
     from kward.terminal.host import EnvironmentProblem, Host, fail, terminal_env
@@ -528,10 +532,10 @@ def _prompt(prompt: str, model: str | None, overrides: dict[str, str]) -> int:
     try:
         with Host(env):
             if prompt:
-                return oneshot.run(prompt, env, cwd)
+                return oneshot.run(prompt, env, cwd, yes=yes)
             from kward.terminal import interactive
 
-            return interactive.run(env, cwd, model_override=model)
+            return interactive.run(env, cwd, model_override=model, yes=yes)
     except EnvironmentProblem as exc:
         return fail(str(exc), 2)
 

@@ -94,7 +94,7 @@ def main() -> int:
         master, slave = pty.openpty()
         os.set_inheritable(slave, True)
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLS, 0, 0))
-        proc = subprocess.Popen([sys.executable, "-m", "kward"], stdin=slave, stdout=slave, stderr=slave, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "kward", "--yes"], stdin=slave, stdout=slave, stderr=slave, env=env,
                                 cwd=ws, start_new_session=True)
         os.close(slave)
         out = bytearray()

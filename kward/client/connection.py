@@ -130,12 +130,14 @@ class Client:
 
     @classmethod
     def in_process(cls, *, env: Mapping[str, str] | None = None,
-                   cwd: str | os.PathLike[str] | None = None, narrow_config_mode: bool = True) -> Client:
+                   cwd: str | os.PathLike[str] | None = None, narrow_config_mode: bool = True,
+                   approval_default: str = "off") -> Client:
         """Run the server core on a thread of this process over OS pipes. `env` (default
         os.environ) decides the config directory, provider and settings exactly as the
         environment of `kward rpc` would; `cwd` is its launch directory (default: ours);
         `narrow_config_mode` False leaves a config.json open to others as it is
-        (`kward.rpc.compose.resolve`). Raises kward.errors.ConfigError for a bad
+        (`kward.rpc.compose.resolve`); `approval_default` the approval mode when config.json
+        sets none (`kward.rpc.compose.build_server`). Raises kward.errors.ConfigError for a bad
         environment setting."""
         from kward.rpc import compose
 
@@ -145,7 +147,7 @@ class Client:
         out_r, out_w = os.pipe()
         server_in = io.open(in_r, "rb", buffering=256 * 1024)
         server_out = io.FileIO(out_w, "wb", closefd=True)
-        server = compose.build_server(server_in, server_out, setup)
+        server = compose.build_server(server_in, server_out, setup, approval_default=approval_default)
         status: list[int] = []
 
         def serve() -> None:

@@ -72,10 +72,12 @@ def _event_payload(type_: str, payload: EventPayload) -> dict[str, Any]:
 
 def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, *,
                  env: Mapping[str, str] | None = None, launch_cwd: str | os.PathLike[str] | None = None,
-                 methods: MethodTable | None = None) -> RpcServer:
+                 methods: MethodTable | None = None, approval_default: str = "off") -> RpcServer:
     """A server over `stdin`/`stdout` (binary streams; stdout unbuffered or flushed by the
     writer) serving `methods` (default: every method of kward.rpc.method_table.METHODS).
-    Without `setup`, resolves one from `env` (default os.environ) and `launch_cwd`."""
+    Without `setup`, resolves one from `env` (default os.environ) and `launch_cwd`.
+    `approval_default`: the approval mode when config.json sets none (`kward rpc`: off;
+    the interactive terminal: ask)."""
     if setup is None:
         setup = resolve(os.environ if env is None else env, launch_cwd)
     settings = setup.settings
@@ -87,7 +89,7 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=conn.publish_turn_event,
                       notify=conn.report, make_room=conn.make_room, admit=conn.admit, event_payload=_event_payload,
                       live_settings=setup.live, wants_event=lambda type_: conn.wants("turn/event", type_),
-                      approver=_approver(conn), approval_default="off")
+                      approver=_approver(conn), approval_default=approval_default)
     table = methods if methods is not None else default_table()
     conn.describe_capabilities = lambda: _capabilities(table, runtime)
     make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)

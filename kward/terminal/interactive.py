@@ -10,6 +10,11 @@ commands from `commands.TABLE`, and a status line with the model and the context
 after each turn (`runtime/state`, `runtime/stats`). Answers to a pick list or a question
 of the model are read with `input()` in the terminal's normal mode (`Shell.read`).
 
+Before a tool call that may change something the user is asked inline (approval mode
+`ask`, this mode's default unless config.json sets one; `--yes`: off for every session of
+the run): the terminal declares that it answers `tool/requestApproval` and answers it in
+the turn loop (`kward.terminal.approve`; `e` edits the command in the line editor).
+
 Ctrl-C while a turn runs cancels it (see `turn`); at the prompt it clears the input, and a
 second Ctrl-C at an empty prompt within `EXIT_WINDOW` seconds (`ExitGuard`), or Ctrl-D on
 an empty input, exits; the Ctrl-C that canceled a turn does not count. What is typed while
@@ -32,7 +37,7 @@ from typing import Any, Callable, Mapping
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
-from kward.terminal import banner, commands, lineedit_external, lineedit_term
+from kward.terminal import approve, banner, commands, lineedit_external, lineedit_term
 from kward.terminal.host import fail, warn
 from kward.terminal.lineedit import EOF, INTERRUPT, LINE, LineEditor, ReadResult
 from kward.terminal.lineedit_history import History
@@ -94,7 +99,7 @@ class Shell:
     """The interactive session: the client, the open session and the terminal."""
 
     def __init__(self, client: Client, env: Mapping[str, str], cwd: str, *, model_override: str | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, yes: bool = False):
         self.client = client
         self.env = env
         self.cwd = cwd
@@ -110,6 +115,8 @@ class Shell:
         self.history = History(None)  # (its file is found at start)
         self.exit_guard = ExitGuard(clock)
         self._prefill: str | None = None
+        self.yes = yes  # --yes: every session's approval mode is off
+        self.approvals = approve.Inbox()  # tool/requestApproval, answered in the turn loop
 
     # --- output and input helpers (for commands too) ----------------------------------
 
@@ -173,6 +180,9 @@ class Shell:
     def switch(self, session: dict[str, Any]) -> None:
         """Make `session` (a session payload) the current one and close the previous id."""
         previous, self.session = self.session, session
+        if self.yes:
+            self.client.request("runtime/updateSetting", {"sessionId": session["id"], "settingId": "approvalMode",
+                                                          "value": "off"})
         if previous is not None and previous.get("id") != session.get("id"):
             try:
                 self.client.request("sessions/close", {"sessionId": previous["id"]}, timeout=None)
@@ -206,10 +216,27 @@ class Shell:
     def ask(self, questions: list[Question]) -> list[dict[str, str]] | None:
         return ask_inline(questions, self.write, self.read)
 
+    def approve(self, params: dict[str, Any], view: TurnView) -> dict[str, Any]:
+        """The approval question of a tool call (`kward.terminal.approve`)."""
+        view.lines(approve.question_lines(params, self.style, view.width))
+        return approve.ask(params, self.note, self.read, self._edit_line)
+
+    def _edit_line(self, prompt: str, text: str) -> str | None:
+        """The command edited: in the line editor with it prefilled, else typed anew."""
+        if self.editor is None:
+            self.note(f"(type the command to run instead of: {text})")
+            try:
+                return self.read(prompt)
+            except EOFError:
+                return None
+        got = self.editor.read(prompt, text)
+        return got.text if got.kind == LINE else None
+
     def turn(self, text: str) -> None:
         view = TurnView(self.out, self.out, self.style, self.style, reasoning_shown=self.reasoning_shown)
         try:
-            finished = run_turn(self.client, self.session_id, text, view, self.interrupts, ask=self.ask)
+            finished = run_turn(self.client, self.session_id, text, view, self.interrupts, ask=self.ask,
+                                approvals=self.approvals, approve=self.approve)
         except RpcError as exc:
             self.error(error_text(exc))
             return
@@ -220,7 +247,8 @@ class Shell:
     # --- the loop ---------------------------------------------------------------------
 
     def start(self) -> None:
-        init = self.client.initialize(name="kward-terminal", version=__version__)
+        self.client.on_request(approve.METHOD, self.approvals.handle)
+        init = self.client.initialize(name="kward-terminal", version=__version__, **approve.DECLARE)
         for message in banner.unreported_warnings(init):
             warn(message)
         self.new_session()
@@ -315,10 +343,11 @@ class Shell:
             self._drop_history(exc)
 
 
-def run(env: Mapping[str, str], cwd: str, *, model_override: str | None = None) -> int:
-    """The interactive session; returns the exit status."""
-    with Client.in_process(env=env, cwd=cwd) as client:
-        shell = Shell(client, env, cwd, model_override=model_override)
+def run(env: Mapping[str, str], cwd: str, *, model_override: str | None = None, yes: bool = False) -> int:
+    """The interactive session (approval mode `ask` unless config.json sets one; `yes`:
+    off); returns the exit status."""
+    with Client.in_process(env=env, cwd=cwd, approval_default="ask") as client:
+        shell = Shell(client, env, cwd, model_override=model_override, yes=yes)
         try:
             shell.start()
             shell.loop()

@@ -34,6 +34,10 @@ A standard input not open for reading (`0>file`: EBADF) is no input, as a closed
 one is; one whose read fails (EIO, EISDIR for `< directory`, ...) is refused with one line
 (exit 1), never a traceback.
 
+Tool calls run unasked unless config.json sets `security.approvalMode` (`--yes`: off for
+the run); with `ask` the user is asked on the terminal (`kward.terminal.approve`) when
+stdin is one, else every such call is declined with a reason saying how to allow it.
+
 Main thread only.
 """
 
@@ -51,6 +55,7 @@ from typing import Any, BinaryIO, Mapping, TextIO
 
 from kward import __version__
 from kward.client import Client, ClientClosed, RpcError
+from kward.terminal import approve
 from kward.terminal.host import fail
 from kward.terminal.render import TurnView
 from kward.terminal.style import Style, isatty
@@ -116,37 +121,59 @@ class _FinalAnswerView(_QuietView):
         self._aside.end()
 
 
+def _read(prompt: str) -> str:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
+
+
+def _write(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
 def _ask_on_terminal(questions: list[Question]) -> list[dict[str, str]] | None:
-    def read(prompt: str) -> str:
-        sys.stderr.write(prompt)
-        sys.stderr.flush()
-        line = sys.stdin.readline()
-        if not line:
-            raise EOFError
-        return line
-
-    def write(text: str) -> None:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
-    return ask_inline(questions, write, read)
+    return ask_inline(questions, _write, _read)
 
 
-def run(prompt: str, env: Mapping[str, str], cwd: str) -> int:
-    """Answer `prompt` once; returns the exit status."""
+def _approve_on_terminal(params: dict[str, Any], view: TurnView) -> dict[str, Any]:
+    """The approval question on the terminal (stderr, and stdin read a line at a time)."""
+    view.lines(approve.question_lines(params, view.side_style, view.width))
+
+    def edit_line(prompt: str, text: str) -> str | None:
+        _write(f"(type the command to run instead of: {text})\n")
+        try:
+            return _read(prompt).rstrip("\n")
+        except EOFError:
+            return None
+
+    return approve.ask(params, lambda line: _write(line + "\n"), _read, edit_line)
+
+
+def run(prompt: str, env: Mapping[str, str], cwd: str, *, yes: bool = False) -> int:
+    """Answer `prompt` once; returns the exit status. `yes`: the approval mode is off."""
     out, err = sys.stdout, sys.stderr
     view_class = _QuietView if isatty(out) else _FinalAnswerView
     view = view_class(out, err, Style.for_stream(out, env), Style.for_stream(err, env))
     ask = _ask_on_terminal if sys.stdin is not None and sys.stdin.isatty() else None  # a piped prompt: nobody to ask
     interrupts = Interrupts()
+    approvals = approve.Inbox() if ask is not None else None
     with Client.in_process(env=env, cwd=cwd) as client:
-        client.initialize(name="kward-terminal", version=__version__)
+        client.on_request(approve.METHOD, approvals.handle if approvals is not None else approve.decline_all)
+        client.initialize(name="kward-terminal", version=__version__, **approve.DECLARE)
         try:
             session = client.request("sessions/create", {"workspaceRoot": cwd, "memory": False}, timeout=None)
         except RpcError as exc:
             return fail(error_text(exc))
         try:
-            finished = run_turn(client, session["id"], prompt, view, interrupts, ask=ask, abandon_on_second=True)
+            if yes:
+                client.request("runtime/updateSetting", {"sessionId": session["id"], "settingId": "approvalMode",
+                                                         "value": "off"})
+            finished = run_turn(client, session["id"], prompt, view, interrupts, ask=ask, abandon_on_second=True,
+                                approvals=approvals, approve=_approve_on_terminal)
         except TurnAbandoned:
             view.end()
             return CANCELED

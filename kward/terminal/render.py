@@ -331,6 +331,19 @@ class TurnView:
         if payload.get("status") == "canceled":
             self._line(self.side_style.dim("(canceled)"))
 
+    def lines(self, texts: list[str]) -> None:
+        """Whole lines of kward's own on `side` (an approval question's), after ending what
+        was running there (a provisional tool line is cleared; its result draws it again)."""
+        for text in texts:
+            self._line(text)
+
+    def resume(self) -> None:
+        """After an approval question: the provisional line of the call asked about drawn
+        again (a terminal), so its live output shows under it."""
+        if self._tty and self._live_call is not None and not self._live:
+            self._live_output, self._live_shown = LiveOutput(), []
+            self._draw_provisional([self._live_label])
+
     def note(self, text: str) -> None:
         """A dim line of kward's own (e.g. "canceling...") on `side`."""
         self._line(self.side_style.dim(text))

@@ -12,6 +12,12 @@ questions and returns `[{question, answer}]`, or None when the user dismissed th
 as `answers: []`); a KeyboardInterrupt inside `ask` cancels the turn, which releases the
 question. Without `ask` every question is dismissed.
 
+A `tool/requestApproval` (`kward.terminal.approve`: the `approvals` inbox its handler fills
+on the client's callback thread) is taken when no event is waiting (so the call's
+`toolCall` line is drawn first) and answered through `approve(params, view)`; a Ctrl-C
+there declines the call (the turn goes on), and while the turn is being canceled, or
+without `approve`, it is declined unasked. What still waits when the turn ends is declined.
+
 Main thread only (signal handlers can only be set there).
 """
 
@@ -24,6 +30,7 @@ from types import FrameType
 from typing import Any, Callable, Iterator
 
 from kward.client import Client, Message, RpcError
+from kward.terminal.approve import CTRL_C, Inbox, decline
 from kward.terminal.render import TurnView
 from kward.terminal.textwidth import clean
 
@@ -34,6 +41,8 @@ POLL = 0.05  # seconds between looks at the Ctrl-C count while waiting for event
 Question = dict[str, Any]
 #: Asks the user; the answers ([{question, answer}]), or None when they were dismissed.
 Ask = Callable[[list[Question]], list[dict[str, str]] | None]
+#: Asks the user about a tool call (the `tool/requestApproval` params); the reply.
+Approve = Callable[[dict[str, Any], TurnView], dict[str, Any]]
 
 
 class TurnAbandoned(Exception):
@@ -101,7 +110,8 @@ def ask_inline(questions: list[Question], write: Callable[[str], None],
 
 
 def run_turn(client: Client, session_id: str, text: str, view: TurnView, interrupts: Interrupts, *,
-             ask: Ask | None = None, abandon_on_second: bool = False) -> dict[str, Any]:
+             ask: Ask | None = None, abandon_on_second: bool = False, approvals: Inbox | None = None,
+             approve: Approve | None = None) -> dict[str, Any]:
     """Run one turn to its end, showing its events through `view`; returns
     the turnFinished payload. Raises kward.client.RpcError when `turns/start` is refused,
     ClientClosed when the server ended, TurnAbandoned (see the module docstring)."""
@@ -109,7 +119,7 @@ def run_turn(client: Client, session_id: str, text: str, view: TurnView, interru
     def wanted(msg: Message) -> bool:
         return msg.get("method") in ("turn/event", "ui/question")
 
-    with client.subscribe(wanted) as events, interrupts.counting():
+    with client.subscribe(wanted) as events, interrupts.counting(), _draining(approvals):
         turn = client.request("turns/start", {"sessionId": session_id, "input": text})
         turn_id = turn["id"]
         seen = 0
@@ -134,6 +144,9 @@ def run_turn(client: Client, session_id: str, text: str, view: TurnView, interru
             try:
                 msg = events.get(POLL)
             except TimeoutError:
+                pending = approvals.take() if approvals is not None else None
+                if pending is not None:
+                    pending.answer(_approval(pending.params, view, approve if not canceling else None, interrupts))
                 continue
             params = msg.get("params") or {}
             if msg["method"] == "ui/question":
@@ -149,6 +162,29 @@ def run_turn(client: Client, session_id: str, text: str, view: TurnView, interru
             view.event(params)
             if params.get("type") == "turnFinished":
                 return params.get("payload") or {}
+
+
+@contextlib.contextmanager
+def _draining(approvals: Inbox | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if approvals is not None:
+            approvals.drain()
+
+
+def _approval(params: dict[str, Any], view: TurnView, approve: Approve | None,
+              interrupts: Interrupts) -> dict[str, Any]:
+    if approve is None:
+        return decline("the turn is being canceled")
+    with interrupts.raising():
+        try:
+            return approve(params, view)
+        except KeyboardInterrupt:
+            view.note("(declined)")
+            return decline(CTRL_C)
+        finally:
+            view.resume()
 
 
 def _answer(client: Client, session_id: str, params: dict[str, Any], ask: Ask | None,

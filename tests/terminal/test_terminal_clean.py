@@ -172,7 +172,7 @@ def _clean_raw(raw: bytes) -> None:
 def test_an_osc_52_of_the_model_never_reaches_the_terminal_interactive(term):
     for env in ({"NO_COLOR": "", "KWARD_COLOR": "always"}, {"NO_COLOR": "1"}):
         k = term([[reasoning(f"hm {OSC52}"), tool("run_shell_command", command=f"echo '{OSC52}hi'")], [text(REPRO)]],
-                 loop=True, **env)
+                 "--yes", loop=True, **env)
         k.line("go")
         out = k.expect(PROMPT)
         assert "Answer  ok" in out and "bash echo 'hi'" in out, out

@@ -14,7 +14,7 @@ def test_a_turn_streams_with_reasoning_tool_lines_and_a_status_line(term, cli):
     (cli.ws / "a.txt").write_text("alpha\n")
     k = term([[reasoning("Let me read it."), tool("read_file", path="a.txt")],
               [tool("edit_file", path="a.txt", edits=[{"old_text": "alpha", "new_text": "beta\ngamma"}])],
-              [text("Changed "), text("it.")]])
+              [text("Changed "), text("it.")]], "--yes")  # (run without asking)
     k.line("change a.txt")
     out = k.expect(PROMPT)
     assert "Let me read it." in out and "read a.txt  ok" in out and "edit a.txt  ok +2 -1" in out

@@ -65,7 +65,7 @@ def test_an_edit_shows_its_diff_capped_with_the_rest_counted(term, cli):
     new = "\n".join(f"new {n}" for n in range(50))
     k = term([[tool("read_file", path="a.txt")],
               [tool("edit_file", path="a.txt", edits=[{"old_text": "alpha", "new_text": new}])], [text("edited")]],
-             NO_COLOR="")
+             "--yes", NO_COLOR="")
     k.line("change it")
     out = k.expect(PROMPT)
     assert "edit a.txt  ok +50 -1\n    @@ -4,5 +4,54 @@\n     keep 3\n     keep 4\n     keep 5\n    -alpha\n" in out
@@ -77,7 +77,7 @@ def test_an_edit_shows_its_diff_capped_with_the_rest_counted(term, cli):
 
 def test_a_shell_call_shows_its_command_and_last_lines_of_output(term):
     command = "printf 'line %s\\n' 1 2 3 4 5 6 7 8 9 10 11 12; echo oops >&2; exit 3"
-    k = term([[tool("run_shell_command", command=command)], [text("ran")]])
+    k = term([[tool("run_shell_command", command=command)], [text("ran")]], "--yes")
     k.line("run it")
     out = k.expect(PROMPT)
     shown = re.search(r"bash printf .*  exit 3\n((?:    .*\n)+)", out)
@@ -89,6 +89,8 @@ def test_a_running_command_shows_its_output_live(term):
     k = term([[tool("run_shell_command", command="printf 'live-%s\\n' one two; sleep 30", timeout_seconds=60)],
               [text("unreached")]], NO_COLOR="")
     k.line("run it")
+    k.expect("[e]dit command: ")  # (asked first: the approval mode is ask)
+    k.line("y")
     shown = k.expect("live-two")  # under the tool line while the command still runs (toolUpdate)
     assert "bash printf" in shown and "live-one" in shown
     k.send("\x03")
