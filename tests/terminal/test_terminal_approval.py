@@ -102,6 +102,18 @@ def test_e_edits_the_command_in_the_line_editor_and_the_edited_one_runs(term, cl
     assert "what ran: echo model > u.txt" in result["content"]  # the model reads what ran
 
 
+def test_another_answer_asks_again(term, cli):
+    k = term([[shell("touch again.txt")], [text("ok")]])
+    k.line("go")
+    k.expect(QUESTION)
+    k.line("maybe")
+    assert "(answer y, n, a, e)" in k.expect(QUESTION)
+    assert not (cli.ws / "again.txt").exists()
+    k.line("yes")
+    k.expect(PROMPT)
+    assert (cli.ws / "again.txt").exists()
+
+
 def test_ctrl_c_at_the_question_declines_and_the_turn_goes_on(term, cli):
     k = term([[shell("touch c.txt")], [text("not done")]])
     k.line("go")
