@@ -280,6 +280,7 @@ class Shell:
                 self.turn(line)
 
     def close(self) -> None:
+        self.approvals.drain()  # (a question that came after its turn loop: declined, its handler released)
         if self.editor is not None:
             self.editor.close()
             self.editor = None
