@@ -96,6 +96,15 @@ def _fresh(sig: Sig | None, since: int) -> bool:
     return sig is not None and is_regular(sig) and sig[0] >= since
 
 
+def _set_sig(look: GitLook, path: str, sig: Sig | None, since: int) -> None:
+    """Record `path`'s signature in `look`, and whether it changed too recently to trust it."""
+    look.sigs[path] = sig
+    if _fresh(sig, since):
+        look.recent.add(path)
+    else:
+        look.recent.discard(path)
+
+
 def _look(head: str | None, paths: frozenset[str], sigs: dict[str, Sig | None], since: int) -> GitLook:
     return GitLook(head, set(paths), {p: sigs[p] for p in paths}, recent={p for p in paths if _fresh(sigs[p], since)},
                    unread=set(paths))
@@ -245,11 +254,7 @@ def _merge(look: GitLook, touched: set[str], listed: frozenset[str], now: dict[s
             look.forget(path)
             look.unread.add(path)
         look.listed.add(path)
-        look.sigs[path] = sig
-        if _fresh(sig, since):
-            look.recent.add(path)
-        else:
-            look.recent.discard(path)
+        _set_sig(look, path, sig, since)
     look.pending.clear()
 
 
@@ -287,11 +292,7 @@ def refresh(git: Git, root: str, look: GitLook, act: Activity) -> bool:
             look.forget(path)
             look.pending.add(path)
             look.unread.add(path)
-            look.sigs[path] = sig
-            if _fresh(sig, since):
-                look.recent.add(path)
-            else:
-                look.recent.discard(path)
+            _set_sig(look, path, sig, since)
         return True
     found = _restricted(git, root, look, act)
     if found is None:
