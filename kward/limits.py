@@ -25,3 +25,6 @@ MAX_MEMORY_FILE_BYTES = 32 * 1024 * 1024
 CONFIG_FILE_BYTES = 4 * 1024 * 1024
 #: auth.json (the stored login) is read only when it holds at most this many bytes.
 AUTH_FILE_BYTES = 4 * 1024 * 1024
+#: A command hook's stdout and stderr are each kept up to this many bytes (its stdout is
+#: what it adds to the model's context: `kward.agent.hooks`).
+HOOK_OUTPUT_BYTES = 16 * 1024

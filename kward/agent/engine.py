@@ -14,6 +14,10 @@ environment and the files). `wants_event(type)` says whether the face's client t
 events of a type (`Runtime.wants_event`): live tool output (`toolUpdate`) is only
 coalesced and emitted when it does.
 
+Hooks (`hooks`, `kward.agent.hooks`): the command hooks config.json's `hooks` sets run
+on each model turn (prompt, tool calls, its end); an unusable `hooks.<event>` fails the
+turn with its ConfigError before anything runs, so a policy hook is never silently off.
+
 Approval: each model turn's tool calls go through a gate of `approvals` (the runtime's
 `kward.agent.approval.ApprovalPolicy`) in the mode config.json's `security.approvalMode`
 (or the session's override) sets; an unusable `security.approval*` value fails the turn
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from kward.agent.approval import ApprovalPolicy
 from kward.agent.changes import ChangeTracker, SessionChanges
+from kward.agent.hooks import Hooks, TurnHooks
 from kward.agent.diffs import summarize
 from kward.agent.loop import TurnSetup, live_output, run_agent, user_content
 from kward.agent.plan import BasePlanner, CommandTurn, ModelTurn, Planner
@@ -45,7 +50,7 @@ from kward.agent.scheduler import Turn
 from kward.config.secrets import KnownSecrets
 from kward.config.settings import LiveSettings, Settings
 from kward.config.store import ConfigStore, Paths
-from kward.errors import InvalidParams
+from kward.errors import Canceled, InvalidParams
 from kward.model import Answer, AssistantMessage, Delta, ToolCall, UserMessage
 from kward.providers import specs
 from kward.providers.model_service import ModelService
@@ -83,7 +88,8 @@ class AgentEngine:
                  models: ModelService | None = None, secrets: KnownSecrets | None = None,
                  settings: LiveSettings | None = None, credentials: CredentialSource | None = None,
                  planner: Planner | None = None, changes: SessionChanges | None = None,
-                 wants_event: Callable[[str], bool] = lambda _type: True, approvals: ApprovalPolicy | None = None):
+                 wants_event: Callable[[str], bool] = lambda _type: True, approvals: ApprovalPolicy | None = None,
+                 hooks: Hooks | None = None):
         self.paths = paths
         self.credentials = credentials or FileCredentials(env, paths.auth_file)
         self.config = config
@@ -97,6 +103,7 @@ class AgentEngine:
         self.changes = changes or SessionChanges()  # what each session's tools changed
         self.wants_event = wants_event  # whether the face's client takes turn events of a type
         self.approvals = approvals or ApprovalPolicy()  # asked before each tool call (kward.agent.approval)
+        self.hooks = hooks or Hooks(lambda _notice: None, self.secrets.scrub_output)  # config `hooks`
         self._lock = threading.Lock()
         self._built_from: Settings | None = None  # the Settings and auth.json stat the selection was built from
         self._auth: tuple[int, int] | None = None
@@ -187,6 +194,7 @@ class AgentEngine:
                                    configured=settings.security.approval_mode,
                                    timeout=settings.security.approval_timeout_seconds, emit=plan.emit,
                                    cancel=turn.cancel, ctx=ctx)
+        hooks = self._turn_hooks(settings, turn, session, ctx)
         provider = plan.recorder.provider(selection.provider)
         effort = self.models.request_effort(selection, turn.cancel)
         setup = TurnSetup(provider=provider, tools=plan.recorder.tools(plan.tools), tool_ctx=ctx,
@@ -195,19 +203,50 @@ class AgentEngine:
                           context=plan.guard(provider, selection, effort) if plan.guard is not None else None,
                           cancel=turn.cancel, emit=plan.emit, steering=turn.steering,
                           headers=dict(turn.headers), session_key=session.persistent_id, has_ui=True,
-                          live_output=self.wants_event("toolUpdate"), gate=gate)
-        message = UserMessage(user_content(plan.text, turn.attachments),
-                              plan.display if plan.display is not None and plan.display != plan.text else None)
+                          live_output=self.wants_event("toolUpdate"), gate=gate, hooks=hooks)
         tracker = self.changes.tracker(session.shared)
         setup.changes = tracker.record
         tracker.begin_turn()
+        status, answer = "failed", None
         try:
+            text, display = plan.text, plan.display
+            added = hooks.prompt(plan.text) if hooks is not None else ""
+            if added:  # the model reads the hooks' context after the input; the user sees the input
+                text, display = f"{plan.text}\n\n{added}", plan.display if plan.display is not None else plan.text
+            message = UserMessage(user_content(text, turn.attachments),
+                                  display if display is not None and display != text else None)
             with plan.recorder.turn():
                 answer = run_agent(session, message, setup)
+            status = "completed"
+        except Canceled:
+            status = "canceled"
+            raise
+        except BaseException:
+            status = "canceled" if turn.cancel.cancelled else "failed"
+            raise
         finally:
+            if hooks is not None:
+                self._turn_end(hooks, status, answer)
             self._report_changes(plan, tracker, session.workspace_root)
         plan.after()
         return answer
+
+    def _turn_hooks(self, settings: Settings, turn: Turn, session: SessionHandle, ctx: ToolContext) -> TurnHooks | None:
+        """The turn's hooks (None when none is configured); an unusable `hooks.<event>`
+        fails the turn with its ConfigError before anything runs."""
+        if settings.hooks.total == 0 and not any(key.startswith("hooks.") for key in settings.problems):
+            return None
+        settings.check(*(key for key in settings.problems if key.startswith("hooks.")))
+        return self.hooks.turn(settings.hooks, session_id=turn.session_id, turn_id=turn.id,
+                               cwd=str(ctx.workspace_root), cancel=turn.cancel, sandbox_policy=ctx.sandbox,
+                               session_file=session.path)
+
+    @staticmethod
+    def _turn_end(hooks: TurnHooks, status: str, answer: str | None) -> None:
+        try:
+            hooks.turn_end(status, answer)
+        except Exception:  # (never expected: a hook's failure is reported, not raised)
+            log.exception("the turnEnd hooks could not run")
 
     def _report_changes(self, plan: ModelTurn, tracker: ChangeTracker, root: str) -> None:
         """Emit the turn's `turnDiff` (its net file changes, `kward.agent.diffs`) unless the

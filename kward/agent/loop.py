@@ -31,6 +31,12 @@ declined call's result is its ``Declined: ...`` text (the tool never runs) and t
 goes on, unless the turn was cancelled while the gate waited (then it ends canceled, the
 declined result kept).
 
+Hooks (`TurnSetup.hooks`, `kward.agent.hooks`): a call's `beforeTool` hooks run after its
+``toolCall`` event and before the gate (a hook that blocks it: its result is the
+``Declined: blocked by ...`` text, the gate is not asked); its `afterTool` hooks once it
+ran (not a blocked, declined or cancelled call). What they add to the context ends the
+call's result.
+
 Context guard (`TurnSetup.context`, `kward.compaction.auto.AutoCompaction`): asked before
 each model request whether to compact first, and, once, after a request the provider
 rejected as too long (`context_overflow`) before it streamed anything: when it compacted,
@@ -41,7 +47,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kward.cancel import CancelToken
 from kward.errors import Canceled, KwardError
@@ -80,6 +86,7 @@ from kward.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.approval import Gate
+    from kward.agent.hooks import TurnHooks
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +132,7 @@ class TurnSetup:
     live_output: bool = True  # emit toolUpdate events (False: nobody takes them)
     changes: "Callable[[tuple[FileChange, ...], bool], None] | None" = None  # each result's changes, complete?
     gate: "Gate | None" = None  # the approval policy's, asked before each call (kward.agent.approval)
+    hooks: "TurnHooks | None" = None  # the turn's command hooks, before and after each call (kward.agent.hooks)
 
 
 class ContextGuard(Protocol):
@@ -242,31 +250,45 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
     canceled = False
     for call in calls:
         setup.emit("toolCall", call)
-        verdict = _declined(call, setup) if not canceled else None
-        declined = verdict if isinstance(verdict, str) else None
-        run = verdict if isinstance(verdict, ToolCall) else call  # (the approver edited its args)
+        args = _args(call)
+        context = ""  # what the hooks add to the result
+        declined: str | None = None
+        run = call  # (the approver may edit its args)
+        if not canceled and setup.hooks is not None:
+            try:
+                verdict = setup.hooks.before_tool(call, args)
+            except Canceled:
+                canceled = True
+            else:
+                context = verdict.context
+                if verdict.blocked is not None:
+                    from kward.agent.hooks import blocked_result  # (hooks are there: so is their module)
+
+                    declined = blocked_result(verdict.blocked)
+        if declined is None and not canceled:
+            verdict_ = _declined(call, args, setup)
+            declined = verdict_ if isinstance(verdict_, str) else None
+            run = verdict_ if isinstance(verdict_, ToolCall) else call
+            canceled = declined is not None and setup.cancel.cancelled  # (cancelled while it waited for an answer)
         if declined is not None:
             result = ToolResult.text(declined)
-            canceled = setup.cancel.cancelled  # (cancelled while it waited for an answer)
         elif canceled:
             result = ToolResult.text(CANCELLED)
         else:
-            live = live_output(call, setup.emit, setup.tool_ctx.scrub) if setup.live_output else None
-            setup.tool_ctx.live = live
-            try:
-                result = setup.tools.run(run.name, run.arguments, setup.tool_ctx)
-            except Canceled as exc:
-                canceled = True
-                carried = getattr(exc, "result", None)  # kward.tools.shell.CanceledCommand: what it changed
-                result = carried if isinstance(carried, ToolResult) else ToolResult.text(CANCELLED)
-            finally:
-                setup.tool_ctx.live = None
-                if live is not None:
-                    live.close()
+            result, canceled = _run_one(run, setup)
+            if not canceled and setup.hooks is not None:
+                try:
+                    after = setup.hooks.after_tool(run, args if run is call else _args(run), result)
+                except Canceled:
+                    canceled = True
+                else:
+                    context = "\n\n".join(part for part in (context, after) if part)
         if run is not call:
             from kward.agent.approval import edited_note  # (the gate is there: so is its module)
 
             result = replace(result, content=result.content + edited_note(run, decode_arguments(run.arguments)))
+        if context:
+            result = replace(result, content=f"{result.content}\n\n{context}")
         # the flag is stored when the text does not tell it (`Unknown tool:`), so that a
         # reloaded transcript reports what the toolResult event did
         flag = result.is_error if result.is_error != is_error_text(result.content) else None
@@ -279,15 +301,34 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         raise Canceled("Canceled.")
 
 
-def _declined(call: ToolCall, setup: TurnSetup) -> str | ToolCall | None:
+def _run_one(call: ToolCall, setup: TurnSetup) -> tuple[ToolResult, bool]:
+    """Run one call with its live output; its result, and whether the turn's cancel ended it."""
+    live = live_output(call, setup.emit, setup.tool_ctx.scrub) if setup.live_output else None
+    setup.tool_ctx.live = live
+    try:
+        return setup.tools.run(call.name, call.arguments, setup.tool_ctx), False
+    except Canceled as exc:
+        carried = getattr(exc, "result", None)  # kward.tools.shell.CanceledCommand: what it changed
+        return (carried if isinstance(carried, ToolResult) else ToolResult.text(CANCELLED)), True
+    finally:
+        setup.tool_ctx.live = None
+        if live is not None:
+            live.close()
+
+
+def _args(call: ToolCall) -> dict[str, Any]:
+    """The call's decoded arguments ({} when they are no JSON object: the tool says so)."""
+    try:
+        return decode_arguments(call.arguments)
+    except ArgumentsError:
+        return {}
+
+
+def _declined(call: ToolCall, args: dict[str, Any], setup: TurnSetup) -> str | ToolCall | None:
     """The gate's ``Declined: ...`` for `call`, the edited call to run in its place, or None
     when it may run as it is (or nothing gates)."""
     if setup.gate is None:
         return None
-    try:
-        args = decode_arguments(call.arguments)
-    except ArgumentsError:
-        args = {}
     return setup.gate.check(call, args)
 
 

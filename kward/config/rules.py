@@ -65,6 +65,8 @@ class Rule(NamedTuple):
         """The value to use; Invalid ("must be ...") when refused."""
         try:
             return self.accept(value)
+        except Invalid:  # a rule that says exactly what is wrong (`hooks`)
+            raise
         except (ValueError, TypeError):
             raise Invalid(f"must be {self.allowed}") from None
 
@@ -219,6 +221,90 @@ SANDBOX_MODES = ("off", "workspace-write")  # kward.sandbox.MODES
 SANDBOX = Rule("one of " + ", ".join(SANDBOX_MODES), lambda v: v if v in SANDBOX_MODES else _fail())
 APPROVAL_MODE = Rule("one of " + ", ".join(APPROVAL_MODES), _approval_mode)
 APPROVAL_TIMEOUT = seconds(0.05, 86400)
+#: The events a command hook runs on (config `hooks.<event>`: `kward.agent.hooks`); the
+#: first two concern one tool call and may match it (`tool`, `commandPattern`).
+HOOK_EVENTS = ("beforeTool", "afterTool", "userPromptSubmit", "turnEnd", "sessionStart")
+TOOL_HOOK_EVENTS = ("beforeTool", "afterTool")
+MAX_HOOKS = 32  # per event
+MAX_HOOK_COMMAND = 16 * 1024  # characters of one hook's command line
+MAX_HOOK_PATTERN = 1024  # characters of one regular expression
+HOOK_TIMEOUT = (0.05, 3600.0)
+DEFAULT_HOOK_TIMEOUT = 60.0
+
+
+class HookSpec(NamedTuple):
+    """One configured hook: `hooks.<event>[position]` runs `command` (a /bin/sh command line)
+    when `tool` (a regular expression searched in the tool's name) and `command_pattern`
+    (searched in a shell call's command) match, each when given; within `timeout` seconds."""
+
+    event: str
+    position: int
+    command: str
+    tool: str | None = None
+    command_pattern: str | None = None
+    timeout: float = DEFAULT_HOOK_TIMEOUT
+
+    @property
+    def source(self) -> str:
+        """Where it is configured: ``hooks.beforeTool[0]``."""
+        return f"hooks.{self.event}[{self.position}]"
+
+
+def _pattern(entry: dict[str, Any], name: str, where: str) -> str | None:
+    value = entry.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_HOOK_PATTERN:
+        raise Invalid(f"{where}.{name} is not a regular expression of 1 to {MAX_HOOK_PATTERN} characters")
+    import re  # (only when hooks are configured)
+
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise Invalid(f"{where}.{name} is not a valid regular expression ({exc})") from None
+    return value
+
+
+def hook_rule(event: str) -> Rule:
+    """The rule of `hooks.<event>`: a list of hook objects, each {command, tool?,
+    commandPattern?, timeoutSeconds?} (the matchers only on the tool events); a tuple of
+    `HookSpec`. An entry that cannot be used is refused, saying which and why."""
+    matchers = event in TOOL_HOOK_EVENTS
+    fields = {"command", "timeoutSeconds", *(("tool", "commandPattern") if matchers else ())}
+
+    def accept(value: Any) -> tuple[HookSpec, ...]:
+        try:
+            return hooks(value)
+        except Invalid as exc:  # (saying which entry and why)
+            raise Invalid(f"must be a list of at most {MAX_HOOKS} hooks{f' ({exc})' if str(exc) else ''}") from None
+
+    def hooks(value: Any) -> tuple[HookSpec, ...]:
+        if not isinstance(value, list) or len(value) > MAX_HOOKS:
+            raise Invalid("")
+        specs_: list[HookSpec] = []
+        for index, entry in enumerate(value):
+            where = f"[{index}]"
+            if not isinstance(entry, dict):
+                raise Invalid(f"{where} is not an object with a command")
+            unknown = sorted(set(entry) - fields)
+            if unknown:
+                allowed = ", ".join(sorted(fields))
+                raise Invalid(f"{where} has {', '.join(map(str, unknown))}, which {event} hooks do not take "
+                              f"(they take {allowed})")
+            command = entry.get("command")
+            if not isinstance(command, str) or not command.strip() or len(command) > MAX_HOOK_COMMAND:
+                raise Invalid(f"{where}.command is not a shell command line of 1 to {MAX_HOOK_COMMAND} characters")
+            timeout = entry.get("timeoutSeconds", DEFAULT_HOOK_TIMEOUT)
+            lo, hi = HOOK_TIMEOUT
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not lo <= timeout <= hi:
+                raise Invalid(f"{where}.timeoutSeconds is not a number of seconds from {lo:g} to {hi:g}")
+            specs_.append(HookSpec(event, index, command, _pattern(entry, "tool", where),
+                                   _pattern(entry, "commandPattern", where), float(timeout)))
+        return tuple(specs_)
+
+    return Rule(f"a list of at most {MAX_HOOKS} hooks", accept)
+
+
 #: The rule of each kind of `specs.Setting`.
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
@@ -269,6 +355,8 @@ def _table() -> dict[str, Key]:
         # strict: a bad approval setting never lets a tool run unasked (the turn fails instead)
         Key("security.approvalMode", APPROVAL_MODE, strict=True),
         Key("security.approvalTimeoutSeconds", APPROVAL_TIMEOUT, strict=True),
+        # strict: a policy hook that cannot be used never lets a call run unchecked
+        *(Key(f"hooks.{event}", hook_rule(event), strict=True) for event in HOOK_EVENTS),
     ]
     table: dict[str, Key] = {}
     for key in keys:

@@ -137,6 +137,26 @@ class SecuritySettings(NamedTuple):
     sandbox_network: bool = True  # security.sandboxNetwork
 
 
+class HooksSettings(NamedTuple):
+    """`hooks.<event>` of config.json: the command hooks of each event, in order
+    (`kward.agent.hooks`). A value that cannot be used is a problem of its key, raised by
+    the turn that would run it."""
+
+    beforeTool: tuple[rules.HookSpec, ...] = ()  # noqa: N815 - named as the config keys
+    afterTool: tuple[rules.HookSpec, ...] = ()  # noqa: N815
+    userPromptSubmit: tuple[rules.HookSpec, ...] = ()  # noqa: N815
+    turnEnd: tuple[rules.HookSpec, ...] = ()  # noqa: N815
+    sessionStart: tuple[rules.HookSpec, ...] = ()  # noqa: N815
+
+    def of(self, event: str) -> tuple[rules.HookSpec, ...]:
+        hooks: tuple[rules.HookSpec, ...] = getattr(self, event)
+        return hooks
+
+    @property
+    def total(self) -> int:
+        return sum(len(hooks) for hooks in self)
+
+
 class AuthSettings(NamedTuple):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
@@ -156,6 +176,7 @@ class Settings(NamedTuple):
     plugins: PluginsSettings = PluginsSettings()
     auth: AuthSettings = AuthSettings()
     security: SecuritySettings = SecuritySettings()
+    hooks: HooksSettings = HooksSettings()
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
     problems: Mapping[str, Problem] = EMPTY  # unusable values of strict keys, by key
 
@@ -285,6 +306,17 @@ def _security(r: _Reader) -> SecuritySettings:
                             sandbox_network=r.values["security.sandboxNetwork"] is not False)
 
 
+def _hooks(r: _Reader) -> HooksSettings:
+    """The hooks of each event; a key under `hooks` that is no event is ignored with a warning."""
+    hooks = r.config.get("hooks")
+    if isinstance(hooks, dict):
+        for name in hooks:
+            if name not in rules.HOOK_EVENTS:
+                r.warnings.append(f"config.json: ignoring hooks.{name}: not a hook event (the events: "
+                                  f"{', '.join(rules.HOOK_EVENTS)})")
+    return r.section(HooksSettings(), "hooks")
+
+
 def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> Settings:
     """Combine env and config into Settings. Every environment variable kward checks
     (`rules.ENV`) is checked here: a bad value raises ConfigError naming it. Bad config
@@ -305,6 +337,7 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
                           oauth_client_id=r.values["openai_oauth_client_id"] or None,
                           oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),
         security=_security(r),
+        hooks=_hooks(r),
         warnings=tuple(r.warnings),
         problems=MappingProxyType(dict(r.problems)),
     )

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from kward.config.rules import HOOK_EVENTS
 from kward.config.settings import RpcSettings
 from kward.limits import (
     EVENT_REPLAY_LIMIT,
+    HOOK_OUTPUT_BYTES,
     IMAGE_MIME_TYPES,
     LOG_ROTATION_BYTES,
     MAX_IMAGE_BYTES,
@@ -58,6 +60,8 @@ class RuntimeFacts(NamedTuple):
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
     sandbox: SandboxStatus | None = None  # the shell sandbox (None: not known, config.json unreadable)
     approval_mode: str = "off"  # security.approvalMode in force for sessions without an override
+    hooks: int = 0  # command hooks configured (config `hooks`)
+    hooks_problem: bool = False  # a `hooks.<event>` cannot be used (model turns fail)
 
 
 def facts(info: RuntimeInfo) -> RuntimeFacts:
@@ -65,7 +69,7 @@ def facts(info: RuntimeInfo) -> RuntimeFacts:
     return RuntimeFacts(steering="native" if info.steering else "unsupported", tokens_stats=True, cost_stats=True,
                         logs_dir=info.logs_dir, max_frame_bytes=info.max_frame_bytes,
                         max_input_chars=info.max_input_chars, logging_categories=info.logging_categories,
-                        sandbox=info.sandbox,
+                        sandbox=info.sandbox, hooks=info.hooks, hooks_problem=info.hooks_problem,
                         approval_mode="invalid" if info.approval_problem else info.approval_mode or "off")
 
 
@@ -210,6 +214,11 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                      "fileToolsConfinedToWorkspace": turns_ok,
                      # the shell: under bwrap with security.sandbox workspace-write (kward.sandbox)
                      "sandbox": _sandbox(facts.sandbox, turns_ok)},
+        # beyond the original: command hooks (kward.agent.hooks), their runs reported by notifications
+        "hooks": {"supported": turns_ok, "events": list(HOOK_EVENTS) if turns_ok else [],
+                  "notifications": ["hook/started", "hook/completed"] if turns_ok else [],
+                  "configured": facts.hooks if turns_ok else 0, "invalid": turns_ok and facts.hooks_problem,
+                  "blockExitStatus": 2, "maxContextBytes": HOOK_OUTPUT_BYTES},
         "export": {"supported": has("sessions/export"), "formats": ["markdown", "html"] if has("sessions/export") else [],
                    "defaultFormat": "markdown"},
         "logging": {"supported": bool(present(LOGGING_METHODS)), "defaultEnabled": False,

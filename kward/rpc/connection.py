@@ -7,7 +7,7 @@ producing thread, then queued on the transport's outbox (docs/protocol.md "Redac
 values). The runtime reports through the callables built here: `publish_turn_event` (its
 event sink: `turn/event`), `report` (its notices: `ui/question`), `make_room` and
 `admit` (the outbox's backpressure). `report` turns notices into `ui/question`,
-`auth/loginFinished`, `session/event` (never waiting: a session's change is reported under
+`auth/loginFinished`, `hook/started` and `hook/completed`, `session/event` (never waiting: a session's change is reported under
 its lock) and, for a `RuntimeChanged`, `runtime/capabilitiesChanged` when the capabilities
 differ from the ones last answered or sent (in the responses' lane: before the answer of
 the request that changed them).
@@ -213,6 +213,16 @@ class Connection:
             from kward.rpc.wire.auth import login
 
             self.notify("auth/loginFinished", login(notice.login), wait=False)
+        else:
+            from kward.agent.hookruns import STARTED, HookNotice  # (loaded by the hooks that sent it)
+
+            if isinstance(notice, HookNotice):  # from the turn's thread: in order with its events
+                from kward.rpc.wire.hooks import hook_notice
+
+                if notice.phase == STARTED:
+                    self.notify("hook/started", hook_notice(notice))
+                else:
+                    self.notify("hook/completed", hook_notice(notice))
 
     def make_room(self) -> None:
         """The runtime's pacing point (a streaming worker, before it publishes an event;

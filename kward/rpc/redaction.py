@@ -36,7 +36,9 @@ CONTENT_EVENTS = frozenset({"assistantDelta", "reasoningDelta", "assistantMessag
                             "approvalRequested", "approvalResolved"})
 
 #: Notification methods and their policy (others: FULL).
-NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": CONTENT}
+NOTIFICATIONS = {"turn/event": EVENT, "ui/question": CONTENT, "session/event": CONTENT,
+                 # (hook output is scrubbed and redacted by the hooks themselves: kward.agent.hooks)
+                 "hook/started": CONTENT, "hook/completed": CONTENT}
 
 
 def _event(event: Any) -> Any:

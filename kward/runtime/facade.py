@@ -262,11 +262,13 @@ class Runtime:
 
     def _build_engine(self) -> AgentEngine:
         from kward.agent.engine import AgentEngine
+        from kward.agent.hooks import Hooks
         from kward.runtime.planner import RuntimePlanner
 
         return AgentEngine(paths=self.paths, config=self.config, questions=self.questions, env=self.env,
                            secrets=self.secrets, models=self.models, credentials=self.auth.provider_credentials,
-                           planner=RuntimePlanner(self), wants_event=self.wants_event, approvals=self.approvals)
+                           planner=RuntimePlanner(self), wants_event=self.wants_event, approvals=self.approvals,
+                           hooks=Hooks(self._notify, self.secrets.scrub_output))
 
     def _build_turns(self) -> TurnManager:
         from kward.agent.scheduler import TurnManager
@@ -454,7 +456,7 @@ class Runtime:
         self._stop_turns([handle])
         self.sessions.close(session_id)
         self._forget_changes([handle])
-        self._forget_approvals([session_id])
+        self._forget_ids([session_id])
 
     def delete_session(self, session_id: str, *, force: bool = False) -> str:
         """Delete the session's file (its path is returned): refused (before any turn is stopped) when another
@@ -466,15 +468,18 @@ class Runtime:
         self._stop_turns(handles)
         path = sessions.delete(session_id, force=force)
         self._forget_changes(handles)
-        self._forget_approvals([h.id for h in handles])
+        self._forget_ids([h.id for h in handles])
         return path
 
-    def _forget_approvals(self, session_ids: list[str]) -> None:
-        """Drop the approval overrides and approvals of these closed ids."""
+    def _forget_ids(self, session_ids: list[str]) -> None:
+        """Drop the approval overrides and approvals, and the hooks' state, of these closed ids."""
         approvals = self._approvals.peek()
-        if approvals is not None:
-            for session_id in session_ids:
+        engine = self._engine.peek()
+        for session_id in session_ids:
+            if approvals is not None:
                 approvals.forget(session_id)
+            if engine is not None:
+                engine.hooks.forget(session_id)
 
     def _forget_changes(self, handles: list[SessionHandle]) -> None:
         """Drop the change trackers (`session_diff`) of the files these ids closed."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.hookruns import HookNotice
     from kward.auth.login import LoginState
     from kward.compaction.events import CompactionEnd, CompactionStart
     from kward.model import Usage
@@ -74,5 +75,6 @@ class RuntimeChanged:
     it, after the change."""
 
 
-#: What `notify` receives.
-Notice = QuestionAsked | LoginFinished | SessionEvent | RuntimeChanged
+#: What `notify` receives (a `HookNotice`: a command hook's run started or completed, from
+#: the turn's thread: `kward.agent.hookruns`).
+Notice = Union[QuestionAsked, LoginFinished, SessionEvent, RuntimeChanged, "HookNotice"]

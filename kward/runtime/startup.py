@@ -46,6 +46,8 @@ class RuntimeInfo(NamedTuple):
     sandbox: sandbox.SandboxStatus | None = None  # the shell sandbox now (None: config.json unreadable)
     approval_mode: str | None = None  # security.approvalMode of config.json now (None: unset or unusable)
     approval_problem: bool = False  # security.approval* is set to a value that cannot be used
+    hooks: int = 0  # command hooks configured now (config `hooks`)
+    hooks_problem: bool = False  # a `hooks.<event>` of config.json cannot be used
 
 
 def announce(settings: Settings, live: LiveSettings, paths: Paths,
@@ -60,6 +62,7 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
     shell: sandbox.SandboxStatus | None = None
     approval_mode: str | None = None
     approval_problem = False
+    hooks, hooks_problem = 0, False
     env = live.env
     try:
         current = live.current()  # (one stat while config.json is what the runtime started with)
@@ -77,6 +80,7 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
         categories = current.logging.enabled_categories  # (building the telemetry service is not start-up work)
         approval_mode = current.security.approval_mode
         approval_problem = any(key.startswith("security.approval") for key in current.problems)
+        hooks, hooks_problem = current.hooks.total, any(key.startswith("hooks.") for key in current.problems)
         shell_policy = sandbox.policy(current, paths)
         shell = sandbox.status(shell_policy, env)  # (bwrap probed once per process)
         if shell_policy.problem is not None:  # every shell command is refused: say so at once
@@ -84,7 +88,7 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
     return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(paths.logs_dir),
                        max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
                        logging_categories=categories, sandbox=shell, approval_mode=approval_mode,
-                       approval_problem=approval_problem)
+                       approval_problem=approval_problem, hooks=hooks, hooks_problem=hooks_problem)
 
 
 def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -> list[str]:

@@ -217,10 +217,13 @@ def _pidfd(pid: int) -> int | None:
 
 def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cancel: CancelToken,
                 env: Mapping[str, str] | None = None, cap: int = MAX_STREAM_BYTES,
-                live: LiveOutput | None = None, stdin: int | None = None) -> CommandOutcome:
+                live: LiveOutput | None = None, stdin: int | None = None,
+                end_group: bool = False) -> CommandOutcome:
     """Run `command` through ``/bin/sh -c`` (a string) or as an argv (a sequence) in `cwd`;
     see the module doc for the rules. `stdin`: a readable descriptor (a file the caller
-    wrote and rewound) the child reads instead of /dev/null.
+    wrote and rewound) the child reads instead of /dev/null. `end_group`: once the command
+    exited, every process it started that is still running is killed too (a hook's
+    background children do not outlive it).
 
     Raises `Canceled` when `cancel` fired before or during the run (the group is killed
     and the child reaped first), `OSError` when the child cannot be started.
@@ -252,8 +255,8 @@ def run_command(command: str | Sequence[str], *, cwd: str, timeout: float, cance
         unregister()
         if group.interrupted and outcome == "exit":  # cancelled as the command returned
             outcome = "cancel"
-        if outcome not in ("exit", "timeout"):  # cancelled or an unexpected failure
-            group.kill(frozen=True)
+        if outcome not in ("exit", "timeout") or (end_group and outcome == "exit"):
+            group.kill(frozen=True)  # cancelled, an unexpected failure, or what it left running
         status = group.reap()
         group.close()
         if pidfd is not None:
