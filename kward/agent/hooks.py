@@ -52,7 +52,6 @@ import itertools
 import json
 import logging
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -248,6 +247,8 @@ class TurnHooks:
             argv = sandbox.wrap(["/bin/sh", "-c", spec.command], cwd=self.cwd, env=env, policy=self.sandbox)
         except sandbox.SandboxUnavailable as exc:
             return _Ran(FAILED, error=exc.message)
+        import tempfile  # (only once a hook runs)
+
         with tempfile.TemporaryFile() as payload:
             payload.write(stdin)
             payload.flush()
