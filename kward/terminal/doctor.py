@@ -6,9 +6,9 @@ it would use (`models/current`), where credentials come from (environment variab
 config.json keys, the stored login file; values are never shown), the keyring backend
 (`keyring` is imported here and nowhere else in the terminal), whether the endpoints in
 use answer (a HEAD request with a 2 s timeout; any HTTP answer counts as reachable), and
-whether the config directory is writable, and whether the shell sandbox
+whether the config directory is writable, whether the shell sandbox
 (`security.sandbox`) is configured, available and in force (the `security.sandbox`
-capability of `initialize`). Nothing is created or changed: a config.json
+capability of `initialize`), and which command hooks are configured (`hooks`). Nothing is created or changed: a config.json
 open to others is reported (a `warn` line naming its mode), not narrowed as the other
 commands do (the stores are made with `narrow_mode=False`). Every config problem of
 kward.terminal.config_check is a `fail` line of its check (`warn` for a key kward does
@@ -70,6 +70,7 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
         init = client.initialize(name="kward-doctor", version=__version__)
         config = _config(report, client, init, [t for t in troubles if t.check == "config"])
         _sandbox(report, init)
+        _hooks(report, init, config)
         try:
             current = client.request("models/current", {})
             provider = str(current.get("provider"))
@@ -127,6 +128,24 @@ def _sandbox(report: Report, init: Mapping[str, Any]) -> None:
     else:
         what = "security.sandbox" if mode == "invalid" else mode
         report.line("fail", "sandbox", f"{what} configured but not in force: {reason}")
+
+
+def _hooks(report: Report, init: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    """The command hooks: how many of each event run (`fail` when a list cannot be used:
+    every model turn fails until it is fixed)."""
+    status = (init.get("capabilities") or {}).get("hooks") or {}
+    if status.get("invalid"):
+        report.line("fail", "hooks", "a hooks list cannot be used, so every model turn fails (see the config line)")
+        return
+    hooks = config.get("hooks")
+    counts = [f"{event} {len(hooks[event])}" for event in status.get("events") or []
+              if isinstance(hooks, dict) and isinstance(hooks.get(event), list) and hooks[event]]
+    if not counts:
+        report.line("ok", "hooks", "none configured")
+        return
+    sandboxed = ((init.get("capabilities") or {}).get("security") or {}).get("sandbox") or {}
+    where = "under the sandbox" if sandboxed.get("inForce") else "unsandboxed, as you"
+    report.line("ok", "hooks", f"{status.get('configured', 0)} configured ({', '.join(counts)}), run {where}")
 
 
 def _provider_failure(exc: RpcError, env: Mapping[str, str]) -> str:
