@@ -33,8 +33,9 @@ timeout. Its stdout and stderr are kept up to `OUTPUT_BYTES` each.
   not finish in time blocks it the same way. Later hooks of the event do not run.
 - Any other failure (another exit status, exit 2 elsewhere, a timeout elsewhere, a command
   that cannot start) is reported and changes nothing.
-- The turn's cancel ends a running hook's processes; the turn then ends canceled.
-  `turnEnd` hooks run to their own timeout (the turn is over: nothing cancels them).
+- The turn's cancel ends a running hook's processes; the turn then ends canceled. The
+  `turnEnd` hooks of a canceled turn run to their own timeout; a cancel that comes while
+  those of an answered turn run ends them and the turn still completes.
 
 Every run is reported before it starts and when it is over (`HookNotice`, see
 `kward.agent.hookruns`) through the runtime's notices, from the turn's thread, so in
@@ -183,8 +184,12 @@ class TurnHooks:
         held for the session's next turn."""
         if not self.settings.turnEnd:
             return
-        self.cancel = CancelToken()
-        verdict = self._run("turnEnd", self.settings.turnEnd, {"status": status, "answer": answer})
+        if status == "canceled":  # (its token is cancelled: the hooks run to their own timeout)
+            self.cancel = CancelToken()
+        try:
+            verdict = self._run("turnEnd", self.settings.turnEnd, {"status": status, "answer": answer})
+        except Canceled:  # a cancel that came after the turn's answer: the run was reported failed
+            return
         self.hooks.hold(self.session_id, verdict.context)
 
     # --- running ----------------------------------------------------------------------
@@ -208,7 +213,10 @@ class TurnHooks:
         the run the turn's cancel ended."""
         payload = {"event": event, "sessionId": self.session_id, "turnId": self.turn_id, "cwd": self.cwd,
                    "sessionFile": self.session_file, **fields}
-        stdin = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogateescape")
+        try:
+            stdin = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a model's broken escape): JSON's own \u escapes
+            stdin = json.dumps(payload).encode("ascii")
         context: list[str] = []
         for spec in specs:
             run = self._one(spec, stdin)

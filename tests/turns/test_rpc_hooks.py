@@ -275,3 +275,27 @@ def test_no_hooks_no_notifications(kward, isolated_home):
     _, events = k.run(s["id"], "go")
     check_turn_events(events, "completed")
     assert k.notified("hook/completed") == [] and k.notified("hook/started") == []
+
+
+def test_a_canceled_turn_still_runs_its_turn_end_hooks_with_its_status(kward, isolated_home):
+    hooks = {"beforeTool": [{"command": "echo $$ > hook.pid; sleep 60"}],
+             "turnEnd": [{"command": "cat > end.json"}]}
+    k, s = start(kward, isolated_home, hooks, [[shell("true")], [text("never")]])
+    turn = k.start(s["id"], "go")
+    k.wait_notification(lambda n: n["method"] == "hook/started", 10, "hook/started")
+    k.request("turns/cancel", {"sessionId": s["id"], "turnId": turn["id"]})
+    check_turn_events(k.finish(turn["id"], timeout=15), "canceled")
+    end = json.loads((k.ws / "end.json").read_text())
+    assert (end["event"], end["status"], end["answer"]) == ("turnEnd", "canceled", None)
+    assert [(r["event"], r["status"]) for r in runs(k)] == [("beforeTool", "failed"), ("turnEnd", "completed")]
+
+
+def test_an_event_that_is_no_valid_utf8_still_reaches_the_hook_as_json(kward, isolated_home):
+    # a lone surrogate in the model's arguments: the hook gets JSON's own escape for it
+    hooks = {"beforeTool": [{"command": "python3 -c 'import json,sys; print(ascii(json.load(sys.stdin)[\"args\"]))'"}]}
+    k, s = start(kward, isolated_home, hooks, [[tool("list_directory", {"path": ".", "x": "a\ud800b"})],
+                                               [text("ok")]])
+    _, events = k.run(s["id"], "go")
+    check_turn_events(events, "completed")
+    (run,) = runs(k)
+    assert run["status"] == "completed" and "\\ud800" in run["output"][0]["text"]
