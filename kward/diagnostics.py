@@ -5,7 +5,8 @@ the `kward` logger and on Python's warnings, once, at start-up. The log file is 
 the first record only, so a quiet run creates nothing. Level: `KWARD_LOG_LEVEL` or config
 `log_level`, default WARNING. In `rpc` mode stderr receives records only when the user
 raised the level (INFO or DEBUG): UI clients show every stderr chunk as an error. Terminal
-modes also print warnings to stderr. `StrayOutput` stands in for `sys.stdout` in rpc mode.
+modes also print warnings to stderr. A record logged with `SHOWN_ELSEWHERE` never goes to
+stderr. `StrayOutput` stands in for `sys.stdout` in rpc mode.
 
 `configure` is called once from the main thread before anything logs; logging itself is
 thread-safe (every handler holds its own lock while emitting).
@@ -34,6 +35,16 @@ MAX_LOG_BYTES = 5 * 1024 * 1024
 REFUSED = (errno.ELOOP, errno.EINVAL, errno.EPERM)
 BACKUPS = 3
 _FORMAT = "%(asctime)s %(process)d %(threadName)s %(levelname)s %(name)s: %(message)s"
+
+
+#: The `extra` of a record whose news a client is given otherwise (a hook's run: its
+#: `hook/completed`, which the terminal shows as one line): it goes to the log file, never
+#: to stderr (where it would repeat that, with the hook's raw output).
+SHOWN_ELSEWHERE = {"kward_shown_elsewhere": True}
+
+
+def _not_shown_elsewhere(record: logging.LogRecord) -> bool:
+    return not getattr(record, "kward_shown_elsewhere", False)
 
 
 class RedactingFormatter(logging.Formatter):
@@ -181,6 +192,7 @@ def configure(logs_dir: str | os.PathLike[str], level: str | None, *, rpc_mode: 
     if not rpc_mode or (level is not None and effective < logging.WARNING):
         stderr = logging.StreamHandler(sys.stderr)
         stderr.setFormatter(StderrFormatter(secrets))
+        stderr.addFilter(_not_shown_elsewhere)
         handlers.append(stderr)
     if rpc_mode:
         logging.raiseExceptions = False

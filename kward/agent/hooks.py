@@ -39,7 +39,8 @@ timeout. Its stdout and stderr are kept up to `OUTPUT_BYTES` each.
 
 Every run is reported before it starts and when it is over (`HookNotice`, see
 `kward.agent.hookruns`) through the runtime's notices, from the turn's thread, so in
-order with the turn's events; its output there and in the log is scrubbed of kward's
+order with the turn's events; its output there and in the log (the file only, never a
+terminal's stderr: `kward.diagnostics.SHOWN_ELSEWHERE`) is scrubbed of kward's
 credentials and of secret-shaped text. Knows nothing of JSON-RPC.
 
 Thread contract: `Hooks` is shared by the engine (any turn's worker); `_lock` guards its
@@ -64,6 +65,7 @@ from kward.agent.hookruns import BLOCKED, COMPLETED, DONE, FAILED, RUNNING, STAR
 from kward.cancel import CancelToken
 from kward.config.rules import HookSpec
 from kward.config.settings import HooksSettings
+from kward.diagnostics import SHOWN_ELSEWHERE
 from kward.errors import Canceled
 from kward.limits import HOOK_OUTPUT_BYTES
 from kward.model import ToolCall, ToolResult
@@ -244,7 +246,8 @@ class TurnHooks:
                            int((time.monotonic() - began) * 1000), ran.exit_status, ran.output(hooks.shown))
             level = logging.INFO if ran.status == DONE else logging.WARNING
             log.log(level, "hook %s (%s) %s in %d ms%s", spec.source, run.id, ran.status, done.duration_ms,
-                    "".join(f"; {o.kind}: {o.text}" for o in done.output))
+                    "".join(f"; {o.kind}: {o.text}" for o in done.output),
+                    extra=SHOWN_ELSEWHERE)  # (the notice reports it: not on a terminal's stderr too)
             hooks.notify(HookNotice(COMPLETED, self.session_id, self.turn_id, done))
         return ran
 

@@ -17,15 +17,17 @@ command's last lines of output (a shell call) (kward.terminal.toolview). On a te
 provisional line is shown while the tool runs, with the live tail of a command's output
 under it (`toolUpdate` events), all replaced by the final lines at `toolResult`. On a
 stream that is not a terminal nothing is redrawn: no carriage return, no escape sequence
-unless colours are forced.
+unless colours are forced. A command hook's run is one line too (`hook`): its source, `ok`,
+`blocked`, `failed` or `timed out`, how long it took, and the first line of its stderr
+(or of kward's word on it).
 
-Nothing the model (or a provider, or a tool's arguments) wrote reaches a terminal with its
-escape sequences or control characters (kward.terminal.textwidth.clean): the reasoning,
-tool lines, a failed tool's content, retries and errors on `side` always, the answer on
-`out` when `out` is a terminal or gets colours (or `clean_answer` says so: one-shot mode's
-text before a tool call, written on stderr). Only into a pipe or a file without colours
-is the answer written byte for byte as the model wrote it. `answer_text` keeps what the
-model wrote, as it was.
+Nothing the model (or a provider, or a tool's arguments, or a hook) wrote reaches a
+terminal with its escape sequences or control characters (kward.terminal.textwidth.clean):
+the reasoning, tool and hook lines, a failed tool's content, retries and errors on `side`
+always, the answer on `out` when `out` is a terminal or gets colours (or `clean_answer`
+says so: one-shot mode's text before a tool call, written on stderr). Only into a pipe or
+a file without colours is the answer written byte for byte as the model wrote it.
+`answer_text` keeps what the model wrote, as it was.
 
 Main thread only (the turn loop calls it); it holds no locks.
 """
@@ -62,6 +64,13 @@ def short(text: str, width: int = LABEL_WIDTH) -> str:
     text = clean(text).strip()
     line = text.splitlines()[0] if text else ""
     return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _duration(ms: object) -> str:
+    """`12 ms`, `1.5 s`: how long a run took (its `durationMs`)."""
+    if not isinstance(ms, int):
+        return "?"
+    return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 
 def diff_stats(diff: str) -> tuple[int, int]:
@@ -314,6 +323,33 @@ class TurnView:
         self._line(f"  {self._bullet} {label}  {status}")
         for line in below:
             self._write(self.side, line + "\n")
+
+    def hook(self, params: dict[str, Any]) -> None:
+        """A command hook's run that is over (`hook/completed` params): one line, such as
+        `hook hooks.beforeTool[0]  blocked (12 ms): <its stderr's first line>`; a provisional
+        tool line it interrupted is drawn again under it (as after an approval question)."""
+        raw = params.get("run")
+        run: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        style = self.side_style
+        status, exit_status = run.get("status"), run.get("exitStatus")
+        said = {o.get("kind"): str(o.get("text", "")) for o in run.get("output") or [] if isinstance(o, dict)}
+        took = _duration(run.get("durationMs"))
+        detail = said.get("stderr", "").strip() or said.get("error", "")
+        if status == "completed":
+            shown, detail = style.green("ok") + f" ({took})", ""
+        elif status == "blocked":
+            shown = style.yellow("blocked") + f" ({took})"
+        elif status == "timedOut":
+            shown = style.red("timed out") + f" ({took})"
+        else:
+            shown = style.red("failed") + (f" (exit status {exit_status}, {took})" if isinstance(
+                exit_status, int) else f" ({took})")
+            if isinstance(exit_status, int) and not said.get("stderr", "").strip():
+                detail = ""  # (its error output only repeats the exit status)
+        if detail:
+            shown += style.dim(": " + short(detail, 100))
+        self._line(f"  {self._bullet} hook {short(str(run.get('source', run.get('event', ''))), 40)}  {shown}")
+        self.resume()
 
     def on_modelRetry(self, payload: dict[str, Any]) -> None:  # noqa: N802
         attempt, total = payload.get("attempt"), payload.get("maxAttempts")

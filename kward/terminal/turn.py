@@ -1,5 +1,5 @@
-"""Running one turn from a terminal: `turns/start`, its `turn/event` stream, inline
-`ui/question`s and Ctrl-C, all through the protocol client.
+"""Running one turn from a terminal: `turns/start`, its `turn/event` stream, its hooks'
+`hook/completed`, inline `ui/question`s and Ctrl-C, all through the protocol client.
 
 Ctrl-C while a turn runs: `Interrupts` replaces the SIGINT handler with one that only
 counts, so no KeyboardInterrupt can land inside the client's code; the turn loop sees the
@@ -17,6 +17,9 @@ on the client's callback thread) is taken when no event is waiting (so the call'
 `toolCall` line is drawn first) and answered through `approve(params, view)`; a Ctrl-C
 there declines the call (the turn goes on), and while the turn is being canceled, or
 without `approve`, it is declined unasked. What still waits when the turn ends is declined.
+
+A command hook's run in the turn is shown once it is over (`hook/completed`, in order with
+the turn's events: `TurnView.hook`); its `hook/started` shows nothing.
 
 Main thread only (signal handlers can only be set there).
 """
@@ -117,7 +120,7 @@ def run_turn(client: Client, session_id: str, text: str, view: TurnView, interru
     ClientClosed when the server ended, TurnAbandoned (see the module docstring)."""
 
     def wanted(msg: Message) -> bool:
-        return msg.get("method") in ("turn/event", "ui/question")
+        return msg.get("method") in ("turn/event", "ui/question", "hook/completed")
 
     with client.subscribe(wanted) as events, interrupts.counting(), _draining(approvals):
         turn = client.request("turns/start", {"sessionId": session_id, "input": text})
@@ -158,6 +161,9 @@ def run_turn(client: Client, session_id: str, text: str, view: TurnView, interru
                         cancel()
                 continue
             if params.get("turnId") != turn_id:
+                continue
+            if msg["method"] == "hook/completed":
+                view.hook(params)
                 continue
             view.event(params)
             if params.get("type") == "turnFinished":
