@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Iterable
 
 from kward import __version__
@@ -33,6 +35,7 @@ def initialize(call: Call) -> dict[str, Any]:
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
     result = _result(capabilities.facts(info), [{"reason": reason, "message": message}
                                                  for reason, message in info.warnings], call.methods)
+    result.update(handshake(str(call.runtime.paths.config_dir)))
     # what runtime/capabilitiesChanged compares with, from when the client has it
     call.after_answer(lambda: conn.capabilities_answered(result["capabilities"], changes))
     return result
@@ -49,6 +52,24 @@ def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], me
     if warnings:
         result["warnings"] = warnings
     return result
+
+
+def platform_facts() -> dict[str, str]:
+    """`{os, family}`: ``linux``, ``macos``, ``windows`` or the OS's own lower-case name;
+    ``unix`` or ``windows``."""
+    if sys.platform == "win32":
+        return {"os": "windows", "family": "windows"}
+    name = os.uname().sysname.lower()
+    return {"os": "macos" if name == "darwin" else name, "family": "unix"}
+
+
+def handshake(config_dir: str) -> dict[str, Any]:
+    """The facts of the process a client shows or logs (additions): `userAgent`
+    (``kward/<version> (<os>; Python <version>)``), `configDir` and `platform`."""
+    facts = platform_facts()
+    python = ".".join(str(n) for n in sys.version_info[:3])
+    return {"userAgent": f"kward/{__version__} ({facts['os']}; Python {python})", "configDir": config_dir,
+            "platform": facts}
 
 
 def initialized(call: Call) -> None:
