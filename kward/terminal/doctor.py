@@ -134,6 +134,10 @@ def _hooks(report: Report, init: Mapping[str, Any], config: Mapping[str, Any]) -
     """The command hooks: how many of each event run (`fail` when a list cannot be used:
     every model turn fails until it is fixed)."""
     status = (init.get("capabilities") or {}).get("hooks") or {}
+    sandboxed = ((init.get("capabilities") or {}).get("security") or {}).get("sandbox") or {}
+    if sandboxed.get("mode") == "unknown":  # config.json cannot be read
+        report.line("warn", "hooks", "cannot be told while config.json cannot be read (see the config line)")
+        return
     if status.get("invalid"):
         report.line("fail", "hooks", "a hooks list cannot be used, so every model turn fails (see the config line)")
         return
@@ -143,7 +147,6 @@ def _hooks(report: Report, init: Mapping[str, Any], config: Mapping[str, Any]) -
     if not counts:
         report.line("ok", "hooks", "none configured")
         return
-    sandboxed = ((init.get("capabilities") or {}).get("security") or {}).get("sandbox") or {}
     where = "under the sandbox" if sandboxed.get("inForce") else "unsandboxed, as you"
     report.line("ok", "hooks", f"{status.get('configured', 0)} configured ({', '.join(counts)}), run {where}")
 

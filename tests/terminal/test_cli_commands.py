@@ -97,8 +97,9 @@ def test_doctor_offline_with_the_scripted_provider(cli):
     proc = cli.run("doctor")
     assert proc.returncode == 0, proc.stdout
     report = _lines(proc)
-    assert set(report) == {"kward", "environment", "config", "sandbox", "provider", "credentials", "keyring",
-                           "endpoint", "config dir"}
+    assert set(report) == {"kward", "environment", "config", "sandbox", "hooks", "provider", "credentials",
+                           "keyring", "endpoint", "config dir"}
+    assert report["hooks"] == ("ok", "none configured")
     assert report["sandbox"][0] == "ok" and report["sandbox"][1].startswith("off: shell commands are not confined")
     assert report["provider"] == ("ok", "Scripted, model scripted-demo")
     assert report["keyring"][0] == "warn" and "keyring.backends.fail.Keyring" in report["keyring"][1]

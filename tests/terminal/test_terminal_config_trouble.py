@@ -163,7 +163,7 @@ def test_each_config_problem_is_one_line_in_interactive_mode(cli, problem):
         assert k.wait() == 0
 
 
-DOCTOR_CHECKS = {"kward", "environment", "config", "sandbox", "provider", "credentials", "keyring", "endpoint",
+DOCTOR_CHECKS = {"kward", "environment", "config", "sandbox", "hooks", "provider", "credentials", "keyring", "endpoint",
                  "config dir"}
 
 
@@ -187,6 +187,9 @@ def test_doctor_reports_each_config_problem_as_a_failed_check_and_goes_on(cli, p
     sandbox = next(line for line in lines if line[1] == "sandbox")
     assert sandbox[:2] == ("ok", "sandbox") or sandbox == (
         "warn", "sandbox", "cannot be told while config.json cannot be read (see the config line)")
+    hooks = next(line for line in lines if line[1] == "hooks")
+    assert hooks[:2] == ("ok", "hooks") or hooks == (
+        "warn", "hooks", "cannot be told while config.json cannot be read (see the config line)")
 
 
 def test_a_key_kward_does_not_read_is_only_a_doctor_note(cli):
