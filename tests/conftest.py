@@ -38,3 +38,25 @@ def pytest_sessionstart(session):
     from lib.paths import REPO
 
     compileall.compile_dir(str(REPO / "kward"), quiet=2)
+
+
+@pytest.fixture(autouse=True)
+def schema_traffic():
+    """Fail the test whose traffic with kward broke the published schema (lib.traffic)."""
+    from lib import traffic
+
+    traffic.take_violations()
+    yield
+    found = traffic.take_violations()
+    if found:
+        pytest.fail("messages that do not match docs/protocol.schema.json:\n  " + "\n  ".join(found[:20]),
+                    pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from lib import traffic
+
+    if traffic.UNKNOWN and not traffic.STRICT:
+        kinds = sorted(traffic.UNKNOWN)
+        terminalreporter.write_line(f"schema: {sum(traffic.UNKNOWN.values())} messages of {len(kinds)} kinds have "
+                                    f"no shape yet: {', '.join(kinds[:12])}{' ...' if len(kinds) > 12 else ''}")

@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.method_table import MethodTable
     from kward.rpc.server import RpcServer
 
-USAGE = "usage: kward rpc\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
+USAGE = ("usage: kward rpc [--print-schema]\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
+         "  --print-schema  print the protocol's JSON Schema (docs/protocol.schema.json) and exit\n")
 #: The one line `kward rpc` prints on stderr when stdin is a terminal (a person, not a UI).
 TERMINAL_NOTE = ("kward rpc: this is the backend UI clients start: it speaks JSON-RPC 2.0 on stdin/stdout, "
                  "each message framed with a Content-Length header as in LSP (see `man kward`, section RPC MODE, "
@@ -57,6 +58,11 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
     kward.rpc.method_table.METHODS; a test serves its own)."""
     if argv in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
+        return 0
+    if argv == ["--print-schema"]:
+        from kward.rpc import schema
+
+        sys.stdout.write(schema.dumps())
         return 0
     if argv:
         sys.stderr.write(f"kward rpc: unexpected argument: {argv[0]}\n{USAGE}")

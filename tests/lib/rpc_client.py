@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, Callable
 from kward import client as kward_client
 from kward.rpc.framing import FrameFault, encode_frame
 from lib.paths import REPO
+from lib.traffic import Traffic
 
 
 
@@ -147,6 +148,21 @@ class _Tee:
         self._stream.close()
 
 
+class _Recorded:
+    """The stream to the server, telling `traffic` what is written to it."""
+
+    def __init__(self, stream: BinaryIO, traffic: Traffic):
+        self._stream = stream
+        self._traffic = traffic
+
+    def write(self, data: bytes) -> int:
+        self._traffic.sent(bytes(data))
+        return self._stream.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class FrameClient(kward_client.Client):
     """A kward.client.Client over a pair of binary streams, strict and recording (see the
     module docstring)."""
@@ -164,6 +180,8 @@ class FrameClient(kward_client.Client):
         self.stdout_closed = False
         self._stderr_chunks: list[bytes] = []
         self._tee = _Tee(from_server)
+        self.traffic = Traffic()  # checked against the schema (lib.traffic)
+        to_server = _Recorded(to_server, self.traffic)
         super().__init__(to_server, self._tee, wait_server=wait_server, stop_server=stop_server)  # type: ignore[arg-type]
 
     @property
@@ -188,6 +206,7 @@ class FrameClient(kward_client.Client):
         if not isinstance(msg, dict):
             self._protocol_error(f"a frame body that is not an object: {body[:200]!r}")
             return None
+        self.traffic.received(msg)
         return msg
 
     def _route(self, msg: dict[str, Any]) -> None:

@@ -24,8 +24,8 @@ def _refused(cli, proc, status: int = 2) -> list[str]:
 # --- --help of every command ------------------------------------------------------------
 
 @pytest.mark.parametrize("args, first", [
-    (["rpc", "--help"], "usage: kward rpc"),
-    (["rpc", "-h"], "usage: kward rpc"),
+    (["rpc", "--help"], "usage: kward rpc [--print-schema]"),
+    (["rpc", "-h"], "usage: kward rpc [--print-schema]"),
     (["doctor", "--help"], "usage: kward doctor"),
     (["doctor", "-h"], "usage: kward doctor"),
     (["login", "--help"], "usage: kward login [openai|openrouter]"),

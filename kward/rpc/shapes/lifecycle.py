@@ -1,0 +1,60 @@
+"""initialize, initialized, shutdown (docs/protocol.md "Lifecycle methods")."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypedDict
+
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, OPEN, Doc, Entry, shape
+
+
+class ClientInfo(TypedDict, total=False):
+    name: str
+    version: str
+
+
+class ClientCapabilities(TypedDict, total=False):
+    experimentalApi: Annotated[bool, Doc("receive experimental methods, events and fields")]
+    serverRequests: Annotated[list[str], AN_ADDITION, Doc("the server requests this client answers")]
+    optOutNotificationMethods: Annotated[list[str], Doc("notification methods (or method:type) never to send")]
+
+
+class InitializeParams(TypedDict, total=False):
+    clientInfo: ClientInfo | None
+    capabilities: ClientCapabilities | None
+
+
+class InitializeWarning(TypedDict):
+    reason: str
+    message: str
+
+
+@shape(stability=ADDITION)
+class Platform(TypedDict):
+    os: Annotated[str, Doc("linux, macos, windows or the system's own lower-case name")]
+    family: Annotated[str, Doc("unix or windows")]
+
+
+class _InitializeResultRequired(TypedDict):
+    protocolVersion: int
+    serverName: str
+    serverVersion: str
+    experimental: bool
+    userAgent: Annotated[str, AN_ADDITION, Doc("kward/<version> (<os>; Python <version>)")]
+    configDir: Annotated[str, AN_ADDITION]
+    platform: Annotated[Platform, AN_ADDITION]
+    capabilities: Annotated[dict[str, Any], OPEN, Doc("docs/protocol.md \"Capabilities\"")]
+
+
+class InitializeResult(_InitializeResultRequired, total=False):
+    warnings: list[InitializeWarning]
+
+
+class ShutdownResult(TypedDict):
+    ok: bool
+
+
+METHODS = {
+    "initialize": Entry(InitializeParams, InitializeResult),
+    "initialized": Entry(None, None),
+    "shutdown": Entry(None, ShutdownResult),
+}

@@ -1,0 +1,3 @@
+"""The wire shapes of the sessions namespace (see kward.rpc.shapes); not declared yet."""
+
+from __future__ import annotations

@@ -1,0 +1,67 @@
+"""The protocol schema: docs/protocol.schema.json is what `kward rpc --print-schema`
+prints (a stale copy fails here), every method kward serves has its entry, and the
+validator the traffic check uses fails a malformed message, naming it and the path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from lib.paths import REPO
+from lib.rpc_client import frame, kward_command
+from lib.schema_check import SchemaError, problems
+from lib.traffic import Traffic, take_violations
+
+SCHEMA_FILE = REPO / "docs" / "protocol.schema.json"
+
+
+def printed() -> str:
+    proc = subprocess.run(kward_command(None, "--print-schema"), capture_output=True, timeout=60, check=True)
+    assert proc.stderr == b""
+    return proc.stdout.decode("utf-8")
+
+
+def test_the_committed_schema_is_what_kward_prints():
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == printed(), (
+        "docs/protocol.schema.json is stale: run `python3 -m kward rpc --print-schema > docs/protocol.schema.json`")
+
+
+def test_the_schema_is_draft_2020_12_with_one_definition_per_message():
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    defs = schema["$defs"]
+    for kind, names in schema["x-kward-messages"].items():
+        for name, refs in names.items():
+            for ref in refs.values():
+                definition = defs[ref.rsplit("/", 1)[1]]
+                assert definition["x-kward-stability"] in ("original", "addition", "experimental"), (kind, name)
+                assert definition["x-kward-method"].split(":")[0] in (name, "turn/event", "session/event")
+    assert schema["x-kward-messages"]["request"]["initialize"] == {
+        "params": "#/$defs/InitializeParams", "result": "#/$defs/InitializeResult"}
+
+
+def test_every_def_uses_only_what_the_validator_knows():
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    for name, definition in schema["$defs"].items():
+        problems(schema, definition, None)  # SchemaError for an unknown keyword
+
+
+def test_a_malformed_message_is_a_violation_naming_the_message_and_the_path():
+    traffic = Traffic()
+    traffic.sent(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
+    traffic.received({"jsonrpc": "2.0", "id": 1, "result": {
+        "protocolVersion": "1", "serverName": "kward", "serverVersion": "x", "experimental": True,
+        "userAgent": "kward/x", "configDir": "/c", "platform": {"os": "linux"}, "capabilities": {}, "surprise": 1}})
+    found = take_violations()
+    assert "initialize result: protocolVersion: '1' is not integer" in found
+    assert "initialize result: platform: 'family' is required" in found
+    assert "initialize result: surprise: not in the schema (additionalProperties is false)" in found
+    traffic.received({"jsonrpc": "2.0", "id": 7, "result": {}})  # an id nobody asked for: not checked
+    assert take_violations() == []
+
+
+def test_the_validator_refuses_a_schema_feature_it_does_not_know():
+    with pytest.raises(SchemaError):
+        problems({"$defs": {}}, {"patternProperties": {}}, {})
