@@ -39,6 +39,7 @@ REASONS: dict[str, str] = {
     "invalid_header": "A header block holds a line that is not a `Name: value` header.",
     "frame_too_large": "A frame body is larger than the configured maximum; it was skipped.",
     "method_not_found": "The method does not exist.",
+    "experimental_api_required": "The method is experimental: the client did not pass capabilities.experimentalApi: true.",
     "invalid_params": "A param is missing, of the wrong type or out of range.",
     "internal_error": "An unexpected failure; the traceback is in the log file.",
     "overloaded": "The client is not reading fast enough; retry later.",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from kward.config.rules import HOOK_EVENTS
+from kward.rpc import experimental
 from kward.config.settings import RpcSettings
 from kward.limits import (
     EVENT_REPLAY_LIMIT,
@@ -60,6 +61,7 @@ class RuntimeFacts(NamedTuple):
     logging_categories: tuple[str, ...] = ()  # the telemetry categories enabled now
     sandbox: SandboxStatus | None = None  # the shell sandbox (None: not known, config.json unreadable)
     approval_mode: str = "off"  # security.approvalMode in force for sessions without an override
+    experimental_client: bool = False  # the client passed capabilities.experimentalApi: true
     hooks: int = 0  # command hooks configured (config `hooks`)
     hooks_problem: bool = False  # a `hooks.<event>` cannot be used (model turns fail)
 
@@ -85,7 +87,9 @@ def _sandbox(status: SandboxStatus | None, turns_ok: bool) -> dict[str, Any]:
 
 
 def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
-    names = set(methods)
+    served = set(methods)
+    # an experimental method is not served to a client that did not ask for them
+    names = served if facts.experimental_client else served - experimental.METHODS
 
     def has(*ms: str) -> bool:
         return all(m in names for m in ms)
@@ -200,7 +204,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                         "widgets": False, "footer": False, "custom": False, "terminalInput": False},
         # beyond the original: a turn's changes (turnDiff) and the session's (sessions/diff)
         "composer": {"sessionDiff": {"supported": True, "method": "sessions/diff", "event": "turnDiff"} if diff_ok
-                     else {"supported": False, "reason": "interactiveComposerOnly"},
+                     else {"supported": False, "reason": "experimentalApiRequired"
+                           if turns_ok and "sessions/diff" in served else "interactiveComposerOnly"},
                      "copy": {"supported": False, "reason": "clientClipboardOwnedByUi"}},
         # toolApproval: the approval mode (kward.agent.approval) of a session without its own
         # (runtime/updateSetting approvalMode); "invalid": config.json's cannot be used, turns fail
@@ -216,7 +221,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                      "sandbox": _sandbox(facts.sandbox, turns_ok)},
         # beyond the original: command hooks (kward.agent.hooks), their runs reported by notifications
         "hooks": {"supported": turns_ok, "events": list(HOOK_EVENTS) if turns_ok else [],
-                  "notifications": ["hook/started", "hook/completed"] if turns_ok else [],
+                  # (experimental: sent only to a client that asked for them)
+                  "notifications": ["hook/started", "hook/completed"] if turns_ok and facts.experimental_client
+                  else [],
                   "configured": facts.hooks if turns_ok else 0, "invalid": turns_ok and facts.hooks_problem,
                   "blockExitStatus": 2, "maxContextBytes": HOOK_OUTPUT_BYTES},
         "export": {"supported": has("sessions/export"), "formats": ["markdown", "html"] if has("sessions/export") else [],
@@ -244,6 +251,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
         # kward's additions to the protocol (docs/protocol.md)
         "rpc": {"batch": False, "optOutNotificationMethods": True, "optOutNotificationTypes": True,
+                # what is sent and served only with capabilities.experimentalApi (kward.rpc.experimental)
+                "experimentalApi": {"enabled": facts.experimental_client, **experimental.describe(),
+                                    "refusalReason": experimental.REASON},
                 "initializedNotification": True,
                 "capabilitiesChanged": {"supported": True, "notification": "runtime/capabilitiesChanged"},
                 "trace": {"supported": turns_ok, "field": "trace", "forwardedAs": "traceparent"},

@@ -91,7 +91,7 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
                       live_settings=setup.live, wants_event=lambda type_: conn.wants("turn/event", type_),
                       approver=_approver(conn), approval_default=approval_default)
     table = methods if methods is not None else default_table()
-    conn.describe_capabilities = lambda: _capabilities(table, runtime)
+    conn.describe_capabilities = lambda: _capabilities(table, runtime, conn)
     make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)
     return RpcServer(transport, pool, table, runtime, conn, make_warm_up)
 
@@ -104,11 +104,11 @@ def _approver(conn: Connection) -> "RpcApprover":
     return RpcApprover(conn)
 
 
-def _capabilities(table: MethodTable, runtime: Runtime) -> dict[str, Any]:
+def _capabilities(table: MethodTable, runtime: Runtime, conn: Connection) -> dict[str, Any]:
     """The capabilities `initialize` would answer now (`runtime/capabilitiesChanged`)."""
     from kward.rpc import capabilities
 
-    return capabilities.build(table, capabilities.facts(runtime.info()))
+    return capabilities.build(table, capabilities.facts(runtime.info())._replace(experimental_client=conn.experimental))
 
 
 def _warm_up(table: MethodTable, runtime: Runtime) -> "WarmUp":

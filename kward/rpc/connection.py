@@ -19,7 +19,8 @@ differs. `_caps_lock` guards the last object and the count of RuntimeChanged not
 is held while building and sending, so notifications follow the changes in order.
 
 Server requests (`requests`, `kward.rpc.server_requests`): sent to the client in the
-notifications' lane; `server_requests` is what the client said it answers.
+notifications' lane; `server_requests` is what the client said it answers, `experimental` whether it takes the
+experimental parts of the protocol (`kward.rpc.experimental`: never sent otherwise).
 
 Thread contract: `send`, `notify` and the runtime callables may be called from any
 thread; `client` and `server_requests` are written by the dispatcher thread only (in
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kward.config.secrets import KnownSecrets
 from kward.errors import Overloaded
-from kward.rpc import protocol, redaction
+from kward.rpc import experimental, protocol, redaction
 from kward.rpc.framing import encode_frame
 from kward.rpc.server_requests import ServerRequests
 from kward.rpc.transport import Outbox
@@ -79,6 +80,8 @@ class Connection:
         # client said in initialize it answers (`capabilities.serverRequests`)
         self.requests = ServerRequests(self._send_request, self._notify_now)
         self.server_requests: frozenset[str] = frozenset()
+        # what initialize said: send and serve experimental parts (kward.rpc.experimental)
+        self.experimental = False
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
              policy: str = redaction.FULL) -> None:
@@ -123,6 +126,9 @@ class Connection:
         split once."""
         opted = self._opted
         if method in opted.methods:
+            return False
+        if not self.experimental and (method in experimental.NOTIFICATIONS or (
+                method == "turn/event" and type_ in experimental.TURN_EVENTS)):
             return False
         types = opted.types.get(method)
         return types is None or type_ is None or type_ not in types
@@ -188,7 +194,10 @@ class Connection:
         )
 
         if self.wants("turn/event", event.type):  # (before the payload is shaped)
-            self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
+            params = turn_event(event)
+            if not self.experimental and event.type in experimental.EVENT_FIELDS:
+                params = {**params, "payload": experimental.strip(event.type, params["payload"])}
+            self.notify("turn/event", params, wait=False)  # paced before, by make_room
 
     def report(self, notice: Notice) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""

@@ -51,7 +51,7 @@ from kward.errors import (
     ShuttingDown,
     as_kward_error,
 )
-from kward.rpc import protocol
+from kward.rpc import experimental, protocol
 from kward.rpc.connection import Connection
 from kward.rpc.framing import FrameFault
 from kward.rpc.method_table import Call, Method, MethodTable, Unredacted
@@ -178,6 +178,10 @@ class RpcServer:
                 self._send(protocol.error_response(
                     request_id, MethodNotFound(f"Method not found: {msg.method}", data={"method": msg.method})),
                     urgent=True)
+            return
+        if msg.method in experimental.METHODS and not self.conn.experimental:
+            if is_request:
+                self._send(protocol.error_response(request_id, experimental.refusal(msg.method)), urgent=True)
             return
         call = Call(runtime=self.runtime, conn=self.conn, methods=self.methods, params=Params(msg.params),
                     id=request_id, trace=msg.trace, deferred=[])

@@ -163,7 +163,8 @@ def run(prompt: str, env: Mapping[str, str], cwd: str, *, yes: bool = False) -> 
     approvals = approve.Inbox() if ask is not None else None
     with Client.in_process(env=env, cwd=cwd) as client:
         client.on_request(approve.METHOD, approvals.handle if approvals is not None else approve.decline_all)
-        client.initialize(name="kward-terminal", version=__version__, **approve.DECLARE)
+        client.initialize(name="kward-terminal", version=__version__, experimentalApi=True,  # (hook runs)
+                          **approve.DECLARE)
         try:
             session = client.request("sessions/create", {"workspaceRoot": cwd, "memory": False}, timeout=None)
         except RpcError as exc:

@@ -21,6 +21,7 @@ from lib.turn_events import check_turn_events, payload
 from lib.waiting import wait_until
 
 SECRET = "sk-or-v1-" + "planted0123456789abcdef"
+EXPERIMENTAL = {"experimentalApi": True}
 
 
 def shell(command):
@@ -34,6 +35,7 @@ def write(path, content):
 def start(kward, home, hooks, steps, *, config=None, **kw):  # noqa: F811
     write_config(home / ".kward", {"hooks": hooks, **(config or {})})
     k = kward(steps, **kw)
+    k.request("initialize", {"capabilities": EXPERIMENTAL})  # (the hook notifications are experimental)
     return k, k.session()
 
 
@@ -73,7 +75,7 @@ def test_hooks_run_before_the_approval_question_so_a_blocked_call_is_never_asked
     hooks = {"beforeTool": [{"tool": "^write_file$", "command": "echo 'writes are reviewed elsewhere' >&2; exit 2"}]}
     k, s = start(kward, isolated_home, hooks, [[write("a.txt", "x"), shell("true")], [text("ok")]],
                  config={"security": {"approvalMode": "ask"}})
-    k.request("initialize", {"capabilities": {"serverRequests": ["tool/requestApproval"]}})
+    k.request("initialize", {"capabilities": {"serverRequests": ["tool/requestApproval"], **EXPERIMENTAL}})
     turn = k.start(s["id"], "go")
     req = k.wait_server_request("tool/requestApproval")  # the shell call is asked; the write never was
     assert req["params"]["toolName"] == "bash"
@@ -203,7 +205,7 @@ def test_the_notifications_come_in_order_with_the_turn_events(kward, isolated_ho
              "afterTool": [{"command": "true"}], "turnEnd": [{"command": "true"}]}
     k, s = start(kward, isolated_home, hooks, [[write("a.txt", "x")], [text("ok")]],
                  config={"security": {"approvalMode": "ask"}})
-    k.request("initialize", {"capabilities": {"serverRequests": ["tool/requestApproval"]}})
+    k.request("initialize", {"capabilities": {"serverRequests": ["tool/requestApproval"], **EXPERIMENTAL}})
     turn = k.start(s["id"], "go")
     req = k.wait_server_request("tool/requestApproval")
     k.reply(req["id"], {"decision": "approve"})
@@ -228,7 +230,8 @@ def test_the_notifications_come_in_order_with_the_turn_events(kward, isolated_ho
 
 def test_a_client_may_opt_out_of_the_hook_notifications(kward, isolated_home):
     k, s = start(kward, isolated_home, {"beforeTool": [{"command": "echo seen"}]}, [[shell("true")], [text("ok")]])
-    k.request("initialize", {"capabilities": {"optOutNotificationMethods": ["hook/started", "hook/completed"]}})
+    k.request("initialize", {"capabilities": {"optOutNotificationMethods": ["hook/started", "hook/completed"],
+                                              **EXPERIMENTAL}})
     _, events = k.run(s["id"], "go")
     check_turn_events(events, "completed")
     assert k.notified("hook/started") == [] and k.notified("hook/completed") == []
@@ -254,7 +257,7 @@ def test_hooks_run_under_the_shell_sandbox_when_it_is_configured(kward, isolated
 def test_hook_config_that_cannot_be_used_fails_the_turn_and_is_refused_by_config_update(kward, isolated_home):
     k, s = start(kward, isolated_home, {"beforeTool": [{"tool": "(", "command": "true"}]},
                  [[shell("touch x")], [text("ok")]])
-    caps = k.request("initialize", {})["capabilities"]["hooks"]
+    caps = k.request("initialize", {"capabilities": EXPERIMENTAL})["capabilities"]["hooks"]
     assert caps["invalid"] is True and caps["events"] == ["beforeTool", "afterTool", "userPromptSubmit", "turnEnd",
                                                           "sessionStart"]
     _, events = k.run(s["id"], "go")
@@ -266,7 +269,7 @@ def test_hook_config_that_cannot_be_used_fails_the_turn_and_is_refused_by_config
     assert refused.data["reason"] == "invalid_config" and "do not take" in refused.message
     k.request("config/update", {"values": {"hooks": {"turnEnd": [{"command": "true"}],
                                                      "beforeTool": [{"command": "true"}]}}})
-    caps = k.request("initialize", {})["capabilities"]["hooks"]
+    caps = k.request("initialize", {"capabilities": EXPERIMENTAL})["capabilities"]["hooks"]
     assert (caps["configured"], caps["invalid"]) == (2, False)
 
 
@@ -299,3 +302,21 @@ def test_an_event_that_is_no_valid_utf8_still_reaches_the_hook_as_json(kward, is
     check_turn_events(events, "completed")
     (run,) = runs(k)
     assert run["status"] == "completed" and "\\ud800" in run["output"][0]["text"]
+
+
+def test_the_hook_notifications_are_experimental(kward, isolated_home):
+    # a client that did not ask for experimental parts is not sent them; the hooks run all the same
+    k, s = start(kward, isolated_home, {"beforeTool": [{"command": "echo seen"}]}, [[shell("true")], [text("ok")],
+                                                                                  [shell("true")], [text("ok")]])
+    caps = k.request("initialize", {})["capabilities"]
+    assert caps["hooks"]["notifications"] == [] and caps["rpc"]["experimentalApi"]["enabled"] is False
+    assert {"hook/started", "hook/completed"} <= set(caps["rpc"]["experimentalApi"]["notifications"])
+    _, events = k.run(s["id"], "go")
+    check_turn_events(events, "completed")
+    assert k.notified("hook/started") == [] and k.notified("hook/completed") == []
+    assert "seen" in tool_results(k, s)[0]
+    caps = k.request("initialize", {"capabilities": EXPERIMENTAL})["capabilities"]
+    assert caps["hooks"]["notifications"] == ["hook/started", "hook/completed"]
+    _, events = k.run(s["id"], "again")
+    check_turn_events(events, "completed")
+    assert [r["event"] for r in runs(k)] == ["beforeTool"]

@@ -31,9 +31,10 @@ def initialize(call: Call) -> dict[str, Any]:
     conn = call.conn
     conn.opt_out = frozenset(opt_out)
     conn.server_requests = frozenset(answers)
+    conn.experimental = experimental
     changes = conn.runtime_changes
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
-    result = _result(capabilities.facts(info), [{"reason": reason, "message": message}
+    result = _result(capabilities.facts(info)._replace(experimental_client=experimental), [{"reason": reason, "message": message}
                                                  for reason, message in info.warnings], call.methods)
     result.update(handshake(str(call.runtime.paths.config_dir)))
     # what runtime/capabilitiesChanged compares with, from when the client has it
