@@ -65,3 +65,11 @@ def test_a_malformed_message_is_a_violation_naming_the_message_and_the_path():
 def test_the_validator_refuses_a_schema_feature_it_does_not_know():
     with pytest.raises(SchemaError):
         problems({"$defs": {}}, {"patternProperties": {}}, {})
+
+
+def test_serving_never_loads_the_shapes_or_the_schema(isolated_home):
+    from lib.rpc_client import modules_after_initialize
+
+    loaded = modules_after_initialize(isolated_home)
+    assert "kward.rpc.experimental" in loaded  # (the index the server gates with)
+    assert not {m for m in loaded if m.startswith("kward.rpc.shapes") or m == "kward.rpc.schema"}
