@@ -5,7 +5,7 @@ any thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.model_service import ModelChoice
@@ -18,8 +18,9 @@ def model_entry(choice: ModelChoice) -> ModelEntry:
     and the levels it supports."""
     e = choice.entry
     out: ModelEntry = {"provider": e.provider, "id": e.id, "name": e.name, "reasoning": e.reasoning,
-           "reasoningEffort": choice.reasoning_effort, "contextWindow": e.context_window, "current": choice.current,
-           "model": e.id, "reasoningEfforts": list(e.efforts) if e.efforts is not None else None}
+                       "reasoningEffort": choice.reasoning_effort, "contextWindow": e.context_window,
+                       "current": choice.current, "model": e.id,
+                       "reasoningEfforts": list(e.efforts) if e.efforts is not None else None}
     if choice.effective_effort is not None:
         out["effectiveReasoningEffort"] = choice.effective_effort
     return out
