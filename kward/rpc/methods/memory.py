@@ -11,35 +11,38 @@ the change (`memory/status`'s shape).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kward.memory.records import MAX_TEXT_CHARS
 from kward.rpc.method_table import Call
 from kward.rpc.wire import memory as wire
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.memory import MemoryForgetResult, MemoryStatus
+
 _MAX_ID = 100
 
 
-def status(call: Call) -> dict[str, Any]:
+def status(call: Call) -> MemoryStatus:
     return wire.status(call.runtime.memory.status())
 
 
-def enable(call: Call) -> dict[str, Any]:
+def enable(call: Call) -> MemoryStatus:
     call.runtime.memory.set_enabled(True)
     return status(call)
 
 
-def disable(call: Call) -> dict[str, Any]:
+def disable(call: Call) -> MemoryStatus:
     call.runtime.memory.set_enabled(False)
     return status(call)
 
 
-def auto_summary_enable(call: Call) -> dict[str, Any]:
+def auto_summary_enable(call: Call) -> MemoryStatus:
     call.runtime.memory.set_auto_summary(True)
     return status(call)
 
 
-def auto_summary_disable(call: Call) -> dict[str, Any]:
+def auto_summary_disable(call: Call) -> MemoryStatus:
     call.runtime.memory.set_auto_summary(False)
     return status(call)
 
@@ -64,7 +67,7 @@ def add_core(call: Call) -> dict[str, Any]:
     return {"memory": wire.memory(memory)}
 
 
-def forget(call: Call) -> dict[str, Any]:
+def forget(call: Call) -> MemoryForgetResult:
     return {"forgotten": call.runtime.memory.forget(call.params.text("id", required=True, max_len=_MAX_ID))}
 
 

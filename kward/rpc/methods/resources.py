@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kward.rpc.method_table import Call
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.resources import (
+        CommandsListResult,
+        CommandsRunResult,
+        PluginCommandEntry,
+        PromptCommandEntry,
+        PromptsExpandResult,
+        PromptsListResult,
+        ResourcesStartupResult,
+        SkillCommandEntry,
+    )
 
-def commands(call: Call) -> dict[str, Any]:
+
+def commands(call: Call) -> CommandsListResult:
     catalog = call.runtime.resources.catalog(call.params.text("sessionId"))
-    out: list[dict[str, Any]] = []
+    out: list[PromptCommandEntry | SkillCommandEntry | PluginCommandEntry] = []
     for p in catalog.prompts:
-        entry: dict[str, Any] = {"name": p.command, "description": p.description, "source": "prompt",
-                                 "location": "user", "path": p.path}
+        entry: PromptCommandEntry = {"name": p.command, "description": p.description, "source": "prompt",
+                                     "location": "user", "path": p.path}
         if p.argument_hint:
             entry["argumentHint"] = p.argument_hint
         out.append(entry)
@@ -23,7 +35,7 @@ def commands(call: Call) -> dict[str, Any]:
     return {"commands": out}
 
 
-def run_command(call: Call) -> dict[str, Any]:
+def run_command(call: Call) -> CommandsRunResult:
     p, rt = call.params, call.runtime
     session_id = p.text("sessionId", required=True)
     name = p.text("name", required=True, non_empty=True)
@@ -32,9 +44,9 @@ def run_command(call: Call) -> dict[str, Any]:
     return {"command": done.command, "output": list(done.output), "result": done.result}
 
 
-def startup(call: Call) -> dict[str, Any]:
+def startup(call: Call) -> ResourcesStartupResult:
     info = call.runtime.resources.startup(call.params.text("sessionId"))
-    out: dict[str, Any] = {"sections": [{"name": "Context", "items": info.context},
+    out: ResourcesStartupResult = {"sections": [{"name": "Context", "items": info.context},
                                         {"name": "Skills", "items": info.skills},
                                         {"name": "Prompts", "items": info.prompts},
                                         {"name": "Plugins", "items": info.plugins}]}
@@ -43,13 +55,13 @@ def startup(call: Call) -> dict[str, Any]:
     return out
 
 
-def prompts(call: Call) -> dict[str, Any]:
+def prompts(call: Call) -> PromptsListResult:
     catalog = call.runtime.resources.catalog()
     return {"prompts": [{"command": p.command, "description": p.description, "argumentHint": p.argument_hint,
                          "path": p.path} for p in catalog.prompts]}
 
 
-def expand(call: Call) -> dict[str, Any]:
+def expand(call: Call) -> PromptsExpandResult:
     p, rt = call.params, call.runtime
     command = p.text("command", required=True, non_empty=True)
     name, text = rt.resources.expand(command, rt.check_input(p.text("arguments") or ""))

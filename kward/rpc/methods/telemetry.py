@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kward.rpc.method_table import Call
 from kward.rpc.wire import telemetry as wire
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.telemetry import LoggingStatsResult, LoggingTokenCsvResult
 
-def stats(call: Call) -> dict[str, Any]:
+
+def stats(call: Call) -> LoggingStatsResult:
     return wire.stats(call.runtime.telemetry.stats(call.params.text("range", max_len=1000)))
 
 
-def token_csv(call: Call) -> dict[str, Any]:
+def token_csv(call: Call) -> LoggingTokenCsvResult:
     p = call.params
     return wire.token_csv(call.runtime.telemetry.token_csv(p.text("range", max_len=1000), p.text("bucket", max_len=100)))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kward.memory.records import Memory, to_record
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.memory import MemoryStatus as MemoryStatusShape
     from kward.runtime.memory import (
         MemoryInspection,
         MemoryListing,
@@ -28,7 +29,7 @@ def memories(items: Iterable[Memory]) -> list[dict[str, object]]:
     return [to_record(m) for m in items]
 
 
-def status(s: MemoryStatus) -> dict[str, Any]:
+def status(s: MemoryStatus) -> MemoryStatusShape:
     """`memory/status`: ``{enabled, autoSummary, paths {core, soft, events}}``."""
     return {"enabled": s.enabled, "autoSummary": s.auto_summary,
             "paths": {"core": str(s.core_path), "soft": str(s.soft_path), "events": str(s.events_path)}}

@@ -4,23 +4,24 @@ Keys as the original kward's. Pure functions, any thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kward.timefmt import seconds_iso
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.telemetry import LoggingRange, LoggingSkipped, LoggingStatsResult, LoggingTokenCsvResult
     from kward.telemetry.ranges import Range
     from kward.telemetry.stats import Skipped, Stats
     from kward.telemetry.tokens import TokenCsv
 
 
-def time_range(rng: Range) -> dict[str, Any]:
+def time_range(rng: Range) -> LoggingRange:
     """A `kward.telemetry.ranges.Range`: ``{input, count, unit, startAt, endAt}`` (UTC, whole seconds)."""
     return {"input": rng.input, "count": rng.count, "unit": rng.unit, "startAt": seconds_iso(rng.start),
             "endAt": seconds_iso(rng.end)}
 
 
-def stats(s: Stats) -> dict[str, Any]:
+def stats(s: Stats) -> LoggingStatsResult:
     """The `logging/stats` result of a `kward.telemetry.stats.Stats` (keys as the original kward's)."""
     usage, tools, errors = s.usage, s.tools, s.errors
     return {
@@ -40,12 +41,12 @@ def stats(s: Stats) -> dict[str, Any]:
     }
 
 
-def skipped(s: Skipped) -> dict[str, int]:
+def skipped(s: Skipped) -> LoggingSkipped:
     """What a pass over the log files left out: ``{skippedLines, skippedFiles, droppedKeys}``."""
     return {"skippedLines": s.lines, "skippedFiles": s.files, "droppedKeys": s.keys}
 
 
-def token_csv(export: TokenCsv) -> dict[str, Any]:
+def token_csv(export: TokenCsv) -> LoggingTokenCsvResult:
     """The `logging/tokenCsv` result of a `kward.telemetry.tokens.TokenCsv`: ``{csv, range, bucket}``
     and what was skipped."""
     return {"csv": export.csv, "range": time_range(export.range), "bucket": export.bucket, **skipped(export.skipped)}
