@@ -173,7 +173,7 @@ class _SessionsDeleteParamsRequired(TypedDict):
 
 
 class SessionsDeleteParams(_SessionsDeleteParamsRequired, total=False):
-    force: Annotated[bool | None, Doc("delete even when another process has the session open")]
+    force: Annotated[bool | None, AN_ADDITION, Doc("delete even when another process has the session open")]
 
 
 class SessionsDeleteResult(TypedDict):
