@@ -8,6 +8,12 @@ from kward.rpc.method_table import Call
 from kward.rpc.wire import sessions as wire
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.sessions import (
+        SessionsCloseResult,
+        SessionsCompactResult,
+        SessionsDeleteResult,
+        SessionsForkMessagesResult,
+    )
     from kward.runtime.notices import SessionEvent
 
 
@@ -39,7 +45,7 @@ def clone(call: Call) -> dict[str, Any]:
     return wire.session(call.runtime.clone_session(call.params.text("sessionId", required=True)).opened)
 
 
-def fork_messages(call: Call) -> dict[str, Any]:
+def fork_messages(call: Call) -> SessionsForkMessagesResult:
     return wire.fork_messages(call.runtime.fork_messages(call.params.text("sessionId", required=True)))
 
 
@@ -55,13 +61,13 @@ def export(call: Call) -> dict[str, Any]:
                                                               p.text("format")))
 
 
-def delete(call: Call) -> dict[str, Any]:
+def delete(call: Call) -> SessionsDeleteResult:
     p = call.params
     return wire.deleted(call.runtime.delete_session(p.text("sessionId", required=True),
                                                              force=p.flag("force", False)))
 
 
-def close(call: Call) -> dict[str, Any]:
+def close(call: Call) -> SessionsCloseResult:
     call.runtime.close_session(call.params.text("sessionId", required=True))
     return wire.closed()
 
@@ -70,7 +76,7 @@ def diff(call: Call) -> dict[str, Any]:
     return wire.changes(call.runtime.session_diff(call.params.text("sessionId", required=True)))
 
 
-def compact(call: Call) -> dict[str, Any]:
+def compact(call: Call) -> SessionsCompactResult:
     """Its compactionEnd is sent after the answer (a client may close the reply on it)."""
     p = call.params
     session_id = p.text("sessionId", required=True)

@@ -14,6 +14,13 @@ from kward.rpc.wire.shape import present
 if TYPE_CHECKING:  # pragma: no cover
     from kward.compaction.events import CompactionResult
     from kward.model import ChangeSummary, DiffFile
+    from kward.rpc.shapes.sessions import (
+        ForkMessage,
+        SessionsCloseResult,
+        SessionsCompactResult,
+        SessionsDeleteResult,
+        SessionsForkMessagesResult,
+    )
     from kward.sessions.export import Exported
     from kward.sessions.listing import SessionSummary
     from kward.sessions.manager import ForkEntry
@@ -38,11 +45,11 @@ def listed_session(s: SessionSummary) -> dict[str, Any]:
                      "ancestorContinues": list(s.ancestor_continues)})
 
 
-def fork_entry(e: ForkEntry) -> dict[str, str]:
+def fork_entry(e: ForkEntry) -> ForkMessage:
     return {"entryId": e.entry_id, "text": e.text}
 
 
-def fork_messages(entries: list[ForkEntry]) -> dict[str, Any]:
+def fork_messages(entries: list[ForkEntry]) -> SessionsForkMessagesResult:
     """`sessions/forkMessages`: ``{messages: [{entryId, text}]}``."""
     return {"messages": [fork_entry(e) for e in entries]}
 
@@ -52,17 +59,17 @@ def exported(e: Exported) -> dict[str, str]:
     return {"path": e.path, "format": e.format}
 
 
-def deleted(path: str) -> dict[str, Any]:
+def deleted(path: str) -> SessionsDeleteResult:
     """`sessions/delete`: ``{deleted: true, path}``."""
     return {"deleted": True, "path": path}
 
 
-def closed() -> dict[str, Any]:
+def closed() -> SessionsCloseResult:
     """`sessions/close`: ``{closed: true}``."""
     return {"closed": True}
 
 
-def compaction_result(result: CompactionResult) -> dict[str, Any]:
+def compaction_result(result: CompactionResult) -> SessionsCompactResult:
     """`sessions/compact`: ``{summary, firstKeptEntryId, tokensBefore, details}`` of a
     `kward.compaction.run.CompactionResult`."""
     return {"summary": result.summary, "firstKeptEntryId": result.first_kept_entry_id,
