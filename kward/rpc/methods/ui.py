@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kward.rpc.method_table import Call
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.ui import UiAnswerQuestionResult
 
-def answer_question(call: Call) -> dict[str, bool]:
+
+def answer_question(call: Call) -> UiAnswerQuestionResult:
     p = call.params
     session_id = p.text("sessionId", required=True)
     request_id = p.text("questionRequestId", required=True)

@@ -3,18 +3,19 @@ protocol has it (docs/protocol.md "Hooks"). Pure functions, any thread."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.hookruns import HookNotice
+    from kward.rpc.shapes.ui import HookNotification, HookRun
 
-def hook_notice(notice: HookNotice) -> dict[str, Any]:
+
+def hook_notice(notice: HookNotice) -> HookNotification:
     """The notification's params ``{sessionId, turnId?, run}``."""
-    run = notice.run
-    params: dict[str, Any] = {"sessionId": notice.session_id}
-    if notice.turn_id is not None:
-        params["turnId"] = notice.turn_id
-    params["run"] = {"id": run.id, "event": run.event, "source": run.source, "status": run.status,
-                     "startedAt": run.started_at, "durationMs": run.duration_ms, "exitStatus": run.exit_status,
-                     "output": [{"kind": o.kind, "text": o.text} for o in run.output]}
-    return params
+    r = notice.run
+    run: HookRun = {"id": r.id, "event": r.event, "source": r.source, "status": r.status,
+                    "startedAt": r.started_at, "durationMs": r.duration_ms, "exitStatus": r.exit_status,
+                    "output": [{"kind": o.kind, "text": o.text} for o in r.output]}
+    if notice.turn_id is None:
+        return {"sessionId": notice.session_id, "run": run}
+    return {"sessionId": notice.session_id, "turnId": notice.turn_id, "run": run}
