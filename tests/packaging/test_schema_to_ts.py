@@ -97,5 +97,6 @@ def test_unions_enums_maps_and_envelopes(tmp_path):
     assert "export type Map = { [key: string]: string };" in output
     assert "export type Nothing = Record<string, never>;" in output
     envelope = declaration(output, "Envelope")
-    assert envelope.startswith('export type Envelope = {\n  type: "a" | "b";\n  payload: { [key: string]: unknown };\n} & (')
+    assert envelope.startswith('export type Envelope = {\n  type: "a" | "b";\n'
+                               '  payload: { [key: string]: unknown };\n} & (')
     assert '{\n  type: "a";\n  payload: Item;\n} | {\n  type: "b";\n  payload: Map;\n});' in envelope
