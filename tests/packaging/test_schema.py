@@ -49,11 +49,14 @@ def test_every_def_uses_only_what_the_validator_knows():
 
 
 def test_a_malformed_message_is_a_violation_naming_the_message_and_the_path():
+    from kward.rpc.capabilities import build
+
     traffic = Traffic()
     traffic.sent(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
     traffic.received({"jsonrpc": "2.0", "id": 1, "result": {
         "protocolVersion": "1", "serverName": "kward", "serverVersion": "x", "experimental": True,
-        "userAgent": "kward/x", "configDir": "/c", "platform": {"os": "linux"}, "capabilities": {}, "surprise": 1}})
+        "userAgent": "kward/x", "configDir": "/c", "platform": {"os": "linux"}, "capabilities": build([]),
+        "surprise": 1}})
     found = take_violations()
     assert "initialize result: protocolVersion: '1' is not integer" in found
     assert "initialize result: platform: 'family' is required" in found

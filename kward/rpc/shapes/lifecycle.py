@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, AN_ADDITION, OPEN, Doc, Entry, shape
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, Doc, Entry, shape
+from kward.rpc.shapes.capabilities import Capabilities
 
 
 class ClientInfo(TypedDict, total=False):
@@ -42,7 +43,7 @@ class _InitializeResultRequired(TypedDict):
     userAgent: Annotated[str, AN_ADDITION, Doc("kward/<version> (<os>; Python <version>)")]
     configDir: Annotated[str, AN_ADDITION]
     platform: Annotated[Platform, AN_ADDITION]
-    capabilities: Annotated[dict[str, Any], OPEN, Doc("docs/protocol.md \"Capabilities\"")]
+    capabilities: Capabilities
 
 
 class InitializeResult(_InitializeResultRequired, total=False):
