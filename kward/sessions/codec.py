@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kward.model import (
     AssistantMessage,
@@ -56,9 +56,6 @@ from kward.model import (
 from kward.sessions.format import IMAGE_TYPES, TEXT_TYPES, THINKING_TYPES
 from kward.toolcalls import normalize_args, normalize_tool_name, parse_arguments
 from kward.values import EMPTY
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.shapes.events import RawToolCall, ToolCallFields, ToolResultRecord
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
                "total_tokens")
@@ -222,16 +219,16 @@ def _call(raw: dict[str, Any]) -> ToolCall:
     return _tool_call(raw.get("id"), raw.get("name"), raw.get("arguments"))
 
 
-def tool_call_record(call: ToolCall) -> RawToolCall:
+def tool_call_record(call: ToolCall) -> dict[str, Any]:
     """``{id, type:"function", function:{name, arguments}}``: the model's call as stored."""
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
-def tool_result_record(result: ToolResult) -> ToolResultRecord:
+def tool_result_record(result: ToolResult) -> dict[str, Any]:
     """``{content, isError, images, diff?, changedFiles?, changedFilesComplete?}`` (a
     tool_execution_end's `result`; also the protocol's `toolResult.result`);
     ``changedFilesComplete: false`` only when the changed files may be incomplete."""
-    out: ToolResultRecord = {"content": result.content, "isError": result.is_error, "images": list(result.images)}
+    out: dict[str, Any] = {"content": result.content, "isError": result.is_error, "images": list(result.images)}
     if result.diff is not None:
         out["diff"] = result.diff
     if result.changed_files:
@@ -241,7 +238,7 @@ def tool_result_record(result: ToolResult) -> ToolResultRecord:
     return out
 
 
-def call_fields(call: ToolCall) -> ToolCallFields:
+def call_fields(call: ToolCall) -> dict[str, Any]:
     """``{toolCallId, toolName, args}``: the normalized fields clients show a call by."""
     name = call.name if isinstance(call.name, str) else ""
     return {"toolCallId": call.id, "toolName": normalize_tool_name(name),

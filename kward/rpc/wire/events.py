@@ -41,9 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
         LegacyTool,
         ToolMetadata,
         TurnError as TurnErrorShape,
-        TurnEventApprovalRequestedPayload,
-        TurnEventToolCallPayload,
-        TurnEventToolResultPayload,
     )
     from kward.runtime.notices import SessionEvent
 
@@ -55,7 +52,7 @@ def tool_metadata(name: str) -> ToolMetadata:
     return {"source": meta.source, "displayName": meta.display_name}
 
 
-def tool_call(call: ToolCall) -> TurnEventToolCallPayload:
+def tool_call(call: ToolCall) -> dict[str, Any]:
     """A `toolCall` payload (see the module docstring)."""
     fields = call_fields(call)
     raw = tool_call_record(call)
@@ -68,7 +65,7 @@ def tool_call(call: ToolCall) -> TurnEventToolCallPayload:
     return {**fields, "rawToolCall": raw, "toolCall": raw, "tool": tool, "metadata": tool_metadata(call.name)}
 
 
-def tool_result(outcome: ToolOutcome) -> TurnEventToolResultPayload:
+def tool_result(outcome: ToolOutcome) -> dict[str, Any]:
     """A `toolResult` payload: the call's fields, the raw `content` and `result`."""
     return {**tool_call(outcome.call), "content": outcome.result.content, "result": tool_result_record(outcome.result)}
 
@@ -83,7 +80,7 @@ def tool_update(progress: ToolProgress) -> dict[str, Any]:
     return out
 
 
-def approval_requested(p: ApprovalAsked) -> TurnEventApprovalRequestedPayload:
+def approval_requested(p: ApprovalAsked) -> dict[str, Any]:
     """approvalRequested: the call's fields, the model's `tool` name, the server request's
     `requestId` and the `preview` it carries."""
     return {**call_fields(p.call), "tool": p.call.name, "requestId": p.request_id, "preview": dict(p.preview)}
