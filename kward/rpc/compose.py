@@ -63,7 +63,7 @@ def resolve(env: Mapping[str, str] = os.environ, launch_cwd: str | os.PathLike[s
                  launch_cwd=os.path.realpath(launch_cwd if launch_cwd is not None else os.getcwd()), live=live)
 
 
-def _event_payload(type_: str, payload: EventPayload) -> dict[str, Any]:
+def _event_payload(type_: str, payload: EventPayload) -> Mapping[str, Any]:
     """`kward.rpc.wire.events.event_payload`, imported when a plugin first observes an event."""
     from kward.rpc.wire.events import event_payload
 

@@ -19,7 +19,7 @@ a tool call, a tool result) come from `kward.sessions.codec`. Pure functions, an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from kward import toolcalls
 from kward.compaction.events import CompactionEnd, CompactionStart
@@ -37,10 +37,15 @@ from kward.sessions.codec import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turn import Turn
+    from kward.rpc.shapes.events import (
+        LegacyTool,
+        ToolMetadata,
+        TurnError as TurnErrorShape,
+    )
     from kward.runtime.notices import SessionEvent
 
 
-def tool_metadata(name: str) -> dict[str, str]:
+def tool_metadata(name: str) -> ToolMetadata:
     """``{source, displayName}`` of the tool `name` (`kward.toolcalls.tool_metadata`): the
     `metadata` of tool events and of `tools/list` entries."""
     meta = toolcalls.tool_metadata(name)
@@ -51,10 +56,12 @@ def tool_call(call: ToolCall) -> dict[str, Any]:
     """A `toolCall` payload (see the module docstring)."""
     fields = call_fields(call)
     raw = tool_call_record(call)
-    tool = {"name": call.name, "displayName": fields["toolName"]}
-    for key in ("path", "command"):
-        if isinstance(fields["args"].get(key), str):
-            tool[key] = fields["args"][key]
+    args = fields["args"]
+    tool: LegacyTool = {"name": call.name, "displayName": fields["toolName"]}
+    if isinstance(args.get("path"), str):
+        tool["path"] = args["path"]
+    if isinstance(args.get("command"), str):
+        tool["command"] = args["command"]
     return {**fields, "rawToolCall": raw, "toolCall": raw, "tool": tool, "metadata": tool_metadata(call.name)}
 
 
@@ -86,9 +93,9 @@ def approval_resolved(p: ApprovalDecided) -> dict[str, Any]:
             "outcome": p.outcome}
 
 
-def error(err: TurnError) -> dict[str, Any]:
+def error(err: TurnError) -> TurnErrorShape:
     """A failed turn's `error`: ``{message, code, fatal:false, reason, data?}``."""
-    out: dict[str, Any] = {"message": err.message, "code": err.code, "fatal": False, "reason": err.reason}
+    out: TurnErrorShape = {"message": err.message, "code": err.code, "fatal": False, "reason": err.reason}
     if err.data:
         out["data"] = dict(err.data)
     return out
@@ -114,7 +121,7 @@ def _finished(p: Any) -> dict[str, Any]:
     return {"status": p.status, "error": error(p.error)} if p.error is not None else {"status": p.status}
 
 
-_PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
+_PAYLOADS: dict[str, Callable[[Any], Mapping[str, Any]]] = {
     "turnQueued": lambda p: {"status": p.status},
     "turnStarted": lambda p: {"status": p.status},
     "assistantDelta": lambda p: {"delta": p.text},
@@ -138,7 +145,7 @@ _PAYLOADS: dict[str, Callable[[Any], dict[str, Any]]] = {
 }
 
 
-def event_payload(type_: str, payload: EventPayload) -> dict[str, Any]:
+def event_payload(type_: str, payload: EventPayload) -> Mapping[str, Any]:
     """The protocol's payload of an event of `type_` (the typed payload of
     `kward.model.EventPayload`)."""
     if isinstance(payload, Delta):  # the hot path: thousands a second
