@@ -14,9 +14,7 @@
 
 A violation is kept in `VIOLATIONS` (the `schema_traffic` fixture of tests/conftest.py
 fails the test that caused it, naming the message and the path); a message whose method
-or event type the schema does not have yet is counted in `UNKNOWN` and, while `STRICT` is
-False (the definitions do not cover the whole protocol yet), only reported at the end of
-the run. Thread-safe: the reader thread and the writing threads report."""
+or event type the schema does not have is a violation too (`STRICT`; counted in `UNKNOWN`). Thread-safe: the reader thread and the writing threads report."""
 
 from __future__ import annotations
 
@@ -29,8 +27,8 @@ from typing import Any
 from lib.paths import REPO
 from lib.schema_check import problems
 
-#: Fail on messages the schema does not know (once every message has a shape).
-STRICT = False
+#: Fail on messages the schema does not know: every message kward sends has a shape.
+STRICT = True
 VIOLATIONS: list[str] = []
 UNKNOWN: collections.Counter[str] = collections.Counter()
 _lock = threading.Lock()

@@ -76,3 +76,30 @@ def test_serving_never_loads_the_shapes_or_the_schema(isolated_home):
     loaded = modules_after_initialize(isolated_home)
     assert "kward.rpc.experimental" in loaded  # (the index the server gates with)
     assert not {m for m in loaded if m.startswith("kward.rpc.shapes") or m == "kward.rpc.schema"}
+
+
+def test_the_servers_experimental_index_is_what_the_shapes_mark():
+    # kward/rpc/experimental.py gates at run time; the shapes are where stabilities are declared
+    from kward.rpc import experimental
+
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    defs, index = schema["$defs"], schema["x-kward-messages"]
+
+    def marked(kind: str) -> set[str]:
+        return {name for name, refs in index[kind].items()
+                if defs[next(iter(refs.values())).rsplit("/", 1)[1]]["x-kward-stability"] == "experimental"}
+
+    assert marked("request") == set(experimental.METHODS)
+    assert marked("notification") == set(experimental.NOTIFICATIONS)
+    assert marked("turnEvent") == set(experimental.TURN_EVENTS)
+    fields = set()
+    for type_, refs in index["turnEvent"].items():
+        def walk(definition, path, seen=()):
+            for key, prop in definition.get("properties", {}).items():
+                if prop.get("x-kward-stability") == "experimental":
+                    fields.add((type_, (*path, key)))
+                ref = prop.get("$ref")
+                if ref and ref not in seen:
+                    walk(defs[ref.rsplit("/", 1)[1]], (*path, key), (*seen, ref))
+        walk(defs[refs["payload"].rsplit("/", 1)[1]], ())
+    assert fields == {(t, path) for t, paths in experimental.EVENT_FIELDS.items() for path in paths}

@@ -9,7 +9,7 @@ Every group is always present; a group whose methods are not served says
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 from kward.rpc.shapes.base import ADDITION, AN_ADDITION, Doc, Entry, Range, shape
 
@@ -452,12 +452,26 @@ class InputLimitsCapability(TypedDict):
 
 
 @shape(stability=ADDITION)
+class ExperimentalApiCapability(TypedDict):
+    """What is sent and served only to a client that passed capabilities.experimentalApi
+    (docs/protocol.md "Experimental")."""
+
+    enabled: Annotated[bool, Doc("this client passed experimentalApi: true")]
+    methods: list[str]
+    notifications: list[str]
+    events: Annotated[list[str], Doc("turn event types")]
+    fields: Annotated[list[str], Doc("`turn/event:<type> payload.<path>`")]
+    refusalReason: Literal["experimental_api_required"]
+
+
+@shape(stability=ADDITION)
 class RpcCapability(TypedDict):
     """kward's additions to the protocol."""
 
     batch: bool
     optOutNotificationMethods: bool
     optOutNotificationTypes: bool
+    experimentalApi: ExperimentalApiCapability
     initializedNotification: bool
     capabilitiesChanged: CapabilitiesChangedCapability
     trace: TraceCapability

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, AN_ADDITION, OPEN, Doc, Entry, Length, Range, shape
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, EXPERIMENTAL_FIELD, OPEN, Doc, Entry, Length, Range, shape
 from kward.rpc.shapes.envelopes import TurnEvent
+from kward.rpc.shapes.sessions import CompactionEndPayload, CompactionStartPayload, SessionsDiffResult
 
 # --- a failed turn's error ---------------------------------------------------------------
 
@@ -89,7 +90,8 @@ class ToolResultRecord(_ToolResultRecordRequired, total=False):
 
     diff: Annotated[str, Doc("the unified diff of a write or edit")]
     changedFiles: Annotated[list[str], Doc("the paths a write or edit wrote, or the files a shell command changed")]
-    changedFilesComplete: Annotated[Literal[False], AN_ADDITION, Doc("present (false) when changedFiles may miss files")]
+    changedFilesComplete: Annotated[Literal[False], EXPERIMENTAL_FIELD,
+                                    Doc("present (false) when changedFiles may miss files")]
 
 
 class TurnEventToolResultPayload(TurnEventToolCallPayload):
@@ -216,42 +218,6 @@ class TurnEventTurnFinishedPayload(_TurnFinishedRequired, total=False):
     error: Annotated[TurnError, Doc("for a failed turn: the error event's payload")]
 
 
-# --- file changes ------------------------------------------------------------------------
-
-
-class _ChangedFileRequired(TypedDict):
-    path: Annotated[str, Doc("relative to the workspace root, /-separated")]
-    status: Literal["added", "modified", "deleted"]
-    added: Annotated[int | None, Doc("lines added; null when not known")]
-    removed: Annotated[int | None, Doc("lines removed; null when not known")]
-
-
-class ChangedFile(_ChangedFileRequired, total=False):
-    binary: Literal[True]
-    omitted: Annotated[Literal["binary", "tooLarge", "unknownBaseline", "notRegularFile", "unreadable", "capped"],
-                       Doc("why the file's diff is not in `diff`")]
-
-
-class _ChangeSummaryRequired(TypedDict):
-    files: Annotated[list[ChangedFile], Length(maximum=1000), Doc("the changed files in path order")]
-    diff: Annotated[str, Doc("one unified diff of the text files")]
-    truncated: Annotated[bool, Doc("a cap left something out")]
-
-
-@shape(stability=ADDITION)
-class ChangeSummary(_ChangeSummaryRequired, total=False):
-    """What a turn (turnDiff) or a session (sessions/diff) changed (docs/protocol.md "File
-    changes")."""
-
-    note: Annotated[str, Doc("what is not in `diff`, and why")]
-    complete: Annotated[Literal[False], Doc("present (false) when files may be missing")]
-
-
-# Placeholders until the sessions helper's CompactionStartPayload / CompactionEndPayload
-# (kward.rpc.shapes.sessions) are merged: then register those here instead.
-_COMPACTION_START_PAYLOAD = dict[str, Any]
-_COMPACTION_END_PAYLOAD = dict[str, Any]
-
 NOTIFICATIONS = {
     "turn/event": Entry(TurnEvent, None),
 }
@@ -260,8 +226,8 @@ TURN_EVENTS = {
     "turnQueued": Entry(TurnEventTurnQueuedPayload),
     "turnSteered": Entry(TurnEventTurnSteeredPayload),
     "turnStarted": Entry(TurnEventTurnStartedPayload),
-    "compactionStart": Entry(_COMPACTION_START_PAYLOAD, None, ADDITION),
-    "compactionEnd": Entry(_COMPACTION_END_PAYLOAD, None, ADDITION),
+    "compactionStart": Entry(CompactionStartPayload, None, ADDITION),
+    "compactionEnd": Entry(CompactionEndPayload, None, ADDITION),
     "reasoningDelta": Entry(TurnEventDeltaPayload),
     "assistantDelta": Entry(TurnEventDeltaPayload),
     "assistantMessage": Entry(TurnEventAssistantMessagePayload),
@@ -273,7 +239,7 @@ TURN_EVENTS = {
     "toolResult": Entry(TurnEventToolResultPayload),
     "answer": Entry(TurnEventAnswerPayload),
     "turnCancelRequested": Entry(TurnEventTurnCancelRequestedPayload),
-    "turnDiff": Entry(ChangeSummary, None, ADDITION),
+    "turnDiff": Entry(SessionsDiffResult, None, ADDITION),  # (the change summary sessions/diff answers)
     "error": Entry(TurnError),
     "turnFinished": Entry(TurnEventTurnFinishedPayload),
 }

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, AN_ADDITION, ORIGINAL, Doc, Entry, Length, Range
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, EXPERIMENTAL, ORIGINAL, Doc, Entry, Length, Range
+from kward.rpc.shapes.envelopes import SessionEvent
 from kward.rpc.shapes.errors import ErrorData
 
 # --- the session payload ---------------------------------------------------------------------
@@ -204,7 +205,7 @@ class SessionsDiffFile(_SessionsDiffFileRequired, total=False):
 
 
 class _SessionsDiffResultRequired(TypedDict):
-    files: Annotated[list[SessionsDiffFile], Doc("the changed files in path order")]
+    files: Annotated[list[SessionsDiffFile], Length(maximum=1000), Doc("the changed files in path order (at most 1000)")]
     diff: Annotated[str, Doc("one unified diff of the text files")]
     truncated: Annotated[bool, Doc("a cap left something out")]
 
@@ -289,7 +290,11 @@ METHODS = {
     "sessions/export": Entry(SessionsExportParams, SessionsExportResult, ORIGINAL),
     "sessions/delete": Entry(SessionsDeleteParams, SessionsDeleteResult, ORIGINAL),
     "sessions/close": Entry(SessionIdParams, SessionsCloseResult, ORIGINAL),
-    "sessions/diff": Entry(SessionIdParams, SessionsDiffResult, ADDITION),
+    "sessions/diff": Entry(SessionIdParams, SessionsDiffResult, EXPERIMENTAL),
+}
+
+NOTIFICATIONS = {
+    "session/event": Entry(SessionEvent, None),
 }
 
 SESSION_EVENTS = {

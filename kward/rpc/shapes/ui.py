@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, OPEN, Doc, Entry, Length
+from kward.rpc.shapes.base import ADDITION, Doc, EXPERIMENTAL, Entry, Length, OPEN
 
 # --- ui/question, ui/answerQuestion --------------------------------------------------------
 
@@ -123,8 +123,8 @@ METHODS = {
 NOTIFICATIONS = {
     "ui/question": Entry(UiQuestionParams, None),
     "serverRequest/resolved": Entry(ServerRequestResolvedParams, None, ADDITION),
-    "hook/started": Entry(HookNotification, None, ADDITION),
-    "hook/completed": Entry(HookNotification, None, ADDITION),
+    "hook/started": Entry(HookNotification, None, EXPERIMENTAL),
+    "hook/completed": Entry(HookNotification, None, EXPERIMENTAL),
 }
 SERVER_REQUESTS = {
     "tool/requestApproval": Entry(ToolRequestApprovalParams, ToolRequestApprovalResult, ADDITION),
