@@ -16,12 +16,15 @@ Requests on the shell's client; main thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from kward import __version__
 from kward.client import Client, RpcError
 from kward.terminal.style import Style
 from kward.terminal.wording import error_text, login_fix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.lifecycle import InitializeResult
 
 HINT = "Type a request, /help for the commands, Ctrl-D to exit."
 #: `initialize` warning reasons that are config.json's (reported by the host before the start)
@@ -42,7 +45,7 @@ def lines(client: Client, cwd: str, style: Style, env: Mapping[str, str]) -> lis
     """The startup lines (see the module docstring), styled; `env` is the in-process
     server's environment."""
     try:
-        current = client.request("models/current", {})
+        current = client.current_model()
     except RpcError as exc:
         model, provider = f"model unavailable: {error_text(exc)}", None
     else:
@@ -94,7 +97,7 @@ def _compatible(client: Client, env: Mapping[str, str]) -> Credentials:
     return Credentials(True, f"no API key ({login_fix('OpenAICompatible')})")
 
 
-def unreported_warnings(init: dict[str, Any]) -> list[str]:
+def unreported_warnings(init: InitializeResult) -> list[str]:
     """The messages of the `initialize` warnings that are not config.json's."""
     return [str(w.get("message", "")) for w in init.get("warnings") or []
             if isinstance(w, dict) and w.get("reason") not in CONFIG_REASONS]
