@@ -4,7 +4,7 @@
         ...
     with Client.in_process() as k:       # the same server core inside this process
         k.initialize()
-        session = k.request("sessions/create", {"workspaceRoot": "."})
+        session = k.create_session(".")
         for event in k.turn(session["id"], "What is in this workspace?"):
             ...
 
