@@ -16,15 +16,12 @@ Requests on the shell's client; main thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import Any, Mapping
 
 from kward import __version__
 from kward.client import Client, RpcError
 from kward.terminal.style import Style
 from kward.terminal.wording import error_text, login_fix
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.shapes.lifecycle import InitializeResult
 
 HINT = "Type a request, /help for the commands, Ctrl-D to exit."
 #: `initialize` warning reasons that are config.json's (reported by the host before the start)
@@ -97,7 +94,7 @@ def _compatible(client: Client, env: Mapping[str, str]) -> Credentials:
     return Credentials(True, f"no API key ({login_fix('OpenAICompatible')})")
 
 
-def unreported_warnings(init: InitializeResult) -> list[str]:
+def unreported_warnings(init: Mapping[str, Any]) -> list[str]:
     """The messages of the `initialize` warnings that are not config.json's."""
     return [str(w.get("message", "")) for w in init.get("warnings") or []
             if isinstance(w, dict) and w.get("reason") not in CONFIG_REASONS]

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, TextIO
+from typing import Any, Mapping, TextIO
 
 from kward import __version__, diagnostics
 from kward.client import Client, RpcError
@@ -35,9 +35,6 @@ from kward.terminal.host import EnvironmentProblem, check_environment
 from kward.terminal.render import short
 from kward.terminal.style import Style
 from kward.terminal.wording import error_text, login_fix
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.shapes.lifecycle import InitializeResult
 
 TIMEOUT = 2.0
 
@@ -88,7 +85,7 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
     return 1 if report.failed else 0
 
 
-def _config(report: Report, client: Client, init: InitializeResult,
+def _config(report: Report, client: Client, init: Mapping[str, Any],
             troubles: list[config_check.Trouble]) -> dict[str, Any]:
     """One line per config.json problem (`fail`; `warn` for a key kward merely does not
     read), else an ok line; the config values (redacted), {} when unreadable."""
