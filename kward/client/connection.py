@@ -4,7 +4,7 @@
         ...
     with Client.in_process() as k:       # the same server core inside this process
         k.initialize()
-        session = k.request("sessions/create", {"workspaceRoot": "."})
+        session = k.create_session(".")
         for event in k.turn(session["id"], "What is in this workspace?"):
             ...
 
@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Literal, Mapping, cast
 
 from kward.client.subscription import (
     CLOSED,
@@ -44,8 +44,15 @@ from kward.client.subscription import (
 )
 from kward.rpc.framing import FrameFault, FrameReader, encode_frame
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover (the shapes are for the type checker: never loaded at run time)
     from kward.rpc.server import RpcServer
+    from kward.rpc.shapes.envelopes import TurnEvent
+    from kward.rpc.shapes.lifecycle import InitializeResult
+    from kward.rpc.shapes.models import ModelEntry
+    from kward.rpc.shapes.runtime import RuntimeStateResult
+    from kward.rpc.shapes.sessions import Session, SessionsCloseResult, SessionsListResult
+    from kward.rpc.shapes.transcript import SessionsTranscriptResult
+    from kward.rpc.shapes.turns import ImageAttachment, Turn, TurnsEventsResult
 
 log = logging.getLogger(__name__)
 
@@ -213,22 +220,101 @@ class Client:
             message["params"] = params
         self._write(message)
 
-    def initialize(self, name: str = "kward.client", version: str = "1", **capabilities: Any) -> dict[str, Any]:
+    # --- typed helpers: one method each, annotated with its result's shape (kward.rpc.shapes) ---
+
+    def initialize(self, name: str = "kward.client", version: str = "1", **capabilities: Any) -> InitializeResult:
         """`initialize` (with clientInfo and client capabilities) then `initialized`."""
         result = self.request("initialize", {"clientInfo": {"name": name, "version": version},
                                              "capabilities": capabilities})
         self.notify("initialized")
-        return result
+        return cast("InitializeResult", result)
+
+    def create_session(self, workspace_root: str | os.PathLike[str] | None = None, *, name: str | None = None,
+                       memory: bool | None = None, timeout: float | None = 30.0) -> Session:
+        """`sessions/create`: a new session in `workspace_root` (default: the server's launch
+        directory); `memory` False: its turns use no memory."""
+        params: dict[str, Any] = {}
+        if workspace_root is not None:
+            params["workspaceRoot"] = os.fspath(workspace_root)
+        if name is not None:
+            params["name"] = name
+        if memory is not None:
+            params["memory"] = memory
+        return cast("Session", self.request("sessions/create", params, timeout=timeout))
+
+    def resume_session(self, path: str | os.PathLike[str], *, workspace_root: str | os.PathLike[str] | None = None,
+                       timeout: float | None = 30.0) -> Session:
+        """`sessions/resume`: open the session file `path` (relative to `workspace_root`)."""
+        params: dict[str, Any] = {"path": os.fspath(path)}
+        if workspace_root is not None:
+            params["workspaceRoot"] = os.fspath(workspace_root)
+        return cast("Session", self.request("sessions/resume", params, timeout=timeout))
+
+    def list_sessions(self, workspace_root: str | os.PathLike[str] | None = None, *, limit: int | None = None,
+                      timeout: float | None = 30.0) -> SessionsListResult:
+        """`sessions/list`: the sessions of `workspace_root` (default: the launch directory),
+        newest first, at most `limit` (default 20)."""
+        params: dict[str, Any] = {}
+        if workspace_root is not None:
+            params["workspaceRoot"] = os.fspath(workspace_root)
+        if limit is not None:
+            params["limit"] = limit
+        return cast("SessionsListResult", self.request("sessions/list", params, timeout=timeout))
+
+    def close_session(self, session_id: str, *, timeout: float | None = 30.0) -> SessionsCloseResult:
+        """`sessions/close`: end the RPC session id (its running turns are canceled)."""
+        return cast("SessionsCloseResult", self.request("sessions/close", {"sessionId": session_id}, timeout=timeout))
+
+    def transcript(self, session_id: str, *, timeout: float | None = 30.0) -> SessionsTranscriptResult:
+        """`sessions/transcript`: the session and its messages."""
+        return cast("SessionsTranscriptResult",
+                    self.request("sessions/transcript", {"sessionId": session_id}, timeout=timeout))
+
+    def start_turn(self, session_id: str, input: str, *, attachments: list[ImageAttachment] | None = None,
+                   streaming_behavior: Literal["newTurn", "followUp", "steer"] | None = None,
+                   timeout: float | None = 30.0) -> Turn:
+        """`turns/start`: queue a turn and return it at once (its events come as `turn/event`
+        notifications; `turn()` starts one and yields them)."""
+        params: dict[str, Any] = {"sessionId": session_id, "input": input}
+        if attachments is not None:
+            params["attachments"] = attachments
+        if streaming_behavior is not None:
+            params["streamingBehavior"] = streaming_behavior
+        return cast("Turn", self.request("turns/start", params, timeout=timeout))
+
+    def cancel_turn(self, turn_id: str, *, timeout: float | None = 30.0) -> Turn:
+        """`turns/cancel`: ask the turn to stop; returns it (`cancelRequested` true)."""
+        return cast("Turn", self.request("turns/cancel", {"turnId": turn_id}, timeout=timeout))
+
+    def turn_status(self, turn_id: str, *, timeout: float | None = 30.0) -> Turn:
+        """`turns/status`: the turn as it is now."""
+        return cast("Turn", self.request("turns/status", {"turnId": turn_id}, timeout=timeout))
+
+    def turn_events(self, turn_id: str, after_sequence: int | None = None, *,
+                    timeout: float | None = 30.0) -> TurnsEventsResult:
+        """`turns/events`: the turn and the events its buffer holds (after `after_sequence`)."""
+        params: dict[str, Any] = {"turnId": turn_id}
+        if after_sequence is not None:
+            params["afterSequence"] = after_sequence
+        return cast("TurnsEventsResult", self.request("turns/events", params, timeout=timeout))
+
+    def current_model(self, *, timeout: float | None = 30.0) -> ModelEntry:
+        """`models/current`: the model turns use now."""
+        return cast("ModelEntry", self.request("models/current", {}, timeout=timeout))
+
+    def runtime_state(self, session_id: str, *, timeout: float | None = 30.0) -> RuntimeStateResult:
+        """`runtime/state`: the session's runtime state (model, settings, counts)."""
+        return cast("RuntimeStateResult", self.request("runtime/state", {"sessionId": session_id}, timeout=timeout))
 
     def turn(self, session_id: str, input: str, *, timeout: float | None = None,
-             **params: Any) -> Iterator[dict[str, Any]]:
+             **params: Any) -> Iterator[TurnEvent]:
         """Start a turn and yield its events (the params of its `turn/event` notifications)
         in order, ending with `turnFinished`. `timeout` bounds the wait for each event.
         Events are collected from before the request is sent, so none is missed."""
         with self.subscribe(lambda m: m.get("method") == "turn/event") as events:
-            turn = self.request("turns/start", {"sessionId": session_id, "input": input, **params})
+            turn = cast("Turn", self.request("turns/start", {"sessionId": session_id, "input": input, **params}))
             while True:
-                event = events.get(timeout)["params"]
+                event: TurnEvent = events.get(timeout)["params"]
                 if event.get("turnId") != turn["id"]:
                     continue
                 yield event

@@ -42,7 +42,7 @@ def lines(client: Client, cwd: str, style: Style, env: Mapping[str, str]) -> lis
     """The startup lines (see the module docstring), styled; `env` is the in-process
     server's environment."""
     try:
-        current = client.request("models/current", {})
+        current = client.current_model()
     except RpcError as exc:
         model, provider = f"model unavailable: {error_text(exc)}", None
     else:
@@ -94,7 +94,7 @@ def _compatible(client: Client, env: Mapping[str, str]) -> Credentials:
     return Credentials(True, f"no API key ({login_fix('OpenAICompatible')})")
 
 
-def unreported_warnings(init: dict[str, Any]) -> list[str]:
+def unreported_warnings(init: Mapping[str, Any]) -> list[str]:
     """The messages of the `initialize` warnings that are not config.json's."""
     return [str(w.get("message", "")) for w in init.get("warnings") or []
             if isinstance(w, dict) and w.get("reason") not in CONFIG_REASONS]

@@ -72,7 +72,7 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
         _sandbox(report, init)
         _hooks(report, init, config)
         try:
-            current = client.request("models/current", {})
+            current = client.current_model()
             provider = str(current.get("provider"))
             report.line("ok", "provider", f"{provider}, model {current.get('id')}")
         except RpcError as exc:
@@ -85,7 +85,7 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
     return 1 if report.failed else 0
 
 
-def _config(report: Report, client: Client, init: dict[str, Any],
+def _config(report: Report, client: Client, init: Mapping[str, Any],
             troubles: list[config_check.Trouble]) -> dict[str, Any]:
     """One line per config.json problem (`fail`; `warn` for a key kward merely does not
     read), else an ok line; the config values (redacted), {} when unreadable."""

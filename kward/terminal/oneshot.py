@@ -166,7 +166,7 @@ def run(prompt: str, env: Mapping[str, str], cwd: str, *, yes: bool = False) -> 
         client.initialize(name="kward-terminal", version=__version__, experimentalApi=True,  # (hook runs)
                           **approve.DECLARE)
         try:
-            session = client.request("sessions/create", {"workspaceRoot": cwd, "memory": False}, timeout=None)
+            session = client.create_session(cwd, memory=False, timeout=None)
         except RpcError as exc:
             return fail(error_text(exc))
         try:

@@ -123,7 +123,7 @@ def run_turn(client: Client, session_id: str, text: str, view: TurnView, interru
         return msg.get("method") in ("turn/event", "ui/question", "hook/completed")
 
     with client.subscribe(wanted) as events, interrupts.counting(), _draining(approvals):
-        turn = client.request("turns/start", {"sessionId": session_id, "input": text})
+        turn = client.start_turn(session_id, text)
         turn_id = turn["id"]
         seen = 0
         canceling = False
@@ -134,7 +134,7 @@ def run_turn(client: Client, session_id: str, text: str, view: TurnView, interru
                 canceling = True
                 view.note("canceling...")
                 try:
-                    client.request("turns/cancel", {"sessionId": session_id, "turnId": turn_id})
+                    client.cancel_turn(turn_id)
                 except RpcError:
                     pass  # it ended meanwhile: its turnFinished is on the way
             elif abandon_on_second:
