@@ -132,6 +132,8 @@ def test_installed_kward_runs_from_outside_the_checkout(venv, tmp_path):
     assert not Path(found["file"]).resolve().is_relative_to(REPO)
     assert {"kward.rpc", "kward.rpc.server", "kward.rpc.methods.sessions", "kward.tools.search_worker"} <= set(
         found["modules"])
+    schema = _run([str(kward), "rpc", "--print-schema"], cwd=elsewhere, env=env)  # the shapes are installed
+    assert schema.stdout == (REPO / "docs" / "protocol.schema.json").read_text(encoding="utf-8")
 
 
 def test_man_finds_the_installed_page(venv, tmp_path):

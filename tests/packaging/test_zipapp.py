@@ -141,6 +141,10 @@ def test_version_and_exit_status_from_outside_the_checkout(pyz, env, from_tree):
     bad = subprocess.run([sys.executable, "-S", str(pyz), "--frobnicate"], capture_output=True, text=True,
                          cwd=pyz.parent, env=env, timeout=60)
     assert bad.returncode == 2 and "unknown option" in bad.stderr  # the exit status survives the archive
+    schema = subprocess.run([sys.executable, "-S", str(pyz), "rpc", "--print-schema"], capture_output=True,
+                            cwd=pyz.parent, env=env, timeout=60)
+    assert (schema.returncode, schema.stderr) == (0, b"")  # the shapes ship in the archive
+    assert schema.stdout == (REPO / "docs" / "protocol.schema.json").read_bytes()
 
 
 def test_another_python_reads_the_main_source_when_the_bytecode_is_not_its_own(pyz, env, tmp_path, from_tree):
