@@ -204,8 +204,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                         "widgets": False, "footer": False, "custom": False, "terminalInput": False},
         # beyond the original: a turn's changes (turnDiff) and the session's (sessions/diff)
         "composer": {"sessionDiff": {"supported": True, "method": "sessions/diff", "event": "turnDiff"} if diff_ok
-                     else {"supported": False, "reason": "experimentalApiRequired"
-                           if turns_ok and "sessions/diff" in served else "interactiveComposerOnly"},
+                     else {"supported": False, "reason": "interactiveComposerOnly"},
                      "copy": {"supported": False, "reason": "clientClipboardOwnedByUi"}},
         # toolApproval: the approval mode (kward.agent.approval) of a session without its own
         # (runtime/updateSetting approvalMode); "invalid": config.json's cannot be used, turns fail
@@ -221,9 +220,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                      "sandbox": _sandbox(facts.sandbox, turns_ok)},
         # beyond the original: command hooks (kward.agent.hooks), their runs reported by notifications
         "hooks": {"supported": turns_ok, "events": list(HOOK_EVENTS) if turns_ok else [],
-                  # (experimental: sent only to a client that asked for them)
-                  "notifications": ["hook/started", "hook/completed"] if turns_ok and facts.experimental_client
-                  else [],
+                  "notifications": ["hook/started", "hook/completed"] if turns_ok else [],
                   "configured": facts.hooks if turns_ok else 0, "invalid": turns_ok and facts.hooks_problem,
                   "blockExitStatus": 2, "maxContextBytes": HOOK_OUTPUT_BYTES},
         "export": {"supported": has("sessions/export"), "formats": ["markdown", "html"] if has("sessions/export") else [],
@@ -261,6 +258,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
                 "inputLimits": {"supported": turns_ok and facts.max_input_chars > 0,
                                 "maxChars": facts.max_input_chars},
                 "maxFrameBytes": facts.max_frame_bytes,
-                "errorReasons": True},
+                "errorReasons": True,
+                # the protocol's JSON Schema over the wire (experimental), as `kward rpc --print-schema` prints it
+                "schema": {"supported": has("rpc/schema"), "method": "rpc/schema"}},
     }
     return caps

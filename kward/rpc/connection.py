@@ -127,9 +127,6 @@ class Connection:
         opted = self._opted
         if method in opted.methods:
             return False
-        if not self.experimental and (method in experimental.NOTIFICATIONS or (
-                method == "turn/event" and type_ in experimental.TURN_EVENTS)):
-            return False
         types = opted.types.get(method)
         return types is None or type_ is None or type_ not in types
 
@@ -194,10 +191,7 @@ class Connection:
         )
 
         if self.wants("turn/event", event.type):  # (before the payload is shaped)
-            params = turn_event(event)
-            if not self.experimental and event.type in experimental.EVENT_FIELDS:
-                params = {**params, "payload": experimental.strip(event.type, params["payload"])}
-            self.notify("turn/event", params, wait=False)  # paced before, by make_room
+            self.notify("turn/event", turn_event(event), wait=False)  # paced before, by make_room
 
     def report(self, notice: Notice) -> None:
         """A runtime notice as its notification (a kind the protocol has none for: dropped)."""
@@ -228,10 +222,12 @@ class Connection:
             if isinstance(notice, HookNotice):  # from the turn's thread: in order with its events
                 from kward.rpc.wire.hooks import hook_notice
 
+                params = hook_notice(notice)
                 if notice.phase == STARTED:
-                    self.notify("hook/started", hook_notice(notice))
+                    self.notify("hook/started", params if self.experimental else experimental.strip("hook/started", params))
                 else:
-                    self.notify("hook/completed", hook_notice(notice))
+                    self.notify("hook/completed",
+                                params if self.experimental else experimental.strip("hook/completed", params))
 
     def make_room(self) -> None:
         """The runtime's pacing point (a streaming worker, before it publishes an event;

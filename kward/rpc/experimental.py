@@ -7,24 +7,21 @@ loads the shapes (tests/packaging/test_schema.py checks that the two agree).
 
 - `METHODS`: refused with `ExperimentalApiRequired` (-32601, reason
   ``experimental_api_required``) for any other client, before anything runs;
-- `NOTIFICATIONS` and `TURN_EVENTS`: never sent to another client (as if it opted out:
-  `kward.rpc.connection.Connection.wants`);
-- `EVENT_FIELDS`: per turn event type, the paths inside its payload left out for another
-  client (`strip`), in `turn/event` and in `turns/events` alike.
+- `FIELDS`: per notification method, the paths inside its params left out for any other
+  client (`strip`).
 
 Pure data and functions, any thread.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from kward.errors import MethodNotFound
 
-METHODS: frozenset[str] = frozenset({"sessions/diff"})
-NOTIFICATIONS: frozenset[str] = frozenset({"hook/started", "hook/completed"})
-TURN_EVENTS: frozenset[str] = frozenset()
-EVENT_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {"toolResult": (("result", "changedFilesComplete"),)}
+METHODS: frozenset[str] = frozenset({"rpc/schema"})
+FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {"hook/started": (("run", "exitStatus"),),
+                                                  "hook/completed": (("run", "exitStatus"),)}
 REASON = "experimental_api_required"
 
 
@@ -38,25 +35,22 @@ def refusal(method: str) -> ExperimentalApiRequired:
         data={"method": method})
 
 
-def strip(type_: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """`payload` of a turn event of `type_` without its experimental fields (a copy where
-    one was there; the payload itself when none was)."""
-    paths = EVENT_FIELDS.get(type_)
-    if not paths:
-        return payload
-    for path in paths:
-        payload = _without(payload, path)
-    return payload
+def strip(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`params` of a `method` notification without its experimental fields (a copy where
+    one was there; `params` itself when none was)."""
+    for path in FIELDS.get(method, ()):
+        params = _without(params, path)
+    return params
 
 
-def _without(value: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+def _without(value: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, Any]:
     head, rest = path[0], path[1:]
     if head not in value:
         return value
     if not rest:
         return {k: v for k, v in value.items() if k != head}
     inner = value[head]
-    if not isinstance(inner, dict):
+    if not isinstance(inner, Mapping):
         return value
     changed = _without(inner, rest)
     return value if changed is inner else {**value, head: changed}
@@ -64,6 +58,5 @@ def _without(value: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
 
 def describe() -> dict[str, Any]:
     """What the `rpc.experimentalApi` capability lists."""
-    return {"methods": sorted(METHODS), "notifications": sorted(NOTIFICATIONS), "events": sorted(TURN_EVENTS),
-            "fields": sorted(f"turn/event:{type_} payload.{'.'.join(path)}"
-                             for type_, paths in EVENT_FIELDS.items() for path in paths)}
+    return {"methods": sorted(METHODS),
+            "fields": sorted(f"{method} params.{'.'.join(path)}" for method, paths in FIELDS.items() for path in paths)}

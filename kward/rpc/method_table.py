@@ -45,6 +45,8 @@ METHODS: dict[str, Method] = {
     "initialize": Method("kward.rpc.methods.lifecycle.initialize"),
     "initialized": Method("kward.rpc.methods.lifecycle.initialized"),
     "shutdown": Method("kward.rpc.methods.lifecycle.shutdown"),
+    # the protocol's schema (experimental; methods/lifecycle.py): built on demand, off the dispatcher
+    "rpc/schema": Method("kward.rpc.methods.lifecycle.schema", slow=True, redaction=CONTENT),  # (no secret in it)
     # workspace (methods/workspace.py)
     "workspace/validate": Method("kward.rpc.methods.workspace.validate"),
     "workspace/info": Method("kward.rpc.methods.workspace.info"),

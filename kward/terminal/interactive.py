@@ -249,7 +249,7 @@ class Shell:
     def start(self) -> None:
         self.client.on_request(approve.METHOD, self.approvals.handle)
         init = self.client.initialize(name="kward-terminal", version=__version__, experimentalApi=True,
-                                      **approve.DECLARE)  # (it shows hook runs: experimental)
+                                      **approve.DECLARE)  # (kward's own client: every part)
         for message in banner.unreported_warnings(init):
             warn(message)
         self.new_session()

@@ -163,7 +163,7 @@ def run(prompt: str, env: Mapping[str, str], cwd: str, *, yes: bool = False) -> 
     approvals = approve.Inbox() if ask is not None else None
     with Client.in_process(env=env, cwd=cwd) as client:
         client.on_request(approve.METHOD, approvals.handle if approvals is not None else approve.decline_all)
-        client.initialize(name="kward-terminal", version=__version__, experimentalApi=True,  # (hook runs)
+        client.initialize(name="kward-terminal", version=__version__, experimentalApi=True,  # (every part)
                           **approve.DECLARE)
         try:
             session = client.create_session(cwd, memory=False, timeout=None)

@@ -119,7 +119,8 @@ PARAMS: dict[str, list[str]] = {
     "resources/startup": ["sessionId"], "prompts/list": [], "prompts/expand": ["command", "arguments"],
 }
 DESTRUCTIVE = frozenset({"sessions/close", "sessions/delete"})  # end the known sessions
-UNFUZZED = {"shutdown": "ends the process; tests/rpc/test_rpc_lifecycle.py covers it"}
+UNFUZZED = {"shutdown": "ends the process; tests/rpc/test_rpc_lifecycle.py covers it",
+            "rpc/schema": "reads no params and is experimental; tests/rpc/test_rpc_schema_method.py covers it"}
 EXTRAS = ["resumeLast", "currentSessionPath", "fuzzExtra", "__proto__", "constructor", ""]
 
 

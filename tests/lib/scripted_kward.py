@@ -166,20 +166,6 @@ def kward(isolated_home: Path):
     built-in demo, when `demo`). Every child is closed after the
     test and must not have written to stderr.
     """
-    yield from launcher(isolated_home)
-
-
-@pytest.fixture(name="kward")
-def experimental_kward(isolated_home: Path):
-    """The `kward` fixture whose children are first initialized with
-    ``capabilities.experimentalApi: true`` (a test of an experimental part imports this one
-    instead: `from lib.scripted_kward import experimental_kward`)."""
-    yield from launcher(isolated_home, {"experimentalApi": True})
-
-
-def launcher(isolated_home: Path, capabilities: dict[str, Any] | None = None):
-    """The `kward` fixtures' generator: the start function, then the children's end
-    (`capabilities`: an initialize is sent first, with them)."""
     children = Children(isolated_home)
     count = 0
 
@@ -199,10 +185,7 @@ def launcher(isolated_home: Path, capabilities: dict[str, Any] | None = None):
             script.write_text(raw, encoding="utf-8")
         else:
             script = write_script(scripts, steps if steps is not None else [[text("ok")]], **script_fields)
-        k = children.start(ws, None if demo else script, env)
-        if capabilities is not None:
-            k.request("initialize", {"capabilities": capabilities})
-        return k
+        return children.start(ws, None if demo else script, env)
 
     yield start
     children.end_all()

@@ -85,21 +85,26 @@ def test_the_servers_experimental_index_is_what_the_shapes_mark():
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     defs, index = schema["$defs"], schema["x-kward-messages"]
 
-    def marked(kind: str) -> set[str]:
-        return {name for name, refs in index[kind].items()
-                if defs[next(iter(refs.values())).rsplit("/", 1)[1]]["x-kward-stability"] == "experimental"}
+    def definition(ref: str) -> dict:
+        return defs[ref.rsplit("/", 1)[1]]
 
-    assert marked("request") == set(experimental.METHODS)
-    assert marked("notification") == set(experimental.NOTIFICATIONS)
-    assert marked("turnEvent") == set(experimental.TURN_EVENTS)
+    marked = {(kind, name) for kind, names in index.items() for name, refs in names.items()
+              if any(definition(ref)["x-kward-stability"] == "experimental" for ref in refs.values())}
+    assert marked == {("request", name) for name in experimental.METHODS}
     fields = set()
-    for type_, refs in index["turnEvent"].items():
-        def walk(definition, path, seen=()):
-            for key, prop in definition.get("properties", {}).items():
-                if prop.get("x-kward-stability") == "experimental":
-                    fields.add((type_, (*path, key)))
-                ref = prop.get("$ref")
+
+    def walk(name: str, d: dict, path: tuple, seen: tuple) -> None:
+        if "$ref" in d and d["$ref"] not in seen:  # a message's definition that is a shared one
+            walk(name, definition(d["$ref"]), path, (*seen, d["$ref"]))
+        for key, prop in d.get("properties", {}).items():
+            if prop.get("x-kward-stability") == "experimental":
+                fields.add((name, (*path, key)))
+            for ref in [prop.get("$ref")] + [o.get("$ref") for o in prop.get("anyOf", [])]:
                 if ref and ref not in seen:
-                    walk(defs[ref.rsplit("/", 1)[1]], (*path, key), (*seen, ref))
-        walk(defs[refs["payload"].rsplit("/", 1)[1]], ())
-    assert fields == {(t, path) for t, paths in experimental.EVENT_FIELDS.items() for path in paths}
+                    walk(name, definition(ref), (*path, key), (*seen, ref))
+
+    for kind, names in index.items():
+        for name, refs in names.items():
+            for ref in refs.values():
+                walk(name, definition(ref), (), (ref,))
+    assert fields == {(method, path) for method, paths in experimental.FIELDS.items() for path in paths}

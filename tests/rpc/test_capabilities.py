@@ -60,13 +60,10 @@ def test_flags_follow_the_table():
     assert caps["sessions"]["fork"]["supported"] is False and caps["turnEventReplay"] is False
 
 
-EXPERIMENTAL = capabilities.RuntimeFacts(experimental_client=True)
-
-
 def test_every_group_and_field_of_the_original_is_present():
     if ORIGINAL is None:  # the shared reference is not beside this checkout
         return
-    ours = capabilities.build(registry.METHODS, EXPERIMENTAL)
+    ours = capabilities.build(registry.METHODS)
     ours_paths = {p for p, _ in walk(ours)}
     missing = [p for p, _ in walk(ORIGINAL) if p not in ours_paths]
     # the original's `reason` says why a feature is unsupported: kward's supported one has none
@@ -191,13 +188,9 @@ def test_the_update_notifications_are_claimed_with_the_methods_that_send_them():
 def test_the_session_diff_is_claimed_with_its_method_and_event_only_with_turns():
     from kward.agent.eventlog import EVENT_TYPES
 
-    diff = capabilities.build(registry.METHODS, EXPERIMENTAL)["composer"]["sessionDiff"]
+    diff = capabilities.build(registry.METHODS)["composer"]["sessionDiff"]
     assert diff == {"supported": True, "method": "sessions/diff", "event": "turnDiff"}
-    assert diff["method"] in capabilities.build(registry.METHODS, EXPERIMENTAL)["sessions"]["methods"]
-    # sessions/diff is experimental: not claimed for a client that did not ask for experimental parts
-    plain = capabilities.build(registry.METHODS)
-    assert plain["composer"]["sessionDiff"] == {"supported": False, "reason": "experimentalApiRequired"}
-    assert "sessions/diff" not in plain["sessions"]["methods"]
+    assert diff["method"] in capabilities.build(registry.METHODS)["sessions"]["methods"]
     assert diff["event"] in EVENT_TYPES
     for methods in (["initialize", "sessions/diff"], ["initialize", "turns/start"]):
         assert capabilities.build(methods)["composer"]["sessionDiff"]["supported"] is False, methods

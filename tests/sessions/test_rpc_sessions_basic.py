@@ -280,15 +280,11 @@ def test_a_damaged_file_resumes_and_the_damage_goes_to_the_log(start, workspace,
 
 
 def test_capabilities_list_the_session_methods(start):
-    k = start()
-    caps = k.request("initialize")["capabilities"]["sessions"]
+    caps = start().request("initialize")["capabilities"]["sessions"]
     assert caps["supported"] is True and caps["persistence"] == "jsonl"
     assert set(caps["methods"]) == {f"sessions/{m}" for m in (
         "create", "resume", "list", "rename", "clone", "compact", "forkMessages", "fork", "export", "delete", "close",
-        "transcript")}
-    # sessions/diff is experimental: listed for a client that takes experimental parts
-    asked = k.request("initialize", {"capabilities": {"experimentalApi": True}})["capabilities"]["sessions"]
-    assert set(asked["methods"]) == set(caps["methods"]) | {"sessions/diff"}
+        "transcript", "diff")}
     assert caps["list"]["supported"] is True and caps["list"]["treeFields"] is True
     assert caps["compact"]["supported"] is True
     assert caps["import"]["supported"] is False and caps["tree"]["supported"] is False

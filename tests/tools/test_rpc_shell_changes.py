@@ -9,10 +9,8 @@ list (tool_execution_end), and the transcript shows it."""
 
 import os
 
-import pytest
-
 from lib.git_repos import make_repo
-from lib.scripted_kward import experimental_kward  # noqa: F401 (the `kward` fixture: sessions/diff and changedFilesComplete are experimental)
+from lib.scripted_kward import kward  # noqa: F401
 from lib.scripts import text, tool
 from lib.turn_events import check_turn_events
 
@@ -27,8 +25,6 @@ COMMANDS = [
     "mkdir -p node_modules/p && echo x > node_modules/p/i.js",
     "cat clean.txt",
 ]
-
-EXPERIMENTAL = {"experimentalApi": True}
 
 
 def shell_turn(kward, commands, *, git=True, env=None, sub=None, timeout=None):
@@ -103,31 +99,6 @@ def test_past_the_cap_nothing_is_listed_and_the_result_says_so(kward):
     assert len(os.listdir(k.ws / "many")) == 20_001
     for res in r.values():  # the look after the first command, and both looks of the second, are capped
         assert "changedFiles" not in res and res["changedFilesComplete"] is False
-
-
-def test_the_incomplete_flag_is_experimental_absent_then_present(kward):
-    # a client that did not ask for experimental parts is not sent the flag, live or replayed
-    steps = [[tool("run_shell_command", {"command": "echo x > x.txt"}, id="c0")], [text("one")],
-             [tool("run_shell_command", {"command": "echo y > y.txt"}, id="c1")], [text("two")]]
-    k = kward(steps)
-    os.mkdir(k.ws / "many")
-    for i in range(20_001):  # past the snapshot's cap: every look is incomplete
-        (k.ws / "many" / f"f{i}").touch()
-    k.request("initialize", {})
-    s = k.session()
-    first, events = k.run(s["id"], "one", timeout=20)
-    check_turn_events(events, "completed")
-    live = [e["payload"]["result"] for e in events if e["type"] == "toolResult"]
-    replayed = [e["payload"]["result"] for e in k.request("turns/events", {"turnId": first["id"]})["events"]
-                if e["type"] == "toolResult"]
-    assert len(live) == len(replayed) == 1 and "changedFilesComplete" not in live[0] | replayed[0]
-    k.request("initialize", {"capabilities": EXPERIMENTAL})
-    _, events = k.run(s["id"], "two", timeout=20)
-    (result,) = [e["payload"]["result"] for e in events if e["type"] == "toolResult"]
-    assert result["changedFilesComplete"] is False
-    replayed = [e["payload"]["result"] for e in k.request("turns/events", {"turnId": first["id"]})["events"]
-                if e["type"] == "toolResult"]
-    assert replayed[0]["changedFilesComplete"] is False  # the first turn's, now that the client asks
 
 
 def test_a_file_changed_between_two_shell_calls_is_not_listed_by_the_second(kward):

@@ -44,7 +44,7 @@ def start(kward, home, name, steps, files=None):  # noqa: F811
     path, script = example["script"]
     k = kward(steps, files={path: script, **(files or {})})
     (k.ws / path).chmod(0o755)
-    k.request("initialize", {"capabilities": {"experimentalApi": True}})  # (hook/* notifications)
+    k.request("initialize", {"capabilities": {"experimentalApi": True}})  # (a run's exitStatus is experimental)
     return k, k.session()
 
 

@@ -35,7 +35,7 @@ def write(path, content):
 def start(kward, home, hooks, steps, *, config=None, **kw):  # noqa: F811
     write_config(home / ".kward", {"hooks": hooks, **(config or {})})
     k = kward(steps, **kw)
-    k.request("initialize", {"capabilities": EXPERIMENTAL})  # (the hook notifications are experimental)
+    k.request("initialize", {"capabilities": EXPERIMENTAL})  # (a run's exitStatus is experimental)
     return k, k.session()
 
 
@@ -304,19 +304,21 @@ def test_an_event_that_is_no_valid_utf8_still_reaches_the_hook_as_json(kward, is
     assert run["status"] == "completed" and "\\ud800" in run["output"][0]["text"]
 
 
-def test_the_hook_notifications_are_experimental(kward, isolated_home):
-    # a client that did not ask for experimental parts is not sent them; the hooks run all the same
+def test_a_runs_exit_status_is_experimental(kward, isolated_home):
+    # the notifications go to every client; the run's exitStatus only to one that asked for
+    # experimental parts
     k, s = start(kward, isolated_home, {"beforeTool": [{"command": "echo seen"}]}, [[shell("true")], [text("ok")],
                                                                                   [shell("true")], [text("ok")]])
     caps = k.request("initialize", {})["capabilities"]
-    assert caps["hooks"]["notifications"] == [] and caps["rpc"]["experimentalApi"]["enabled"] is False
-    assert {"hook/started", "hook/completed"} <= set(caps["rpc"]["experimentalApi"]["notifications"])
+    assert caps["hooks"]["notifications"] == ["hook/started", "hook/completed"]
+    assert caps["rpc"]["experimentalApi"]["enabled"] is False
+    assert "hook/completed params.run.exitStatus" in caps["rpc"]["experimentalApi"]["fields"]
     _, events = k.run(s["id"], "go")
     check_turn_events(events, "completed")
-    assert k.notified("hook/started") == [] and k.notified("hook/completed") == []
-    assert "seen" in tool_results(k, s)[0]
-    caps = k.request("initialize", {"capabilities": EXPERIMENTAL})["capabilities"]
-    assert caps["hooks"]["notifications"] == ["hook/started", "hook/completed"]
+    (plain,) = runs(k)
+    assert plain["status"] == "completed" and "exitStatus" not in plain
+    assert all("exitStatus" not in r for r in runs(k, "hook/started"))
+    k.request("initialize", {"capabilities": EXPERIMENTAL})
     _, events = k.run(s["id"], "again")
     check_turn_events(events, "completed")
-    assert [r["event"] for r in runs(k)] == ["beforeTool"]
+    assert runs(k)[1]["exitStatus"] == 0 and runs(k, "hook/started")[1]["exitStatus"] is None

@@ -8,14 +8,12 @@ import subprocess
 
 import pytest
 
-from lib.scripted_kward import experimental_kward  # noqa: F401 (the `kward` fixture: sessions/diff and changedFilesComplete are experimental)
+from lib.scripted_kward import kward  # noqa: F401 (fixtures)
 from lib.scripts import model_error, text, tool
 from lib.turn_events import check_turn_events, payload, payloads, types
 
 QUESTION = {"question": "Which?", "header": "Pick",
             "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}]}
-
-EXPERIMENTAL = {"experimentalApi": True}
 
 
 def read(path):
@@ -222,7 +220,7 @@ def test_a_failed_turn_reports_its_changes_before_the_error(kward):
 
 def test_a_client_that_opts_out_of_turn_diff_gets_no_gap_and_still_the_totals(kward):
     k = kward([[write("a.txt", "a\n")], [text("done")]])
-    k.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event:turnDiff"], **EXPERIMENTAL}})
+    k.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event:turnDiff"]}})
     s = k.session()
     turn, events = k.run(s["id"], "write")
     check_turn_events(events, "completed")  # sequence numbers without a gap
@@ -234,26 +232,9 @@ def test_a_client_that_opts_out_of_turn_diff_gets_no_gap_and_still_the_totals(kw
 
 def test_capabilities_claim_the_session_diff(kward):
     k = kward([[text("ok")]])
-    caps = k.request("initialize", {"capabilities": EXPERIMENTAL})["capabilities"]
+    caps = k.request("initialize")["capabilities"]
     assert caps["composer"]["sessionDiff"] == {"supported": True, "method": "sessions/diff", "event": "turnDiff"}
     assert "sessions/diff" in caps["sessions"]["methods"]
-
-
-def test_sessions_diff_is_experimental(kward):
-    # refused with the reason to a client that did not pass experimentalApi, then served
-    k = kward([[write("a.txt", "a\n")], [text("done")]])
-    s = k.session()
-    k.run(s["id"], "write")
-    caps = k.request("initialize", {})["capabilities"]
-    assert caps["composer"]["sessionDiff"] == {"supported": False, "reason": "experimentalApiRequired"}
-    assert "sessions/diff" not in caps["sessions"]["methods"]
-    assert caps["rpc"]["experimentalApi"]["methods"] == ["sessions/diff"]
-    refused = k.error("sessions/diff", {"sessionId": s["id"]})
-    assert refused.code == -32601 and refused.data["reason"] == "experimental_api_required"
-    assert refused.data["method"] == "sessions/diff"
-    assert "experimentalApi" in refused.message
-    k.request("initialize", {"capabilities": EXPERIMENTAL})
-    assert [f["path"] for f in k.request("sessions/diff", {"sessionId": s["id"]})["files"]] == ["a.txt"]
 
 
 def test_turn_diff_of_a_turn_mixing_edit_write_and_shell(kward, tmp_path):

@@ -73,6 +73,13 @@ def handshake(config_dir: str) -> dict[str, Any]:
             "platform": facts}
 
 
+def schema(call: Call) -> dict[str, Any]:
+    """`rpc/schema` (experimental): `{schema}`, what `kward rpc --print-schema` prints."""
+    from kward.rpc import schema as generated  # (the shapes are loaded only now)
+
+    return {"schema": generated.build()}
+
+
 def initialized(call: Call) -> None:
     """The client's `initialized` notification: nothing to do."""
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kward.agent.scheduler import BEHAVIORS
-from kward.rpc import experimental
 from kward.rpc.method_table import Call
 from kward.rpc.wire import events as wire
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kward.model import TurnEvent
 
 
 def start(call: Call) -> dict[str, Any]:
@@ -37,14 +33,5 @@ def events(call: Call) -> dict[str, Any]:
     turn = call.runtime.turn(p.text("turnId", required=True))
     after = p.integer("afterSequence", 0, min=0)
     replay = turn.events.replay(after)
-    return {"turn": wire.turn(turn), "events": [_replayed(call, e) for e in replay.events
-                                                if call.conn.experimental or e.type not in experimental.TURN_EVENTS],
+    return {"turn": wire.turn(turn), "events": [wire.turn_event(e) for e in replay.events],
             "truncated": replay.truncated, "firstSequence": replay.first_sequence}
-
-
-def _replayed(call: Call, event: TurnEvent) -> dict[str, Any]:
-    """A replayed event as this client gets it (without experimental fields unless it takes them)."""
-    params = wire.turn_event(event)
-    if not call.conn.experimental and event.type in experimental.EVENT_FIELDS:
-        params = {**params, "payload": experimental.strip(event.type, params["payload"])}
-    return params

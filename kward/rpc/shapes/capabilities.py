@@ -452,15 +452,19 @@ class InputLimitsCapability(TypedDict):
 
 
 @shape(stability=ADDITION)
+class SchemaCapability(TypedDict):
+    supported: bool
+    method: Literal["rpc/schema"]
+
+
+@shape(stability=ADDITION)
 class ExperimentalApiCapability(TypedDict):
     """What is sent and served only to a client that passed capabilities.experimentalApi
     (docs/protocol.md "Experimental")."""
 
     enabled: Annotated[bool, Doc("this client passed experimentalApi: true")]
     methods: list[str]
-    notifications: list[str]
-    events: Annotated[list[str], Doc("turn event types")]
-    fields: Annotated[list[str], Doc("`turn/event:<type> payload.<path>`")]
+    fields: Annotated[list[str], Doc("`<notification method> params.<path>`")]
     refusalReason: Literal["experimental_api_required"]
 
 
@@ -479,6 +483,7 @@ class RpcCapability(TypedDict):
     inputLimits: InputLimitsCapability
     maxFrameBytes: int
     errorReasons: bool
+    schema: Annotated[SchemaCapability, Doc("rpc/schema (experimental): the schema over the wire")]
 
 
 # --- the whole object ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, AN_ADDITION, EXPERIMENTAL_FIELD, OPEN, Doc, Entry, Length, Range, shape
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, OPEN, Doc, Entry, Length, Range, shape
 from kward.rpc.shapes.envelopes import TurnEvent
 from kward.rpc.shapes.sessions import CompactionEndPayload, CompactionStartPayload, SessionsDiffResult
 
@@ -90,7 +90,7 @@ class ToolResultRecord(_ToolResultRecordRequired, total=False):
 
     diff: Annotated[str, Doc("the unified diff of a write or edit")]
     changedFiles: Annotated[list[str], Doc("the paths a write or edit wrote, or the files a shell command changed")]
-    changedFilesComplete: Annotated[Literal[False], EXPERIMENTAL_FIELD,
+    changedFilesComplete: Annotated[Literal[False], AN_ADDITION,
                                     Doc("present (false) when changedFiles may miss files")]
 
 

@@ -1,10 +1,10 @@
-"""initialize, initialized, shutdown (docs/protocol.md "Lifecycle methods")."""
+"""initialize, initialized, shutdown, rpc/schema (docs/protocol.md "Lifecycle methods")."""
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, AN_ADDITION, Doc, Entry, shape
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, EXPERIMENTAL, OPEN, Doc, Entry, shape
 from kward.rpc.shapes.capabilities import Capabilities
 
 
@@ -50,6 +50,12 @@ class InitializeResult(_InitializeResultRequired, total=False):
     warnings: list[InitializeWarning]
 
 
+class RpcSchemaResult(TypedDict):
+    """The protocol's JSON Schema (draft 2020-12), as `kward rpc --print-schema` prints it."""
+
+    schema: Annotated[dict[str, Any], OPEN]
+
+
 class ShutdownResult(TypedDict):
     ok: bool
 
@@ -58,4 +64,5 @@ METHODS = {
     "initialize": Entry(InitializeParams, InitializeResult),
     "initialized": Entry(None, None),
     "shutdown": Entry(None, ShutdownResult),
+    "rpc/schema": Entry(None, RpcSchemaResult, EXPERIMENTAL),
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, AN_ADDITION, EXPERIMENTAL, ORIGINAL, Doc, Entry, Length, Range
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, ORIGINAL, Doc, Entry, Length, Range
 from kward.rpc.shapes.envelopes import SessionEvent
 from kward.rpc.shapes.errors import ErrorData
 
@@ -290,7 +290,7 @@ METHODS = {
     "sessions/export": Entry(SessionsExportParams, SessionsExportResult, ORIGINAL),
     "sessions/delete": Entry(SessionsDeleteParams, SessionsDeleteResult, ORIGINAL),
     "sessions/close": Entry(SessionIdParams, SessionsCloseResult, ORIGINAL),
-    "sessions/diff": Entry(SessionIdParams, SessionsDiffResult, EXPERIMENTAL),
+    "sessions/diff": Entry(SessionIdParams, SessionsDiffResult, ADDITION),
 }
 
 NOTIFICATIONS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict
 
-from kward.rpc.shapes.base import ADDITION, Doc, EXPERIMENTAL, Entry, Length, OPEN
+from kward.rpc.shapes.base import ADDITION, EXPERIMENTAL_FIELD, OPEN, Doc, Entry, Length
 
 # --- ui/question, ui/answerQuestion --------------------------------------------------------
 
@@ -95,15 +95,20 @@ class HookRunOutput(TypedDict):
     text: str
 
 
-class HookRun(TypedDict):
+class _HookRunRequired(TypedDict):
     id: Annotated[str, Doc("hook-<n>, unique in the process; the same in both notifications")]
     event: Annotated[str, Doc("sessionStart, userPromptSubmit, beforeTool, afterTool or turnEnd")]
     source: Annotated[str, Doc("where the hook is configured: hooks.beforeTool[0]")]
     status: Annotated[str, Doc("running (in hook/started), then completed, blocked, timedOut or failed")]
     startedAt: Annotated[str, Doc("ISO 8601")]
     durationMs: Annotated[int | None, Doc("null while running")]
-    exitStatus: Annotated[int | None, Doc("null while running, after a timeout or when it never started")]
     output: list[HookRunOutput]
+
+
+class HookRun(_HookRunRequired, total=False):
+    exitStatus: Annotated[int | None, EXPERIMENTAL_FIELD,
+                          Doc("null while running, after a timeout or when it never started (experimental: only "
+                              "for a client that passed experimentalApi)")]
 
 
 class _HookNotificationRequired(TypedDict):
@@ -123,8 +128,8 @@ METHODS = {
 NOTIFICATIONS = {
     "ui/question": Entry(UiQuestionParams, None),
     "serverRequest/resolved": Entry(ServerRequestResolvedParams, None, ADDITION),
-    "hook/started": Entry(HookNotification, None, EXPERIMENTAL),
-    "hook/completed": Entry(HookNotification, None, EXPERIMENTAL),
+    "hook/started": Entry(HookNotification, None, ADDITION),
+    "hook/completed": Entry(HookNotification, None, ADDITION),
 }
 SERVER_REQUESTS = {
     "tool/requestApproval": Entry(ToolRequestApprovalParams, ToolRequestApprovalResult, ADDITION),
