@@ -3,7 +3,8 @@
 `METHODS` is the one list of the methods kward serves. Handlers live in
 `kward/rpc/methods/<namespace>.py` and are imported on first use, so what a process loads does not
 grow with the number of methods. A handler is `def handler(call: Call) -> result` and is a
-thin adapter: it validates params through `call.params`, calls the runtime
+thin adapter: its params arrive checked against its shape (`kward.rpc.paramcheck`), it
+reads them through `call.params`, calls the runtime
 (`call.runtime`, kward.runtime.Runtime), and shapes the result. Quick handlers run on the
 dispatcher thread: they may do brief local work (a stat, an flock that is not contended,
 one appended line) but never wait for the network, the client or another turn; anything

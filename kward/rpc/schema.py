@@ -153,7 +153,8 @@ def _bounds(out: dict[str, Any], r: Range) -> None:
 
 
 def _lengths(out: dict[str, Any], r: Length) -> None:
-    array = out.get("type") == "array"
+    kinds = [out.get("type")] + [option.get("type") for option in out.get("anyOf", ())]
+    array = any(kind == "array" or isinstance(kind, list) and "array" in kind for kind in kinds)
     if r.minimum is not None:
         out["minItems" if array else "minLength"] = r.minimum
     if r.maximum is not None:
@@ -240,6 +241,44 @@ def _reachable(defs: dict[str, Any], roots: list[str]) -> set[str]:
         seen.add(name)
         todo += re.findall(r'"#/\$defs/([^"]+)"', json.dumps(defs[name]))
     return seen
+
+
+#: What `params_table` leaves out of a definition: words for people, marks for generators.
+_NOT_CHECKED = ("description", "x-kward-method", "x-kward-stability", "x-kward-discriminator")
+
+
+def params_table(schema: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`(params, defs)`: each request method's params definition and the definitions they
+    refer to, without descriptions and marks: what `kward.rpc.paramcheck` checks."""
+    schema = build() if schema is None else schema
+    defs = schema["$defs"]
+
+    def bare(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: (dict((n, bare(v)) for n, v in node[k].items()) if k == "properties" else bare(node[k]))
+                    for k in node if k not in _NOT_CHECKED}
+        if isinstance(node, list):
+            return [bare(v) for v in node]
+        return node
+
+    roots = {method: refs["params"].rsplit("/", 1)[1] for method, refs in schema["x-kward-messages"]["request"].items()}
+    params = {method: bare(defs[name]) for method, name in sorted(roots.items())}
+    used = _reachable(defs, sorted(set(roots.values())))
+    referred = {name for name in used if f'"#/$defs/{name}"' in json.dumps(params) + json.dumps(
+        [defs[n] for n in sorted(used)])}
+    return params, {name: bare(defs[name]) for name in sorted(referred)}
+
+
+def params_table_source() -> str:
+    """The text of kward/rpc/params_table.py (`tools/gen_params_table.py` writes it)."""
+    import pprint
+
+    params, defs = params_table()
+    return ('"""Each request method\'s params, generated from kward/rpc/shapes by tools/gen_params_table.py:\n'
+            'do not edit (tests/packaging/test_schema.py fails when it is stale). Read by kward.rpc.paramcheck."""\n\n'
+            "from typing import Any\n\n"
+            f"PARAMS: dict[str, Any] = {pprint.pformat(params, width=110, sort_dicts=False)}\n\n"
+            f"DEFS: dict[str, Any] = {pprint.pformat(defs, width=110, sort_dicts=False)}\n")
 
 
 def dumps() -> str:

@@ -51,7 +51,7 @@ from kward.errors import (
     ShuttingDown,
     as_kward_error,
 )
-from kward.rpc import experimental, protocol
+from kward.rpc import experimental, paramcheck, protocol
 from kward.rpc.connection import Connection
 from kward.rpc.framing import FrameFault
 from kward.rpc.method_table import Call, Method, MethodTable, Unredacted
@@ -229,6 +229,7 @@ class RpcServer:
         once the stop began (it cancels the runtime's work) is ShuttingDown naming the method.
         A slow request (`token` given) is answered only if the stop did not answer it first."""
         try:
+            paramcheck.check(method, call.params.raw)  # the params as the shapes declare them
             result = self.methods.handler(method)(call)
         except Exception as exc:
             err = as_kward_error(exc)

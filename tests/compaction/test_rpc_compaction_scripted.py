@@ -95,7 +95,9 @@ def test_bad_params_and_unknown_sessions(kward):
                    {"sessionId": s["id"], "customInstructions": ["x"]}):
         error = k.error("sessions/compact", params)
         assert (error.code, error.reason) == (-32602, "invalid_params"), params
-    error = k.error("sessions/compact", {"sessionId": "nope", "customInstructions": 7})
+    error = k.error("sessions/compact", {"sessionId": "nope", "customInstructions": 7})  # params first
+    assert (error.reason, error.error["message"]) == ("invalid_params", "Invalid params: 'customInstructions' must be a string")
+    error = k.error("sessions/compact", {"sessionId": "nope", "customInstructions": "x"})
     assert (error.reason, error.error["message"]) == ("session_not_found", "Unknown session: nope")
     caps = k.request("initialize")["capabilities"]["sessions"]
     assert caps["compact"]["supported"] is True and "sessions/compact" in caps["methods"]

@@ -106,7 +106,7 @@ def test_the_tauren_memory_panel_flow(kward, isolated_home):
     ("memory/add", {"text": 5}, -32602, "invalid_params", "text"),
     ("memory/add", {"text": "x", "scope": "team"}, -32602, "invalid_params", "scope"),
     ("memory/add", {"text": "x", "scope": "workspace:not/absolute"}, -32602, "invalid_params", "scope"),
-    ("memory/addCore", {"text": "x", "tags": [1]}, -32602, "invalid_params", "tags"),
+    ("memory/addCore", {"text": "x", "tags": [1]}, -32602, "invalid_params", "tags[0]"),
     ("memory/addCore", {"text": "x", "tags": ["t"] * 101}, -32602, "invalid_params", "tags"),
     ("memory/add", {"text": "x" * 20_001}, -32602, "invalid_params", "text"),
     ("memory/forget", {}, -32602, "invalid_params", "id"),
