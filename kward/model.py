@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Union
 
 from kward.values import EMPTY
 
@@ -462,6 +462,11 @@ class ApprovalAsked:
     preview: Mapping[str, Any]
 
 
+ApprovalDecision = Literal["approve", "approveForSession", "decline"]
+ApprovalOutcome = Literal["answered", "session", "readOnly", "unsupported", "timedOut", "canceled", "clientGone",
+                          "invalidReply"]
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalDecided:
     """approvalResolved: what became of a gated tool call. `decision` is approve,
@@ -471,9 +476,9 @@ class ApprovalDecided:
     or ``invalidReply``."""
 
     call: ToolCall
-    decision: str
+    decision: ApprovalDecision
     reason: str | None
-    outcome: str
+    outcome: ApprovalOutcome
 
 
 #: The payload class of each event type (toolCall: ToolCall, assistantMessage:

@@ -28,18 +28,20 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Final, Mapping, Protocol
 
 from kward.cancel import CancelToken
 from kward.config.rules import APPROVAL_MODES
 from kward.errors import InvalidParams
-from kward.model import ApprovalAsked, ApprovalDecided, EventPayload, ToolCall
+from kward.model import ApprovalAsked, ApprovalDecided, ApprovalDecision, ApprovalOutcome, EventPayload, ToolCall
 from kward.tools.base import ToolContext
 from kward.tools.preview import preview
 
 OFF, ASK, READ_ONLY = APPROVAL_MODES  # "off", "ask", "readOnly"
-APPROVE, APPROVE_FOR_SESSION, DECLINE = "approve", "approveForSession", "decline"
-DECISIONS = (APPROVE, APPROVE_FOR_SESSION, DECLINE)
+APPROVE: Final = "approve"
+APPROVE_FOR_SESSION: Final = "approveForSession"
+DECLINE: Final = "decline"
+DECISIONS: tuple[ApprovalDecision, ...] = (APPROVE, APPROVE_FOR_SESSION, DECLINE)
 #: The tools known not to change anything; every other tool is gated.
 READ_ONLY_TOOLS = frozenset({"list_directory", "read_file", "search_files", "ask_user_question", "read_skill"})
 SHELL = "run_shell_command"
@@ -69,9 +71,9 @@ class Decision:
     `outcome` (see `kward.model.ApprovalDecided`) and, for an approval, the edited `args`
     the call runs with instead of its own (None: as the model gave them)."""
 
-    decision: str
+    decision: ApprovalDecision
     reason: str | None = None
-    outcome: str = "answered"
+    outcome: ApprovalOutcome = "answered"
     args: Mapping[str, Any] | None = None
 
 

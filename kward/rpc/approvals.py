@@ -21,12 +21,15 @@ from kward.rpc.server_requests import ANSWERED, CANCELED, CLIENT_GONE, TIMED_OUT
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.approval import ApprovalRequest, Decision
+    from kward.model import ApprovalOutcome
     from kward.cancel import CancelToken
     from kward.rpc.connection import Connection
 
 METHOD = "tool/requestApproval"
 MAX_REASON_CHARS = 2000
 
+#: A reply's outcome as approvalResolved names it (what the request machinery may give).
+_OUTCOMES: dict[str, ApprovalOutcome] = {TIMED_OUT: "timedOut", CANCELED: "canceled", CLIENT_GONE: "clientGone"}
 _UNANSWERED = {TIMED_OUT: "no answer to the approval request in time",
                CANCELED: "the turn was canceled while waiting for approval",
                CLIENT_GONE: "the client went away before answering the approval request"}
@@ -58,7 +61,7 @@ def decision_of(reply: Reply, timeout: float) -> Decision:
         reason = _UNANSWERED.get(reply.outcome, "no answer to the approval request")
         if reply.outcome == TIMED_OUT:
             reason += f" ({timeout:g} s)"
-        return Decision(DECLINE, reason, reply.outcome)
+        return Decision(DECLINE, reason, _OUTCOMES.get(reply.outcome, "clientGone"))
     if reply.error is not None:
         return Decision(DECLINE, "the client answered the approval request with an error", "invalidReply")
     result: Any = reply.result
@@ -72,4 +75,4 @@ def decision_of(reply: Reply, timeout: float) -> Decision:
                                  "given only with an approval)", "invalidReply")
     given = result.get("reason")
     said = given[:MAX_REASON_CHARS] if isinstance(given, str) and given.strip() else None
-    return Decision(decision, said, ANSWERED, edited)
+    return Decision(decision, said, "answered", edited)

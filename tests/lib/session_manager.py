@@ -18,10 +18,14 @@ def new_manager(tmp_path: Path, name: str = "ws") -> tuple[SessionManager, Path]
 
 
 def payload(handle: Any) -> dict[str, Any]:
-    """The session payload of a SessionHandle now (as the protocol shows it)."""
+    """The session payload of a SessionHandle now (as the protocol shows it); an
+    OpenSession, which has no RPC id, is shown under the id "(none)"."""
+    import dataclasses
+
     from kward.rpc.wire import sessions as wire
 
-    return wire.session(handle.info())
+    info = handle.info()
+    return dict(wire.session(info if info.id is not None else dataclasses.replace(info, id="(none)")))
 
 
 def opened(handle: Any) -> dict[str, Any]:

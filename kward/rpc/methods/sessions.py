@@ -9,39 +9,42 @@ from kward.rpc.wire import sessions as wire
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.shapes.sessions import (
+        Session,
         SessionsCloseResult,
         SessionsCompactResult,
         SessionsDeleteResult,
         SessionsForkMessagesResult,
+        SessionsForkResult,
+        SessionsListResult,
     )
     from kward.runtime.notices import SessionEvent
 
 
-def create(call: Call) -> dict[str, Any]:
+def create(call: Call) -> Session:
     p = call.params
     return wire.session(call.runtime.create_session(p.text("workspaceRoot"), p.text("name", max_len=10_000),
                                                     memory=p.flag("memory", True)).opened)
 
 
-def resume(call: Call) -> dict[str, Any]:
+def resume(call: Call) -> Session:
     p = call.params
     return wire.session(call.runtime.resume_session(p.text("path", required=True, non_empty=True),
                                                     p.text("workspaceRoot")).opened)
 
 
-def list_(call: Call) -> dict[str, Any]:
+def list_(call: Call) -> SessionsListResult:
     p = call.params
     limit = p.integer("limit", 20, min=1, max=100_000)
     return {"sessions": [wire.listed_session(s) for s in call.runtime.list_sessions(p.text("workspaceRoot"), limit)]}
 
 
-def rename(call: Call) -> dict[str, Any]:
+def rename(call: Call) -> Session:
     p = call.params
     session_id = p.text("sessionId", required=True)
     return wire.session(call.runtime.rename_session(session_id, p.text("name", max_len=10_000)).info())
 
 
-def clone(call: Call) -> dict[str, Any]:
+def clone(call: Call) -> Session:
     return wire.session(call.runtime.clone_session(call.params.text("sessionId", required=True)).opened)
 
 
@@ -49,7 +52,7 @@ def fork_messages(call: Call) -> SessionsForkMessagesResult:
     return wire.fork_messages(call.runtime.fork_messages(call.params.text("sessionId", required=True)))
 
 
-def fork(call: Call) -> dict[str, Any]:
+def fork(call: Call) -> SessionsForkResult:
     p = call.params
     session, text = call.runtime.fork_session(p.text("sessionId", required=True), p.text("entryId", required=True))
     return {"session": wire.session(session.opened), "text": text, "cancelled": False}

@@ -19,7 +19,7 @@ a tool call, a tool result) come from `kward.sessions.codec`. Pure functions, an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, cast
 
 from kward import toolcalls
 from kward.compaction.events import CompactionEnd, CompactionStart
@@ -39,7 +39,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turn import Turn
     from kward.rpc.shapes.events import (
         LegacyTool,
+        RawToolCall,
+        ToolCallFields,
         ToolMetadata,
+        ToolResultRecord,
+        TurnEventApprovalRequestedPayload,
+        TurnEventApprovalResolvedPayload,
+        TurnEventToolCallPayload,
+        TurnEventToolResultPayload,
+        TurnEventToolUpdatePayload,
         TurnError as TurnErrorShape,
     )
     from kward.runtime.notices import SessionEvent
@@ -52,45 +60,62 @@ def tool_metadata(name: str) -> ToolMetadata:
     return {"source": meta.source, "displayName": meta.display_name}
 
 
-def tool_call(call: ToolCall) -> dict[str, Any]:
+def fields(call: ToolCall) -> ToolCallFields:
+    """``{toolCallId, toolName, args}`` of `call` (`kward.sessions.codec.call_fields`)."""
+    f = call_fields(call)
+    return {"toolCallId": f["toolCallId"], "toolName": f["toolName"], "args": f["args"]}
+
+
+def tool_call(call: ToolCall) -> TurnEventToolCallPayload:
     """A `toolCall` payload (see the module docstring)."""
-    fields = call_fields(call)
-    raw = tool_call_record(call)
-    args = fields["args"]
-    tool: LegacyTool = {"name": call.name, "displayName": fields["toolName"]}
+    f = fields(call)
+    # the codec's record is the stored call, the shape RawToolCall declares (the traffic check holds it to it)
+    raw = cast("RawToolCall", tool_call_record(call))
+    args = f["args"]
+    tool: LegacyTool = {"name": call.name, "displayName": f["toolName"]}
     if isinstance(args.get("path"), str):
         tool["path"] = args["path"]
     if isinstance(args.get("command"), str):
         tool["command"] = args["command"]
-    return {**fields, "rawToolCall": raw, "toolCall": raw, "tool": tool, "metadata": tool_metadata(call.name)}
+    return {"toolCallId": f["toolCallId"], "toolName": f["toolName"], "args": args, "rawToolCall": raw,
+            "toolCall": raw, "tool": tool, "metadata": tool_metadata(call.name)}
 
 
-def tool_result(outcome: ToolOutcome) -> dict[str, Any]:
+def tool_result(outcome: ToolOutcome) -> TurnEventToolResultPayload:
     """A `toolResult` payload: the call's fields, the raw `content` and `result`."""
-    return {**tool_call(outcome.call), "content": outcome.result.content, "result": tool_result_record(outcome.result)}
+    c = tool_call(outcome.call)
+    return {"toolCallId": c["toolCallId"], "toolName": c["toolName"], "args": c["args"],
+            "rawToolCall": c["rawToolCall"], "toolCall": c["toolCall"], "tool": c["tool"], "metadata": c["metadata"],
+            "content": outcome.result.content, "result": cast("ToolResultRecord", tool_result_record(outcome.result))}
 
 
-def tool_update(progress: ToolProgress) -> dict[str, Any]:
+def tool_update(progress: ToolProgress) -> TurnEventToolUpdatePayload:
     """A `toolUpdate` payload: the call's fields and metadata, then the live output."""
     call = progress.call
-    out = {**call_fields(call), "metadata": tool_metadata(call.name), "stream": progress.stream,
-           "delta": progress.delta, "content": progress.content}
+    f = fields(call)
+    stream: Literal["stdout", "stderr"] = "stderr" if progress.stream == "stderr" else "stdout"
+    out: TurnEventToolUpdatePayload = {"toolCallId": f["toolCallId"], "toolName": f["toolName"], "args": f["args"],
+                                       "metadata": tool_metadata(call.name), "stream": stream,
+                                       "delta": progress.delta, "content": progress.content}
     if progress.omitted_bytes > 0:
         out["omittedBytes"] = progress.omitted_bytes
     return out
 
 
-def approval_requested(p: ApprovalAsked) -> dict[str, Any]:
+def approval_requested(p: ApprovalAsked) -> TurnEventApprovalRequestedPayload:
     """approvalRequested: the call's fields, the model's `tool` name, the server request's
     `requestId` and the `preview` it carries."""
-    return {**call_fields(p.call), "tool": p.call.name, "requestId": p.request_id, "preview": dict(p.preview)}
+    f = fields(p.call)
+    return {"toolCallId": f["toolCallId"], "toolName": f["toolName"], "args": f["args"], "tool": p.call.name,
+            "requestId": p.request_id, "preview": dict(p.preview)}
 
 
-def approval_resolved(p: ApprovalDecided) -> dict[str, Any]:
+def approval_resolved(p: ApprovalDecided) -> TurnEventApprovalResolvedPayload:
     """approvalResolved: the call's fields, `tool`, `decision`, `reason` (null when none)
     and `outcome`."""
-    return {**call_fields(p.call), "tool": p.call.name, "decision": p.decision, "reason": p.reason,
-            "outcome": p.outcome}
+    f = fields(p.call)
+    return {"toolCallId": f["toolCallId"], "toolName": f["toolName"], "args": f["args"], "tool": p.call.name,
+            "decision": p.decision, "reason": p.reason, "outcome": p.outcome}
 
 
 def error(err: TurnError) -> TurnErrorShape:

@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.model import ChangeSummary, DiffFile
     from kward.rpc.shapes.sessions import (
         ForkMessage,
+        ListedSession,
+        Session,
         SessionsCloseResult,
         SessionsCompactResult,
         SessionsDeleteResult,
@@ -27,22 +29,40 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.session import SessionInfo
 
 
-def session(info: SessionInfo) -> dict[str, Any]:
-    """The session payload of a `kward.sessions.session.SessionInfo` (None fields left out)."""
-    return present({"id": info.id, "persistentId": info.persistent_id, "path": info.path,
-                     "workspaceRoot": info.workspace_root, "cwd": info.cwd, "name": info.name,
-                     "createdAt": info.created_at, "modifiedAt": info.modified_at, "parentId": info.parent_id,
-                     "parentPath": info.parent_path})
+def session(info: SessionInfo) -> Session:
+    """The session payload of a `kward.sessions.session.SessionInfo` (None fields left out;
+    the info is the handle's, which always carries its RPC id)."""
+    if info.id is None:
+        raise ValueError("a session payload needs the session's RPC id")
+    out: Session = {"id": info.id, "persistentId": info.persistent_id, "path": info.path,
+                    "workspaceRoot": info.workspace_root, "cwd": info.cwd}
+    if info.name is not None:
+        out["name"] = info.name
+    if info.created_at is not None:
+        out["createdAt"] = info.created_at
+    if info.modified_at is not None:
+        out["modifiedAt"] = info.modified_at
+    if info.parent_id is not None:
+        out["parentId"] = info.parent_id
+    if info.parent_path is not None:
+        out["parentPath"] = info.parent_path
+    return out
 
 
-def listed_session(s: SessionSummary) -> dict[str, Any]:
+def listed_session(s: SessionSummary) -> ListedSession:
     """A `sessions/list` item (`kward.sessions.listing.SessionSummary`), tree decoration
     included."""
-    return present({"id": s.id, "path": s.path, "cwd": s.cwd or s.workspace_root, "workspaceRoot": s.workspace_root,
-                     "createdAt": s.created_at, "modifiedAt": s.modified_at, "name": s.name,
-                     "firstMessage": s.first_message, "messageCount": s.message_count, "parentId": s.parent_id,
-                     "parentPath": s.parent_path, "depth": s.depth, "isLast": s.is_last,
-                     "ancestorContinues": list(s.ancestor_continues)})
+    out: ListedSession = {"id": s.id, "path": s.path, "cwd": s.cwd or s.workspace_root,
+                          "workspaceRoot": s.workspace_root, "createdAt": s.created_at, "modifiedAt": s.modified_at,
+                          "firstMessage": s.first_message, "messageCount": s.message_count, "depth": s.depth,
+                          "isLast": s.is_last, "ancestorContinues": list(s.ancestor_continues)}
+    if s.name is not None:
+        out["name"] = s.name
+    if s.parent_id is not None:
+        out["parentId"] = s.parent_id
+    if s.parent_path is not None:
+        out["parentPath"] = s.parent_path
+    return out
 
 
 def fork_entry(e: ForkEntry) -> ForkMessage:
