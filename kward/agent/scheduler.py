@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kward.agent.eventlog import EventLog
 from kward.agent.lanes import Lane
-from kward.agent.turn import TERMINAL, Turn, turn_error
+from kward.agent.turn import TERMINAL, Turn, TurnStatus, turn_error
 from kward.cancel import CancelToken
 from kward.errors import Canceled, InvalidParams, KwardError, ShuttingDown, TurnInProgress
 from kward.model import Finished, ImagePart, Status, TurnEvent
@@ -378,7 +378,7 @@ class TurnManager:
                 except Exception:
                     log.exception("fsync of session %s failed", turn.session_id)
 
-    def _settle(self, turn: Turn, status: str) -> bool:
+    def _settle(self, turn: Turn, status: TurnStatus) -> bool:
         """Make `status` final; False when the turn already had a final status."""
         with turn.lock:
             if turn.status in TERMINAL:
@@ -394,7 +394,7 @@ class TurnManager:
             turn.announced = True
             self._released.notify_all()
 
-    def _finish(self, turn: Turn, status: str, *, wait: bool = True) -> None:
+    def _finish(self, turn: Turn, status: TurnStatus, *, wait: bool = True) -> None:
         if self._settle(turn, status):
             self._announce(turn, wait=wait)
 

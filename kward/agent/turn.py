@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Literal
 
 from kward.agent.eventlog import EventLog
 from kward.cancel import CancelToken
@@ -21,7 +21,9 @@ from kward.steering import SteeringInbox
 if TYPE_CHECKING:  # pragma: no cover
     from kward.sessions.handle import SessionHandle
 
-TERMINAL = ("completed", "failed", "canceled")
+#: A turn's status: queued, then running, then one of TERMINAL.
+TurnStatus = Literal["queued", "running", "completed", "failed", "canceled"]
+TERMINAL: tuple[TurnStatus, ...] = ("completed", "failed", "canceled")
 
 
 @dataclass
@@ -34,7 +36,7 @@ class Turn:
     events: EventLog
     session: SessionHandle = field(repr=False)  # what it was started through
     publish: Callable[[TurnEvent], None] = field(repr=False)  # its event sink
-    status: str = "queued"
+    status: TurnStatus = "queued"
     started_at: str | None = None
     finished_at: str | None = None
     cancel_requested: bool = False

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kward.agent.scheduler import BEHAVIORS
 from kward.rpc.method_table import Call
 from kward.rpc.wire import events as wire
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.turns import Turn
 
-def start(call: Call) -> dict[str, Any]:
+
+def start(call: Call) -> Turn:
     p, rt = call.params, call.runtime
     session_id = p.text("sessionId", required=True)
-    rt.session(session_id)  # an unknown session is reported before the other params
+    rt.session(session_id)  # an unknown session is reported before the input's limit and the attachments
     text = rt.check_input(p.text("input", required=True))
     headers = {"traceparent": call.trace["traceparent"]} if call.trace and "traceparent" in call.trace else {}
     turn = rt.start_turn(session_id, text, behavior=p.choice("streamingBehavior", BEHAVIORS),
@@ -20,11 +23,11 @@ def start(call: Call) -> dict[str, Any]:
     return wire.turn(turn)
 
 
-def cancel(call: Call) -> dict[str, Any]:
+def cancel(call: Call) -> Turn:
     return wire.turn(call.runtime.cancel_turn(call.params.text("turnId", required=True)))
 
 
-def status(call: Call) -> dict[str, Any]:
+def status(call: Call) -> Turn:
     return wire.turn(call.runtime.turn(call.params.text("turnId", required=True)))
 
 

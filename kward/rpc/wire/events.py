@@ -37,6 +37,7 @@ from kward.sessions.codec import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turn import Turn
+    from kward.rpc.shapes.turns import Turn as TurnShape
     from kward.rpc.shapes.events import (
         LegacyTool,
         RawToolCall,
@@ -186,11 +187,17 @@ def turn_event(event: TurnEvent) -> dict[str, Any]:
             "payload": {"delta": payload.text} if isinstance(payload, Delta) else _PAYLOADS[event.type](payload)}
 
 
-def turn(t: Turn) -> dict[str, Any]:
+def turn(t: Turn) -> TurnShape:
     """The turn object (`kward.agent.turn.Turn`) of turns/start, cancel, status, events."""
-    return present({"id": t.id, "sessionId": t.session_id, "status": t.status, "cancelRequested": t.cancel_requested,
-                     "createdAt": t.created_at, "startedAt": t.started_at, "finishedAt": t.finished_at,
-                     "error": error(t.error) if t.error is not None else None})
+    out: TurnShape = {"id": t.id, "sessionId": t.session_id, "status": t.status,
+                      "cancelRequested": t.cancel_requested, "createdAt": t.created_at}
+    if t.started_at is not None:
+        out["startedAt"] = t.started_at
+    if t.finished_at is not None:
+        out["finishedAt"] = t.finished_at
+    if t.error is not None:
+        out["error"] = error(t.error)
+    return out
 
 
 def session_event(event: SessionEvent) -> dict[str, Any]:
