@@ -12,7 +12,9 @@ of every file and directory and the names of the data files (`.kward-pyz-stat`, 
 `__main__` compares as it imports each module, and for the data files once at start),
 writes the marker `.kward-pyz` (the build id) last and renames the temp dir into place, so a start never sees a
 half-extracted tree; a concurrent first start loses the rename and uses the winner's
-tree. A tree without the right marker is moved aside, removed and extracted again. A tree
+tree. A tree without the right marker is moved aside, removed and extracted again; only
+the tree this start judged (the same inode): one that another start put in place since
+is used, never moved from under the starts that already run from it. A tree
 whose files fail the import of `kward.cli` is given up for that start (`give_up`: it runs
 from the archive) and extracted again at the next. Another Python version compiles a
 complete tree for itself once (the stamp `.kward-pyz-<cache tag>`); a start without
@@ -273,8 +275,18 @@ def _intact(archive: str, tree: str) -> bool:
     return True
 
 
-def _extract(archive: str, final: str, build_id: str, marker: str) -> bool:
-    """Extract `archive` into `final` atomically; True when `final` is then complete."""
+def _identity(path: str) -> "tuple[int, int] | None":
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _extract(archive: str, final: str, build_id: str, marker: str, judged: "tuple[int, int] | None") -> bool:
+    """Extract `archive` into `final` atomically; True when `final` is then complete.
+    `judged`: the identity of what was at `final` when the caller found it incomplete or
+    damaged (None: nothing); only that is replaced."""
     import tempfile
     import time
     import zipfile
@@ -295,7 +307,10 @@ def _extract(archive: str, final: str, build_id: str, marker: str) -> bool:
         _write_stat(temp)
         with open(os.path.join(temp, marker), "w") as f:
             f.write(build_id)
-        if os.path.lexists(final):  # incomplete or damaged: moved aside, then removed
+        current = _identity(final)
+        if current is not None and current != judged:
+            return _complete(final, build_id, marker)  # another start's tree, in use: kept
+        if current is not None:  # the incomplete or damaged tree: moved aside, then removed
             aside = temp[: -len(".tmp")] + ".bad"
             try:
                 os.rename(final, aside)
@@ -320,12 +335,15 @@ def prepare(archive: str, tree: str, build_id: str, marker: str, complete: bool)
         base = os.path.dirname(tree)
         if os.path.lexists(base) and not (_private(os.path.dirname(base)) and _private(base)):
             return None  # a link, another user's or a writable-by-others cache: not used
+        judged = _identity(tree)
+        if not complete:  # another start may have put its tree in place since __main__ looked
+            complete = _complete(tree, build_id, marker)
         if complete and _private(tree) and _intact(archive, tree):
             if not os.path.exists(os.path.join(tree, f"{marker}-{sys.implementation.cache_tag}")):
                 _compile(tree, build_id, marker)
                 _write_stat(tree)
             return tree
-        return tree if _extract(archive, tree, build_id, marker) else None
+        return tree if _extract(archive, tree, build_id, marker, judged) else None
     except Exception:  # unwritable, full disk, ...: the archive still runs
         return None
 
