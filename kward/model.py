@@ -355,6 +355,14 @@ class ToolProgress:
     omitted_bytes: int = 0
 
 
+#: Why a compaction ran: asked for (sessions/compact, /compact), or automatic.
+CompactionReason = Literal["manual", "threshold", "overflow"]
+#: A changed file's net status against its baseline.
+DiffStatus = Literal["added", "deleted", "modified"]
+#: Why a changed file's diff is not in a change summary's text.
+DiffOmitted = Literal["binary", "tooLarge", "unknownBaseline", "notRegularFile", "unreadable", "capped"]
+
+
 @dataclass(frozen=True, slots=True)
 class DiffFile:
     """One file of a `ChangeSummary`: its net `status` (``added``, ``modified`` or
@@ -365,11 +373,11 @@ class DiffFile:
     ``capped``."""
 
     path: str
-    status: str
+    status: DiffStatus
     added: int | None
     removed: int | None
     binary: bool = False
-    omitted: str | None = None
+    omitted: DiffOmitted | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,7 +445,7 @@ class CompactionStart:
     """compactionStart (a turn event, and a session event of `kward.compaction.events`):
     `reason` is manual, threshold or overflow."""
 
-    reason: str
+    reason: CompactionReason
 
 
 @dataclass(frozen=True, slots=True)

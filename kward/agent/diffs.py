@@ -56,7 +56,7 @@ from typing import Callable, Mapping, Sequence
 from kward.agent.changes import MAX_BASELINE_BYTES, MAX_PATHS, Baseline
 from kward.confined import Escape, open_below, split_below
 from kward.fsutil import read_fd
-from kward.model import ChangeSummary, DiffFile
+from kward.model import ChangeSummary, DiffFile, DiffOmitted, DiffStatus
 
 MAX_FILE_BYTES = MAX_BASELINE_BYTES
 MAX_READ_BYTES = 16 * 1024 * 1024
@@ -286,8 +286,8 @@ def _entry(path: str, base: Baseline, now: _Now, budget: _Budget, room: int,
         return None
     if base.existed and base.content is not None and now.kind == "file" and now.content == base.content:
         return None
-    status = "added" if not base.existed else "deleted" if not exists else "modified"
-    omitted = None
+    status: DiffStatus = "added" if not base.existed else "deleted" if not exists else "modified"
+    omitted: DiffOmitted | None = None
     if base.content is None:
         omitted = "unknownBaseline"
     elif now.kind == "other":

@@ -32,6 +32,7 @@ from kward.config.settings import CompactionSettings
 from kward.errors import AlreadyCompacted, Canceled, KwardError, NothingToCompact
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.model import CompactionReason
     from kward.sessions.handle import SessionHandle
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class AutoCompaction:
         self._overflow_used = True
         return self._compact(instructions, "overflow")
 
-    def _compact(self, instructions: str, reason: str) -> bool:
+    def _compact(self, instructions: str, reason: CompactionReason) -> bool:
         if self._busy is not None:
             self._busy(True)
         try:

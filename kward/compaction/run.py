@@ -53,7 +53,7 @@ from kward.errors import (
     KwardError,
     NothingToCompact,
 )
-from kward.model import AssistantMessage, CompactionSummary, Message, Usage, UserMessage, usage_plus
+from kward.model import AssistantMessage, CompactionReason, CompactionSummary, Message, Usage, UserMessage, usage_plus
 from kward.providers.base import ModelRequest, Provider, QuietSink
 from kward.providers.scripted import SUMMARIZED_ASSISTANTS
 from kward.sessions.codec import encode, usage_record
@@ -188,7 +188,7 @@ def compact(session: SessionHandle, summarize: Summarize, settings: CompactionSe
 
 
 def run(session: SessionHandle, summarize: Summarize, settings: CompactionSettings, profile: Profile,
-        events: CompactionEmit, *, reason: str, instructions: str = "", focus: str | None = None,
+        events: CompactionEmit, *, reason: CompactionReason, instructions: str = "", focus: str | None = None,
         will_retry: bool = False, window: int | None = None) -> CompactionResult:
     """`compact` between compactionStart and compactionEnd (a refused plan raises before
     any event). Raises what `compact` raised, after an aborted compactionEnd."""

@@ -11,7 +11,7 @@ passed in by the caller: `facts(info)` reads them from what the runtime announce
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple, cast
 
 from kward.config.rules import HOOK_EVENTS
 from kward.rpc import experimental
@@ -26,6 +26,13 @@ from kward.limits import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.runtime.startup import RuntimeInfo
+    from kward.rpc.shapes.capabilities import (
+        Capabilities,
+        CancellationCapability,
+        EventReplayCapability,
+        QuestionCapability,
+        SandboxCapability,
+    )
     from kward.sandbox import SandboxStatus
 
 SESSION_METHODS = ("sessions/create", "sessions/resume", "sessions/list", "sessions/rename", "sessions/clone",
@@ -75,18 +82,18 @@ def facts(info: RuntimeInfo) -> RuntimeFacts:
                         approval_mode="invalid" if info.approval_problem else info.approval_mode or "off")
 
 
-def _sandbox(status: SandboxStatus | None, turns_ok: bool) -> dict[str, Any]:
+def _sandbox(status: SandboxStatus | None, turns_ok: bool) -> SandboxCapability:
     """The `security.sandbox` capability: {mode, available, inForce, network, reason?}."""
     if status is None:
         return {"mode": "unknown", "available": False, "inForce": False, "network": True,
                 "reason": "config.json cannot be read"}
-    payload = status.wire()
+    payload = cast("SandboxCapability", status.wire())  # kward.sandbox's words, the shape's keys
     if not turns_ok:  # no shell commands run here at all
         payload["inForce"] = False
     return payload
 
 
-def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[str, Any]:
+def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> Capabilities:
     served = set(methods)
     # an experimental method is not served to a client that did not ask for them
     names = served if facts.experimental_client else served - experimental.METHODS
@@ -104,18 +111,18 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
     replay_ok = has("turns/events")
     question_ok = has("ui/answerQuestion")
     steer = facts.steering if turns_ok else "unsupported"
-    cancellation = {"supported": cancel_ok, "behavior": "best-effort", "queuedTurns": "cancel-before-run",
+    cancellation: CancellationCapability = {"supported": cancel_ok, "behavior": "best-effort", "queuedTurns": "cancel-before-run",
                     "runningTurns": "interrupt-at-next-safe-point"}
     # (kward's addition: `truncation`, turns/events says `truncated` and `firstSequence`)
-    replay = {"supported": replay_ok, "behavior": "recent-in-memory", "persisted": False,
+    replay: EventReplayCapability = {"supported": replay_ok, "behavior": "recent-in-memory", "persisted": False,
               "limit": EVENT_REPLAY_LIMIT, "truncation": replay_ok}
-    question = {"supported": question_ok, "notification": "ui/question", "method": "ui/answerQuestion",
+    question: QuestionCapability = {"supported": question_ok, "notification": "ui/question", "method": "ui/answerQuestion",
                 "maxQuestions": 4, "multiSelect": False, "preview": False}
     transcript_ok = has("sessions/transcript")
     diff_ok = turns_ok and has("sessions/diff")  # (turnDiff comes with turns)
     memory = present(MEMORY_METHODS)
     auth = present(AUTH_METHODS)
-    caps: dict[str, Any] = {
+    caps: Capabilities = {
         "framing": "content-length",
         "asyncTurns": turns_ok,
         "turnCancellation": "best-effort" if cancel_ok else False,
@@ -241,7 +248,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         "session": {"supported": bool(sessions), "mode": "explicit", "persistence": "jsonl"},
         "cancellation": cancellation,
         "eventReplay": replay,
-        "uiQuestion": {k: v for k, v in question.items() if k != "preview"},
+        "uiQuestion": {"supported": question["supported"], "notification": question["notification"],
+                       "method": question["method"], "maxQuestions": question["maxQuestions"],
+                       "multiSelect": question["multiSelect"]},
         "prompts": {"supported": has("prompts/list"), "methods": present(PROMPT_METHODS)},
         "skills": {"supported": has("commands/list"), "tool": "read_skill"},
         "tools": {"supported": has("tools/list"), "method": "tools/list", "eventMetadata": turns_ok},
@@ -249,8 +258,8 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> dict[
         # kward's additions to the protocol (docs/protocol.md)
         "rpc": {"batch": False, "optOutNotificationMethods": True, "optOutNotificationTypes": True,
                 # what is sent and served only with capabilities.experimentalApi (kward.rpc.experimental)
-                "experimentalApi": {"enabled": facts.experimental_client, **experimental.describe(),
-                                    "refusalReason": experimental.REASON},
+                "experimentalApi": {"enabled": facts.experimental_client, "methods": experimental.methods(),
+                                    "fields": experimental.fields(), "refusalReason": experimental.REASON},
                 "initializedNotification": True,
                 "capabilitiesChanged": {"supported": True, "notification": "runtime/capabilitiesChanged"},
                 "trace": {"supported": turns_ok, "field": "trace", "forwardedAs": "traceparent"},

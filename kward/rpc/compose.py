@@ -108,7 +108,8 @@ def _capabilities(table: MethodTable, runtime: Runtime, conn: Connection) -> dic
     """The capabilities `initialize` would answer now (`runtime/capabilitiesChanged`)."""
     from kward.rpc import capabilities
 
-    return capabilities.build(table, capabilities.facts(runtime.info())._replace(experimental_client=conn.experimental))
+    return dict(capabilities.build(table, capabilities.facts(runtime.info())._replace(
+        experimental_client=conn.experimental)))
 
 
 def _warm_up(table: MethodTable, runtime: Runtime) -> "WarmUp":

@@ -15,14 +15,14 @@ Pure data and functions, any thread.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Final, Mapping
 
 from kward.errors import MethodNotFound
 
 METHODS: frozenset[str] = frozenset({"rpc/schema"})
 FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {"hook/started": (("run", "exitStatus"),),
                                                   "hook/completed": (("run", "exitStatus"),)}
-REASON = "experimental_api_required"
+REASON: Final = "experimental_api_required"
 
 
 class ExperimentalApiRequired(MethodNotFound):
@@ -56,7 +56,12 @@ def _without(value: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, An
     return value if changed is inner else {**value, head: changed}
 
 
-def describe() -> dict[str, Any]:
-    """What the `rpc.experimentalApi` capability lists."""
-    return {"methods": sorted(METHODS),
-            "fields": sorted(f"{method} params.{'.'.join(path)}" for method, paths in FIELDS.items() for path in paths)}
+def methods() -> list[str]:
+    """The experimental methods, as the `rpc.experimentalApi` capability lists them."""
+    return sorted(METHODS)
+
+
+def fields() -> list[str]:
+    """The experimental fields, as the `rpc.experimentalApi` capability lists them:
+    ``<notification method> params.<path>``."""
+    return sorted(f"{method} params.{'.'.join(path)}" for method, paths in FIELDS.items() for path in paths)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Iterable, NamedTuple
+from typing import Iterable, Literal, NamedTuple
 
 from kward.errors import InvalidParams
 from kward.model import (
@@ -49,10 +49,14 @@ class Exported(NamedTuple):
     (``markdown`` or ``html``)."""
 
     path: str
-    format: str
+    format: ExportFormat
 
 
-def export_format(value: object) -> str:
+#: The formats of an export.
+ExportFormat = Literal["markdown", "html"]
+
+
+def export_format(value: object) -> ExportFormat:
     """``markdown`` (default; alias ``md``) or ``html``, in any case; InvalidParams otherwise."""
     if value is None:
         return "markdown"
@@ -61,9 +65,11 @@ def export_format(value: object) -> str:
     fmt = value.strip().lower()
     if fmt in ("", "md"):
         return "markdown"
-    if fmt not in FORMATS:
+    if fmt == "html":
+        return "html"
+    if fmt != "markdown":
         raise InvalidParams(f"Unsupported export format: {value} (markdown, md or html)", data={"param": "format"})
-    return fmt
+    return "markdown"
 
 
 def render_markdown(messages: Iterable[Message]) -> str:

@@ -117,7 +117,7 @@ def test_the_full_redaction_leaves_the_constants_of_initialize_as_they_are():
     facts = capabilities.RuntimeFacts(steering="native", tokens_stats=True, cost_stats=True, max_input_chars=5,
                                       logging_categories=("tokens", "performance", "tools", "errors"))
     for table in (registry.METHODS, {}):
-        result = _result(facts, [{"reason": "invalid_config", "message": "config.json: ignoring x"}], table)
+        result = _result(facts, [{"reason": "invalid_config", "message": "config.json: ignoring x"}], table, "/cfg")
         assert redact(result) == result
 
 # --- logging ------------------------------------------------------------------------

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable, TypedDict
 
 from kward import __version__
 from kward.errors import InvalidParams
 from kward.rpc import capabilities
 from kward.rpc.method_table import Call
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.shapes.lifecycle import InitializeResult, InitializeWarning, Platform, RpcSchemaResult
 
-def initialize(call: Call) -> dict[str, Any]:
+
+def initialize(call: Call) -> InitializeResult:
     p = call.params
     p.mapping("clientInfo")  # checked (an object when given), not used
     client_caps = p.mapping("capabilities", {})
@@ -34,28 +37,34 @@ def initialize(call: Call) -> dict[str, Any]:
     conn.experimental = experimental
     changes = conn.runtime_changes
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
-    result = _result(capabilities.facts(info)._replace(experimental_client=experimental), [{"reason": reason, "message": message}
-                                                 for reason, message in info.warnings], call.methods)
-    result.update(handshake(str(call.runtime.paths.config_dir)))
+    warnings: list[InitializeWarning] = [{"reason": reason, "message": message} for reason, message in info.warnings]
+    result = _result(capabilities.facts(info)._replace(experimental_client=experimental), warnings, call.methods,
+                     str(call.runtime.paths.config_dir))
     # what runtime/capabilitiesChanged compares with, from when the client has it
-    call.after_answer(lambda: conn.capabilities_answered(result["capabilities"], changes))
+    call.after_answer(lambda: conn.capabilities_answered(dict(result["capabilities"]), changes))
     return result
 
 
-def _result(facts: capabilities.RuntimeFacts, warnings: list[dict[str, str]], methods: Iterable[str]) -> dict[str, Any]:
-    result: dict[str, Any] = {
+def _result(facts: capabilities.RuntimeFacts, warnings: list[InitializeWarning], methods: Iterable[str],
+            config_dir: str) -> InitializeResult:
+    """The `initialize` result."""
+    facts_of_process = handshake(config_dir)
+    result: InitializeResult = {
         "protocolVersion": 1,
         "serverName": "kward",
         "serverVersion": __version__,
         "experimental": True,
         "capabilities": capabilities.build(methods, facts),
+        "userAgent": facts_of_process["userAgent"],
+        "configDir": facts_of_process["configDir"],
+        "platform": facts_of_process["platform"],
     }
     if warnings:
         result["warnings"] = warnings
     return result
 
 
-def platform_facts() -> dict[str, str]:
+def platform_facts() -> Platform:
     """`{os, family}`: ``linux``, ``macos``, ``windows`` or the OS's own lower-case name;
     ``unix`` or ``windows``."""
     if sys.platform == "win32":
@@ -64,7 +73,13 @@ def platform_facts() -> dict[str, str]:
     return {"os": "macos" if name == "darwin" else name, "family": "unix"}
 
 
-def handshake(config_dir: str) -> dict[str, Any]:
+class Handshake(TypedDict):
+    userAgent: str
+    configDir: str
+    platform: Platform
+
+
+def handshake(config_dir: str) -> Handshake:
     """The facts of the process a client shows or logs (additions): `userAgent`
     (``kward/<version> (<os>; Python <version>)``), `configDir` and `platform`."""
     facts = platform_facts()
@@ -73,7 +88,7 @@ def handshake(config_dir: str) -> dict[str, Any]:
             "platform": facts}
 
 
-def schema(call: Call) -> dict[str, Any]:
+def schema(call: Call) -> RpcSchemaResult:
     """`rpc/schema` (experimental): `{schema}`, what `kward rpc --print-schema` prints."""
     from kward.rpc import schema as generated  # (the shapes are loaded only now)
 

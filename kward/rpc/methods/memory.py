@@ -11,14 +11,15 @@ the change (`memory/status`'s shape).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kward.memory.records import MAX_TEXT_CHARS
 from kward.rpc.method_table import Call
 from kward.rpc.wire import memory as wire
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.shapes.memory import MemoryForgetResult, MemoryStatus
+    from kward.rpc.shapes.memory import (MemoryForgetResult, MemoryInspectResult, MemoryListResult, MemoryRecordResult,
+                                         MemoryStatus, MemorySummarizeResult, MemoryWhyResult)
 
 _MAX_ID = 100
 
@@ -47,19 +48,19 @@ def auto_summary_disable(call: Call) -> MemoryStatus:
     return status(call)
 
 
-def list_(call: Call) -> dict[str, Any]:
+def list_(call: Call) -> MemoryListResult:
     p = call.params
     return wire.listing(call.runtime.memory.listing(p.text("workspaceRoot"), p.flag("includeInactive", False)))
 
 
-def add(call: Call) -> dict[str, Any]:
+def add(call: Call) -> MemoryRecordResult:
     p = call.params
     memory = call.runtime.memory.add(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
                                      p.text("scope", max_len=10_000), p.array("tags", of=str), p.text("workspaceRoot"))
     return {"memory": wire.memory(memory)}
 
 
-def add_core(call: Call) -> dict[str, Any]:
+def add_core(call: Call) -> MemoryRecordResult:
     p = call.params
     memory = call.runtime.memory.add_core(p.text("text", required=True, max_len=MAX_TEXT_CHARS * 2),
                                           p.text("scope", max_len=10_000), p.array("tags", of=str),
@@ -71,23 +72,23 @@ def forget(call: Call) -> MemoryForgetResult:
     return {"forgotten": call.runtime.memory.forget(call.params.text("id", required=True, max_len=_MAX_ID))}
 
 
-def promote(call: Call) -> dict[str, Any]:
+def promote(call: Call) -> MemoryRecordResult:
     return {"memory": wire.memory(call.runtime.memory.promote(call.params.text("id", required=True, max_len=_MAX_ID)))}
 
 
-def relax(call: Call) -> dict[str, Any]:
+def relax(call: Call) -> MemoryRecordResult:
     p = call.params
     return {"memory": wire.memory(call.runtime.memory.relax(p.text("id", required=True, max_len=_MAX_ID),
                                                             p.text("workspaceRoot")))}
 
 
-def inspect(call: Call) -> dict[str, Any]:
+def inspect(call: Call) -> MemoryInspectResult:
     return wire.inspection(call.runtime.memory.inspect())
 
 
-def why(call: Call) -> dict[str, Any]:
+def why(call: Call) -> MemoryWhyResult:
     return wire.why(call.runtime.memory.why(call.params.text("sessionId")))
 
 
-def summarize(call: Call) -> dict[str, Any]:
+def summarize(call: Call) -> MemorySummarizeResult:
     return {"memories": wire.memories(call.runtime.memory.summarize(call.params.text("sessionId", required=True)))}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kward.rpc.method_table import Call
 from kward.rpc.wire import sessions as wire
@@ -13,6 +13,8 @@ if TYPE_CHECKING:  # pragma: no cover
         SessionsCloseResult,
         SessionsCompactResult,
         SessionsDeleteResult,
+        SessionsDiffResult,
+        SessionsExportResult,
         SessionsForkMessagesResult,
         SessionsForkResult,
         SessionsListResult,
@@ -58,7 +60,7 @@ def fork(call: Call) -> SessionsForkResult:
     return {"session": wire.session(session.opened), "text": text, "cancelled": False}
 
 
-def export(call: Call) -> dict[str, Any]:
+def export(call: Call) -> SessionsExportResult:
     p = call.params
     return wire.exported(call.runtime.export_session(p.text("sessionId", required=True), p.text("path"),
                                                               p.text("format")))
@@ -75,7 +77,7 @@ def close(call: Call) -> SessionsCloseResult:
     return wire.closed()
 
 
-def diff(call: Call) -> dict[str, Any]:
+def diff(call: Call) -> SessionsDiffResult:
     return wire.changes(call.runtime.session_diff(call.params.text("sessionId", required=True)))
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kward.agent.scheduler import BEHAVIORS
 from kward.rpc.method_table import Call
 from kward.rpc.wire import events as wire
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.shapes.turns import Turn
+    from kward.rpc.shapes.turns import Turn, TurnsEventsResult
 
 
 def start(call: Call) -> Turn:
@@ -31,7 +31,7 @@ def status(call: Call) -> Turn:
     return wire.turn(call.runtime.turn(call.params.text("turnId", required=True)))
 
 
-def events(call: Call) -> dict[str, Any]:
+def events(call: Call) -> TurnsEventsResult:
     p = call.params
     turn = call.runtime.turn(p.text("turnId", required=True))
     after = p.integer("afterSequence", 0, min=0)

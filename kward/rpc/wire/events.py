@@ -37,6 +37,9 @@ from kward.sessions.codec import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.turn import Turn
+    from kward.rpc.shapes.envelopes import SessionEvent as SessionEventShape
+    from kward.rpc.shapes.envelopes import TurnEvent as TurnEventShape
+    from kward.rpc.shapes.sessions import CompactionEndError, CompactionEndPayload, CompactionStartPayload
     from kward.rpc.shapes.turns import Turn as TurnShape
     from kward.rpc.shapes.events import (
         LegacyTool,
@@ -49,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
         TurnEventToolCallPayload,
         TurnEventToolResultPayload,
         TurnEventToolUpdatePayload,
+        TurnEventTurnFinishedPayload,
         TurnError as TurnErrorShape,
     )
     from kward.runtime.notices import SessionEvent
@@ -127,23 +131,23 @@ def error(err: TurnError) -> TurnErrorShape:
     return out
 
 
-def compaction_payload(p: CompactionStart | CompactionEnd) -> dict[str, Any]:
+def compaction_payload(p: CompactionStart | CompactionEnd) -> CompactionStartPayload | CompactionEndPayload:
     """compactionStart ``{reason}``; compactionEnd ``{result, aborted, willRetry,
     errorMessage}`` (`result` as `sessions/compact` returns it, ``{}`` when aborted; a
     completed one adds `estimatedTokensAfter`, the estimate of the compacted context; an
     aborted one adds `error`, the JSON-RPC error)."""
     if isinstance(p, CompactionStart):
         return {"reason": p.reason}
-    payload: dict[str, Any] = {"result": compaction_result(p.result) if p.result is not None else {},
+    payload: CompactionEndPayload = {"result": compaction_result(p.result) if p.result is not None else {},
                                "aborted": p.aborted, "willRetry": p.will_retry, "errorMessage": p.error_message}
     if p.result is not None:
         payload["estimatedTokensAfter"] = p.result.tokens_after
     if p.error is not None:
-        payload["error"] = error_object(p.error)
+        payload["error"] = cast("CompactionEndError", error_object(p.error))
     return payload
 
 
-def _finished(p: Any) -> dict[str, Any]:
+def _finished(p: Any) -> TurnEventTurnFinishedPayload:
     return {"status": p.status, "error": error(p.error)} if p.error is not None else {"status": p.status}
 
 
@@ -179,12 +183,12 @@ def event_payload(type_: str, payload: EventPayload) -> Mapping[str, Any]:
     return _PAYLOADS[type_](payload)
 
 
-def turn_event(event: TurnEvent) -> dict[str, Any]:
+def turn_event(event: TurnEvent) -> TurnEventShape:
     """The `turn/event` notification's params (and a `turns/events` item)."""
     payload = event.payload
     return {"sequence": event.sequence, "timestamp": event.timestamp, "sessionId": event.session_id,
             "turnId": event.turn_id, "type": event.type,
-            "payload": {"delta": payload.text} if isinstance(payload, Delta) else _PAYLOADS[event.type](payload)}
+            "payload": {"delta": payload.text} if isinstance(payload, Delta) else dict(_PAYLOADS[event.type](payload))}
 
 
 def turn(t: Turn) -> TurnShape:
@@ -200,15 +204,16 @@ def turn(t: Turn) -> TurnShape:
     return out
 
 
-def session_event(event: SessionEvent) -> dict[str, Any]:
+def session_event(event: SessionEvent) -> SessionEventShape:
     """A `kward.runtime.notices.SessionEvent` as the `session/event` params: compactionStart
     and compactionEnd as `compaction_payload`; sessionUpdated ``{name, path}``; usageUpdated
     ``{tokens, cost}`` (the session's cumulative usage, `kward.rpc.wire.runtime.spent`)."""
     p = event.payload
+    payload: Mapping[str, Any]
     if isinstance(p, Usage):
         payload = spent(p)
     elif isinstance(p, (CompactionStart, CompactionEnd)):
         payload = compaction_payload(p)
     else:
         payload = {"name": p.name, "path": p.path}
-    return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": payload}
+    return {"timestamp": event.timestamp, "sessionId": event.session_id, "type": event.type, "payload": dict(payload)}

@@ -4,13 +4,14 @@ kward's. Pure functions, any thread."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kward.rpc.wire.models import model_entry
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.agent.stats import ContextUsage
     from kward.model import Usage
+    from kward.rpc.shapes.sessions import SessionEventUsageUpdatedPayload
     from kward.rpc.shapes.runtime import (
         RuntimeContextUsage,
         RuntimeStateResult,
@@ -59,7 +60,7 @@ def token_totals(u: Usage) -> RuntimeTokenTotals:
             "cacheWrite": u.cache_write_tokens, "reasoning": u.reasoning_tokens, "total": u.total_tokens}
 
 
-def spent(u: Usage) -> dict[str, Any]:
+def spent(u: Usage) -> SessionEventUsageUpdatedPayload:
     """A session's cumulative usage as `usageUpdated` carries it: ``{tokens, cost}`` (the
     `runtime/stats` figures; `cost` USD rounded to 6 places, null when no call reported one)."""
     return {"tokens": token_totals(u), "cost": round(u.cost, 6) if u.cost is not None else None}

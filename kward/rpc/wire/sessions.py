@@ -7,7 +7,7 @@ kward's. Pure functions, any thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kward.rpc.wire.shape import present
 
@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # pragma: no cover
         SessionsCloseResult,
         SessionsCompactResult,
         SessionsDeleteResult,
+        SessionsDiffFile,
+        SessionsDiffResult,
+        SessionsExportResult,
         SessionsForkMessagesResult,
     )
     from kward.sessions.export import Exported
@@ -74,7 +77,7 @@ def fork_messages(entries: list[ForkEntry]) -> SessionsForkMessagesResult:
     return {"messages": [fork_entry(e) for e in entries]}
 
 
-def exported(e: Exported) -> dict[str, str]:
+def exported(e: Exported) -> SessionsExportResult:
     """`sessions/export`: ``{path, format}``."""
     return {"path": e.path, "format": e.format}
 
@@ -98,8 +101,8 @@ def compaction_result(result: CompactionResult) -> SessionsCompactResult:
                         "modified_files": list(result.details.get("modified_files", []))}}
 
 
-def _diff_file(f: DiffFile) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": f.path, "status": f.status, "added": f.added, "removed": f.removed}
+def _diff_file(f: DiffFile) -> SessionsDiffFile:
+    out: SessionsDiffFile = {"path": f.path, "status": f.status, "added": f.added, "removed": f.removed}
     if f.binary:
         out["binary"] = True
     if f.omitted is not None:
@@ -107,11 +110,11 @@ def _diff_file(f: DiffFile) -> dict[str, Any]:
     return out
 
 
-def changes(summary: ChangeSummary) -> dict[str, Any]:
+def changes(summary: ChangeSummary) -> SessionsDiffResult:
     """A `kward.model.ChangeSummary` (`sessions/diff`, `turnDiff`): ``{files: [{path,
     status, added, removed, binary?, omitted?}], diff, truncated, note?, complete?}``
     (`complete: false` only when the files may be incomplete)."""
-    out: dict[str, Any] = {"files": [_diff_file(f) for f in summary.files], "diff": summary.diff,
+    out: SessionsDiffResult = {"files": [_diff_file(f) for f in summary.files], "diff": summary.diff,
                            "truncated": summary.truncated}
     if summary.note is not None:
         out["note"] = summary.note
