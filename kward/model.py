@@ -346,13 +346,16 @@ class ToolProgress:
     `stream` is ``stdout`` or ``stderr``; `delta` the text since the previous update of
     the call; `content` the tail of the whole output so far (for clients that redraw);
     `omitted_bytes` the output left out so far (the per-call byte budget ran out), set
-    on the last update of a call."""
+    on the last update of a call; `progress` and `total` the figures of a progress report
+    (an MCP tool's ``notifications/progress``, whose message is the `delta`), else None."""
 
     call: ToolCall
     stream: str
     delta: str
     content: str
     omitted_bytes: int = 0
+    progress: float | None = None
+    total: float | None = None
 
 
 #: Why a compaction ran: asked for (sessions/compact, /compact), or automatic.

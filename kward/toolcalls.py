@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any, Literal, NamedTuple
 
 TOOL_NAME_MAP: dict[str, str] = {
@@ -43,15 +44,37 @@ DISPLAY_NAMES: dict[str, str] = {
     "search_files": "Search",
     "ask_user_question": "Question",
     "read_skill": "Skill",
+    "web_search": "WebSearch",
 }
+
+MCP_PREFIX = "mcp__"  # of an MCP tool's name: mcp__<server>__<tool> (kward.mcp.names)
+MAX_MCP_TOOLS = 4096  # MCP tools whose metadata is remembered (the oldest go first)
 
 
 class ToolMetadata(NamedTuple):
-    """Where a tool comes from (`builtin`: kward's own; `plugin`: none so far, plugins add
-    no tools) and the title clients group and show it by."""
+    """Where a tool comes from (`builtin`: kward's own; `mcp`: a tool of an MCP server,
+    with the server's name and the tool's name there) and the title clients group and
+    show it by."""
 
-    source: Literal["builtin", "plugin"]
+    source: Literal["builtin", "mcp"]
     display_name: str
+    server_name: str | None = None
+    remote_name: str | None = None
+
+
+_mcp_lock = threading.Lock()
+_mcp_tools: dict[str, ToolMetadata] = {}  # by the model's name; under _mcp_lock
+
+
+def remember_mcp_tool(name: str, server: str, remote: str, display: str) -> None:
+    """Record what the MCP tool `name` is (kward.runtime.mcp, when servers list their
+    tools), so that its events and tools/list entries say so. Any thread."""
+    meta = ToolMetadata("mcp", display, server, remote)
+    with _mcp_lock:
+        _mcp_tools.pop(name, None)
+        _mcp_tools[name] = meta
+        while len(_mcp_tools) > MAX_MCP_TOOLS:
+            del _mcp_tools[next(iter(_mcp_tools))]
 
 
 DEFAULT_BASH_TIMEOUT = 30
@@ -66,8 +89,18 @@ def normalize_tool_name(name: str) -> str:
 
 
 def tool_metadata(name: str) -> ToolMetadata:
-    """The metadata of the tool `name` (a name no tool has, as a model may call: its own
-    name as the title, since kward itself answers such a call)."""
+    """The metadata of the tool `name`: an MCP tool as `remember_mcp_tool` recorded it (one
+    not recorded, e.g. in an older session, read from its name ``mcp__<server>__<tool>``);
+    otherwise kward's own (a name no tool has, as a model may call: its own name as the
+    title, since kward itself answers such a call)."""
+    if name.startswith(MCP_PREFIX):
+        with _mcp_lock:
+            meta = _mcp_tools.get(name)
+        if meta is not None:
+            return meta
+        server, sep, remote = name[len(MCP_PREFIX):].partition("__")
+        if sep and server and remote:
+            return ToolMetadata("mcp", remote, server, remote)
     return ToolMetadata("builtin", DISPLAY_NAMES.get(name, name))
 
 

@@ -5,8 +5,8 @@ Modes (config `security.approvalMode`, per session `runtime/updateSetting approv
 ``off`` runs every call (the default of `kward rpc`); ``readOnly`` declines every mutating
 call without asking; ``ask`` asks the face's `Approver` (over RPC: the
 `tool/requestApproval` server request, `kward.rpc.approvals`) before a mutating call runs,
-and declines when there is none that can answer. Mutating means any tool not in
-`READ_ONLY_TOOLS` (write, edit, shell, plugin tools). A declined call's result is
+and declines when there is none that can answer. Mutating means any tool whose spec is
+not `read_only` (write, edit, shell; an MCP tool not annotated readOnlyHint). A declined call's result is
 ``Declined: <reason>`` (an error result the model reads); the turn goes on.
 ``approveForSession`` approves that tool for the rest of the session, for the shell that
 exact command. An approval may carry edited `args` (the terminal's "edit the command"):
@@ -42,15 +42,9 @@ APPROVE: Final = "approve"
 APPROVE_FOR_SESSION: Final = "approveForSession"
 DECLINE: Final = "decline"
 DECISIONS: tuple[ApprovalDecision, ...] = (APPROVE, APPROVE_FOR_SESSION, DECLINE)
-#: The tools known not to change anything; every other tool is gated.
-READ_ONLY_TOOLS = frozenset({"list_directory", "read_file", "search_files", "ask_user_question", "read_skill"})
 SHELL = "run_shell_command"
 
 Emit = Callable[[str, EventPayload], None]
-
-
-def mutates(name: str) -> bool:
-    return name not in READ_ONLY_TOOLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +125,8 @@ class ApprovalPolicy:
             self._sessions.pop(session_id, None)
 
     def gate(self, *, session_id: str, turn_id: str, configured: str | None, timeout: float, emit: Emit,
-             cancel: CancelToken, ctx: ToolContext) -> "Gate":
-        return Gate(self, session_id, turn_id, configured, timeout, emit, cancel, ctx)
+             cancel: CancelToken, ctx: ToolContext, read_only: Callable[[str], bool]) -> "Gate":
+        return Gate(self, session_id, turn_id, configured, timeout, emit, cancel, ctx, read_only)
 
     def approved_for_session(self, session_id: str, call: ToolCall, args: Mapping[str, Any]) -> bool:
         with self._lock:
@@ -178,8 +172,10 @@ class Gate:
     ``Declined: ...`` text that is its result. On the turn's worker thread."""
 
     def __init__(self, policy: ApprovalPolicy, session_id: str, turn_id: str, configured: str | None,
-                 timeout: float, emit: Emit, cancel: CancelToken, ctx: ToolContext):
+                 timeout: float, emit: Emit, cancel: CancelToken, ctx: ToolContext,
+                 read_only: Callable[[str], bool]):
         self.policy = policy
+        self.read_only = read_only  # the turn's tools' `ToolRegistry.read_only`
         self.session_id = session_id
         self.turn_id = turn_id
         self.configured = configured
@@ -189,7 +185,7 @@ class Gate:
         self.ctx = ctx
 
     def check(self, call: ToolCall, args: Mapping[str, Any]) -> str | ToolCall | None:
-        if not mutates(call.name):
+        if self.read_only(call.name):
             return None
         mode = self.policy.mode(self.session_id, self.configured)
         if mode == OFF:

@@ -183,7 +183,7 @@ class AgentEngine:
         try:
             ctx = ToolContext(workspace_root=Path(session.workspace_root), read_paths=session.read_paths,
                               cancel=turn.cancel, scrub=self.secrets.scrub_output,
-                              sandbox=sandbox_policy(self.settings.current(), self.paths),
+                              sandbox=sandbox_policy(self.settings.current(), self.paths), headers=dict(turn.headers),
                               ask_user=lambda questions: self.questions.ask(session.id, questions, turn.cancel))
         except OSError as exc:  # the workspace was removed (or made unreachable) since the session opened
             raise InvalidParams(f"Workspace path is not available: {session.workspace_root} ({exc.strerror or exc})",
@@ -193,7 +193,7 @@ class AgentEngine:
         gate = self.approvals.gate(session_id=turn.session_id, turn_id=turn.id,
                                    configured=settings.security.approval_mode,
                                    timeout=settings.security.approval_timeout_seconds, emit=plan.emit,
-                                   cancel=turn.cancel, ctx=ctx)
+                                   cancel=turn.cancel, ctx=ctx, read_only=plan.tools.read_only)
         hooks = self._turn_hooks(settings, turn, session, ctx)
         provider = plan.recorder.provider(selection.provider)
         effort = self.models.request_effort(selection, turn.cancel)

@@ -336,7 +336,8 @@ def live_output(call: ToolCall, emit: Emit, scrub: Callable[[str], str] | None) 
     """A coalescer whose updates are `call`'s ``toolUpdate`` events."""
 
     def publish(update: Update) -> None:
-        emit("toolUpdate", ToolProgress(call, update.stream, update.delta, update.content, update.omitted_bytes))
+        emit("toolUpdate", ToolProgress(call, update.stream, update.delta, update.content, update.omitted_bytes,
+                                        update.progress, update.total))
 
     return LiveOutput(publish, scrub=scrub)
 

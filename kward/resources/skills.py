@@ -195,4 +195,4 @@ def read_skill_spec(lookup: Callable[[], Mapping[str, Skill]]) -> ToolSpec:
         properties={"name": {"type": "string", "description": "The skill's name, as listed."},
                     "path": {"type": "string",
                              "description": f"A file inside the skill's folder, relative to it (default {SKILL_FILE})."}},
-        required=("name",), handler=handler)
+        required=("name",), handler=handler, read_only=True)

@@ -202,6 +202,9 @@ class _RecordingTools(ToolRegistry):
     def names(self, has_ui: bool) -> list[str]:
         return self._inner.names(has_ui)
 
+    def read_only(self, name: str) -> bool:
+        return self._inner.read_only(name)
+
     def schemas(self, has_ui: bool) -> list[dict[str, Any]]:
         return self._inner.schemas(has_ui)
 

@@ -62,6 +62,8 @@ class ToolContext:
       or None when nobody watches; set by the agent loop around each call.
     - `sandbox`: how `run_shell_command` confines its command (`kward.sandbox`);
       None: not at all (``security.sandbox: "off"``).
+    - `headers`: the request's trace headers (``traceparent``), which tools that make
+      HTTP requests (MCP servers, web search) send on.
 
     Construction raises `FileNotFoundError` when the workspace root does not exist.
     """
@@ -74,6 +76,7 @@ class ToolContext:
     scrub: Callable[[str], str] | None = None
     live: LiveOutput | None = None
     sandbox: SandboxPolicy | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.workspace_root = Path(self.workspace_root).resolve(strict=True)
@@ -90,6 +93,10 @@ class ToolSpec:
     `handler(args, ctx)` runs on the turn's worker thread and returns a `ToolResult`; it
     may raise `ToolError` (shown as ``Error: ...``) or `kward.errors.Canceled`.
     `needs_ui` tools are advertised and runnable only when `ctx.ask_user` is set.
+    `read_only` tools change nothing (no file, no command): approval never gates them
+    (`kward.agent.approval`). `parameters`, when set, is the arguments' JSON Schema as
+    given (an MCP server's `inputSchema`), in place of one made of `properties` and
+    `required`.
     """
 
     name: str
@@ -98,9 +105,14 @@ class ToolSpec:
     required: tuple[str, ...]
     handler: Callable[["Args", ToolContext], ToolResult]
     needs_ui: bool = False
+    read_only: bool = False
+    parameters: Mapping[str, Any] | None = None
 
     def schema(self) -> dict[str, Any]:
-        """The function-tool envelope, properties and required sorted."""
+        """The function-tool envelope, properties and required sorted (or `parameters`)."""
+        if self.parameters is not None:
+            return {"type": "function",
+                    "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}}
         return {
             "type": "function",
             "function": {

@@ -33,14 +33,16 @@ Rules (docs/protocol.md "Live tool output"):
 - `scrub` (kward's known credential values out: `KnownSecrets.scrub_output`) is applied
   to every delta and content before it is sent.
 
-Thread contract: `feed`, `feed_text`, `poll`, `due_in` and `close` may be called from any
+Thread contract: `feed`, `feed_text`, `progress`, `poll`, `due_in` and `close` may be called from any
 thread; `_lock` serialises them and `publish` is called under it (so updates keep their
 order), on the thread that fed (unless it passed ``flush=False``), polled or closed.
 `run_command` calls them on the turn's worker thread. A plugin command's `progress` feeds
 with ``flush=False`` on the plugin's thread, and the turn's thread, waiting for the
 plugin, polls (`kward.resources.bounded.run_bounded`): so only the turn's thread publishes,
 and the plugin's thread never waits for the client (only for `_lock`, while a publish that
-waits, bounded by the command's timeout and cancel: `kward.pacing`, holds it).
+waits, bounded by the command's timeout and cancel: `kward.pacing`, holds it). An MCP
+tool's progress comes the same way: from the MCP client's reader thread with
+``flush=False``, polled by the turn's thread (`kward.tools.mcptools`).
 After `close()` every call is a no-op. The clock is injectable (tests).
 """
 
@@ -60,6 +62,7 @@ CONTENT_BYTES = 2048  # the tail `content` holds
 BUDGET_BYTES = 1024 * 1024  # delta + content of all updates of one call
 TOKEN_RUN = 8192  # a trailing token run up to this long is held back (a JWT is 1-2k); longer ones are cut
 TOKEN_CHARS = string.ascii_letters + string.digits + "._~+/=-_"  # what keys, JWTs and OAuth tokens are made of
+PROGRESS_CHARS = 1000  # of a progress report's message
 STREAMS = ("stdout", "stderr")
 _TAIL_CHARS = 2 * CONTENT_BYTES  # characters of sent text kept for `content` (> CONTENT_BYTES)
 _TOKEN_SET = frozenset(TOKEN_CHARS)
@@ -73,6 +76,8 @@ class Update(NamedTuple):
     delta: str
     content: str
     omitted_bytes: int = 0
+    progress: float | None = None  # a progress report's figures (`LiveOutput.progress`)
+    total: float | None = None
 
 
 def _size(text: str) -> int:
@@ -192,6 +197,7 @@ class LiveOutput:
         self._tail_whole = True  # `_tail` holds everything sent
         self._last_stream = STREAMS[0]
         self._closed = False
+        self._progress: Update | None = None  # a progress report waiting for the rate budget
         self.updates = 0  # updates published
 
     # --- input ------------------------------------------------------------------------------
@@ -233,6 +239,35 @@ class LiveOutput:
             return
         s.add(text, size, now, next(self._arrivals))
 
+    def progress(self, message: str | None, progress: float | None, total: float | None, *,
+                 flush: bool = True) -> None:
+        """A progress report of the call (an MCP server's ``notifications/progress``): one
+        update whose `delta` and `content` are `message` (scrubbed, at most
+        `PROGRESS_CHARS`; empty when there is none) with the figures. Sent at once when the
+        rate budget allows, else kept (a later report replaces it) and sent by the next
+        report, `poll` or `close` (only those when `flush` is False); counted against the
+        byte budget like text."""
+        with self._lock:
+            if self._closed:
+                return
+            text = self._scrubbed((message or "")[:PROGRESS_CHARS])
+            size = 2 * _size(text)
+            if self._exhausted or self._spent + size > BUDGET_BYTES - CONTENT_BYTES:
+                self._omitted += size // 2
+                return
+            self._progress = Update(self._last_stream, text, text, 0, progress, total)
+            if flush and self._clock() >= self._next_flush:
+                self._send_progress()
+
+    def _send_progress(self) -> None:
+        update, self._progress = self._progress, None
+        if update is None:
+            return
+        self._spent += 2 * _size(update.delta)
+        self._next_flush = max(self._next_flush, self._clock()) + INTERVAL
+        self.updates += 1
+        self._publish(update)
+
     # --- flushing -----------------------------------------------------------------------
 
     def due_in(self) -> float | None:
@@ -246,6 +281,8 @@ class LiveOutput:
         with self._lock:
             if self._closed:
                 return None
+            if self._progress is not None and self._clock() >= self._next_flush:
+                self._send_progress()
             self._poll()
             due = self._due()
             return None if due is None else max(0.0, due - self._clock())
@@ -258,6 +295,8 @@ class LiveOutput:
             if s.chunks:
                 at = s.ready_at()
                 ready = at if ready is None else min(ready, at)
+        if self._progress is not None:
+            ready = self._next_flush if ready is None else min(ready, self._next_flush)
         if ready is None or ready == float("inf"):  # nothing, or only held token runs
             return None
         return max(ready, self._next_flush)
@@ -281,6 +320,7 @@ class LiveOutput:
         with self._lock:
             if self._closed:
                 return
+            self._send_progress()
             now = self._clock()
             for s in self._streams.values():
                 self._add(s, s.decoder.decode(b"", final=True), now)

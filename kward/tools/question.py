@@ -157,5 +157,6 @@ SPECS = (
         required=("questions",),
         handler=ask_user_question,
         needs_ui=True,
+        read_only=True,
     ),
 )

@@ -163,6 +163,7 @@ SPECS = (
         properties={"path": {"type": "string", "description": "Workspace-relative directory."}},
         required=("path",),
         handler=list_directory,
+        read_only=True,
     ),
     ToolSpec(
         name="read_file",
@@ -177,5 +178,6 @@ SPECS = (
         },
         required=("path",),
         handler=read_file,
+        read_only=True,
     ),
 )

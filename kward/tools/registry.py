@@ -77,6 +77,12 @@ class ToolRegistry:
         """Names of the tools advertised with (`has_ui`) or without a UI question bridge."""
         return [s.name for s in self._specs.values() if has_ui or not s.needs_ui]
 
+    def read_only(self, name: str) -> bool:
+        """Whether the tool `name` changes nothing (`ToolSpec.read_only`); False for a name
+        no tool has."""
+        spec = self._specs.get(name)
+        return spec is not None and spec.read_only
+
     def schemas(self, has_ui: bool) -> list[dict[str, Any]]:
         """The function-tool schemas to send to the model (and to `tools/list`)."""
         return [s.schema() for s in self._specs.values() if has_ui or not s.needs_ui]

@@ -150,5 +150,6 @@ SPECS = (
         },
         required=("pattern",),
         handler=search_files,
+        read_only=True,
     ),
 )

@@ -64,12 +64,17 @@ class LegacyTool(_LegacyToolRequired, total=False):
     command: Annotated[str, Doc("the command argument, when it is a string")]
 
 
-@shape(stability=ADDITION)
-class ToolMetadata(TypedDict):
-    """A tool's metadata, as `tools/list` entries carry it."""
+class _ToolMetadataRequired(TypedDict):
+    source: Annotated[Literal["builtin", "mcp"], Doc("builtin: kward's own tools; mcp: a tool of an MCP server")]
+    displayName: Annotated[str, Doc("the title a client shows and groups the tool by, e.g. Read, Bash")]
 
-    source: Annotated[str, Doc("builtin (or plugin)")]
-    displayName: Annotated[str, Doc("e.g. Read, Bash")]
+
+@shape(stability=ADDITION)
+class ToolMetadata(_ToolMetadataRequired, total=False):
+    """A tool's metadata, as `tools/list` entries and tool events carry it."""
+
+    serverName: Annotated[str, Doc("an MCP tool's server, as config mcp.servers names it")]
+    remoteName: Annotated[str, Doc("an MCP tool's name at its server")]
 
 
 class TurnEventToolCallPayload(ToolCallFields):
@@ -111,6 +116,9 @@ class TurnEventToolUpdatePayload(_ToolUpdateRequired, total=False):
     output")."""
 
     omittedBytes: Annotated[int, Range(minimum=1), Doc("on the call's last update only: the output no delta carried")]
+    progress: Annotated[float, Doc("a progress report's progress so far (an MCP tool's notifications/progress; "
+                                   "its message is the delta)")]
+    total: Annotated[float, Doc("a progress report's total, when the server knows it")]
 
 
 class TurnEventApprovalRequestedPayload(ToolCallFields):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, TypedDict
 
 from kward.rpc.shapes.base import OPEN, Doc, Entry
+from kward.rpc.shapes.events import ToolMetadata
 
 
 class ToolSchemaFunction(TypedDict):
@@ -13,17 +14,12 @@ class ToolSchemaFunction(TypedDict):
     parameters: Annotated[dict[str, Any], OPEN, Doc("the JSON Schema of the tool's arguments")]
 
 
-class ToolSchemaMetadata(TypedDict):
-    source: Annotated[Literal["builtin", "plugin"], Doc("builtin: kward's own tools")]
-    displayName: Annotated[str, Doc("the title a client shows and groups the tool by")]
-
-
 class ToolSchema(TypedDict):
     """A tool as the model is given it (without `metadata`)."""
 
     type: Literal["function"]
     function: ToolSchemaFunction
-    metadata: ToolSchemaMetadata
+    metadata: ToolMetadata
 
 
 class ToolsListResult(TypedDict):

@@ -59,10 +59,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def tool_metadata(name: str) -> ToolMetadata:
-    """``{source, displayName}`` of the tool `name` (`kward.toolcalls.tool_metadata`): the
-    `metadata` of tool events and of `tools/list` entries."""
+    """``{source, displayName}`` of the tool `name` (`kward.toolcalls.tool_metadata`), with
+    ``serverName`` and ``remoteName`` for an MCP tool: the `metadata` of tool events and of
+    `tools/list` entries."""
     meta = toolcalls.tool_metadata(name)
-    return {"source": meta.source, "displayName": meta.display_name}
+    out: ToolMetadata = {"source": meta.source, "displayName": meta.display_name}
+    if meta.server_name is not None:
+        out["serverName"] = meta.server_name
+    if meta.remote_name is not None:
+        out["remoteName"] = meta.remote_name
+    return out
 
 
 def fields(call: ToolCall) -> ToolCallFields:
@@ -104,6 +110,10 @@ def tool_update(progress: ToolProgress) -> TurnEventToolUpdatePayload:
                                        "delta": progress.delta, "content": progress.content}
     if progress.omitted_bytes > 0:
         out["omittedBytes"] = progress.omitted_bytes
+    if progress.progress is not None:
+        out["progress"] = progress.progress
+    if progress.total is not None:
+        out["total"] = progress.total
     return out
 
 
