@@ -250,7 +250,8 @@ class LiveOutput:
         with self._lock:
             if self._closed:
                 return
-            text = self._scrubbed((message or "")[:PROGRESS_CHARS])
+            # scrubbed before it is cut (a credential is seen whole), cut before (bounded work)
+            text = self._scrubbed((message or "")[:PROGRESS_CHARS + TOKEN_RUN])[:PROGRESS_CHARS]
             size = 2 * _size(text)
             if self._exhausted or self._spent + size > BUDGET_BYTES - CONTENT_BYTES:
                 self._omitted += size // 2
