@@ -11,6 +11,9 @@ os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
 for _var in ("OPENAI_ACCESS_TOKEN", "OPENROUTER_API_KEY", "KWARD_PROVIDER", "KWARD_LOG_LEVEL",
              "KWARD_AUTH_PATH", "KWARD_SCRIPT", "KWARD_RPC_WORKERS", "KWARD_MAX_FRAME_BYTES"):
     os.environ.pop(_var, None)
+# web_search's default endpoint is on the internet: every kward a test starts (they inherit
+# this environment) searches a closed loopback port instead, unless the test points it at a fake
+os.environ["KWARD_WEB_SEARCH_URL"] = "http://127.0.0.1:9/mcp"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -25,6 +25,7 @@ reasoning level: passed on as written) are not checked.
 | KWARD_OPENAI_COMPAT_BASE_URL   | openai_compat_base_url   | http(s) URL |
 | KWARD_OPENAI_AUTH_ISSUER       | openai_auth_issuer       | https URL; http only to a loopback host (127.0.0.0/8, ::1, localhost) |
 | KWARD_OAUTH_PORT               | -                        | integer 0 to 65535 (0: any free port) |
+| KWARD_WEB_SEARCH_URL           | web_search.url           | http(s) URL |
 | KWARD_LOGGING                  | logging.enabled          | 1, true, yes, on / 0, false, no, off |
 | KWARD_LOGGING_TOKENS (_PERFORMANCE, _TOOLS, _ERRORS) | logging.tokens (...) | as KWARD_LOGGING |
 
@@ -305,6 +306,21 @@ def hook_rule(event: str) -> Rule:
     return Rule(f"a list of at most {MAX_HOOKS} hooks", accept)
 
 
+def _mcp_servers(v: Any) -> tuple[Any, ...]:
+    """`mcp.servers`: the servers by name (`kward.mcp.parse_servers`); an entry that cannot
+    be used is kept with its problem, so `mcp/status` and `kward doctor` name it."""
+    if not isinstance(v, dict):
+        raise Invalid("must be an object of MCP servers by name")
+    from kward.mcp.config import parse_servers  # (only when servers are configured)
+
+    servers, _problems = parse_servers(v)
+    return tuple(servers)
+
+
+MCP_SERVERS = Rule("an object of MCP servers by name", _mcp_servers)
+DEFAULT_WEB_SEARCH_URL = "https://mcp.exa.ai/mcp"  # Exa's hosted MCP endpoint (no key needed)
+
+
 #: The rule of each kind of `specs.Setting`.
 KINDS: dict[str, Rule] = {"text": TEXT, "effort": EFFORT, "url": URL}
 
@@ -357,6 +373,8 @@ def _table() -> dict[str, Key]:
         Key("security.approvalTimeoutSeconds", APPROVAL_TIMEOUT, strict=True),
         # strict: a policy hook that cannot be used never lets a call run unchecked
         *(Key(f"hooks.{event}", hook_rule(event), strict=True) for event in HOOK_EVENTS),
+        Key("mcp.servers", MCP_SERVERS),
+        Key("web_search.enabled", BOOL), Key("web_search.url", URL, "KWARD_WEB_SEARCH_URL"),
     ]
     table: dict[str, Key] = {}
     for key in keys:

@@ -157,6 +157,15 @@ class HooksSettings(NamedTuple):
         return sum(len(hooks) for hooks in self)
 
 
+class McpSettings(NamedTuple):
+    """`mcp.servers` (`kward.mcp.ServerConfig`, in config order) and `web_search.*`: the
+    MCP servers whose tools the model gets, and the web_search tool's endpoint."""
+
+    servers: tuple[Any, ...] = ()
+    web_search_enabled: bool = True
+    web_search_url: str = rules.DEFAULT_WEB_SEARCH_URL
+
+
 class AuthSettings(NamedTuple):
     issuer: str = DEFAULT_AUTH_ISSUER
     oauth_client_id: str | None = None
@@ -177,6 +186,7 @@ class Settings(NamedTuple):
     auth: AuthSettings = AuthSettings()
     security: SecuritySettings = SecuritySettings()
     hooks: HooksSettings = HooksSettings()
+    mcp: McpSettings = McpSettings()
     warnings: tuple[str, ...] = ()  # config values that were ignored, and why
     problems: Mapping[str, Problem] = EMPTY  # unusable values of strict keys, by key
 
@@ -338,6 +348,9 @@ def resolve_settings(config: Mapping[str, Any], env: Mapping[str, str] = os.envi
                           oauth_port=rules.env_value(env, "KWARD_OAUTH_PORT")),
         security=_security(r),
         hooks=_hooks(r),
+        mcp=McpSettings(servers=r.values["mcp.servers"] or (),
+                        web_search_enabled=r.values["web_search.enabled"] is not False,
+                        web_search_url=r.values["web_search.url"] or rules.DEFAULT_WEB_SEARCH_URL),
         warnings=tuple(r.warnings),
         problems=MappingProxyType(dict(r.problems)),
     )

@@ -6,11 +6,7 @@ Modules, lowest first: `config` (the `mcp.servers` entries, tool names), `result
 tools), `stdio` and `http` (the two transports, imported only when a server uses them),
 `manager` (every configured server: background start, status, retry, routing).
 Standard library only, `requests` on the first HTTP request.
+
+Import what you use from its module (``from kward.mcp.manager import McpManager``): this
+package imports nothing, so reading config `mcp.servers` loads only `config`.
 """
-
-from kward.mcp.client import McpClient, McpError, McpTimeout, McpTool
-from kward.mcp.config import ServerConfig, parse_servers, tool_name
-from kward.mcp.manager import McpManager, ServerStatus
-
-__all__ = ["McpClient", "McpError", "McpManager", "McpTimeout", "McpTool", "ServerConfig", "ServerStatus",
-           "parse_servers", "tool_name"]

@@ -138,8 +138,10 @@ def _server(name: object, entry: object) -> ServerConfig:
 
 
 def _text(value: object, what: str) -> str:
-    if not isinstance(value, str) or len(value) > MAX_TEXT or "\0" in value:
-        raise _Bad(f"{what} must be strings of at most {MAX_TEXT} characters")
+    if not isinstance(value, str):
+        raise _Bad(f"{what} must be {'strings' if what in ('args', 'env', 'headers') else 'a string'}")
+    if len(value) > MAX_TEXT or "\0" in value:
+        raise _Bad(f"{what}: at most {MAX_TEXT} characters, no NUL")
     return value
 
 

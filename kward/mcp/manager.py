@@ -8,7 +8,8 @@ is the tools of the servers that are ready now, `status()` every server's state.
 that fails to start, or dies later (`McpClient` reports it lost), is ``failed`` with the
 reason, its tools gone; the next `start()` (every turn makes one) tries it again. A
 server's ``notifications/tools/list_changed`` lists its tools again (on a thread of its
-own). `on_change(callback)` is told whenever a server's state or tools changed (on the
+own). Failures go to kward's log (once per distinct reason), not to stderr: `mcp/status` and
+`kward doctor` show them. `on_change(callback)` is told whenever a server's state or tools changed (on the
 thread that saw it; the callback must not block).
 
 `call(name, arguments, ...)` calls the tool the model knows as `name` with the server's
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal, Mapping
 
 from kward.cancel import CancelToken
+from kward.diagnostics import SHOWN_ELSEWHERE
 from kward.mcp.client import McpClient, McpError, McpTool, Progress
 from kward.mcp.config import ServerConfig
 from kward.model import ToolResult
@@ -54,7 +56,7 @@ class ServerStatus:
 
 
 class _Server:
-    __slots__ = ("config", "state", "error", "client", "tools")
+    __slots__ = ("config", "state", "error", "client", "tools", "logged")
 
     def __init__(self, config: ServerConfig):
         self.config = config
@@ -62,6 +64,7 @@ class _Server:
         self.error: str | None = f"config: {config.problem}" if config.problem else None
         self.client: McpClient | None = None
         self.tools: tuple[McpTool, ...] = ()
+        self.logged: str | None = None  # the last failure logged (each is logged once)
 
 
 class McpManager:
@@ -91,9 +94,9 @@ class McpManager:
 
     # --- starting ---------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, retry: bool = True) -> None:
         """Start (in the background) every usable server that is neither ready nor
-        starting: the first time, and again after it failed or died."""
+        starting: the first time, and (`retry`) again after it failed or died."""
         started = False
         with self._lock:
             if self._closed:
@@ -102,7 +105,7 @@ class McpManager:
                 fresh = id(server) in self._idle
                 if server.config.problem or not server.config.enabled:
                     continue
-                if not fresh and server.state != "failed":
+                if not fresh and (server.state != "failed" or not retry):
                     continue
                 self._idle.discard(id(server))
                 server.state, server.client = "starting", None
@@ -151,17 +154,19 @@ class McpManager:
             log.exception("MCP server %s could not be started", server.config.name)
             error = f"{type(exc).__name__}: {exc}"
         stale = False
+        first_time = False
         with self._lock:
             if server.client is not client or self._closed:
                 stale = True
             elif error is not None:
                 server.state, server.error, server.client, server.tools = "failed", error, None, ()
+                first_time, server.logged = server.logged != error, error
             else:
-                server.state, server.error, server.tools = "ready", None, tuple(tools)
+                server.state, server.error, server.tools, server.logged = "ready", None, tuple(tools), None
         if error is not None or stale:
             client.close()
-            if error is not None and not stale:
-                log.warning("MCP server %s is unavailable: %s", server.config.name, error)
+            if first_time:
+                log.warning("MCP server %s is unavailable: %s", server.config.name, error, extra=SHOWN_ELSEWHERE)
         if not stale:
             self._changed()
 
@@ -173,7 +178,7 @@ class McpManager:
             was_ready = server.state == "ready"
             server.state, server.error, server.client, server.tools = "failed", reason, None, ()
         if was_ready:
-            log.warning("MCP server %s went away: %s", server.config.name, reason)
+            log.warning("MCP server %s went away: %s", server.config.name, reason, extra=SHOWN_ELSEWHERE)
         client.close()
         if was_ready:
             self._changed()

@@ -71,6 +71,7 @@ class RuntimeFacts(NamedTuple):
     experimental_client: bool = False  # the client passed capabilities.experimentalApi: true
     hooks: int = 0  # command hooks configured (config `hooks`)
     hooks_problem: bool = False  # a `hooks.<event>` cannot be used (model turns fail)
+    web_search: bool = True  # config web_search.enabled is not false
 
 
 def facts(info: RuntimeInfo) -> RuntimeFacts:
@@ -79,6 +80,7 @@ def facts(info: RuntimeInfo) -> RuntimeFacts:
                         logs_dir=info.logs_dir, max_frame_bytes=info.max_frame_bytes,
                         max_input_chars=info.max_input_chars, logging_categories=info.logging_categories,
                         sandbox=info.sandbox, hooks=info.hooks, hooks_problem=info.hooks_problem,
+                        web_search=info.web_search,
                         approval_mode="invalid" if info.approval_problem else info.approval_mode or "off")
 
 
@@ -254,6 +256,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> Capab
         "prompts": {"supported": has("prompts/list"), "methods": present(PROMPT_METHODS)},
         "skills": {"supported": has("commands/list"), "tool": "read_skill"},
         "tools": {"supported": has("tools/list"), "method": "tools/list", "eventMetadata": turns_ok},
+        "mcp": {"discovery": {"supported": has("mcp/status"), "methods": present(("tools/list", "mcp/status")),
+                              "toolMetadata": has("tools/list")},
+                "transports": ["stdio", "http"], "webSearch": turns_ok and facts.web_search},
         "config": {"supported": bool(present(CONFIG_METHODS)), "methods": present(CONFIG_METHODS)},
         # kward's additions to the protocol (docs/protocol.md)
         "rpc": {"batch": False, "optOutNotificationMethods": True, "optOutNotificationTypes": True,

@@ -80,6 +80,7 @@ METHODS: dict[str, Method] = {
     "ui/answerQuestion": Method("kward.rpc.methods.ui.answer_question"),
     # tools and runtime (methods/tools.py, methods/runtime.py)
     "tools/list": Method("kward.rpc.methods.tools.list_", slow=True),  # may load the skills and plugins
+    "mcp/status": Method("kward.rpc.methods.tools.mcp_status"),
     "runtime/state": Method("kward.rpc.methods.runtime.state"),
     "runtime/stats": Method("kward.rpc.methods.runtime.stats", slow=True),
     # models (methods/models.py)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.resources.observers import EventFields
     from kward.runtime.auth import RuntimeAuth
     from kward.runtime.compaction import RuntimeCompaction
+    from kward.runtime.mcp import McpRuntime
     from kward.runtime.memory import MemoryRuntime
     from kward.runtime.notices import Notice, SessionEvent
     from kward.runtime.resources import RuntimeResources
@@ -158,17 +159,18 @@ class Runtime:
         self._resources = Lazy(lock, self._build_resources)
         self._compaction = Lazy(lock, self._build_compaction)
         self._approvals = Lazy(lock, self._build_approvals)
+        self._mcp = Lazy(lock, self._build_mcp)
         self._services: dict[str, Lazy[Any]] = {
             "sessions": self._sessions, "questions": self._questions, "models": self._models,
             "engine": self._engine, "turns": self._turns, "auth": self._auth, "memory": self._memory,
             "telemetry": self._telemetry, "resources": self._resources, "compaction": self._compaction,
-            "approvals": self._approvals}
+            "approvals": self._approvals, "mcp": self._mcp}
 
     # --- the services, built on first use ----------------------------------------------
 
     def has_service(self, name: str) -> bool:
         """Whether the service `name` (sessions, questions, models, engine, turns, auth,
-        memory, telemetry, resources, compaction, approvals) was built."""
+        memory, telemetry, resources, compaction, approvals, mcp) was built."""
         return self._services[name].peek() is not None
 
     @property
@@ -219,6 +221,19 @@ class Runtime:
     def compaction(self) -> RuntimeCompaction:
         """Manual and automatic compaction (kward.runtime.compaction)."""
         return self._compaction.get()
+
+    @property
+    def mcp(self) -> McpRuntime:
+        """The configured MCP servers and web search (kward.runtime.mcp)."""
+        return self._mcp.get()
+
+    def _build_mcp(self) -> McpRuntime:
+        from kward import __version__
+        from kward.runtime.mcp import McpRuntime
+
+        if self._live_settings is None:  # (a race builds two, harmlessly)
+            self._live_settings = LiveSettings(self.config, self.env)
+        return McpRuntime(self._live_settings, client_version=__version__, changed=self._changed)
 
     def _build_sessions(self) -> SessionManager:
         from kward.sessions.manager import SessionManager
@@ -363,7 +378,13 @@ class Runtime:
         return self.resolve_workspace(root)
 
     def _opened(self, handle: "SessionHandle") -> "SessionHandle":
+        """A session was opened: turns will follow, so the MCP servers start (in the
+        background; a process that only lists sessions starts none)."""
         self._current_workspace = handle.workspace_root
+        try:
+            self.mcp.start()
+        except Exception:  # MCP must never stop a session from opening
+            log.exception("MCP servers could not be started")
         return handle
 
     def describe_workspace(self, root: str | None) -> "WorkspaceInfo":
@@ -373,7 +394,7 @@ class Runtime:
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools the model is given (with a UI to ask questions)."""
-        schemas: list[dict[str, Any]] = self.resources.core.tools(self.engine.tools).schemas(True)
+        schemas: list[dict[str, Any]] = self.mcp.tools(self.resources.core.tools(self.engine.tools)).schemas(True)
         return schemas
 
     def shutdown(self) -> None:
@@ -382,6 +403,7 @@ class Runtime:
         steps: list[Callable[[], None]] = []
         auth, turns, sessions = self._auth.peek(), self._turns.peek(), self._sessions.peek()
         memory, telemetry, resources = self._memory.peek(), self._telemetry.peek(), self._resources.peek()
+        mcp = self._mcp.peek()
         if auth is not None:  # pending logins: their callback listeners and threads
             steps.append(auth.close)
         if turns is not None:
@@ -394,6 +416,8 @@ class Runtime:
             steps.append(telemetry.shutdown)
         if resources is not None:
             steps.append(resources.shutdown)
+        if mcp is not None:  # the servers' processes and sessions
+            steps.append(mcp.close)
         steps.append(_close_change_watchers)
         for step in steps:
             try:

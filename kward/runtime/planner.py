@@ -11,7 +11,8 @@ anything else runs the model on the input as typed.
 
 A model turn gets: the instructions rebuilt before each model request (the AGENTS.md
 files, the memories retrieved for the turn's input, plugin prompt context, skills;
-`Resources.instructions`), the tools with `read_skill` when there are skills, the turn's
+`Resources.instructions`), the tools with `read_skill` when there are skills, the ready MCP servers' tools and
+`web_search` (`kward.runtime.mcp`), the turn's
 emit wrapped for plugin observers, the telemetry recorder (when a category is on), the
 automatic compaction of the settings, and memory's auto-summary after it completed.
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.providers.base import Provider
     from kward.providers.select import Selection
     from kward.runtime.compaction import RuntimeCompaction
+    from kward.runtime.mcp import McpRuntime
     from kward.runtime.memory import MemoryRuntime
     from kward.runtime.resources import RuntimeResources
     from kward.runtime.telemetry import TelemetryRuntime
@@ -52,6 +54,9 @@ class PlanServices(Protocol):
 
     @property
     def compaction(self) -> RuntimeCompaction: ...
+
+    @property
+    def mcp(self) -> McpRuntime: ...
 
 
 class RuntimePlanner:
@@ -91,6 +96,6 @@ class RuntimePlanner:
             return compaction.guard(turn, session, provider, selection, effort)
 
         return ModelTurn(text=text, display=display, instructions=resources.instructions(session, memory_block),
-                         tools=resources.tools(tools), emit=resources.observe(turn.emit, session, turn),
+                         tools=services.mcp.tools(resources.tools(tools)), emit=resources.observe(turn.emit, session, turn),
                          recorder=services.telemetry.recorder(turn.headers) or NO_RECORDER, guard=guard,
                          after=lambda: memory.after_turn(session))

@@ -48,6 +48,7 @@ class RuntimeInfo(NamedTuple):
     approval_problem: bool = False  # security.approval* is set to a value that cannot be used
     hooks: int = 0  # command hooks configured now (config `hooks`)
     hooks_problem: bool = False  # a `hooks.<event>` of config.json cannot be used
+    web_search: bool = True  # config web_search.enabled is not false
 
 
 def announce(settings: Settings, live: LiveSettings, paths: Paths,
@@ -63,6 +64,7 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
     approval_mode: str | None = None
     approval_problem = False
     hooks, hooks_problem = 0, False
+    web_search = True
     env = live.env
     try:
         current = live.current()  # (one stat while config.json is what the runtime started with)
@@ -81,6 +83,7 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
         approval_mode = current.security.approval_mode
         approval_problem = any(key.startswith("security.approval") for key in current.problems)
         hooks, hooks_problem = current.hooks.total, any(key.startswith("hooks.") for key in current.problems)
+        web_search = current.mcp.web_search_enabled
         shell_policy = sandbox.policy(current, paths)
         shell = sandbox.status(shell_policy, env)  # (bwrap probed once per process)
         if shell_policy.problem is not None:  # every shell command is refused: say so at once
@@ -88,7 +91,8 @@ def announce(settings: Settings, live: LiveSettings, paths: Paths,
     return RuntimeInfo(steering=steering, warnings=tuple(warnings), logs_dir=str(paths.logs_dir),
                        max_frame_bytes=settings.max_frame_bytes, max_input_chars=settings.max_input_chars,
                        logging_categories=categories, sandbox=shell, approval_mode=approval_mode,
-                       approval_problem=approval_problem, hooks=hooks, hooks_problem=hooks_problem)
+                       approval_problem=approval_problem, hooks=hooks, hooks_problem=hooks_problem,
+                       web_search=web_search)
 
 
 def warm_up_modules(config: ConfigStore, env: Mapping[str, str], paths: Paths) -> list[str]:

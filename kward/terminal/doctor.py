@@ -8,7 +8,9 @@ config.json keys, the stored login file; values are never shown), the keyring ba
 use answer (a HEAD request with a 2 s timeout; any HTTP answer counts as reachable), and
 whether the config directory is writable, whether the shell sandbox
 (`security.sandbox`) is configured, available and in force (the `security.sandbox`
-capability of `initialize`), and which command hooks are configured (`hooks`). Nothing is created or changed: a config.json
+capability of `initialize`), which command hooks are configured (`hooks`), and each MCP server of
+`mcp.servers` (started, waited for up to `MCP_WAIT` seconds: ready with its tool count, or why not) and the
+web_search endpoint. Nothing is created or changed: a config.json
 open to others is reported (a `warn` line naming its mode), not narrowed as the other
 commands do (the stores are made with `narrow_mode=False`). Every config problem of
 kward.terminal.config_check is a `fail` line of its check (`warn` for a key kward does
@@ -37,6 +39,7 @@ from kward.terminal.style import Style
 from kward.terminal.wording import error_text, login_fix
 
 TIMEOUT = 2.0
+MCP_WAIT = 15.0  # seconds the MCP servers get to start
 
 
 class Report:
@@ -71,6 +74,7 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
         config = _config(report, client, init, [t for t in troubles if t.check == "config"])
         _sandbox(report, init)
         _hooks(report, init, config)
+        _mcp(report, client, config, env)
         try:
             current = client.current_model()
             provider = str(current.get("provider"))
@@ -149,6 +153,43 @@ def _hooks(report: Report, init: Mapping[str, Any], config: Mapping[str, Any]) -
         return
     where = "under the sandbox" if sandboxed.get("inForce") else "unsandboxed, as you"
     report.line("ok", "hooks", f"{status.get('configured', 0)} configured ({', '.join(counts)}), run {where}")
+
+
+def _mcp(report: Report, client: Client, config: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """One line per MCP server (`mcp/status`, after the servers had up to MCP_WAIT seconds
+    to start), and one for web_search."""
+    import time
+
+    deadline = time.monotonic() + MCP_WAIT
+    pause = threading.Event()
+    servers: list[dict[str, Any]] = []
+    while True:
+        try:
+            servers = list(client.request("mcp/status").get("servers") or [])
+        except RpcError as exc:
+            report.line("fail", "mcp", f"the servers cannot be told: {exc}")
+            return
+        if not any(s.get("status") == "starting" for s in servers) or time.monotonic() > deadline:
+            break
+        pause.wait(0.1)
+    if not servers:
+        report.line("ok", "mcp", "no servers configured (mcp.servers)")
+    for server in servers:
+        name, transport = short(str(server.get("name")), 40), server.get("transport")
+        if not server.get("enabled"):
+            report.line("ok", "mcp", f"{name} ({transport}): switched off (enabled: false)")
+        elif server.get("status") == "available":
+            count = server.get("toolCount", 0)
+            report.line("ok", "mcp", f"{name} ({transport}): ready, {count} tool{'' if count == 1 else 's'}")
+        elif server.get("status") == "starting":
+            report.line("warn", "mcp", f"{name} ({transport}): still starting after {MCP_WAIT:g} s")
+        else:
+            report.line("fail", "mcp", f"{name} ({transport}): {short(str(server.get('error')), 300)}")
+    search = resolve_settings(config, env).mcp
+    if not search.web_search_enabled:
+        report.line("ok", "web search", "switched off (web_search.enabled: false)")
+    else:
+        report.line("ok", "web search", f"web_search asks {search.web_search_url}")
 
 
 def _provider_failure(exc: RpcError, env: Mapping[str, str]) -> str:

@@ -26,8 +26,8 @@ class SchemaError(Exception):
 
 
 def _is(kind: str, value: Any) -> bool:
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "integer":  # (draft 2020-12: any number with a zero fractional part, 1.0 and 1e308 too)
+        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind not in _TYPES:

@@ -8,7 +8,7 @@ from lib.turn_events import check_turn_events
 
 NAMES = {"list_directory": "List", "read_file": "Read", "write_file": "Write", "edit_file": "Edit",
          "run_shell_command": "Bash", "search_files": "Search", "ask_user_question": "Question",
-         "read_skill": "Skill"}
+         "read_skill": "Skill", "web_search": "WebSearch"}
 
 
 def test_tools_list_entries_carry_their_source_and_display_name(kward, isolated_home):

@@ -12,7 +12,7 @@ from lib.turn_events import check_turn_events
 QUESTION = {"question": "Go on?", "header": "Go",
             "options": [{"label": "Yes", "description": "go"}, {"label": "No", "description": "stop"}]}
 TOOL_NAMES = ["list_directory", "read_file", "write_file", "edit_file", "run_shell_command", "search_files",
-              "ask_user_question"]
+              "ask_user_question", "web_search"]
 
 
 def test_tools_list_returns_every_schema(kward):

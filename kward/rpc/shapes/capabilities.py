@@ -426,6 +426,18 @@ class ToolsCapability(TypedDict):
     eventMetadata: bool
 
 
+class McpDiscoveryCapability(TypedDict):
+    supported: Annotated[bool, Doc("mcp/status is served")]
+    methods: Annotated[list[str], Doc("tools/list and mcp/status")]
+    toolMetadata: Annotated[bool, Doc("tools/list and tool events carry metadata {source, serverName, remoteName}")]
+
+
+class McpCapability(TypedDict):
+    discovery: McpDiscoveryCapability
+    transports: Annotated[list[str], Doc("the MCP transports kward's client speaks: stdio, http")]
+    webSearch: Annotated[bool, Doc("the web_search tool is the model's (config web_search.enabled)")]
+
+
 # --- rpc (kward's) ------------------------------------------------------------------------
 
 
@@ -524,6 +536,7 @@ class Capabilities(TypedDict):
     prompts: MethodsCapability
     skills: SkillsCapability
     tools: ToolsCapability
+    mcp: Annotated[McpCapability, AN_ADDITION]
     config: MethodsCapability
     rpc: Annotated[RpcCapability, AN_ADDITION]
 
