@@ -292,7 +292,8 @@ def _run_tools(session: SessionPort, calls: tuple[ToolCall, ...], setup: TurnSet
         # the flag is stored when the text does not tell it (`Unknown tool:`), so that a
         # reloaded transcript reports what the toolResult event did
         flag = result.is_error if result.is_error != is_error_text(result.content) else None
-        session.append_message(ToolResultMessage(call.id, call.name, result.content, is_error=flag))
+        content: Content = (TextPart(result.content), *result.images) if result.images else result.content
+        session.append_message(ToolResultMessage(call.id, call.name, content, is_error=flag))
         session.append_tool_execution(call, result)
         if setup.changes is not None and (result.changes or not result.changes_complete):
             setup.changes(result.changes, result.changes_complete)  # (a canceled call's too)

@@ -69,7 +69,11 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """System prompt first, then the conversation in chat completions form."""
     system = [request.instructions] if request.instructions else []
     out: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []  # of the tool results just added (a tool message holds text only)
     for msg in wire_common.with_interrupted_results(request.messages):
+        if images and not isinstance(msg, ToolResultMessage):
+            out.append(_tool_images(images))
+            images = []
         if isinstance(msg, SystemMessage):
             text = content_text(msg.content)
             if text:
@@ -91,12 +95,24 @@ def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 out.append(entry)
         elif isinstance(msg, ToolResultMessage):
             out.append({"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": content_text(msg.content)})
+            if not isinstance(msg.content, str):
+                images += [{"type": "image_url", "image_url": {"url": url}} for part in msg.content
+                           if isinstance(part, ImagePart) and (url := image_url(part))]
         elif isinstance(msg, CompactionSummary):
             if msg.summary:
                 out.append({"role": "assistant", "content": msg.summary})
+    if images:
+        out.append(_tool_images(images))
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(system)})
     return out
+
+
+def _tool_images(images: list[dict[str, Any]]) -> dict[str, Any]:
+    """The images of the tool results before it, as a user message (chat completions
+    take text only in a tool message)."""
+    return {"role": "user", "content": [{"type": "text", "text": "[the images the tool calls above returned]"},
+                                        *images]}
 
 
 def build_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

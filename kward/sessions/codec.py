@@ -224,11 +224,15 @@ def tool_call_record(call: ToolCall) -> dict[str, Any]:
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
-def tool_result_record(result: ToolResult) -> dict[str, Any]:
+def tool_result_record(result: ToolResult, *, image_data: bool = True) -> dict[str, Any]:
     """``{content, isError, images, diff?, changedFiles?, changedFilesComplete?}`` (a
     tool_execution_end's `result`; also the protocol's `toolResult.result`);
-    ``changedFilesComplete: false`` only when the changed files may be incomplete."""
-    out: dict[str, Any] = {"content": result.content, "isError": result.is_error, "images": list(result.images)}
+    ``changedFilesComplete: false`` only when the changed files may be incomplete. The
+    images are ``{type: "image", mimeType, data}`` parts; without `image_data` (the audit
+    record: the tool result message holds them) ``{type, mimeType, alt}`` only."""
+    images = [_part_record(p) if image_data else {"type": "image", "mimeType": p.mime_type, "alt": p.alt}
+              for p in result.images]
+    out: dict[str, Any] = {"content": result.content, "isError": result.is_error, "images": images}
     if result.diff is not None:
         out["diff"] = result.diff
     if result.changed_files:
@@ -247,7 +251,7 @@ def call_fields(call: ToolCall) -> dict[str, Any]:
 
 def tool_execution_fields(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     """The fields of a ``tool_execution_end`` record (an audit record: nothing replays it)."""
-    out = tool_result_record(result)
+    out = tool_result_record(result, image_data=False)
     return {**call_fields(call), "result": out, "isError": out["isError"]}
 
 

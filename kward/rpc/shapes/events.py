@@ -87,7 +87,8 @@ class TurnEventToolCallPayload(ToolCallFields):
 class _ToolResultRecordRequired(TypedDict):
     content: str
     isError: Annotated[bool, Doc("the text starts with Error:, Declined: or Cancelled. (or is Unknown tool: ...)")]
-    images: Annotated[list[Any], Doc("image parts: always empty (kward's tools return none)")]
+    images: Annotated[list[Any], Doc("image parts {type: image, mimeType, data}: an MCP tool's images "
+                                     "(kward's own tools return none)")]
 
 
 class ToolResultRecord(_ToolResultRecordRequired, total=False):
