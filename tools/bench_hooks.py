@@ -43,16 +43,20 @@ def _turns(home: Path, hooks: dict, n: int) -> list[float]:
     ws = home / "ws"
     ws.mkdir(exist_ok=True)
     env = kward_env(home, KWARD_PROVIDER="scripted", KWARD_SCRIPT=str(script))
-    times = []
     with Client.spawn(None, env=env, cwd=ws) as client:
         client.request("initialize", {"capabilities": {"experimentalApi": True}})
-        sid = client.request("sessions/create")["id"]
-        for i in range(n + 2):
-            t0 = time.perf_counter()
-            events = list(client.turn(sid, "go", timeout=60))
-            assert events[-1]["payload"]["status"] == "completed", events[-1]
-            if i >= 2:
-                times.append(time.perf_counter() - t0)
+        return warm_turns(client, client.request("sessions/create")["id"], n)
+
+
+def warm_turns(client: Client, sid: str, n: int) -> list[float]:
+    """Seconds of `n` turns of session `sid`, after two unmeasured ones (tools/bench_mcp.py too)."""
+    times = []
+    for i in range(n + 2):
+        t0 = time.perf_counter()
+        events = list(client.turn(sid, "go", timeout=60))
+        assert events[-1]["payload"]["status"] == "completed", events[-1]
+        if i >= 2:
+            times.append(time.perf_counter() - t0)
     return times
 
 

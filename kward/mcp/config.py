@@ -17,11 +17,8 @@ Pure functions over plain data (stdlib only): any thread.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "ServerConfig", "parse_servers", "tool_name"]
 
@@ -34,14 +31,14 @@ MAX_NAME = 64
 MAX_TOOL_NAME = 64
 _KEYS = {"command", "args", "env", "cwd", "url", "headers", "enabled", "toolTimeoutSeconds", "type"}
 _TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http"}
-_SAFE = re.compile(r"[^A-Za-z0-9_-]")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_SAFE = frozenset(_ALNUM + "_-")
+_TOKEN = frozenset(_ALNUM + "!#$%&'*+.^_`|~-")  # an HTTP header name's characters
 
 Transport = Literal["stdio", "http"]
 
 
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
+class ServerConfig(NamedTuple):  # (a NamedTuple: `kward rpc` reads these at start-up, and a dataclass costs 1 ms)
     """One configured MCP server. `command` is the argv of a stdio server (None for an
     HTTP one, whose `url` is set); `env` and `headers` are (name, value) pairs; `problem`
     is why the entry cannot be used (None: it can)."""
@@ -155,7 +152,7 @@ def _pairs(value: object, what: str) -> tuple[tuple[str, str], ...]:
         _text(item, what)
         if what == "env" and ("=" in key or "\0" in key):
             raise _Bad("env names must not hold '=' or NUL")
-        if what == "headers" and (not _HEADER_NAME.match(key) or "\r" in item or "\n" in item):
+        if what == "headers" and (not _TOKEN.issuperset(key) or "\r" in item or "\n" in item):
             raise _Bad(f"headers: {key[:40]!r} is not a usable header")
         out.append((key, item))
     return tuple(out)
@@ -173,9 +170,11 @@ def _url(value: object) -> str:
 def tool_name(server: str, tool: str) -> str:
     """The model's name of `server`'s tool `tool` (see the module doc)."""
     plain = f"mcp__{server}__{tool}"
-    safe = _SAFE.sub("_", plain)
+    safe = "".join(c if c in _SAFE else "_" for c in plain)
     if safe == plain and len(safe) <= MAX_TOOL_NAME:
         return safe
+    import hashlib  # (only for a name that must change: 2 ms at start-up otherwise)
+
     digest = hashlib.sha1(f"{server}\0{tool}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{safe[:MAX_TOOL_NAME - 9]}_{digest}"
 

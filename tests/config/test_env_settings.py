@@ -27,6 +27,7 @@ BAD = {
     "KWARD_OPENAI_AUTH_ISSUER": ("http://auth.example", "an https:// URL (http:// only for a loopback host: "
                                                         "127.0.0.0/8, ::1 or localhost)"),
     "KWARD_OAUTH_PORT": ("70000", "an integer from 0 to 65535"),
+    "KWARD_WEB_SEARCH_URL": ("mcp.exa.ai/mcp", "an http:// or https:// URL"),
     **{name: ("maybe", "one of 1, true, yes, on, 0, false, no, off")
        for name in ("KWARD_LOGGING", "KWARD_LOGGING_TOKENS", "KWARD_LOGGING_PERFORMANCE", "KWARD_LOGGING_TOOLS",
                     "KWARD_LOGGING_ERRORS")},

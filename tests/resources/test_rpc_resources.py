@@ -78,7 +78,7 @@ def test_listing_startup_and_capabilities(kward, cfg, isolated_home):
     log = (cfg / "logs" / "kward.log").read_text()
     assert "RuntimeError: no luck at import" in log and "Traceback" in log  # stderr stays quiet (the fixture checks)
     tools = [t["function"]["name"] for t in k.request("tools/list")["tools"]]
-    assert tools[-1] == "read_skill"
+    assert tools[-2:] == ["read_skill", "web_search"]
     assert k.error("commands/list", {"sessionId": "nope"}).reason == "session_not_found"
 
 

@@ -97,9 +97,11 @@ def test_doctor_offline_with_the_scripted_provider(cli):
     proc = cli.run("doctor")
     assert proc.returncode == 0, proc.stdout
     report = _lines(proc)
-    assert set(report) == {"kward", "environment", "config", "sandbox", "hooks", "provider", "credentials",
-                           "keyring", "endpoint", "config dir"}
+    assert set(report) == {"kward", "environment", "config", "sandbox", "hooks", "mcp", "web search", "provider",
+                           "credentials", "keyring", "endpoint", "config dir"}
     assert report["hooks"] == ("ok", "none configured")
+    assert report["mcp"] == ("ok", "no servers configured (mcp.servers)")
+    assert report["web search"] == ("ok", "web_search asks http://127.0.0.1:9/mcp")  # (the tests' endpoint)
     assert report["sandbox"][0] == "ok" and report["sandbox"][1].startswith("off: shell commands are not confined")
     assert report["provider"] == ("ok", "Scripted, model scripted-demo")
     assert report["keyring"][0] == "warn" and "keyring.backends.fail.Keyring" in report["keyring"][1]

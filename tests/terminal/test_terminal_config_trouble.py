@@ -163,8 +163,8 @@ def test_each_config_problem_is_one_line_in_interactive_mode(cli, problem):
         assert k.wait() == 0
 
 
-DOCTOR_CHECKS = {"kward", "environment", "config", "sandbox", "hooks", "provider", "credentials", "keyring", "endpoint",
-                 "config dir"}
+DOCTOR_CHECKS = {"kward", "environment", "config", "sandbox", "hooks", "mcp", "web search", "provider", "credentials",
+                 "keyring", "endpoint", "config dir"}
 
 
 def doctor_lines(proc: subprocess.CompletedProcess) -> list[tuple[str, str, str]]:
