@@ -173,6 +173,7 @@ def log_to_stderr_only() -> None:
         handler.close()
     stderr = logging.StreamHandler(sys.stderr)
     stderr.setFormatter(StderrFormatter())
+    stderr.addFilter(_not_shown_elsewhere)  # (what a check's own line shows: an MCP server's failure)
     logger.addHandler(stderr)
     logger.setLevel(logging.WARNING)
     logger.propagate = False

@@ -263,3 +263,16 @@ def test_web_search_can_be_switched_off(kward, isolated_home):
     k = kward()
     assert "web_search" not in {t["function"]["name"] for t in k.request("tools/list")["tools"]}
     assert k.request("initialize")["capabilities"]["mcp"]["webSearch"] is False
+
+
+def test_web_search_sends_the_turns_traceparent_to_its_endpoint(kward, isolated_home):
+    with FakeMcpHttp() as fake:
+        k = kward([[tool("web_search", {"queries": ["one", "two"]})], [text("found")]],
+                  env={"KWARD_WEB_SEARCH_URL": fake.url})
+        s = k.session()
+        turn = k.request("turns/start", {"sessionId": s["id"], "input": "search"}, trace={"traceparent": TRACEPARENT})
+        check_turn_events(k.finish(turn["id"], 20), "completed")
+        posts = fake.events("request")
+        assert [e["params"]["arguments"]["query"] for e in posts if e["method"] == "tools/call"] == ["one", "two"]
+        assert {e["headers"].get("traceparent") for e in posts} == {TRACEPARENT}
+        assert len([e for e in posts if e["method"] == "initialize"]) == 1  # (the endpoint's session is kept)

@@ -24,10 +24,13 @@ from pathlib import Path
 import pytest
 
 from kward import __version__
+from lib.config_files import write_config
+from lib.fake_mcp import FakeMcpHttp, stdio_command
 from lib.fake_openrouter import FakeOpenRouter
 from lib.paths import REPO
 from lib.rpc_client import RpcClient, kward_command, kward_env
 from lib.scripts import text, tool, write_script
+from lib.waiting import wait_until
 
 
 pytestmark = pytest.mark.slow
@@ -184,6 +187,28 @@ def test_rpc_handshake_and_a_scripted_turn(pyz, env, isolated_home):
                              cwd=ws, env={**env, "KWARD_SCRIPT": str(write_script(
                                  isolated_home / "scripts", [[text("One shot.")]]))}, timeout=60)
     assert (oneshot.returncode, oneshot.stdout) == (0, "One shot.\n"), oneshot.stderr
+
+
+def test_mcp_servers_over_both_transports_from_the_archive(pyz, env, isolated_home, tmp_path):
+    ws = isolated_home / "ws"
+    ws.mkdir()
+    script = write_script(isolated_home / "scripts", [[tool("mcp__local__echo", {"text": "pipe"}),
+                                                       tool("mcp__remote__echo", {"text": "http"})], [text("both")]])
+    env = {**env, "KWARD_PROVIDER": "scripted", "KWARD_SCRIPT": str(script)}
+    with FakeMcpHttp() as remote:
+        write_config(isolated_home / ".kward", {"mcp": {"servers": {"local": stdio_command(tmp_path / "j.jsonl"),
+                                                                    "remote": {"url": remote.url}}}})
+        with RpcClient(isolated_home, cwd=ws, env=env, argv=kward_command(pyz)) as c:
+            c.request("initialize")
+            session = c.request("sessions/create", {"workspaceRoot": str(ws)})
+            wait_until(lambda: all(s["status"] == "available" for s in c.request("mcp/status")["servers"]), 30,
+                       "both MCP servers available")
+            turn = c.request("turns/start", {"sessionId": session["id"], "input": "call both"})
+            c.wait_notification(lambda n: n["method"] == "turn/event" and n["params"]["turnId"] == turn["id"]
+                                and n["params"]["type"] == "turnFinished", timeout=30)
+            events = [n["params"] for n in c.notifications if n["method"] == "turn/event"]
+            assert [e["payload"]["content"] for e in events if e["type"] == "toolResult"] == ["echo: pipe", "echo: http"]
+            assert c.close() == 0 and c.stderr == ""
 
 
 def test_everything_is_imported_from_the_archive_and_certifi_leaves_no_temp_file(pyz, env, isolated_home):
