@@ -2,18 +2,18 @@
 
 `McpRuntime` keeps one `McpManager` for the servers config `mcp.servers` lists now: when
 the setting changes (config/update, an edited config.json), the next use builds a new
-manager and closes the old one. `start()` starts the servers that are not running, in the
-background (the RPC face calls it when it warms up; every turn calls it again through
-`tools`, so a server that failed or died is retried then); nothing here waits for a
-server. `tools(base)` is `base` with the tools of the servers that are ready (each as
+manager and closes the old one. `start()` starts the servers never started, in the
+background (the runtime calls it when a session opens, `mcp/status` when asked); `tools`
+(every turn, `tools/list`) starts them too and retries those that failed or died; nothing
+here waits for a server. `tools(base)` is `base` with the tools of the servers that are ready (each as
 ``mcp__<server>__<tool>``: `kward.tools.mcptools`) and `web_search` unless
 `web_search.enabled` is false; `status()` what `mcp/status` and `kward doctor` show.
 
 The web search endpoint (`web_search.url`) is an MCP server too, connected on the first
 search and kept (connected again once it failed).
 
-Thread contract: any thread. `_lock` guards the manager, the web search client and the
-tools cache; it is never held while connecting, calling or closing.
+Thread contract: any thread. `_lock` guards the manager and the web search client; it
+is never held while connecting, calling or closing.
 """
 
 from __future__ import annotations
