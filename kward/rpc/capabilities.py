@@ -274,6 +274,7 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> Capab
                 "maxFrameBytes": facts.max_frame_bytes,
                 "errorReasons": True,
                 # the protocol's JSON Schema over the wire (experimental), as `kward rpc --print-schema` prints it
-                "schema": {"supported": has("rpc/schema"), "method": "rpc/schema"}},
+                "schema": {"supported": has("rpc/schema"), "method": "rpc/schema"},
+                "heartbeat": {"supported": has("$/ping"), "method": "$/ping"}},
     }
     return caps

@@ -46,6 +46,7 @@ METHODS: dict[str, Method] = {
     "initialize": Method("kward.rpc.methods.lifecycle.initialize"),
     "initialized": Method("kward.rpc.methods.lifecycle.initialized"),
     "shutdown": Method("kward.rpc.methods.lifecycle.shutdown"),
+    "$/ping": Method("kward.rpc.methods.lifecycle.ping"),  # the heartbeat: quick, answered on the dispatcher
     # the protocol's schema (experimental; methods/lifecycle.py): built on demand, off the dispatcher
     "rpc/schema": Method("kward.rpc.methods.lifecycle.schema", slow=True, redaction=CONTENT),  # (no secret in it)
     # workspace (methods/workspace.py)

@@ -3,7 +3,8 @@ do not edit (tests/packaging/test_schema.py fails when it is stale). Read by kwa
 
 from typing import Any
 
-PARAMS: dict[str, Any] = {'auth/loginStatus': {'type': 'object',
+PARAMS: dict[str, Any] = {'$/ping': {'type': 'object'},
+ 'auth/loginStatus': {'type': 'object',
                       'properties': {'loginId': {'type': 'string', 'minLength': 1}},
                       'required': ['loginId'],
                       'additionalProperties': True},

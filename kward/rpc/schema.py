@@ -33,8 +33,9 @@ KINDS = {"METHODS": "request", "NOTIFICATIONS": "notification", "SERVER_REQUESTS
 
 
 def camel(name: str) -> str:
-    """``sessions/forkMessages`` -> ``SessionsForkMessages``; ``turn/event`` -> ``TurnEvent``."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[/_.:-]", name) if part)
+    """``sessions/forkMessages`` -> ``SessionsForkMessages``; ``turn/event`` -> ``TurnEvent``;
+    ``$/ping`` -> ``Ping`` (an identifier in every language the schema is turned into)."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[/_.:$-]", name) if part)
 
 
 def def_name(kind: str, name: str, role: str) -> str:

@@ -100,7 +100,7 @@ PARAMS: dict[str, list[str]] = {
     "sessions/close": ["sessionId"], "sessions/transcript": ["sessionId"], "sessions/diff": ["sessionId"],
     "turns/start": ["sessionId", "input", "streamingBehavior", "attachments"], "turns/cancel": ["turnId"],
     "turns/status": ["turnId"], "turns/events": ["turnId", "afterSequence"],
-    "ui/answerQuestion": ["sessionId", "questionRequestId", "answers"], "tools/list": [], "mcp/status": [],
+    "ui/answerQuestion": ["sessionId", "questionRequestId", "answers"], "tools/list": [], "mcp/status": [], "$/ping": [],
     "runtime/state": ["sessionId"], "runtime/stats": ["sessionId"], "models/list": ["refresh"],
     "models/current": [], "models/set": ["model", "provider"], "reasoning/set": ["effort"],
     "openrouter/catalog": [], "runtime/updateSetting": ["sessionId", "settingId", "value"],

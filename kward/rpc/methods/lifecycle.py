@@ -1,4 +1,4 @@
-"""initialize, initialized, shutdown."""
+"""initialize, initialized, shutdown, $/ping, rpc/schema."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from kward.rpc import capabilities
 from kward.rpc.method_table import Call
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kward.rpc.shapes.lifecycle import InitializeResult, InitializeWarning, Platform, RpcSchemaResult
+    from kward.rpc.shapes.lifecycle import InitializeResult, InitializeWarning, PingResult, Platform, RpcSchemaResult
 
 
 def initialize(call: Call) -> InitializeResult:
@@ -97,6 +97,11 @@ def schema(call: Call) -> RpcSchemaResult:
 
 def initialized(call: Call) -> None:
     """The client's `initialized` notification: nothing to do."""
+
+
+def ping(call: Call) -> PingResult:
+    """`$/ping`: answered on the dispatcher at once, whatever the workers are doing."""
+    return {"pong": True, "pid": os.getpid()}
 
 
 def shutdown(call: Call) -> dict[str, bool]:

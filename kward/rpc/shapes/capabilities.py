@@ -481,6 +481,11 @@ class ExperimentalApiCapability(TypedDict):
 
 
 @shape(stability=ADDITION)
+class HeartbeatCapability(TypedDict):
+    supported: bool
+    method: str
+
+
 class RpcCapability(TypedDict):
     """kward's additions to the protocol."""
 
@@ -496,6 +501,7 @@ class RpcCapability(TypedDict):
     maxFrameBytes: int
     errorReasons: bool
     schema: Annotated[SchemaCapability, Doc("rpc/schema (experimental): the schema over the wire")]
+    heartbeat: Annotated[HeartbeatCapability, Doc("$/ping, answered at once even during a busy turn")]
 
 
 # --- the whole object ---------------------------------------------------------------------

@@ -60,9 +60,18 @@ class ShutdownResult(TypedDict):
     ok: bool
 
 
+@shape(stability=ADDITION)
+class PingResult(TypedDict):
+    """The heartbeat's answer: the server is alive and reading."""
+
+    pong: bool
+    pid: Annotated[int, Doc("the server's process id (a new one: the server was started again)")]
+
+
 METHODS = {
     "initialize": Entry(InitializeParams, InitializeResult),
     "initialized": Entry(None, None),
     "shutdown": Entry(None, ShutdownResult),
+    "$/ping": Entry(None, PingResult, ADDITION),
     "rpc/schema": Entry(None, RpcSchemaResult, EXPERIMENTAL),
 }
