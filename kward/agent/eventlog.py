@@ -72,6 +72,11 @@ class EventLog:
             self._publish(event)
             return event
 
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last event emitted (0: none yet). Any thread."""
+        return self._next - 1
+
     def after(self, sequence: int) -> list[TurnEvent]:
         return self.replay(sequence).events
 

@@ -56,6 +56,12 @@ class QuestionBroker:
             with self._cond:
                 self._pending.pop(request_id, None)
 
+    def pending(self, session_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+        """The questions of `session_id` still waiting for an answer: (request id, questions)."""
+        with self._cond:
+            return [(rid, p.questions) for rid, p in self._pending.items()
+                    if p.session_id == session_id and not p.done]
+
     def answer(self, session_id: str, request_id: str, answers: object) -> None:
         """Deliver the UI's answers; `[]` (or null) means the user dismissed the questions."""
         with self._cond:

@@ -200,6 +200,16 @@ class TurnManager:
             raise InvalidParams(f"Unknown turn: {turn_id}", reason="turn_not_found", data={"turnId": turn_id})
         return turn
 
+    def of_session(self, session_id: str) -> list[Turn]:
+        """The kept turns started through the RPC id `session_id`, oldest first."""
+        with self._lock:
+            return [t for t in self._turns.values() if t.session_id == session_id]
+
+    def active(self) -> int:
+        """How many turns are queued or running now."""
+        with self._lock:
+            return sum(1 for t in self._turns.values() if t.status not in TERMINAL)
+
     def running_turn(self, session: SessionHandle) -> Turn | None:
         """The turn running now on the session's file (started through any of its ids). A
         turn whose final status is settled is not running, even while its worker still

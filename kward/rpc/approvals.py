@@ -44,13 +44,17 @@ class RpcApprover:
 
     def ask(self, request: ApprovalRequest, cancel: CancelToken, timeout: float,
             announce: Callable[[str], None]) -> Decision:
-        from kward.sessions.codec import call_fields  # (with the first question, not at start-up)
-
-        fields = call_fields(request.call)
-        params = {"sessionId": request.session_id, "turnId": request.turn_id, **fields,
-                  "tool": request.call.name, "preview": dict(request.preview)}
-        reply = self.conn.requests.ask(METHOD, params, timeout=timeout, cancel=cancel, announce=announce)
+        reply = self.conn.requests.ask(METHOD, approval_params(request), timeout=timeout, cancel=cancel,
+                                       announce=announce)
         return decision_of(reply, timeout)
+
+
+def approval_params(request: ApprovalRequest) -> dict[str, Any]:
+    """The params of `tool/requestApproval` for `request`."""
+    from kward.sessions.codec import call_fields  # (with the first question, not at start-up)
+
+    return {"sessionId": request.session_id, "turnId": request.turn_id, **call_fields(request.call),
+            "tool": request.call.name, "preview": dict(request.preview)}
 
 
 def decision_of(reply: Reply, timeout: float) -> Decision:

@@ -26,7 +26,10 @@ from kward.rpc.transport import WRITER_FAILED, Transport
 from kward.runtime import Runtime
 
 if TYPE_CHECKING:  # pragma: no cover
+    import socket
+
     from kward.model import EventPayload
+    from kward.rpc.daemon import Daemon
     from kward.rpc.approvals import RpcApprover
     from kward.rpc.warmup import WarmUp
 
@@ -94,6 +97,28 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     conn.describe_capabilities = lambda: _capabilities(table, runtime, conn)
     make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)
     return RpcServer(transport, pool, table, runtime, conn, make_warm_up)
+
+
+def build_daemon(listener: "socket.socket", path: str, setup: Setup, *, methods: MethodTable | None = None,
+                 idle_exit: float | None = None) -> "Daemon":
+    """A listening server on `listener` (bound at `path`, `kward.rpc.listen`): one runtime
+    and pool for every connection, routed by a hub (`kward.rpc.daemon`, `kward.rpc.hub`)."""
+    from kward.rpc.daemon import DEFAULT_IDLE_EXIT, Daemon
+    from kward.rpc.hub import Hub, HubApprover
+
+    settings = setup.settings
+    hub = Hub()
+    pool = WorkerPool(settings.rpc_workers)
+    runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
+                      env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=hub.publish_turn_event,
+                      notify=hub.report, make_room=hub.make_room, admit=hub.admit, event_payload=_event_payload,
+                      live_settings=setup.live, wants_event=hub.wants_event, approver=HubApprover(hub),
+                      several_clients=True)
+    hub.pending_questions = lambda sid: runtime.questions.pending(sid) if runtime.has_service("questions") else []
+    table = methods if methods is not None else default_table()
+    return Daemon(listener, path, runtime=runtime, pool=pool, methods=table, hub=hub, secrets=setup.secrets,
+                  max_frame_bytes=settings.max_frame_bytes,
+                  idle_exit=DEFAULT_IDLE_EXIT if idle_exit is None else idle_exit)
 
 
 def _approver(conn: Connection) -> "RpcApprover":

@@ -42,6 +42,7 @@ from kward.rpc.transport import Outbox
 
 if TYPE_CHECKING:  # pragma: no cover
     from kward.model import TurnEvent
+    from kward.rpc.hub import Hub
     from kward.runtime.notices import Notice
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,10 @@ class Connection:
         self.server_requests: frozenset[str] = frozenset()
         # what initialize said: send and serve experimental parts (kward.rpc.experimental)
         self.experimental = False
+        # a listening server's: its hub (kward.rpc.hub; None on stdio), and what becomes of
+        # the turns this client started when it goes away (initialize's closeBehavior)
+        self.hub: Hub | None = None
+        self.close_behavior = "keepTurns"
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
              policy: str = redaction.FULL) -> None:

@@ -22,7 +22,7 @@ import io
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kward import diagnostics
 from kward.errors import ConfigError
@@ -34,8 +34,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.method_table import MethodTable
     from kward.rpc.server import RpcServer
 
-USAGE = ("usage: kward rpc [--print-schema]\n\nServe the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
-         "  --print-schema  print the protocol's JSON Schema (docs/protocol.schema.json) and exit\n")
+USAGE = ("usage: kward rpc [--print-schema | --listen ADDRESS [--idle-exit SECONDS]]\n\n"
+         "Serve the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
+         "  --print-schema         print the protocol's JSON Schema (docs/protocol.schema.json) and exit\n"
+         "  --listen ADDRESS       serve on ADDRESS instead: stdio:// (the default), unix:// (the default\n"
+         "                         socket under the config directory) or unix://PATH, for several clients\n"
+         "  --idle-exit SECONDS    a listening server exits after this long with no client and no turn\n"
+         "                         (default 600)\n")
 #: The one line `kward rpc` prints on stderr when stdin is a terminal (a person, not a UI).
 TERMINAL_NOTE = ("kward rpc: this is the backend UI clients start: it speaks JSON-RPC 2.0 on stdin/stdout, "
                  "each message framed with a Content-Length header as in LSP (see `man kward`, section RPC MODE, "
@@ -64,8 +69,15 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
 
         sys.stdout.write(schema.dumps())
         return 0
-    if argv:
-        sys.stderr.write(f"kward rpc: unexpected argument: {argv[0]}\n{USAGE}")
+    try:
+        options = _options(argv)
+    except ValueError as exc:
+        sys.stderr.write(f"kward rpc: {exc}\n{USAGE}")
+        return 2
+    if options.get("listen", "stdio://") != "stdio://":
+        return _listen(options["listen"], options.get("idle_exit"), methods)
+    if "idle_exit" in options:
+        sys.stderr.write(f"kward rpc: --idle-exit is for a listening server (--listen unix://...)\n{USAGE}")
         return 2
     if os.isatty(0):  # a person at a terminal, not a UI with pipes
         sys.stderr.write(TERMINAL_NOTE)
@@ -86,6 +98,64 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
     try:
         return server.serve()
     finally:  # every way out (shutdown, EOF, a signal): nothing a tool started outlives us
+        procs.end_descendants()
+
+
+def _options(argv: list[str]) -> dict[str, Any]:
+    """``--listen ADDRESS`` and ``--idle-exit SECONDS`` (also as ``--name=value``)."""
+    options: dict[str, Any] = {}
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        name, eq, value = arg.partition("=")
+        if name not in ("--listen", "--idle-exit"):
+            raise ValueError(f"unexpected argument: {arg}")
+        if not eq:
+            if not args:
+                raise ValueError(f"{name} needs a value")
+            value = args.pop(0)
+        if name == "--listen":
+            options["listen"] = value
+        else:
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = -1.0
+            if not 0 < seconds <= 30 * 86400 or seconds != seconds:
+                raise ValueError(f"--idle-exit must be a number of seconds above 0 (at most 30 days), not {value!r}")
+            options["idle_exit"] = seconds
+    return options
+
+
+def _listen(address: str, idle_exit: float | None, methods: "MethodTable | None") -> int:
+    """`kward rpc --listen unix://...`: serve clients on a Unix socket until shutdown, a
+    signal or `idle_exit` seconds without a client or a turn."""
+    from kward.rpc import compose
+    from kward.rpc.listen import AddressError, ListenError, default_socket, listen, parse_address
+
+    diagnostics.hold_early_records()
+    try:
+        setup = compose.resolve(os.environ)
+    except ConfigError as exc:
+        sys.stderr.write(f"kward rpc: {redact_text(exc.message)}\n")
+        return 2
+    try:
+        where = parse_address(address, setup.paths.config_dir)
+        assert where.path is not None
+        listener = listen(where.path, narrow_dir=where.path == default_socket(setup.paths.config_dir))
+    except (AddressError, ListenError) as exc:
+        sys.stderr.write(f"kward rpc: {exc.args[-1] if isinstance(exc, OSError) else exc}\n")
+        return 1
+    remove_stale_temps(setup.paths.config_dir)
+    diagnostics.configure(setup.paths.logs_dir, setup.settings.log_level, rpc_mode=True, secrets=setup.secrets)
+    sys.stdout = diagnostics.StrayOutput()
+    daemon = compose.build_daemon(listener, where.path, setup, methods=methods, idle_exit=idle_exit)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: daemon.stop())
+    procs.own_descendants()
+    try:
+        return daemon.serve()
+    finally:
         procs.end_descendants()
 
 

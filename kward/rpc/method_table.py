@@ -73,6 +73,8 @@ METHODS: dict[str, Method] = {
     "sessions/close": Method("kward.rpc.methods.sessions.close", slow=True),
     "sessions/transcript": Method("kward.rpc.methods.transcript.transcript", slow=True, redaction=CONTENT),
     "sessions/diff": Method("kward.rpc.methods.sessions.diff", slow=True, redaction=CONTENT),  # reads files
+    "sessions/attach": Method("kward.rpc.methods.sessions.attach", redaction=CONTENT),
+    "sessions/detach": Method("kward.rpc.methods.sessions.detach"),
     # turns (methods/turns.py)
     "turns/start": Method("kward.rpc.methods.turns.start"),
     "turns/cancel": Method("kward.rpc.methods.turns.cancel"),

@@ -60,6 +60,7 @@ from kward.rpc.pool import WorkerPool
 from kward.rpc.transport import EOF, SIGNAL, STOP_REFUSING, Transport
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.hub import Hub
     from kward.rpc.warmup import WarmUp
     from kward.runtime import Runtime
 
@@ -77,10 +78,18 @@ class RpcServer:
     `pool`; handlers get `runtime` and `connection` in their Call. The transport's
     writer-failure callback must put WRITER_FAILED on its inbox (build_server does).
     `make_warm_up` (optional) makes the warm-up, which is made and started once the client
-    is idle after it was given a session (`warm_up`: None until then)."""
+    is idle after it was given a session (`warm_up`: None until then).
+
+    With a `hub` the server is one connection of a listening server (`kward.rpc.daemon`):
+    the runtime and the pool are shared and outlive it, so its end stops only its own
+    transport (`_stop_connection`); `on_closed(conn, turn_ids)` is told then, with the
+    turns it started that may still run, and `on_shutdown()` when its client asked for
+    `shutdown`."""
 
     def __init__(self, transport: Transport, pool: WorkerPool, methods: MethodTable, runtime: "Runtime",
-                 connection: Connection, make_warm_up: "Callable[[], WarmUp] | None" = None):
+                 connection: Connection, make_warm_up: "Callable[[], WarmUp] | None" = None, *,
+                 hub: "Hub | None" = None, on_closed: "Callable[[Connection, set[str]], None] | None" = None,
+                 on_shutdown: Callable[[], None] | None = None):
         self.transport = transport
         self.pool = pool
         self.methods = methods
@@ -88,6 +97,9 @@ class RpcServer:
         self.conn = connection
         self.make_warm_up = make_warm_up
         self.warm_up: WarmUp | None = None
+        self.hub = hub
+        self._on_closed = on_closed
+        self._on_shutdown = on_shutdown
         self._session_opened = False  # set by the thread that answered sessions/create (or resume, ...)
         self._inflight = 0
         self._inflight_cond = threading.Condition()
@@ -139,7 +151,12 @@ class RpcServer:
                 log.exception("dispatching a message failed")
             if self.conn.stop_requested:
                 break
-        self._stop(graceful)
+        if self.hub is None:
+            self._stop(graceful)
+            return 0
+        self._stop_connection()
+        if self.conn.stop_requested and self._on_shutdown is not None:
+            self._on_shutdown()
         return 0
 
     def _warm_up_due(self) -> bool:
@@ -228,8 +245,13 @@ class RpcServer:
         anything else is a bug: -32603, with the traceback in the log only; a Canceled raised
         once the stop began (it cancels the runtime's work) is ShuttingDown naming the method.
         A slow request (`token` given) is answered only if the stop did not answer it first."""
+        hub = self.hub
         try:
             paramcheck.check(method, call.params.raw)  # the params as the shapes declare them
+            if hub is not None:
+                hub.local.conn = self.conn  # (whose turns `admit` judges)
+                if method == "turns/start" and isinstance(call.params.raw.get("sessionId"), str):
+                    hub.attach(self.conn, call.params.raw["sessionId"])  # before its first event
             result = self.methods.handler(method)(call)
         except Exception as exc:
             err = as_kward_error(exc)
@@ -248,6 +270,8 @@ class RpcServer:
             return
         if spec.opens_session:
             self._session_opened = True
+        if hub is not None:
+            hub.answered(self.conn, method, result)
         if not is_request:
             return
         with self._claim(token) as mine:
@@ -313,6 +337,26 @@ class RpcServer:
         warm_done = self.warm_up is None or self.warm_up.join(deadline - time.monotonic())
         log.info("stopped in %.0f ms (graceful=%s pool=%s writer=%s reader=%s warm-up=%s)",
                  1000 * (time.monotonic() - start), graceful, pool_done, writer_done, reader_done, warm_done)
+
+    def _stop_connection(self) -> None:
+        """The end of one connection of a listening server: its server requests decline,
+        its output is flushed (when the peer still reads) and its threads end; the runtime,
+        the pool and the turns it started go on (`on_closed` decides about those)."""
+        self._stopping.set()
+        self.conn.requests.close()
+        if self.warm_up is not None:
+            self.warm_up.stop()
+        self.transport.outbox.stop_pacing()
+        assert self.hub is not None
+        owned = self.hub.remove(self.conn)
+        if self._on_closed is not None:
+            try:
+                self._on_closed(self.conn, owned)
+            except Exception:
+                log.exception("ending a connection's turns failed")
+        self.transport.close_output()
+        self.transport.join_writer(STOP_BUDGET)
+        self.transport.join_reader(0.05)
 
     def _refuse_until_told(self) -> None:
         """The refuser thread, owned by `_stop` (which queues STOP_REFUSING and joins it):

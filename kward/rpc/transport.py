@@ -93,6 +93,11 @@ class Outbox:
     def overloaded(self) -> bool:
         return self._bytes > self._high
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes queued and not yet written (an int read whole: no lock)."""
+        return self._bytes
+
     def wait_for_room(self, until: float | None = None, cancel: CancelToken | None = None) -> bool:
         """Block while more than `limit` bytes wait (a producer's pacing point); True once
         there is room (or pacing ended). With `until` (a `time.monotonic()` time) or `cancel`

@@ -129,7 +129,7 @@ class Runtime:
                  admit: Callable[[], None] = _nothing,
                  event_payload: EventFields | None = None,
                  live_settings: LiveSettings | None = None, wants_event: Callable[[str], bool] = lambda _type: True,
-                 approver: Approver | None = None, approval_default: str = "off"):
+                 approver: Approver | None = None, approval_default: str = "off", several_clients: bool = False):
         self.paths = paths
         self.config = config
         self.settings = settings
@@ -147,6 +147,7 @@ class Runtime:
         self._live_settings = live_settings
         self._approver = approver  # who answers approval questions (None: nobody can)
         self.approval_default = approval_default  # the face's mode when config.json sets none
+        self.several_clients = several_clients  # a listening server: no client's session is another's to tidy
         lock = threading.RLock()
         self._sessions = Lazy(lock, self._build_sessions)
         self._questions = Lazy(lock, self._build_questions)
@@ -238,7 +239,8 @@ class Runtime:
     def _build_sessions(self) -> SessionManager:
         from kward.sessions.manager import SessionManager
 
-        return SessionManager(self.paths.sessions_dir, str(self.launch_cwd), on_change=self._session_changed)
+        return SessionManager(self.paths.sessions_dir, str(self.launch_cwd), on_change=self._session_changed,
+                              tidy_on_open=not self.several_clients)
 
     def _session_changed(self, handles: list[SessionHandle], change: Changed) -> None:
         """This process renamed a session or stored usage on it: its notices
@@ -570,6 +572,10 @@ class Runtime:
 
     def cancel_turn(self, turn_id: str) -> "Turn":
         return self.turns.cancel(turn_id)
+
+    def session_turns(self, session_id: str) -> "list[Turn]":
+        """The kept turns started through the RPC id `session_id`, oldest first."""
+        return self.turns.of_session(session_id) if self.has_service("turns") else []
 
     def turn(self, turn_id: str) -> "Turn":
         """A turn this runtime started (the last few hundred finished ones are kept)."""

@@ -20,7 +20,8 @@ file, clone, export, transcript, list) belong on worker threads.
 
 Cleanup rule: sessions this process opened that are idle, empty and
 unnamed are closed (every id on them) and their files deleted when the client creates,
-resumes, clones or forks into another session, on close, and at `shutdown_all`; never a
+resumes, clones or forks into another session (not with `tidy_on_open=False`: a server of
+several clients), on close, and at `shutdown_all`; never a
 session with content or a name, never one another process has open or runs a turn on,
 never one whose file is gone. Listing deletes no session.
 
@@ -92,7 +93,8 @@ class SessionManager:
     module docstring)."""
 
     def __init__(self, sessions_dir: Path, default_workspace: str | None = None,
-                 presence: PresenceTable | None = None, on_change: ChangeListener | None = None):
+                 presence: PresenceTable | None = None, on_change: ChangeListener | None = None, *,
+                 tidy_on_open: bool = True):
         self.sessions_dir = Path(os.path.realpath(sessions_dir))  # one file, one path key
         self.default_workspace = Path(os.path.realpath(default_workspace or os.getcwd()))
         self.presence = presence if presence is not None else PresenceTable()
@@ -102,6 +104,9 @@ class SessionManager:
         self._loading: dict[str, threading.Event] = {}
         self._tidied: set[str] = set()  # session directories whose stale temp files were removed
         self._on_change = on_change
+        # False for a server of several clients: one client's new session must not delete
+        # another's empty one (they are tidied when closed and at shutdown_all only)
+        self._tidy_on_open = tidy_on_open
 
     # --- registry --------------------------------------------------------------------
 
@@ -179,7 +184,8 @@ class SessionManager:
         """The session is busy (`begin_work`) since it was registered: clean up the other
         sessions, take what the answer shows, then let it be idle."""
         try:
-            self.cleanup_unused(keep=handle.shared)
+            if self._tidy_on_open:
+                self.cleanup_unused(keep=handle.shared)
             handle.opened = handle.info()
         finally:
             handle.shared.end_work()

@@ -98,6 +98,7 @@ PARAMS: dict[str, list[str]] = {
     "sessions/forkMessages": ["sessionId"], "sessions/fork": ["sessionId", "entryId"],
     "sessions/export": ["sessionId", "path", "format"], "sessions/delete": ["sessionId", "force"],
     "sessions/close": ["sessionId"], "sessions/transcript": ["sessionId"], "sessions/diff": ["sessionId"],
+    "sessions/attach": ["sessionId"], "sessions/detach": ["sessionId"],
     "turns/start": ["sessionId", "input", "streamingBehavior", "attachments"], "turns/cancel": ["turnId"],
     "turns/status": ["turnId"], "turns/events": ["turnId", "afterSequence"],
     "ui/answerQuestion": ["sessionId", "questionRequestId", "answers"], "tools/list": [], "mcp/status": [], "$/ping": [],

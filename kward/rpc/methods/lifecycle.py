@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.shapes.lifecycle import InitializeResult, InitializeWarning, PingResult, Platform, RpcSchemaResult
 
 
+#: what a listening server does with a connection's turns when it closes (initialize's
+#: `capabilities.closeBehavior`): they go on (the default), or they are cancelled
+CLOSE_BEHAVIORS = ("keepTurns", "cancelTurns")
+
+
 def initialize(call: Call) -> InitializeResult:
     p = call.params
     p.mapping("clientInfo")  # checked (an object when given), not used
@@ -31,7 +36,12 @@ def initialize(call: Call) -> InitializeResult:
     if not isinstance(answers, list) or not all(isinstance(m, str) for m in answers):
         raise InvalidParams("Invalid params: 'capabilities.serverRequests' must be an array of strings",
                             data={"param": "capabilities.serverRequests"})
+    close_behavior = client_caps.get("closeBehavior", "keepTurns")
+    if close_behavior not in CLOSE_BEHAVIORS:
+        raise InvalidParams("Invalid params: 'capabilities.closeBehavior' must be keepTurns or cancelTurns",
+                            data={"param": "capabilities.closeBehavior"})
     conn = call.conn
+    conn.close_behavior = close_behavior
     conn.opt_out = frozenset(opt_out)
     conn.server_requests = frozenset(answers)
     conn.experimental = experimental

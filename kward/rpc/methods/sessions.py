@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
         SessionsForkResult,
         SessionsListResult,
     )
+    from kward.rpc.shapes.turns import AttachedTurn, SessionsAttachResult, SessionsDetachResult
     from kward.runtime.notices import SessionEvent
 
 
@@ -75,6 +76,28 @@ def delete(call: Call) -> SessionsDeleteResult:
 def close(call: Call) -> SessionsCloseResult:
     call.runtime.close_session(call.params.text("sessionId", required=True))
     return wire.closed()
+
+
+def attach(call: Call) -> SessionsAttachResult:
+    """Hear a session another connection opened (a listening server; on stdio this one
+    hears every session already), with the turns turns/events can still replay. Attached
+    before the turns are read, so an event is either in a replay or sent live."""
+    from kward.rpc.wire.events import turn
+
+    session_id = call.params.text("sessionId", required=True)
+    handle = call.runtime.session(session_id)  # (an unknown id: session_not_found)
+    if call.conn.hub is not None:
+        call.conn.hub.attach(call.conn, session_id)
+    turns: list[AttachedTurn] = [{**turn(t), "lastSequence": t.events.last_sequence}
+                                 for t in call.runtime.session_turns(session_id)]
+    return {"session": wire.session(handle.info()), "turns": turns}
+
+
+def detach(call: Call) -> SessionsDetachResult:
+    session_id = call.params.text("sessionId", required=True)
+    call.runtime.session(session_id)
+    hub = call.conn.hub
+    return {"detached": hub is not None and hub.detach(call.conn, session_id)}
 
 
 def diff(call: Call) -> SessionsDiffResult:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from kward.rpc.shapes.base import ADDITION, AN_ADDITION, EXPERIMENTAL, OPEN, Doc, Entry, shape
 from kward.rpc.shapes.capabilities import Capabilities
@@ -17,6 +17,9 @@ class ClientCapabilities(TypedDict, total=False):
     experimentalApi: Annotated[bool, Doc("receive experimental methods, events and fields")]
     serverRequests: Annotated[list[str], AN_ADDITION, Doc("the server requests this client answers")]
     optOutNotificationMethods: Annotated[list[str], Doc("notification methods (or method:type) never to send")]
+    closeBehavior: Annotated[Literal["keepTurns", "cancelTurns"], AN_ADDITION,
+                             Doc("a listening server: what becomes of this client's turns when it goes away "
+                                 "(default keepTurns)")]
 
 
 class InitializeParams(TypedDict, total=False):

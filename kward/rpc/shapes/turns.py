@@ -7,9 +7,10 @@ from typing import Annotated, Literal, TypedDict
 
 from kward.agent.attachments import MAX_ATTACHMENTS
 from kward.limits import MAX_IMAGE_BYTES
-from kward.rpc.shapes.base import AN_ADDITION, Doc, Entry, Length, Range
+from kward.rpc.shapes.base import ADDITION, AN_ADDITION, Doc, Entry, Length, Range, shape
 from kward.rpc.shapes.envelopes import TurnEvent
 from kward.rpc.shapes.events import TurnError
+from kward.rpc.shapes.sessions import Session, SessionIdParams
 
 
 class _TurnRequired(TypedDict):
@@ -84,9 +85,32 @@ class TurnsEventsResult(TypedDict):
                              Doc("the first sequence the buffer still holds (the next to come if it holds none)")]
 
 
+# --- sessions/attach, sessions/detach: here, beside the turns the attach result lists ---------
+
+
+class AttachedTurn(Turn):
+    """A turn of the attached session that turns/events can still replay."""
+
+    lastSequence: Annotated[int, Doc("the sequence of its last event so far (0: none yet)")]
+
+
+@shape(stability=ADDITION)
+class SessionsAttachResult(TypedDict):
+    session: Session
+    turns: Annotated[list[AttachedTurn], Doc("its running turn and the recent ones, oldest first")]
+
+
+@shape(stability=ADDITION)
+class SessionsDetachResult(TypedDict):
+    detached: Annotated[bool, Doc("false: this connection was not attached (on stdio: never is, it hears "
+                                  "every session)")]
+
+
 METHODS: dict[str, Entry] = {
     "turns/start": Entry(TurnsStartParams, Turn),
     "turns/cancel": Entry(TurnsCancelParams, Turn),
     "turns/status": Entry(TurnsStatusParams, Turn),
     "turns/events": Entry(TurnsEventsParams, TurnsEventsResult),
+    "sessions/attach": Entry(SessionIdParams, SessionsAttachResult, ADDITION),
+    "sessions/detach": Entry(SessionIdParams, SessionsDetachResult, ADDITION),
 }

@@ -1,0 +1,281 @@
+"""Several clients on one runtime (`kward rpc --listen`): which connection hears what.
+
+The runtime of a listening server is built with the hub's callables where a stdio server
+passes its one connection's (`publish_turn_event`, `report`, `make_room`, `admit`,
+`wants_event`, and `HubApprover` as the approver). Routing:
+
+- a connection is attached to a session (an RPC session id) when a request of it opened
+  the session (sessions/create, resume, clone, fork), started a turn on it, or attached
+  to it (`sessions/attach`); `sessions/detach` and the connection's end undo that. A
+  session stays attachable by its id after every connection left it;
+- turn events, session events, hook notices and questions (`ui/question`) of a session go
+  to the connections attached to it; a question goes to the connection that started the
+  turn when it is attached, else to every attached one, and is sent again to a connection
+  that attaches while it waits; approval requests likewise (`HubApprover`: one connection
+  at a time; when that one goes away the request is sent to another attached one, or to
+  the next that attaches, until its timeout);
+- capability changes and login results go to every connection;
+- responses go only to the connection that asked (each connection's server answers its
+  own requests).
+
+Backpressure per connection: the hub never waits for a client (`make_room` returns at
+once), `admit` refuses a turn (`Overloaded`, -32001) to a connection whose unsent output is
+past the high-water mark, and a connection with more than `DROP_BYTES` unsent is dropped
+(its output is discarded and its server stopped), so a client that stopped reading never
+stalls the others.
+
+Thread contract: any thread. `_lock` guards the connection table, the attachments and the
+turn owners; it is never held while sending. `current` (thread-local) is the connection
+whose request the thread is running (set by the connection's server).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from kward.errors import Overloaded
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.agent.approval import ApprovalRequest, Decision
+    from kward.cancel import CancelToken
+    from kward.model import TurnEvent
+    from kward.rpc.connection import Connection
+    from kward.runtime.notices import Notice
+
+log = logging.getLogger(__name__)
+
+DROP_BYTES = 16 << 20  # unsent output past which a connection is dropped
+OPENS = frozenset({"sessions/create", "sessions/resume", "sessions/clone", "sessions/fork"})
+
+
+class _Entry:
+    __slots__ = ("stop", "sessions", "turns")
+
+    def __init__(self, stop: Callable[[], None]):
+        self.stop = stop  # ends the connection's server (from any thread)
+        self.sessions: set[str] = set()
+        self.turns: set[str] = set()  # turns it started that may still run
+
+
+class Hub:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._attached = threading.Condition(self._lock)  # a connection attached somewhere
+        self._conns: dict[Connection, _Entry] = {}
+        self._sessions: dict[str, set[Connection]] = {}
+        self._owners: dict[str, tuple[Connection, str]] = {}  # turn id -> (who started it, its session id)
+        self.local = threading.local()
+        # the runtime's pending questions of a session (set once the runtime is built)
+        self.pending_questions: Callable[[str], list[tuple[str, list[dict[str, Any]]]]] = lambda _sid: []
+
+    # --- the table ------------------------------------------------------------------
+
+    def add(self, conn: Connection, stop: Callable[[], None]) -> None:
+        with self._lock:
+            self._conns[conn] = _Entry(stop)
+
+    def remove(self, conn: Connection) -> set[str]:
+        """`conn` ended: forget it; the turns it started that may still run."""
+        with self._lock:
+            entry = self._conns.pop(conn, None)
+            if entry is None:
+                return set()
+            for sid in entry.sessions:
+                attached = self._sessions.get(sid)
+                if attached is not None:
+                    attached.discard(conn)
+            for turn_id in entry.turns:
+                if self._owners.get(turn_id, (None, ""))[0] is conn:
+                    del self._owners[turn_id]
+            return set(entry.turns)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._conns)
+
+    def connections(self) -> list[Connection]:
+        with self._lock:
+            return list(self._conns)
+
+    def attach(self, conn: Connection, session_id: str) -> None:
+        """Route `session_id`'s notifications to `conn` too; the questions waiting there
+        are sent to it at once."""
+        with self._lock:
+            entry = self._conns.get(conn)
+            if entry is None:
+                return
+            fresh = session_id not in entry.sessions
+            entry.sessions.add(session_id)
+            self._sessions.setdefault(session_id, set()).add(conn)
+            self._attached.notify_all()
+        if fresh:
+            for request_id, questions in self.pending_questions(session_id):
+                conn.notify("ui/question", {"sessionId": session_id, "questionRequestId": request_id,
+                                            "questions": questions}, wait=False)
+
+    def detach(self, conn: Connection, session_id: str) -> bool:
+        """Stop routing `session_id` to `conn`; False when it was not attached."""
+        with self._lock:
+            entry = self._conns.get(conn)
+            if entry is None or session_id not in entry.sessions:
+                return False
+            entry.sessions.discard(session_id)
+            self._sessions.get(session_id, set()).discard(conn)
+            return True
+
+    def attached(self, session_id: str) -> list[Connection]:
+        with self._lock:
+            return list(self._sessions.get(session_id, ()))
+
+    def answered(self, conn: Connection, method: str, result: Any) -> None:
+        """A request of `conn` succeeded with `result`: a session it opened or a turn it
+        started attaches it (and makes it the turn's owner)."""
+        if not isinstance(result, dict):
+            return
+        if method in OPENS and isinstance(result.get("id"), str):
+            self.attach(conn, result["id"])
+        elif method == "turns/start" and isinstance(result.get("sessionId"), str) and isinstance(result.get("id"), str):
+            self.attach(conn, result["sessionId"])
+            with self._lock:
+                entry = self._conns.get(conn)
+                if entry is not None:
+                    entry.turns.add(result["id"])
+                    self._owners[result["id"]] = (conn, result["sessionId"])
+
+    def forget_turn(self, turn_id: str) -> None:
+        """A turn ended: it has no owner any more."""
+        with self._lock:
+            found = self._owners.pop(turn_id, None)
+            if found is not None and found[0] in self._conns:
+                self._conns[found[0]].turns.discard(turn_id)
+
+    # --- what the runtime is built with ---------------------------------------------
+
+    def _deliver(self, targets: Iterable[Connection], send: Callable[[Connection], None]) -> None:
+        for conn in targets:
+            try:
+                send(conn)
+            except Exception:  # one connection's failure is never the others'
+                log.exception("sending to a connection failed")
+            self._check(conn)
+
+    def _check(self, conn: Connection) -> None:
+        """Drop `conn` when its unsent output passed DROP_BYTES."""
+        if conn.outbox.pending_bytes <= DROP_BYTES:
+            return
+        with self._lock:
+            entry = self._conns.get(conn)
+        if entry is not None:
+            log.warning("a client stopped reading (%d bytes unsent): its connection is dropped",
+                        conn.outbox.pending_bytes)
+            conn.outbox.kill()
+            entry.stop()
+
+    def publish_turn_event(self, event: TurnEvent) -> None:
+        self._deliver(self.attached(event.session_id), lambda conn: conn.publish_turn_event(event))
+        if event.type == "turnFinished":
+            self.forget_turn(event.turn_id)
+
+    def report(self, notice: Notice) -> None:
+        from kward.runtime.notices import LoginFinished, QuestionAsked, RuntimeChanged
+
+        if isinstance(notice, (RuntimeChanged, LoginFinished)):
+            self._deliver(self.connections(), lambda conn: conn.report(notice))
+            return
+        session_id = getattr(notice, "session_id", None)
+        if not isinstance(session_id, str):
+            return
+        targets = self.attached(session_id)
+        if isinstance(notice, QuestionAsked):
+            owner = self._question_owner(session_id, targets)
+            if owner is not None:
+                targets = [owner]
+        self._deliver(targets, lambda conn: conn.report(notice))
+
+    def _question_owner(self, session_id: str, attached: list[Connection]) -> Connection | None:
+        """The connection that started a running turn of `session_id`, when attached."""
+        with self._lock:
+            owners = {conn for conn, sid in self._owners.values() if sid == session_id}
+        return next((c for c in attached if c in owners), None)
+
+    def make_room(self) -> None:
+        """Never waits: a slow client is dropped instead (`_check`)."""
+
+    def admit(self) -> None:
+        conn = getattr(self.local, "conn", None)
+        if conn is not None and conn.outbox.overloaded:
+            raise Overloaded("Server overloaded; retry later")
+
+    def wants_event(self, type_: str) -> bool:
+        return any(conn.wants("turn/event", type_) for conn in self.connections())
+
+    # --- approvals ------------------------------------------------------------------
+
+    def approver_for(self, session_id: str, turn_id: str, method: str) -> Connection | None:
+        """Who is asked: the turn's owner when it is attached and answers `method`, else any
+        attached connection that does."""
+        with self._lock:
+            attached = [c for c in self._sessions.get(session_id, ()) if method in c.server_requests]
+            owner = self._owners.get(turn_id, (None, ""))[0]
+        if owner in attached:
+            return owner
+        return attached[0] if attached else None
+
+    def wait_attached(self, until: float, cancel: CancelToken) -> None:
+        """Block until a connection attaches somewhere, `until` passes or `cancel` fires."""
+        forget = cancel.on_cancel(self._wake)
+        try:
+            with self._lock:
+                left = until - time.monotonic()
+                if left > 0 and not cancel.cancelled:
+                    self._attached.wait(left)
+        finally:
+            forget()
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._attached.notify_all()
+
+
+class HubApprover:
+    """The approver of a listening server (`kward.agent.approval.Approver`): asks one
+    attached connection at a time (see the module doc)."""
+
+    def __init__(self, hub: Hub):
+        self.hub = hub
+
+    def available(self) -> bool:
+        from kward.rpc.approvals import METHOD
+
+        return any(METHOD in conn.server_requests for conn in self.hub.connections())
+
+    def ask(self, request: ApprovalRequest, cancel: CancelToken, timeout: float,
+            announce: Callable[[str], None]) -> Decision:
+        from kward.rpc.approvals import METHOD, approval_params, decision_of
+        from kward.rpc.server_requests import CLIENT_GONE, Reply
+
+        until = time.monotonic() + timeout
+        params = approval_params(request)
+        announced = False
+
+        def first_announce(request_id: str) -> None:
+            nonlocal announced
+            if not announced:
+                announced = True
+                announce(request_id)
+
+        while True:
+            left = until - time.monotonic()
+            conn = self.hub.approver_for(request.session_id, request.turn_id, METHOD)
+            if conn is None:
+                if left <= 0 or cancel.cancelled:
+                    return decision_of(Reply(CLIENT_GONE), timeout)
+                self.hub.wait_attached(until, cancel)
+                continue
+            reply = conn.requests.ask(METHOD, params, timeout=max(0.0, left), cancel=cancel, announce=first_announce)
+            if reply.outcome == CLIENT_GONE and until - time.monotonic() > 0 and not cancel.cancelled:
+                continue  # that client went away: the next attached one is asked
+            return decision_of(reply, timeout)

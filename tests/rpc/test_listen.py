@@ -1,0 +1,211 @@
+"""`kward rpc --listen unix://PATH`: several clients on one server that outlives them.
+
+Two clients (their own initialize, answers and ids; notifications by attachment), a
+client dropped mid-turn and another attaching and replaying what it missed with no gap,
+a question answered by the client that attached, a turn cancelled with its client when
+that client asked for it, the socket's modes, a stale socket replaced, a second server
+refused, a peer of another user refused (the check, on a socketpair), and --idle-exit."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+
+import pytest
+
+from kward.rpc import listen
+from lib.daemon_helpers import Daemon
+from lib.rpc_client import kward_command, kward_env, spawn_kward
+from lib.scripts import text, tool, wait_for_steer
+from lib.waiting import wait_until
+
+QUESTION = {"question": "Which color?", "header": "Color",
+            "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}
+
+
+@pytest.fixture
+def daemon(isolated_home):
+    started: list[Daemon] = []
+
+    def start(steps=None, **kw) -> Daemon:
+        ws = isolated_home / f"ws{len(started)}"
+        ws.mkdir()
+        d = Daemon(isolated_home, ws, steps, **kw)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        if d.proc.poll() is None:
+            assert d.stop() == 0
+        assert d.stderr == "", d.stderr
+
+
+def test_two_clients_have_their_own_initialize_answers_and_notifications(daemon):
+    d = daemon([[text("for a")], [text("for b")]])
+    a, b = d.connect(), d.connect()
+    ia = a.request("initialize", {"clientInfo": {"name": "a"}, "capabilities": {"experimentalApi": True}})
+    ib = b.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event:assistantDelta"]}})
+    assert ia["capabilities"]["rpc"]["experimentalApi"]["enabled"] is True
+    assert ib["capabilities"]["rpc"]["experimentalApi"]["enabled"] is False
+    assert a.request("$/ping")["pid"] == b.request("$/ping")["pid"] == d.proc.pid
+    sa, sb = a.session(), b.session()
+    ta = a.start(sa["id"], "one")
+    tb = b.start(sb["id"], "two")
+    ea, eb = a.finish(ta["id"]), b.finish(tb["id"])
+    assert ea[-1]["payload"]["status"] == eb[-1]["payload"]["status"] == "completed"
+    # no cross-talk: each hears only its own session, and each answer reached only its asker
+    assert {n["params"]["sessionId"] for n in a.notifications if n["method"] == "turn/event"} == {sa["id"]}
+    assert {n["params"]["sessionId"] for n in b.notifications if n["method"] == "turn/event"} == {sb["id"]}
+    assert any(e["type"] == "assistantDelta" for e in ea)
+    assert not any(e["type"] == "assistantDelta" for e in eb)  # (b's own opt-out)
+    assert a.protocol_errors == b.protocol_errors == []
+    # the same request id on both connections is answered to each
+    ra = a.send("$/ping", None, id=7)
+    rb = b.send("$/ping", None, id=7)
+    assert a.response(ra)["result"]["pong"] and b.response(rb)["result"]["pong"]
+    assert a.response_counts['7'] == 1 and b.response_counts['7'] == 1
+
+
+def test_a_dropped_client_leaves_its_turn_running_and_another_attaches_and_replays(daemon):
+    d = daemon([[text("chunk ", repeat=30, interval=0.02), wait_for_steer(20)], [text("done")]])
+    first = d.connect()
+    first.request("initialize")
+    session = first.session()
+    turn = first.start(session["id"], "work")
+    seen = wait_until(lambda: [n["params"]["sequence"] for n in first.notifications
+                               if n["method"] == "turn/event" and n["params"]["turnId"] == turn["id"]][5:] and
+                      [n["params"]["sequence"] for n in first.notifications if n["method"] == "turn/event"],
+                      20, "some events")
+    last_seen = max(seen)
+    first.drop()  # (a crashed window)
+    second = d.connect()
+    second.request("initialize")
+    attached = second.request("sessions/attach", {"sessionId": session["id"]})
+    assert attached["session"]["id"] == session["id"]
+    [info] = attached["turns"]
+    assert info["id"] == turn["id"] and info["status"] == "running" and info["lastSequence"] >= last_seen
+    replay = second.request("turns/events", {"turnId": turn["id"], "afterSequence": last_seen})
+    assert replay["truncated"] is False
+    second.request("turns/start", {"sessionId": session["id"], "input": "finish", "streamingBehavior": "steer"})
+    live = second.finish(turn["id"])
+    sequences = [e["sequence"] for e in replay["events"]] + [e["sequence"] for e in live]
+    got = sorted(set(sequences))
+    assert got == list(range(last_seen + 1, got[-1] + 1))  # nothing missed between the replay and the live events
+    assert live[-1]["payload"]["status"] == "completed", [e["payload"] for e in live if e["type"] in ("error", "turnFinished")]
+
+
+def test_a_question_is_sent_again_to_a_client_that_attaches_and_its_answer_counts(daemon):
+    d = daemon([[tool("ask_user_question", {"questions": [QUESTION]}, id="ask")], [text("you chose")]])
+    first = d.connect()
+    first.request("initialize")
+    session = first.session()
+    turn = first.start(session["id"], "ask me")
+    asked = first.wait_notification(lambda n: n["method"] == "ui/question", 20, "the question")["params"]
+    first.drop()
+    second = d.connect()
+    second.request("initialize")
+    second.request("sessions/attach", {"sessionId": session["id"]})
+    again = second.wait_notification(lambda n: n["method"] == "ui/question", 20, "the question again")["params"]
+    assert again["questionRequestId"] == asked["questionRequestId"]
+    second.request("ui/answerQuestion", {"sessionId": session["id"], "questionRequestId": again["questionRequestId"],
+                                         "answers": [{"question": "Which color?", "answer": "Blue"}]})
+    events = second.finish(turn["id"])
+    result = next(e["payload"] for e in events if e["type"] == "toolResult")
+    assert "Blue" in result["content"]
+
+
+def test_close_behavior_cancel_turns_cancels_a_departed_clients_turn(daemon):
+    d = daemon([[wait_for_steer(30), text("never")]])
+    first = d.connect()
+    first.request("initialize", {"capabilities": {"closeBehavior": "cancelTurns"}})
+    session = first.session()
+    turn = first.start(session["id"], "wait")
+    first.wait_event(turn["id"], "turnStarted")
+    first.close()
+    other = d.connect()
+    other.request("initialize")
+    wait_until(lambda: other.request("turns/status", {"turnId": turn["id"]})["status"] == "canceled", 20,
+               "the turn cancelled")
+    assert other.error("initialize", {"capabilities": {"closeBehavior": "sometimes"}}).reason == "invalid_params"
+
+
+def test_the_socket_is_private_a_second_server_is_refused_and_a_stale_one_replaced(daemon, isolated_home):
+    d = daemon()
+    mode = os.stat(d.path).st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(d.path)).st_mode) == 0o700
+    second = subprocess.run(kward_command(None, "--listen", f"unix://{d.path}"), capture_output=True,
+                            text=True, env=kward_env(isolated_home), timeout=30)
+    assert second.returncode == 1 and "already listens on" in second.stderr
+    d.proc.kill()  # (no clean-up: the socket file stays behind, stale)
+    d.proc.wait(10)
+    assert os.path.exists(d.path)
+    again = daemon()  # (the same path)
+    assert again.connect().request("$/ping")["pid"] == again.proc.pid
+    d.proc = again.proc  # (the fixture checks the first one's stderr, which is empty)
+
+
+def test_a_file_in_the_sockets_place_or_an_open_directory_is_refused(isolated_home, tmp_path):
+    path = tmp_path / "run" / "kward.sock"
+    path.parent.mkdir(mode=0o700)
+    path.write_text("not a socket")
+    proc = subprocess.run(kward_command(None, "--listen", f"unix://{path}"), capture_output=True, text=True,
+                          env=kward_env(isolated_home), timeout=30)
+    assert proc.returncode == 1 and "is not a socket" in proc.stderr
+    assert path.read_text() == "not a socket"
+    bad = subprocess.run(kward_command(None, "--listen", "tcp://0.0.0.0:1"), capture_output=True, text=True,
+                         env=kward_env(isolated_home), timeout=30)
+    assert bad.returncode == 1 and "not an address kward knows" in bad.stderr
+    path.unlink()
+    os.chmod(path.parent, 0o755)
+    refused = subprocess.run(kward_command(None, "--listen", f"unix://{path}"), capture_output=True, text=True,
+                             env=kward_env(isolated_home), timeout=30)
+    assert refused.returncode == 1 and "is open to others (mode 755; 700 expected)" in refused.stderr
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o755  # (a directory of the user's: left as it is)
+    with pytest.raises(listen.ListenError, match="open to others"):
+        listen.listen(str(path))
+
+
+def test_a_peer_of_another_user_is_refused(monkeypatch):
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        assert listen.peer_uid(left) == os.getuid() and listen.same_user(left)
+        monkeypatch.setattr(listen, "peer_uid", lambda sock: os.getuid() + 1)
+        assert not listen.same_user(left)
+        monkeypatch.setattr(listen, "peer_uid", lambda sock: None)  # a platform that cannot tell
+        assert not listen.same_user(left)
+    finally:
+        left.close()
+        right.close()
+
+
+def test_idle_exit_ends_a_server_with_no_client_and_no_turn(isolated_home):
+    ws = isolated_home / "ws"
+    ws.mkdir()
+    d = Daemon(isolated_home, ws, idle_exit=0.5)
+    client = d.connect()
+    assert client.request("$/ping")["pong"] is True
+    client.close()
+    assert d.wait_exit(20) == 0 and d.stderr == ""
+    assert not os.path.exists(d.path)  # its socket file went with it
+
+
+def test_shutdown_from_any_client_ends_the_server(daemon):
+    d = daemon()
+    a, b = d.connect(), d.connect()
+    a.request("initialize")
+    b.request("initialize")
+    assert b.request("shutdown") == {"ok": True}
+    assert d.wait_exit(20) == 0
+
+
+def test_listen_options_are_checked(isolated_home):
+    for args, words in ((["--idle-exit", "0"], "--idle-exit must be a number"),
+                        (["--listen"], "--listen needs a value"),
+                        (["--idle-exit", "5"], "--idle-exit is for a listening server")):
+        proc = spawn_kward(isolated_home, argv=kward_command(None, *args), stdin=subprocess.DEVNULL)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 2 and words in err.decode(), err
