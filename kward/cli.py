@@ -72,7 +72,8 @@ FLAG_OPTIONS = frozenset({"--yes"})  # kward's options without a value (beside h
 
 #: name -> (usage, summary, details)
 COMMANDS = {
-    "rpc": ("rpc [--print-schema | --listen ADDRESS [--idle-exit SECONDS]]",
+    "rpc": ("rpc [--print-schema | --listen ADDRESS | --connect ADDRESS | --attach [ADDRESS] | --status [ADDRESS]] "
+            "[--idle-exit SECONDS]",
             "serve the JSON-RPC protocol on stdin/stdout (for UI clients), or on a Unix socket", None),
     "doctor": ("doctor", "check the config, credentials, keyring, endpoints and config directory",
                "Run checks and print one line each: ok, warn or fail. Exit status 1 when a check\n"
@@ -338,7 +339,7 @@ def _help_for(command: str) -> int:
 def _rpc(args: list[str], real_process: bool) -> int:
     from kward.rpc.main import run
 
-    serving = bool(args) and args[0].startswith(("--listen", "--idle-exit"))  # (run() reads and checks them)
+    serving = bool(args) and args[0].startswith(("--listen", "--idle-exit", "--connect", "--attach", "--status"))
     if args and args not in (["-h"], ["--help"], ["--print-schema"]) and not serving:
         what = f"unknown option: {_option_name(args[0])}" if is_option(args[0]) else f"unexpected argument: {shown(args[0])}"
         sys.stderr.write(f"kward rpc: {what}\n{usage_line('rpc')}\n")

@@ -1,6 +1,8 @@
-"""The connection of `kward.client`: a small synchronous client of the kward protocol, over two transports.
+"""The connection of `kward.client`: a small synchronous client of the kward protocol, over three transports.
 
     with Client.spawn() as k:            # `kward rpc` as a subprocess (or any argv)
+        ...
+    with Client.connect("unix://") as k: # a listening server (`kward rpc --listen unix://`)
         ...
     with Client.in_process() as k:       # the same server core inside this process
         k.initialize()
@@ -8,7 +10,7 @@
         for event in k.turn(session["id"], "What is in this workspace?"):
             ...
 
-Both transports speak the same frames to the same server (`kward.rpc.server.RpcServer`:
+Every transport speaks the same frames to the same server (`kward.rpc.server.RpcServer`:
 same reader, dispatcher, worker pool, writer and method table); the in-process one runs it
 on a thread over OS pipes and never touches the caller's stdin or stdout. See
 docs/client.md.
@@ -82,6 +84,7 @@ class Client:
 
     process: subprocess.Popen[bytes] | None = None  # the `kward rpc` child (spawn)
     server: RpcServer | None = None  # the server core (in_process)
+    socket: Any = None  # the connection to a listening server (connect)
 
     def __init__(self, to_server: BinaryIO, from_server: BinaryIO, *, wait_server: Callable[[float], int | None],
                  stop_server: Callable[[], None], release: Callable[[], None] = _nothing):
@@ -134,6 +137,24 @@ class Client:
         client = cls(proc.stdin, proc.stdout, wait_server=wait, stop_server=stop)
         client.process = proc
         return client
+
+    @classmethod
+    def connect(cls, address: str = "unix://", *, config_dir: str | os.PathLike[str] | None = None,
+                timeout: float = 5.0) -> Client:
+        """Connect to a listening server (`kward rpc --listen unix://...`; see
+        `kward.client.socket_transport`, which also has `catch_up` for a client that comes
+        back). Raises OSError when none answers there."""
+        from kward.client.socket_transport import connect
+
+        return connect(cls, address, config_dir=config_dir, timeout=timeout)
+
+    def catch_up(self, session_id: str, seen: Mapping[str, int] | None = None, *,
+                 timeout: float | None = 30.0) -> tuple[Any, list[TurnEvent]]:
+        """Attach to a session of a listening server and fetch the events missed after the
+        sequences in `seen` (turn id -> last sequence had); see `socket_transport.catch_up`."""
+        from kward.client.socket_transport import catch_up
+
+        return catch_up(self, session_id, seen, timeout)
 
     @classmethod
     def in_process(cls, *, env: Mapping[str, str] | None = None,

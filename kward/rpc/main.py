@@ -34,13 +34,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.method_table import MethodTable
     from kward.rpc.server import RpcServer
 
-USAGE = ("usage: kward rpc [--print-schema | --listen ADDRESS [--idle-exit SECONDS]]\n\n"
+USAGE = ("usage: kward rpc [--print-schema | --listen ADDRESS | --connect ADDRESS | --attach [ADDRESS] | --status "
+         "[ADDRESS]] [--idle-exit SECONDS]\n\n"
          "Serve the kward JSON-RPC protocol on stdin/stdout (see kward(1)).\n"
          "  --print-schema         print the protocol's JSON Schema (docs/protocol.schema.json) and exit\n"
          "  --listen ADDRESS       serve on ADDRESS instead: stdio:// (the default), unix:// (the default\n"
          "                         socket under the config directory) or unix://PATH, for several clients\n"
          "  --idle-exit SECONDS    a listening server exits after this long with no client and no turn\n"
-         "                         (default 600)\n")
+         "                         (default 600)\n"
+         "  --connect ADDRESS      relay stdin/stdout to the server listening at ADDRESS (unix://...)\n"
+         "  --attach [ADDRESS]     the same, starting that server first when none listens (default unix://;\n"
+         "                         with --idle-exit, the server it starts exits after that long idle)\n"
+         "  --status [ADDRESS]     whether a server listens at ADDRESS (default unix://): its pid,\n"
+         "                         connections and active turns\n")
 #: The one line `kward rpc` prints on stderr when stdin is a terminal (a person, not a UI).
 TERMINAL_NOTE = ("kward rpc: this is the backend UI clients start: it speaks JSON-RPC 2.0 on stdin/stdout, "
                  "each message framed with a Content-Length header as in LSP (see `man kward`, section RPC MODE, "
@@ -74,6 +80,16 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
     except ValueError as exc:
         sys.stderr.write(f"kward rpc: {exc}\n{USAGE}")
         return 2
+    if "status" in options:
+        from kward.rpc import bridge
+
+        return bridge.status(options["status"])
+    if "connect" in options or "attach" in options:
+        from kward.rpc import bridge
+
+        attach = "attach" in options
+        return bridge.run(options.get("attach") or options.get("connect") or "unix://", attach=attach,
+                          rpc_args=argv, idle_exit=options.get("idle_exit"))
     if options.get("listen", "stdio://") != "stdio://":
         return _listen(options["listen"], options.get("idle_exit"), methods)
     if "idle_exit" in options:
@@ -102,20 +118,25 @@ def run(argv: list[str], *, methods: "MethodTable | None" = None) -> int:
 
 
 def _options(argv: list[str]) -> dict[str, Any]:
-    """``--listen ADDRESS`` and ``--idle-exit SECONDS`` (also as ``--name=value``)."""
+    """``--listen ADDRESS``, ``--idle-exit SECONDS``, ``--connect ADDRESS`` and ``--attach
+    [ADDRESS]`` (also as ``--name=value``), one way of serving at most."""
     options: dict[str, Any] = {}
     args = list(argv)
     while args:
         arg = args.pop(0)
         name, eq, value = arg.partition("=")
-        if name not in ("--listen", "--idle-exit"):
+        if name not in ("--listen", "--idle-exit", "--connect", "--attach", "--status"):
             raise ValueError(f"unexpected argument: {arg}")
+        if name in ("--attach", "--status") and not eq:
+            value = args.pop(0) if args and not args[0].startswith("--") else ""
+            options[name[2:]] = value
+            continue
         if not eq:
             if not args:
                 raise ValueError(f"{name} needs a value")
             value = args.pop(0)
-        if name == "--listen":
-            options["listen"] = value
+        if name in ("--listen", "--connect", "--attach", "--status"):
+            options[name[2:]] = value
         else:
             try:
                 seconds = float(value)
@@ -124,6 +145,12 @@ def _options(argv: list[str]) -> dict[str, Any]:
             if not 0 < seconds <= 30 * 86400 or seconds != seconds:
                 raise ValueError(f"--idle-exit must be a number of seconds above 0 (at most 30 days), not {value!r}")
             options["idle_exit"] = seconds
+    if len({"listen", "connect", "attach", "status"} & set(options)) > 1:
+        raise ValueError("--listen, --connect, --attach and --status do not go together")
+    if "idle_exit" in options and "status" in options:
+        raise ValueError("--idle-exit is for a listening server (--listen, or the one --attach starts)")
+    if "idle_exit" in options and "connect" in options:
+        raise ValueError("--idle-exit is for a listening server (--listen, or the one --attach starts)")
     return options
 
 

@@ -8,7 +8,8 @@ config.json keys, the stored login file; values are never shown), the keyring ba
 use answer (a HEAD request with a 2 s timeout; any HTTP answer counts as reachable), and
 whether the config directory is writable, whether the shell sandbox
 (`security.sandbox`) is configured, available and in force (the `security.sandbox`
-capability of `initialize`), which command hooks are configured (`hooks`), and each MCP server of
+capability of `initialize`), which command hooks are configured (`hooks`), a listening server at the default
+socket (`kward rpc --listen unix://`: its pid, connections and active turns), and each MCP server of
 `mcp.servers` (started, waited for up to `MCP_WAIT` seconds: ready with its tool count, or why not) and the
 web_search endpoint. Nothing is created or changed: a config.json
 open to others is reported (a `warn` line naming its mode), not narrowed as the other
@@ -86,7 +87,22 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
     _keyring(report)
     _endpoints(report, env, config, provider)
     _config_dir(report, env, [t for t in troubles if t.check == "config dir"])
+    _server(report, env)
     return 1 if report.failed else 0
+
+
+def _server(report: Report, env: Mapping[str, str]) -> None:
+    """A listening `kward rpc --listen unix://` at the default socket: its pid, connections
+    and active turns (none listening is fine)."""
+    from kward.rpc.bridge import describe
+    from kward.rpc.listen import default_socket
+
+    path = default_socket(resolve_paths(env).config_dir)
+    if not os.path.exists(path):
+        report.line("ok", "server", f"none listening on {path}")
+        return
+    listening, line = describe(path)
+    report.line("ok" if listening else "warn", "server", line)
 
 
 def _config(report: Report, client: Client, init: Mapping[str, Any],

@@ -54,8 +54,18 @@ def kward_argv(target: str | os.PathLike | None = None, *, python_flags: tuple[s
 
 
 def kward_command(target: str | os.PathLike | None = None, *args: str, python_flags: tuple[str, ...] = ()) -> list[str]:
-    """The argv that starts `kward rpc` (then `args`) from `target` (see `kward_argv`)."""
+    """The argv that starts `kward rpc` (then `args`) from `target` (see `kward_argv`). With
+    `VIA_ATTACH` set in the environment (tests/rpc/test_attach_bridge.py runs a part of the
+    suite so), a plain `kward rpc` of the checkout is `kward rpc --attach`: a bridge to the
+    listening server of the test's config directory, started by the first one."""
+    if not args and target is None and os.environ.get(VIA_ATTACH):
+        args = ("--attach", "--idle-exit", os.environ[VIA_ATTACH])
     return [*kward_argv(target, python_flags=python_flags), "rpc", *args]
+
+
+#: the variable that sends the tests' `kward rpc` through `--attach` (its value: the started
+#: server's --idle-exit seconds)
+VIA_ATTACH = "KWARD_TESTS_VIA_ATTACH"
 
 
 def spawn_kward(home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None,

@@ -209,3 +209,36 @@ def test_listen_options_are_checked(isolated_home):
         proc = spawn_kward(isolated_home, argv=kward_command(None, *args), stdin=subprocess.DEVNULL)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 2 and words in err.decode(), err
+
+
+def test_the_python_client_connects_and_catches_up_after_a_drop(daemon):
+    from kward.client import Client
+
+    d = daemon([[text("piece ", repeat=20, interval=0.01), wait_for_steer(20)], [text("end")]])
+    with Client.connect(f"unix://{d.path}") as first:
+        first.initialize()
+        session = first.create_session(d.ws)
+        turn = first.start_turn(session["id"], "go")
+        seen = {}
+        with first.subscribe(lambda m: m.get("method") == "turn/event") as events:
+            for message in events:
+                seen[message["params"]["turnId"]] = message["params"]["sequence"]
+                if message["params"]["sequence"] >= 6:
+                    break
+    with Client.connect(f"unix://{d.path}") as again:  # (the first is gone; its turn runs on)
+        again.initialize()
+        attached, missed = again.catch_up(session["id"], seen)
+        assert [t["id"] for t in attached["turns"]] == [turn["id"]]
+        assert [e["sequence"] for e in missed] == list(range(seen[turn["id"]] + 1, attached["turns"][0]["lastSequence"] + 1))
+        with again.subscribe(lambda m: m.get("method") == "turn/event") as live:
+            again.start_turn(session["id"], "done now", streaming_behavior="steer")
+            for message in live:
+                if message["params"]["type"] == "turnFinished" and message["params"]["turnId"] == turn["id"]:
+                    assert message["params"]["payload"]["status"] == "completed"
+                    break
+    import pytest as _pytest
+
+    with _pytest.raises(OSError):
+        Client.connect(f"unix://{d.path}.missing")
+    with _pytest.raises(ValueError):
+        Client.connect("stdio://")

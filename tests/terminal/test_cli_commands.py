@@ -98,7 +98,7 @@ def test_doctor_offline_with_the_scripted_provider(cli):
     assert proc.returncode == 0, proc.stdout
     report = _lines(proc)
     assert set(report) == {"kward", "environment", "config", "sandbox", "hooks", "mcp", "web search", "provider",
-                           "credentials", "keyring", "endpoint", "config dir"}
+                           "credentials", "keyring", "endpoint", "config dir", "server"}
     assert report["hooks"] == ("ok", "none configured")
     assert report["mcp"] == ("ok", "no servers configured (mcp.servers)")
     assert report["web search"] == ("ok", "web_search asks http://127.0.0.1:9/mcp")  # (the tests' endpoint)

@@ -24,8 +24,10 @@ def _refused(cli, proc, status: int = 2) -> list[str]:
 # --- --help of every command ------------------------------------------------------------
 
 @pytest.mark.parametrize("args, first", [
-    (["rpc", "--help"], "usage: kward rpc [--print-schema]"),
-    (["rpc", "-h"], "usage: kward rpc [--print-schema]"),
+    (["rpc", "--help"], "usage: kward rpc [--print-schema | --listen ADDRESS | --connect ADDRESS | --attach [ADDRESS] "
+                        "| --status [ADDRESS]] [--idle-exit SECONDS]"),
+    (["rpc", "-h"], "usage: kward rpc [--print-schema | --listen ADDRESS | --connect ADDRESS | --attach [ADDRESS] "
+                    "| --status [ADDRESS]] [--idle-exit SECONDS]"),
     (["doctor", "--help"], "usage: kward doctor"),
     (["doctor", "-h"], "usage: kward doctor"),
     (["login", "--help"], "usage: kward login [openai|openrouter]"),

@@ -164,7 +164,7 @@ def test_each_config_problem_is_one_line_in_interactive_mode(cli, problem):
 
 
 DOCTOR_CHECKS = {"kward", "environment", "config", "sandbox", "hooks", "mcp", "web search", "provider", "credentials",
-                 "keyring", "endpoint", "config dir"}
+                 "keyring", "endpoint", "config dir", "server"}
 
 
 def doctor_lines(proc: subprocess.CompletedProcess) -> list[tuple[str, str, str]]:

@@ -111,7 +111,9 @@ def initialized(call: Call) -> None:
 
 def ping(call: Call) -> PingResult:
     """`$/ping`: answered on the dispatcher at once, whatever the workers are doing."""
-    return {"pong": True, "pid": os.getpid()}
+    runtime, hub = call.runtime, call.conn.hub
+    return {"pong": True, "pid": os.getpid(), "connections": hub.count() if hub is not None else 1,
+            "activeTurns": runtime.turns.active() if runtime.has_service("turns") else 0}
 
 
 def shutdown(call: Call) -> dict[str, bool]:

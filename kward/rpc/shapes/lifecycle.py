@@ -69,6 +69,8 @@ class PingResult(TypedDict):
 
     pong: bool
     pid: Annotated[int, Doc("the server's process id (a new one: the server was started again)")]
+    connections: Annotated[int, Doc("clients connected now (1 on stdio)")]
+    activeTurns: Annotated[int, Doc("turns queued or running now, of every client")]
 
 
 METHODS = {

@@ -1,0 +1,108 @@
+"""`Client.connect("unix://PATH")`: a client of a listening server (`kward rpc --listen`),
+and the helpers a client that comes back after a crash or a reload uses.
+
+A connection's end is this client's only: `close()` shuts its side of the socket (the
+server sees the end of its input and ends the connection; the turns it started go on
+unless `initialize` asked for ``closeBehavior: "cancelTurns"``), waits for the server to
+close its side, then closes the socket. `catch_up(client, session_id, seen)` attaches to a
+session and returns the events the client missed, turn by turn after the last sequence it
+saw; events after the attach arrive as notifications, so with `seen` kept up to date a
+client gets every event once (drop a notification whose sequence it already has).
+
+Thread contract: as `Client`'s (the socket is written under its write lock).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kward.client.connection import Client
+    from kward.rpc.shapes.envelopes import TurnEvent
+    from kward.rpc.shapes.turns import SessionsAttachResult
+
+
+def connect(cls: type[Client], address: str, *, config_dir: str | os.PathLike[str] | None = None,
+            timeout: float = 5.0) -> Client:
+    """A Client on the server listening at `address` (``unix://PATH``, or ``unix://`` for
+    the default socket of `config_dir`, default the config directory of this process's
+    environment). Raises OSError (no server, refused, timed out) or ValueError (an
+    address that is not unix://)."""
+    from kward.rpc.listen import AddressError, connect as connect_unix, parse_address
+
+    if config_dir is None:
+        from kward.config.store import resolve_paths
+
+        config_dir = resolve_paths(os.environ).config_dir
+    try:
+        where = parse_address(address, config_dir)
+    except AddressError as exc:
+        raise ValueError(str(exc)) from None
+    if where.path is None:
+        raise ValueError("Client.connect takes a unix:// address (stdio servers: Client.spawn)")
+    sock = connect_unix(where.path, timeout=timeout)
+    gone = threading.Event()
+    made: list[Client] = []
+
+    def wait(seconds: float) -> int | None:
+        """The server closed its side (the client's reader saw the end), or was stopped."""
+        if made and not gone.is_set():
+            made[0]._reader.join(seconds)
+            if not made[0]._reader.is_alive():
+                gone.set()
+        return 0 if gone.wait(0 if made else seconds) else None
+
+    def stop() -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        gone.set()
+
+    def release() -> None:
+        gone.set()
+        sock.close()
+
+    client = cls(_HalfCloser(sock), sock.makefile("rb", buffering=256 * 1024), wait_server=wait,  # type: ignore[arg-type]
+                 stop_server=stop, release=release)
+    made.append(client)
+    client.socket = sock
+    return client
+
+
+class _HalfCloser:
+    """The socket's writing side as a binary stream whose `close()` shuts only the writing
+    half (the server then sees the end of its input and ends the connection)."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+
+    def write(self, data: bytes | memoryview) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def catch_up(client: Client, session_id: str, seen: Mapping[str, int] | None = None,
+             timeout: float | None = 30.0) -> tuple[SessionsAttachResult, list[TurnEvent]]:
+    """Attach to `session_id` and fetch what was missed: for each of its turns the events
+    after `seen[turn id]` (the last sequence the client had; a turn not in `seen`: all its
+    kept events). Returns the attach answer and those events, turn by turn in sequence."""
+    attached: Any = client.request("sessions/attach", {"sessionId": session_id}, timeout=timeout)
+    missed: list[Any] = []
+    for turn in attached["turns"]:
+        after = (seen or {}).get(turn["id"], 0)
+        if turn["lastSequence"] > after:
+            missed += client.turn_events(turn["id"], after, timeout=timeout)["events"]
+    return attached, missed
