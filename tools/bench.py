@@ -14,7 +14,8 @@ refresh after a turn vs the floor, tools/floor_list.py; bench_list.py), provider
 sessions, turns, live (live tool output: toolUpdate throughput and the turn time with and
 without it, bench_live.py), changes (what changed-file detection adds to a shell call,
 bench_changes.py), mcp (configured MCP servers at start-up, a tool call's round trip over
-stdio, bench_mcp.py). `startup` runs first. tools/bench_trees.py is no section: it measures
+stdio, bench_mcp.py), listen (a round trip over the Unix socket vs stdio, and a reattach
+to the first replayed event, bench_listen.py). `startup` runs first. tools/bench_trees.py is no section: it measures
 several trees (commits, the working tree) side by side in one run.
 
 Bytecode: the kward package is byte-compiled first (what `pip install` does), so start-up
