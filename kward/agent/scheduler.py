@@ -77,10 +77,11 @@ class TurnManager:
 
     def __init__(self, *, submit: Callable[[Callable[[], None]], bool], publish: Callable[[TurnEvent], None],
                  make_room: Callable[[], None], execute: Callable[[Turn, SessionHandle], object],
-                 steering_supported: Callable[[], bool]):
+                 steering_supported: Callable[[], bool], make_room_for: Callable[[str], None] | None = None):
         self._submit = submit
         self._publish = publish  # must not block: see EventLog
         self._make_room = make_room
+        self._make_room_for = make_room_for  # a face that paces per session (several clients): given the RPC id
         self._execute = execute
         self._steering_supported = steering_supported
         self._lock = threading.RLock()  # re-entered by _announce when a cancel finishes a queued turn
@@ -273,7 +274,7 @@ class TurnManager:
         session_id = session.id
         publish = publish or self._publish
         turn = Turn(id=turn_id, session_id=session_id, input=text, attachments=list(attachments),
-                    created_at=now_iso(), events=EventLog(turn_id, session_id, publish, self._make_room),
+                    created_at=now_iso(), events=EventLog(turn_id, session_id, publish, self._room(session_id)),
                     headers=dict(headers or {}), session=session, publish=publish)
         self._remember(turn)
         if at is None:
@@ -282,6 +283,13 @@ class TurnManager:
             lane.queue.insert(at, turn)
         turn.emit("turnQueued", Status("queued"), wait=False)
         return turn
+
+    def _room(self, session_id: str) -> Callable[[], None]:
+        """The pacing point of a turn of `session_id`."""
+        make_room_for = self._make_room_for
+        if make_room_for is None:
+            return self._make_room
+        return lambda: make_room_for(session_id)
 
     def _remember(self, turn: Turn) -> None:
         """Keep `turn`; forget the oldest finished turns beyond KEEP_FINISHED_TURNS."""

@@ -111,7 +111,8 @@ def build_daemon(listener: "socket.socket", path: str, setup: Setup, *, methods:
     pool = WorkerPool(settings.rpc_workers)
     runtime = Runtime(paths=setup.paths, config=setup.config, settings=settings, launch_cwd=setup.launch_cwd,
                       env=setup.env, secrets=setup.secrets, submit=pool.submit, event_sink=hub.publish_turn_event,
-                      notify=hub.report, make_room=hub.make_room, admit=hub.admit, event_payload=_event_payload,
+                      notify=hub.report, make_room=hub.make_room, make_room_for=hub.make_room_for, admit=hub.admit,
+                      event_payload=_event_payload,
                       live_settings=setup.live, wants_event=hub.wants_event, approver=HubApprover(hub),
                       several_clients=True)
     hub.pending_questions = lambda sid: runtime.questions.pending(sid) if runtime.has_service("questions") else []

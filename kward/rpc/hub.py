@@ -18,11 +18,13 @@ passes its one connection's (`publish_turn_event`, `report`, `make_room`, `admit
 - responses go only to the connection that asked (each connection's server answers its
   own requests).
 
-Backpressure per connection: the hub never waits for a client (`make_room` returns at
-once), `admit` refuses a turn (`Overloaded`, -32001) to a connection whose unsent output is
-past the high-water mark, and a connection with more than `DROP_BYTES` unsent is dropped
-(its output is discarded and its server stopped), so a client that stopped reading never
-stalls the others.
+Backpressure per connection: a turn paces itself by the connections attached to its
+session (`make_room_for`: it waits while one holds more than 16 MiB unsent, at most
+`STALL_SECONDS`, then drops it: its output is discarded and its server stopped), `admit`
+refuses a turn (`Overloaded`, -32001) to a connection whose unsent output is past the
+high-water mark, and one with more than `DROP_BYTES` unsent is dropped at once; so a
+client that stopped reading never stalls the turns of other sessions, and those of its
+own for at most a few seconds.
 
 Thread contract: any thread. `_lock` guards the connection table, the attachments and the
 turn owners; it is never held while sending. `current` (thread-local) is the connection
@@ -47,7 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-DROP_BYTES = 16 << 20  # unsent output past which a connection is dropped
+DROP_BYTES = 32 << 20  # unsent output past which a connection is dropped at once (twice the outbox's limit)
+STALL_SECONDS = 5.0  # how long a turn waits for a connection 16 MiB behind before dropping it
 OPENS = frozenset({"sessions/create", "sessions/resume", "sessions/clone", "sessions/fork"})
 
 
@@ -163,14 +166,17 @@ class Hub:
             self._check(conn)
 
     def _check(self, conn: Connection) -> None:
-        """Drop `conn` when its unsent output passed DROP_BYTES."""
-        if conn.outbox.pending_bytes <= DROP_BYTES:
-            return
+        """Drop `conn` when its unsent output passed DROP_BYTES (the hard cap: the paced
+        path, `make_room_for`, keeps it near the outbox's limit)."""
+        if conn.outbox.pending_bytes > DROP_BYTES:
+            self._drop(conn, "a client stopped reading (%d bytes unsent): its connection is dropped",
+                       conn.outbox.pending_bytes)
+
+    def _drop(self, conn: Connection, message: str, *args: object) -> None:
         with self._lock:
             entry = self._conns.get(conn)
         if entry is not None:
-            log.warning("a client stopped reading (%d bytes unsent): its connection is dropped",
-                        conn.outbox.pending_bytes)
+            log.warning(message, *args)
             conn.outbox.kill()
             entry.stop()
 
@@ -202,7 +208,28 @@ class Hub:
         return next((c for c in attached if c in owners), None)
 
     def make_room(self) -> None:
-        """Never waits: a slow client is dropped instead (`_check`)."""
+        """(Turns pace by their session: `make_room_for`.)"""
+
+    def make_room_for(self, session_id: str) -> None:
+        """A turn of `session_id` paces itself before an event (its streaming worker): it
+        waits while a connection attached to that session holds more than its outbox's limit
+        (16 MiB) unsent, at most `STALL_SECONDS` per connection; one still that far behind
+        then is dropped. Turns of other sessions never wait for it. Inside
+        `kward.pacing.bounded` the wait also ends at the bound's deadline or cancel."""
+        from kward import pacing
+
+        bound = pacing.current()
+        for conn in self.attached(session_id):
+            until = time.monotonic() + STALL_SECONDS
+            if bound is not None:
+                if conn.outbox.wait_for_room(min(until, bound.deadline), bound.cancel):
+                    continue
+                if time.monotonic() < until:  # the bound's deadline or cancel came first
+                    continue
+            elif conn.outbox.wait_for_room(until):
+                continue
+            self._drop(conn, "a client stopped reading (%d bytes unsent for %g s): its connection is dropped",
+                       conn.outbox.pending_bytes, STALL_SECONDS)
 
     def admit(self) -> None:
         conn = getattr(self.local, "conn", None)

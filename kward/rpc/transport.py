@@ -233,7 +233,7 @@ class Transport:
                     n = self._out.write(data)
                     data = data[n:] if n is not None else data[len(data):]
             except (OSError, ValueError):
-                log.warning("stdout is closed; dropping further output")
+                log.warning("the client's end of the output is closed; dropping further output")
                 self.outbox.kill()
                 self._on_writer_failed()
                 break

@@ -129,7 +129,8 @@ class Runtime:
                  admit: Callable[[], None] = _nothing,
                  event_payload: EventFields | None = None,
                  live_settings: LiveSettings | None = None, wants_event: Callable[[str], bool] = lambda _type: True,
-                 approver: Approver | None = None, approval_default: str = "off", several_clients: bool = False):
+                 approver: Approver | None = None, approval_default: str = "off", several_clients: bool = False,
+                 make_room_for: Callable[[str], None] | None = None):
         self.paths = paths
         self.config = config
         self.settings = settings
@@ -141,6 +142,7 @@ class Runtime:
         self._event_sink = event_sink
         self._notify = notify
         self._make_room = make_room
+        self._make_room_for = make_room_for  # (a listening server's: pacing by the turn's session)
         self._admit = admit
         self.event_payload = event_payload
         self.wants_event = wants_event
@@ -292,6 +294,7 @@ class Runtime:
 
         # (the engine is built when a turn first runs or steers)
         return TurnManager(submit=self._submit, publish=self._event_sink, make_room=self._make_room,
+                           make_room_for=self._make_room_for,
                            execute=lambda turn, session: self.engine.execute(turn, session),
                            steering_supported=lambda: self.engine.steering_supported())
 

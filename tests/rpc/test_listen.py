@@ -242,3 +242,60 @@ def test_the_python_client_connects_and_catches_up_after_a_drop(daemon):
         Client.connect(f"unix://{d.path}.missing")
     with _pytest.raises(ValueError):
         Client.connect("stdio://")
+
+
+def test_an_approval_request_is_sent_again_to_a_client_that_attaches(daemon, isolated_home):
+    from lib.config_files import write_config
+
+    write_config(isolated_home / ".kward", {"security": {"approvalMode": "ask", "approvalTimeoutSeconds": 60}})
+    d = daemon([[tool("write_file", {"path": "made.txt", "content": "hi\n"})], [text("written")]])
+    answers = {"capabilities": {"serverRequests": ["tool/requestApproval"]}}
+    first = d.connect()
+    first.request("initialize", answers)
+    session = first.session()
+    turn = first.start(session["id"], "write")
+    asked = first.wait_server_request("tool/requestApproval")
+    assert asked["params"]["turnId"] == turn["id"]
+    first.drop()  # (gone before answering)
+    second = d.connect()
+    second.request("initialize", answers)
+    second.request("sessions/attach", {"sessionId": session["id"]})
+    again = second.wait_server_request("tool/requestApproval")
+    assert again["params"]["toolCallId"] == asked["params"]["toolCallId"]
+    second.reply(again["id"], {"decision": "approve"})
+    events = second.finish(turn["id"])
+    assert events[-1]["payload"]["status"] == "completed"
+    assert (d.ws / "made.txt").read_text() == "hi\n"
+
+
+def test_a_client_that_stops_reading_is_dropped_and_the_others_go_on(daemon):
+    import json as _json
+
+    from kward.rpc.framing import FrameReader
+
+    d = daemon([[text("x" * 60_000, repeat=400)], [text("for the other")]])
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stuck.connect(d.path)
+
+    def send(id_, method, params=None):
+        body = _json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}}).encode()
+        stuck.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    reader = FrameReader(stuck.makefile("rb"), 1 << 30)
+    send(1, "initialize")
+    send(2, "sessions/create", {"workspaceRoot": str(d.ws)})
+    answers = [_json.loads(reader.read()) for _ in range(2)]
+    session_id = answers[1]["result"]["id"]
+    other = d.connect()
+    other.request("initialize")
+    assert other.request("$/ping")["connections"] == 2
+    send(3, "turns/start", {"sessionId": session_id, "input": "flood me"})  # ... and it reads no more
+    wait_until(lambda: other.request("$/ping")["connections"] == 1, 60, "the stuck client dropped")
+    mine = other.session()
+    turn = other.start(mine["id"], "hello")
+    try:
+        assert other.finish(turn["id"])[-1]["payload"]["status"] == "completed"
+    except TimeoutError:
+        raise AssertionError((other.request("turns/status", {"turnId": turn["id"]}),
+                              [e["type"] for e in other.events(turn["id"])]))
+    stuck.close()
