@@ -69,6 +69,7 @@ class RuntimeFacts(NamedTuple):
     sandbox: SandboxStatus | None = None  # the shell sandbox (None: not known, config.json unreadable)
     approval_mode: str = "off"  # security.approvalMode in force for sessions without an override
     experimental_client: bool = False  # the client passed capabilities.experimentalApi: true
+    listening: bool = False  # this client is a connection of a listening server (kward rpc --listen)
     hooks: int = 0  # command hooks configured (config `hooks`)
     hooks_problem: bool = False  # a `hooks.<event>` cannot be used (model turns fail)
     web_search: bool = True  # config web_search.enabled is not false
@@ -275,6 +276,9 @@ def build(methods: Iterable[str], facts: RuntimeFacts = RuntimeFacts()) -> Capab
                 "errorReasons": True,
                 # the protocol's JSON Schema over the wire (experimental), as `kward rpc --print-schema` prints it
                 "schema": {"supported": has("rpc/schema"), "method": "rpc/schema"},
-                "heartbeat": {"supported": has("$/ping"), "method": "$/ping"}},
+                "heartbeat": {"supported": has("$/ping"), "method": "$/ping"},
+                "connection": {"transport": "unix" if facts.listening else "stdio", "severalClients": facts.listening,
+                               "attach": has("sessions/attach", "sessions/detach"),
+                               "closeBehaviors": ["keepTurns", "cancelTurns"] if facts.listening else []}},
     }
     return caps

@@ -145,7 +145,7 @@ class Daemon:
         from kward.rpc import capabilities
 
         return dict(capabilities.build(self.methods, capabilities.facts(self.runtime.info())._replace(
-            experimental_client=conn.experimental)))
+            experimental_client=conn.experimental, listening=True)))
 
     def _run_client(self, key: int) -> None:
         with self._lock:

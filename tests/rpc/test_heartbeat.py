@@ -8,7 +8,9 @@ def test_ping_answers_before_initialize_and_during_a_busy_turn(kward):  # noqa: 
     k = kward([[wait_for_steer(30), text("late")]])
     first = k.request("$/ping")
     assert first["pong"] is True and first["pid"] == k.proc.pid
-    assert k.request("initialize")["capabilities"]["rpc"]["heartbeat"] == {"supported": True, "method": "$/ping"}
+    caps = k.request("initialize")["capabilities"]["rpc"]
+    assert caps["heartbeat"] == {"supported": True, "method": "$/ping"}
+    assert caps["connection"] == {"transport": "stdio", "severalClients": False, "attach": True, "closeBehaviors": []}
     session = k.session()
     turn = k.start(session["id"], "think hard")
     k.wait_event(turn["id"], "turnStarted")

@@ -49,6 +49,8 @@ def test_two_clients_have_their_own_initialize_answers_and_notifications(daemon)
     ia = a.request("initialize", {"clientInfo": {"name": "a"}, "capabilities": {"experimentalApi": True}})
     ib = b.request("initialize", {"capabilities": {"optOutNotificationMethods": ["turn/event:assistantDelta"]}})
     assert ia["capabilities"]["rpc"]["experimentalApi"]["enabled"] is True
+    assert ia["capabilities"]["rpc"]["connection"] == {"transport": "unix", "severalClients": True, "attach": True,
+                                                       "closeBehaviors": ["keepTurns", "cancelTurns"]}
     assert ib["capabilities"]["rpc"]["experimentalApi"]["enabled"] is False
     assert a.request("$/ping")["pid"] == b.request("$/ping")["pid"] == d.proc.pid
     sa, sb = a.session(), b.session()

@@ -48,8 +48,8 @@ def initialize(call: Call) -> InitializeResult:
     changes = conn.runtime_changes
     info = call.runtime.info()  # problems are reported as warnings, never fatal for initialize
     warnings: list[InitializeWarning] = [{"reason": reason, "message": message} for reason, message in info.warnings]
-    result = _result(capabilities.facts(info)._replace(experimental_client=experimental), warnings, call.methods,
-                     str(call.runtime.paths.config_dir))
+    facts = capabilities.facts(info)._replace(experimental_client=experimental, listening=conn.hub is not None)
+    result = _result(facts, warnings, call.methods, str(call.runtime.paths.config_dir))
     # what runtime/capabilitiesChanged compares with, from when the client has it
     call.after_answer(lambda: conn.capabilities_answered(dict(result["capabilities"]), changes))
     return result

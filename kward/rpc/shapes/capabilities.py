@@ -486,6 +486,13 @@ class HeartbeatCapability(TypedDict):
     method: str
 
 
+class ConnectionCapability(TypedDict):
+    transport: Annotated[Literal["stdio", "unix"], Doc("how this client is connected")]
+    severalClients: Annotated[bool, Doc("a listening server: other clients may share its runtime")]
+    attach: Annotated[bool, Doc("sessions/attach and sessions/detach are served")]
+    closeBehaviors: Annotated[list[str], Doc("what initialize's closeBehavior may ask (a listening server only)")]
+
+
 class RpcCapability(TypedDict):
     """kward's additions to the protocol."""
 
@@ -502,6 +509,7 @@ class RpcCapability(TypedDict):
     errorReasons: bool
     schema: Annotated[SchemaCapability, Doc("rpc/schema (experimental): the schema over the wire")]
     heartbeat: Annotated[HeartbeatCapability, Doc("$/ping, answered at once even during a busy turn")]
+    connection: Annotated[ConnectionCapability, Doc("this client's connection (kward rpc --listen: several clients)")]
 
 
 # --- the whole object ---------------------------------------------------------------------
