@@ -12,6 +12,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 
 import pytest
 
@@ -301,3 +302,38 @@ def test_a_client_that_stops_reading_is_dropped_and_the_others_go_on(daemon):
         raise AssertionError((other.request("turns/status", {"turnId": turn["id"]}),
                               [e["type"] for e in other.events(turn["id"])]))
     stuck.close()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root, to connect as another user")
+def test_a_connection_from_another_user_is_closed_at_once(daemon):
+    import tempfile
+    from pathlib import Path
+
+    outside = Path(tempfile.mkdtemp(prefix="kward-peer-"))  # (the test's own tmp is closed to others)
+    try:
+        _another_user_refused(daemon, outside)
+    finally:
+        import shutil
+
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def _another_user_refused(daemon, outside):
+    d = daemon(path=outside / "run" / "kward.sock")
+    # open the way to the socket (kward made it private), so that only the peer check is left
+    os.chmod(outside, 0o711)
+    os.chmod(os.path.dirname(d.path), 0o711)
+    os.chmod(d.path, 0o666)
+    code = ("import os, socket, sys\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+            "body = b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$/ping\"}'\n"
+            "try:\n"
+            "    s.sendall(b'Content-Length: %d\\r\\n\\r\\n' % len(body) + body)\n"
+            "    print(repr(s.recv(1000)))\n"
+            "except OSError as exc:\n"
+            "    print('closed', type(exc).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code, d.path], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() in ("b''", "closed ConnectionResetError", "closed BrokenPipeError"), out.stdout
+    assert d.connect().request("$/ping")["connections"] == 1  # (only this one: the other was never served)
