@@ -56,6 +56,11 @@ class QuestionBroker:
             with self._cond:
                 self._pending.pop(request_id, None)
 
+    def waiting(self) -> int:
+        """How many questions wait for an answer now (their turns wait for the user)."""
+        with self._cond:
+            return sum(1 for p in self._pending.values() if not p.done)
+
     def pending(self, session_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
         """The questions of `session_id` still waiting for an answer: (request id, questions)."""
         with self._cond:

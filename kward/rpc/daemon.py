@@ -4,8 +4,9 @@ uses (`RpcServer`, with the connection's own transport, `initialize` and answers
 through the hub (`kward.rpc.hub`).
 
 Threads: the main thread runs `serve()` (signals are handled there) and watches for the
-end: `shutdown` from any client, SIGTERM/SIGINT/SIGHUP, or `idle_exit` seconds with no
-connection and no turn queued or running. The acceptor thread (``kward-accept``) takes
+end: `shutdown` from any client, SIGTERM/SIGINT/SIGHUP, `idle_exit` seconds with no
+connection and no turn at work (a turn waiting for the answer to a question counts as
+idle), or no connection while its socket file is gone or replaced (nobody can come back). The acceptor thread (``kward-accept``) takes
 connections; a peer of another user is closed at once (`listen.same_user`). Each
 connection runs its server's dispatcher on a thread of its own (``kward-conn-N``; its
 transport adds a reader and a writer). When a connection ends its turns go on, unless its
@@ -94,12 +95,31 @@ class Daemon:
         return 0
 
     def _idle_too_long(self) -> bool:
-        busy = self.runtime.has_service("turns") and self.runtime.turns.active() > 0
+        """No client, and no turn at work (one waiting for the user's answer to a question
+        counts as idle: with nobody connected it would wait forever) for `idle_exit` s; or
+        no client and the socket file is gone (nobody can connect again)."""
+        rt = self.runtime
+        working = rt.turns.active() if rt.has_service("turns") else 0
+        if working and rt.has_service("questions"):
+            working -= rt.questions.waiting()
         with self._lock:
-            if self._clients or busy:
+            if self._clients:
+                self._idle_since = time.monotonic()
+                return False
+        if not self._still_ours():
+            log.info("the socket %s is gone: exiting", self.path)
+            return True
+        with self._lock:
+            if working > 0:
                 self._idle_since = time.monotonic()
                 return False
             return time.monotonic() - self._idle_since >= self.idle_exit
+
+    def _still_ours(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self._inode
+        except OSError:
+            return False
 
     def _accept_loop(self) -> None:
         from kward.rpc.listen import same_user
@@ -179,11 +199,11 @@ class Daemon:
 
     def _shutdown(self) -> None:
         self._stop.set()
-        try:
-            if os.stat(self.path).st_ino == self._inode:  # (still ours: a later server's is left alone)
+        if self._still_ours():  # (a later server's socket is left alone)
+            try:
                 os.unlink(self.path)
-        except OSError:
-            pass
+            except OSError:
+                pass
         try:
             self.listener.close()
         except OSError:

@@ -337,3 +337,29 @@ def _another_user_refused(daemon, outside):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in ("b''", "closed ConnectionResetError", "closed BrokenPipeError"), out.stdout
     assert d.connect().request("$/ping")["connections"] == 1  # (only this one: the other was never served)
+
+
+def test_a_turn_waiting_for_an_answer_does_not_keep_an_abandoned_server_alive(isolated_home):
+    ws = isolated_home / "ws"
+    ws.mkdir()
+    d = Daemon(isolated_home, ws, [[tool("ask_user_question", {"questions": [QUESTION]})], [text("never")]],
+               idle_exit=0.5)
+    client = d.connect()
+    client.request("initialize")
+    session = client.session()
+    client.start(session["id"], "ask")
+    client.wait_notification(lambda n: n["method"] == "ui/question", 20, "the question")
+    client.close()  # nobody is left to answer it
+    assert d.wait_exit(20) == 0 and d.stderr == ""
+
+
+def test_a_server_whose_socket_file_is_removed_exits_when_its_last_client_leaves(isolated_home):
+    ws = isolated_home / "ws"
+    ws.mkdir()
+    d = Daemon(isolated_home, ws)
+    client = d.connect()
+    client.request("$/ping")
+    os.unlink(d.path)
+    assert client.request("$/ping")["pong"] is True  # (served while the client stays)
+    client.close()
+    assert d.wait_exit(20) == 0 and d.stderr == ""
