@@ -85,6 +85,7 @@ class Client:
     process: subprocess.Popen[bytes] | None = None  # the `kward rpc` child (spawn)
     server: RpcServer | None = None  # the server core (in_process)
     socket: Any = None  # the connection to a listening server (connect)
+    address: str | None = None  # its address (connect), what `reconnect` connects to again
 
     def __init__(self, to_server: BinaryIO, from_server: BinaryIO, *, wait_server: Callable[[float], int | None],
                  stop_server: Callable[[], None], release: Callable[[], None] = _nothing):
@@ -147,6 +148,13 @@ class Client:
         from kward.client.socket_transport import connect
 
         return connect(cls, address, config_dir=config_dir, timeout=timeout)
+
+    def reconnect(self, *, wait: float = 10.0) -> Client:
+        """Close this connection to a listening server and connect to it again (trying for
+        up to `wait` seconds); the new client, to `initialize` and `catch_up` with."""
+        from kward.client.socket_transport import reconnect
+
+        return reconnect(self, wait=wait)
 
     def catch_up(self, session_id: str, seen: Mapping[str, int] | None = None, *,
                  timeout: float | None = 30.0) -> tuple[Any, list[TurnEvent]]:

@@ -70,7 +70,31 @@ def connect(cls: type[Client], address: str, *, config_dir: str | os.PathLike[st
                  stop_server=stop, release=release)
     made.append(client)
     client.socket = sock
+    client.address = f"unix://{where.path}"
     return client
+
+
+def reconnect(client: Client, *, wait: float = 10.0) -> Client:
+    """A new Client on the address `client` was connected to, trying for up to `wait`
+    seconds (a server being started again); `client` is closed first. Raises OSError when
+    none answers in time. The new client is not initialized."""
+    import time
+
+    if client.address is None:
+        raise ValueError("only a client made by Client.connect can reconnect")
+    try:
+        client.close(timeout=1.0)
+    except OSError:
+        pass
+    deadline = time.monotonic() + wait
+    pause = threading.Event()
+    while True:
+        try:
+            return connect(type(client), client.address, timeout=max(0.1, min(2.0, deadline - time.monotonic())))
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise
+            pause.wait(0.05)
 
 
 class _HalfCloser:

@@ -228,7 +228,7 @@ def test_the_python_client_connects_and_catches_up_after_a_drop(daemon):
                 seen[message["params"]["turnId"]] = message["params"]["sequence"]
                 if message["params"]["sequence"] >= 6:
                     break
-    with Client.connect(f"unix://{d.path}") as again:  # (the first is gone; its turn runs on)
+    with Client.connect(f"unix://{d.path}").reconnect() as again:  # (the first is gone; its turn runs on)
         again.initialize()
         attached, missed = again.catch_up(session["id"], seen)
         assert [t["id"] for t in attached["turns"]] == [turn["id"]]
