@@ -118,6 +118,37 @@ class _HalfCloser:
             pass
 
 
+def default_address(config_dir: str | os.PathLike[str]) -> str:
+    """The default socket's path of a config directory (`kward rpc --listen unix://`)."""
+    from kward.rpc.listen import default_socket
+
+    return default_socket(config_dir)
+
+
+def server_status(path: str, timeout: float = 2.0) -> tuple[bool, str]:
+    """(listening, one line) about the server at socket `path`: its pid, connections and
+    active turns (`kward rpc --status`, `kward doctor`)."""
+    from kward.client.connection import Client
+
+    try:
+        client = Client.connect(f"unix://{path}", timeout=timeout)
+    except FileNotFoundError:
+        return False, f"no kward server listens on {path} (start one with kward rpc --listen)"
+    except ConnectionRefusedError:
+        return False, f"no kward server answers on {path} (a stale socket)"
+    except OSError as exc:
+        return False, f"cannot connect to {path}: {exc.strerror or exc}"
+    try:
+        info: Any = client.request("$/ping", timeout=timeout)
+    except Exception as exc:  # (an error answer, a timeout, the server gone)
+        return False, f"the kward server at {path} did not answer: {exc}"
+    finally:
+        client.close(timeout=timeout)
+    connections, turns = info.get("connections"), info.get("activeTurns")
+    return True, (f"listening on {path}: pid {info.get('pid')}, {connections} connection"
+                  f"{'' if connections == 1 else 's'}, {turns} active turn{'' if turns == 1 else 's'}")
+
+
 def catch_up(client: Client, session_id: str, seen: Mapping[str, int] | None = None,
              timeout: float | None = 30.0) -> tuple[SessionsAttachResult, list[TurnEvent]]:
     """Attach to `session_id` and fetch what was missed: for each of its turns the events

@@ -168,36 +168,6 @@ class Bridge:
         return 1
 
 
-def probe(path: str, timeout: float = 2.0) -> dict[str, object]:
-    """The `$/ping` answer of the server listening at `path`. Raises BridgeError."""
-    sock = connect(path)
-    try:
-        sock.settimeout(timeout)
-        sock.sendall(encode_frame(b'{"jsonrpc":"2.0","id":"status","method":"$/ping"}'))
-        body = FrameReader(sock.makefile("rb"), MAX_FRAME).read()
-    except OSError as exc:
-        raise BridgeError(f"the kward server at {path} did not answer: {exc.strerror or exc}") from None
-    finally:
-        sock.close()
-    if not isinstance(body, bytes):
-        raise BridgeError(f"the kward server at {path} closed the connection without answering")
-    answer = json.loads(body).get("result")
-    if not isinstance(answer, dict):
-        raise BridgeError(f"the kward server at {path} answered $/ping with an error")
-    return answer
-
-
-def describe(path: str) -> tuple[bool, str]:
-    """(listening, one line about the server at `path`), for `--status` and `kward doctor`."""
-    try:
-        info = probe(path)
-    except BridgeError as exc:
-        return False, str(exc)
-    connections, turns = info.get("connections"), info.get("activeTurns")
-    return True, (f"listening on {path}: pid {info.get('pid')}, {connections} connection"
-                  f"{'' if connections == 1 else 's'}, {turns} active turn{'' if turns == 1 else 's'}")
-
-
 def status(address: str) -> int:
     """`kward rpc --status [ADDRESS]`: one line; 0 when a server listens there, else 1."""
     from kward.config.store import resolve_paths
@@ -211,7 +181,9 @@ def status(address: str) -> int:
     if where.path is None:
         sys.stderr.write("kward rpc: --status needs a unix:// address\n")
         return 1
-    listening, line = describe(where.path)
+    from kward.client.socket_transport import server_status
+
+    listening, line = server_status(where.path)
     (sys.stdout if listening else sys.stderr).write(("" if listening else "kward rpc: ") + line + "\n")
     return 0 if listening else 1
 

@@ -94,14 +94,13 @@ def run(env: Mapping[str, str], cwd: str, out: TextIO | None = None) -> int:
 def _server(report: Report, env: Mapping[str, str]) -> None:
     """A listening `kward rpc --listen unix://` at the default socket: its pid, connections
     and active turns (none listening is fine)."""
-    from kward.rpc.bridge import describe
-    from kward.rpc.listen import default_socket
+    from kward.client.socket_transport import default_address, server_status
 
-    path = default_socket(resolve_paths(env).config_dir)
+    path = default_address(resolve_paths(env).config_dir)
     if not os.path.exists(path):
         report.line("ok", "server", f"none listening on {path}")
         return
-    listening, line = describe(path)
+    listening, line = server_status(path)
     report.line("ok" if listening else "warn", "server", line)
 
 
