@@ -176,9 +176,12 @@ class Daemon:
             log.exception("a connection's server failed")
         finally:
             try:
-                client.sock.shutdown(socket.SHUT_RDWR)  # (wakes its reader)
+                client.sock.shutdown(socket.SHUT_RDWR)  # (wakes its reader, and a writer stuck on a full socket)
             except OSError:
                 pass
+            transport = client.server.transport
+            if not (transport.join_reader(JOIN_SECONDS) and transport.join_writer(JOIN_SECONDS)):
+                log.warning("a connection's reader or writer did not end")
             client.sock.close()
             with self._lock:
                 self._clients.pop(key, None)
