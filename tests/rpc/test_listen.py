@@ -365,3 +365,12 @@ def test_a_server_whose_socket_file_is_removed_exits_when_its_last_client_leaves
     assert client.request("$/ping")["pong"] is True  # (served while the client stays)
     client.close()
     assert d.wait_exit(20) == 0 and d.stderr == ""
+
+
+def test_listen_stdio_is_the_default_server(isolated_home):
+    from lib.rpc_client import RpcClient
+
+    with RpcClient(isolated_home, args=["--listen", "stdio://"]) as k:
+        caps = k.request("initialize")["capabilities"]["rpc"]["connection"]
+        assert caps["transport"] == "stdio" and k.request("$/ping")["pid"] == k.proc.pid
+        assert k.close() == 0 and k.stderr == ""
