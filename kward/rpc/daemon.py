@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_EXIT = 600.0
+MAX_CONNECTIONS = 64  # more at once are closed as they come (each costs three threads)
 POLL = 0.2  # seconds between the main thread's looks at the idle clock and the stop event
 JOIN_SECONDS = 3.0
 
@@ -135,6 +136,12 @@ class Daemon:
             sock.setblocking(True)
             if not same_user(sock):
                 log.warning("a connection from another user was refused")
+                sock.close()
+                continue
+            with self._lock:
+                full = len(self._clients) >= MAX_CONNECTIONS
+            if full:
+                log.warning("a connection was refused: %d clients are connected already", MAX_CONNECTIONS)
                 sock.close()
                 continue
             try:

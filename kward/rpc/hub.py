@@ -133,13 +133,17 @@ class Hub:
         with self._lock:
             return list(self._sessions.get(session_id, ()))
 
-    def answered(self, conn: Connection, method: str, result: Any) -> None:
-        """A request of `conn` succeeded with `result`: a session it opened or a turn it
-        started attaches it (and makes it the turn's owner)."""
+    def answered(self, conn: Connection, method: str, params: Any, result: Any) -> None:
+        """A request of `conn` (`params`) succeeded with `result`: a session it opened or a
+        turn it started attaches it (and makes it the turn's owner); a session closed or
+        deleted is routed to nobody any more."""
         if not isinstance(result, dict):
             return
         if method in OPENS and isinstance(result.get("id"), str):
             self.attach(conn, result["id"])
+        elif method in ("sessions/close", "sessions/delete") and isinstance(params, dict) \
+                and isinstance(params.get("sessionId"), str):
+            self.forget_session(params["sessionId"])
         elif method == "turns/start" and isinstance(result.get("sessionId"), str) and isinstance(result.get("id"), str):
             self.attach(conn, result["sessionId"])
             with self._lock:
@@ -147,6 +151,14 @@ class Hub:
                 if entry is not None:
                     entry.turns.add(result["id"])
                     self._owners[result["id"]] = (conn, result["sessionId"])
+
+    def forget_session(self, session_id: str) -> None:
+        """The RPC id `session_id` is gone (closed or deleted): nobody hears it any more."""
+        with self._lock:
+            for conn in self._sessions.pop(session_id, ()):
+                entry = self._conns.get(conn)
+                if entry is not None:
+                    entry.sessions.discard(session_id)
 
     def forget_turn(self, turn_id: str) -> None:
         """A turn ended: it has no owner any more."""

@@ -251,7 +251,7 @@ class RpcServer:
             if hub is not None:
                 hub.local.conn = self.conn  # (whose turns `admit` judges)
                 if method == "turns/start" and isinstance(call.params.raw.get("sessionId"), str):
-                    hub.attach(self.conn, call.params.raw["sessionId"])  # before its first event
+                    self._attach_known(hub, call.params.raw["sessionId"])  # before its first event
             result = self.methods.handler(method)(call)
         except Exception as exc:
             err = as_kward_error(exc)
@@ -271,12 +271,21 @@ class RpcServer:
         if spec.opens_session:
             self._session_opened = True
         if hub is not None:
-            hub.answered(self.conn, method, result)
+            hub.answered(self.conn, method, call.params.raw, result)
         if not is_request:
             return
         with self._claim(token) as mine:
             if mine:
                 self._answer(method, spec, call, result)
+
+    def _attach_known(self, hub: Hub, session_id: str) -> None:
+        """Attach this connection to `session_id` when the runtime has it open (an unknown id
+        is answered by the handler; it leaves nothing in the hub)."""
+        try:
+            self.runtime.session(session_id)
+        except KwardError:
+            return
+        hub.attach(self.conn, session_id)
 
     @contextlib.contextmanager
     def _claim(self, token: int | None) -> Iterator[bool]:

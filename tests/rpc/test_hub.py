@@ -33,8 +33,8 @@ def test_events_go_to_the_attached_connections_only(connection):
     a, b = connection(), connection()
     hub.add(a, lambda: None)
     hub.add(b, lambda: None)
-    hub.answered(a, "sessions/create", {"id": "s1"})
-    hub.answered(b, "sessions/create", {"id": "s2"})
+    hub.answered(a, "sessions/create", {}, {"id": "s1"})
+    hub.answered(b, "sessions/create", {}, {"id": "s2"})
     hub.publish_turn_event(event("s1"))
     assert a.outbox.pending_bytes > 0 and b.outbox.pending_bytes == 0
     hub.attach(b, "s1")
@@ -42,6 +42,8 @@ def test_events_go_to_the_attached_connections_only(connection):
     assert b.outbox.pending_bytes > 0
     assert hub.detach(b, "s1") and not hub.detach(b, "s1")
     assert hub.remove(a) == set() and hub.attached("s1") == []
+    hub.answered(b, "sessions/close", {"sessionId": "s2"}, {"closed": True})
+    assert hub.attached("s2") == [] and not hub.detach(b, "s2")
 
 
 def test_a_connection_past_its_high_water_mark_is_refused_new_turns_the_others_are_not(connection):
@@ -49,7 +51,7 @@ def test_a_connection_past_its_high_water_mark_is_refused_new_turns_the_others_a
     slow, fine = connection(high_water=100), connection(high_water=100)
     hub.add(slow, lambda: None)
     hub.add(fine, lambda: None)
-    hub.answered(slow, "sessions/create", {"id": "s"})
+    hub.answered(slow, "sessions/create", {}, {"id": "s"})
     hub.publish_turn_event(event("s"))  # (nobody reads `slow`: its output waits)
     hub.local.conn = slow
     with pytest.raises(Overloaded):
@@ -65,7 +67,7 @@ def test_a_connection_far_behind_is_dropped_at_once_without_stalling_anyone(conn
     stopped = []
     big = connection(high_water=10, limit=100)
     hub.add(big, lambda: stopped.append(big))
-    hub.answered(big, "sessions/create", {"id": "s"})
+    hub.answered(big, "sessions/create", {}, {"id": "s"})
     old = hubmod.DROP_BYTES
     hubmod.DROP_BYTES = 500
     try:

@@ -374,3 +374,37 @@ def test_listen_stdio_is_the_default_server(isolated_home):
         caps = k.request("initialize")["capabilities"]["rpc"]["connection"]
         assert caps["transport"] == "stdio" and k.request("$/ping")["pid"] == k.proc.pid
         assert k.close() == 0 and k.stderr == ""
+
+
+def test_at_most_64_clients_at_once(daemon):
+    from kward.rpc.daemon import MAX_CONNECTIONS
+
+    d = daemon()
+    held = []
+    try:
+        for _ in range(MAX_CONNECTIONS):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(d.path)
+            held.append(s)
+        extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        extra.connect(d.path)
+        extra.settimeout(10)
+        assert extra.recv(100) == b""  # closed at once, unserved
+        extra.close()
+    finally:
+        for s in held:
+            s.close()
+    assert wait_until(lambda: _fresh_ping(d), 20, "a client served again once the others left")
+
+
+def _fresh_ping(d):
+    """A `$/ping` on a new connection (None: it was refused, the others not gone yet)."""
+    from lib.daemon_helpers import SocketClient
+
+    client = SocketClient(d.path)
+    try:
+        return client.request("$/ping", timeout=2)["pong"]
+    except Exception:
+        return None
+    finally:
+        client.close()
