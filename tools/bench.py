@@ -85,12 +85,12 @@ while True:
 '''
 
 
-def round_trips(client: Client, n: int) -> list[float]:
-    """`n` sequential `workspace/info` requests through kward.client; each one's seconds."""
+def round_trips(client: Client, n: int, method: str = "workspace/info") -> list[float]:
+    """`n` sequential `method` requests through kward.client; each one's seconds."""
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
-        client.request("workspace/info")
+        client.request(method)
         out.append(time.perf_counter() - t0)
     return out
 

@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from bench import round_trips  # noqa: E402
 from kward.client import Client  # noqa: E402
 from lib.rpc_client import kward_env  # noqa: E402
 from lib.scripts import text, wait_for_steer, write_script  # noqa: E402
@@ -36,14 +37,9 @@ Row = dict
 
 
 def _pings(client: Client, n: int) -> list[float]:
-    for _ in range(20):
-        client.request("$/ping")
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        client.request("$/ping")
-        times.append(time.perf_counter() - t0)
-    return times
+    """`n` timed `$/ping` round trips, after 20 unmeasured ones."""
+    round_trips(client, 20, "$/ping")
+    return round_trips(client, n, "$/ping")
 
 
 def _daemon(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:

@@ -56,7 +56,7 @@ class ServerStatus:
 
 
 class _Server:
-    __slots__ = ("config", "state", "error", "client", "tools", "logged")
+    __slots__ = ("config", "state", "error", "client", "tools", "logged", "started")
 
     def __init__(self, config: ServerConfig):
         self.config = config
@@ -65,6 +65,7 @@ class _Server:
         self.client: McpClient | None = None
         self.tools: tuple[McpTool, ...] = ()
         self.logged: str | None = None  # the last failure logged (each is logged once)
+        self.started = False  # `start()` started it at least once
 
 
 class McpManager:
@@ -74,7 +75,6 @@ class McpManager:
         self._start_timeout = start_timeout
         self._lock = threading.Lock()
         self._servers = [_Server(config) for config in servers]
-        self._idle = {id(s) for s in self._servers if s.state == "starting"}  # never started yet
         self._threads: set[threading.Thread] = set()
         self._listeners: list[Callable[[], None]] = []
         self._closed = False
@@ -102,12 +102,11 @@ class McpManager:
             if self._closed:
                 return
             for server in self._servers:
-                fresh = id(server) in self._idle
                 if server.config.problem or not server.config.enabled:
                     continue
-                if not fresh and (server.state != "failed" or not retry):
+                if server.started and (server.state != "failed" or not retry):
                     continue
-                self._idle.discard(id(server))
+                server.started = True
                 server.state, server.client = "starting", None
                 self._spawn(self._connect, server, name="kward-mcp-start")
                 started = True

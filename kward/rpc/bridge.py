@@ -168,8 +168,9 @@ class Bridge:
         return 1
 
 
-def status(address: str) -> int:
-    """`kward rpc --status [ADDRESS]`: one line; 0 when a server listens there, else 1."""
+def _socket_path(address: str, option: str) -> str | None:
+    """The socket path `address` names (``unix://`` alone: the default one), or None after
+    saying on stderr why there is none."""
     from kward.config.store import resolve_paths
     from kward.rpc.listen import AddressError, parse_address
 
@@ -177,38 +178,37 @@ def status(address: str) -> int:
         where = parse_address(address or "unix://", resolve_paths(os.environ).config_dir)
     except AddressError as exc:
         sys.stderr.write(f"kward rpc: {exc}\n")
-        return 1
+        return None
     if where.path is None:
-        sys.stderr.write("kward rpc: --status needs a unix:// address\n")
-        return 1
+        sys.stderr.write(f"kward rpc: {option} needs a unix:// address\n")
+    return where.path
+
+
+def status(address: str) -> int:
+    """`kward rpc --status [ADDRESS]`: one line; 0 when a server listens there, else 1."""
     from kward.client.socket_transport import server_status
 
-    listening, line = server_status(where.path)
+    path = _socket_path(address, "--status")
+    if path is None:
+        return 1
+    listening, line = server_status(path)
     (sys.stdout if listening else sys.stderr).write(("" if listening else "kward rpc: ") + line + "\n")
     return 0 if listening else 1
 
 
 def run(address: str, *, attach: bool, rpc_args: list[str], idle_exit: float | None = None) -> int:
     """The bridge's `kward rpc` (see the module doc)."""
-    from kward.config.store import resolve_paths
-    from kward.rpc.listen import AddressError, parse_address
-
-    try:
-        where = parse_address(address, resolve_paths(os.environ).config_dir)
-    except AddressError as exc:
-        sys.stderr.write(f"kward rpc: {exc}\n")
-        return 1
-    if where.path is None:
-        sys.stderr.write("kward rpc: --connect and --attach need a unix:// address\n")
+    path = _socket_path(address, "--attach" if attach else "--connect")
+    if path is None:
         return 1
     try:
         try:
-            sock = connect(where.path)
+            sock = connect(path)
         except BridgeError:
             if not attach:
                 raise
-            start_server(where.path, rpc_args, idle_exit)
-            sock = connect(where.path)
+            start_server(path, rpc_args, idle_exit)
+            sock = connect(path)
     except BridgeError as exc:
         sys.stderr.write(f"kward rpc: {exc}\n")
         return 1
@@ -219,5 +219,5 @@ def run(address: str, *, attach: bool, rpc_args: list[str], idle_exit: float | N
         signal.signal(sig, lambda *_: bridge.stop())
     code = bridge.run()
     if code:
-        sys.stderr.write(f"kward rpc: the kward server at {where.path} went away\n")
+        sys.stderr.write(f"kward rpc: the kward server at {path} went away\n")
     return code
