@@ -81,7 +81,9 @@ class Hub:
             self._conns[conn] = _Entry(stop)
 
     def remove(self, conn: Connection) -> set[str]:
-        """`conn` ended: forget it; the turns it started that may still run."""
+        """`conn` ended: forget it; the turns it started that may still run. The questions
+        its turns asked go to the connections still attached to their sessions."""
+        owned: set[str] = set()
         with self._lock:
             entry = self._conns.pop(conn, None)
             if entry is None:
@@ -91,9 +93,17 @@ class Hub:
                 if attached is not None:
                     attached.discard(conn)
             for turn_id in entry.turns:
-                if self._owners.get(turn_id, (None, ""))[0] is conn:
+                found = self._owners.get(turn_id)
+                if found is not None and found[0] is conn:
                     del self._owners[turn_id]
-            return set(entry.turns)
+                    owned.add(found[1])
+            left = {sid: list(self._sessions.get(sid, ())) for sid in owned}
+        for sid, targets in left.items():
+            for request_id, questions in self.pending_questions(sid):
+                for other in targets:
+                    other.notify("ui/question", {"sessionId": sid, "questionRequestId": request_id,
+                                                 "questions": questions}, wait=False)
+        return set(entry.turns)
 
     def count(self) -> int:
         with self._lock:

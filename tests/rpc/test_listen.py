@@ -408,3 +408,21 @@ def _fresh_ping(d):
         return None
     finally:
         client.close()
+
+
+def test_a_question_goes_to_another_attached_client_when_its_turns_client_leaves(daemon):
+    d = daemon([[tool("ask_user_question", {"questions": [QUESTION]}, id="ask")], [text("chosen")]])
+    owner, watcher = d.connect(), d.connect()
+    owner.request("initialize")
+    watcher.request("initialize")
+    session = owner.session()
+    watcher.request("sessions/attach", {"sessionId": session["id"]})
+    turn = owner.start(session["id"], "ask")
+    asked = owner.wait_notification(lambda n: n["method"] == "ui/question", 20, "the question")["params"]
+    assert not [n for n in watcher.notifications if n["method"] == "ui/question"]  # (the owner's to answer)
+    owner.drop()
+    sent = watcher.wait_notification(lambda n: n["method"] == "ui/question", 20, "the question, to the watcher")
+    assert sent["params"]["questionRequestId"] == asked["questionRequestId"]
+    watcher.request("ui/answerQuestion", {"sessionId": session["id"], "questionRequestId": asked["questionRequestId"],
+                                          "answers": [{"question": "Which color?", "answer": "Red"}]})
+    assert watcher.finish(turn["id"])[-1]["payload"]["status"] == "completed"
