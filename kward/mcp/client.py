@@ -215,7 +215,8 @@ class McpClient:
         try:
             self._transport.send(message, headers=headers)
             if not pending.done.wait(timeout):
-                self._cancel_at_server(request_id, f"timed out after {timeout:g} s", headers)
+                if method != "initialize":  # (the spec: initialize is never cancelled)
+                    self._cancel_at_server(request_id, f"timed out after {timeout:g} s", headers)
                 raise McpTimeout(f"no answer to {method} in {timeout:g} s")
             if pending.message is None and pending.error is None and cancel is not None and cancel.cancelled:
                 self._cancel_at_server(request_id, "the turn was cancelled", headers)

@@ -9,8 +9,9 @@ An entry that cannot be used is kept as a `ServerConfig` whose `problem` says wh
 
 `tool_name(server, tool)` is the model's name of one server's tool:
 ``mcp__<server>__<tool>`` with every character outside ``[A-Za-z0-9_-]`` replaced, at
-most 64 characters (what every provider accepts); a name that had to be changed or cut
-ends in a short hash of the original pair, so two tools never share one.
+most 64 characters (what every provider accepts); a name that had to be changed or cut,
+or whose server's name holds ``__``, ends in a short hash of the original pair, so two
+tools never share one.
 
 Pure functions over plain data (stdlib only): any thread.
 """
@@ -171,7 +172,8 @@ def tool_name(server: str, tool: str) -> str:
     """The model's name of `server`'s tool `tool` (see the module doc)."""
     plain = f"mcp__{server}__{tool}"
     safe = "".join(c if c in _SAFE else "_" for c in plain)
-    if safe == plain and len(safe) <= MAX_TOOL_NAME:
+    # (a "__" inside the server's name could make two pairs one name: a__b + c, a + b__c)
+    if safe == plain and len(safe) <= MAX_TOOL_NAME and "__" not in server:
         return safe
     import hashlib  # (only for a name that must change: 2 ms at start-up otherwise)
 

@@ -29,12 +29,27 @@ from kward.cancel import CancelToken
 from kward.errors import Canceled
 from kward.mcp.client import Lost, McpError, Receive
 from kward.providers.sse import SSEError, SSEParser
+from kward.redact import redact_text
 
 log = logging.getLogger("kward.mcp")
 
 CONNECT_TIMEOUT = 10.0
 MAX_BODY_BYTES = 16 * 1024 * 1024
 JOIN_SECONDS = 2.0
+
+
+def shown_url(url: str) -> str:
+    """`url` as messages and logs show it: scheme, host and path (a query or user info may
+    hold a key: ``?exaApiKey=...``)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an MCP endpoint)"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 class HttpTransport:
@@ -63,6 +78,15 @@ class HttpTransport:
         self._version = version
 
     def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
+        """A request is POSTed on a thread of its own (its answer may stream); a notification
+        or a response is POSTed before this returns, so what follows it reaches the server
+        after it (``notifications/initialized`` before ``tools/list``)."""
+        if not ("method" in message and "id" in message):
+            with self._lock:
+                if self._closed:
+                    raise McpError("the connection was closed")
+            self._post(message, dict(headers or {}), CancelToken(), own_thread=False)
+            return
         token = CancelToken()
         thread = threading.Thread(target=self._post, args=(message, dict(headers or {}), token),
                                   name="kward-mcp-http", daemon=True)
@@ -79,17 +103,19 @@ class HttpTransport:
         for token in tokens:
             token.cancel()
 
-    def _post(self, message: dict[str, Any], headers: dict[str, str], token: CancelToken) -> None:
+    def _post(self, message: dict[str, Any], headers: dict[str, str], token: CancelToken, *,
+              own_thread: bool = True) -> None:
         try:
             self._exchange(message, headers, token)
         except Canceled:
             pass
         except Exception as exc:  # a bug here must not take the thread's caller down
-            log.exception("MCP POST to %s failed", self._url)
+            log.exception("MCP POST to %s failed", shown_url(self._url))
             self._fail(message, f"kward could not read the answer: {type(exc).__name__}")
         finally:
-            with self._lock:
-                self._posts.pop(threading.current_thread(), None)
+            if own_thread:
+                with self._lock:
+                    self._posts.pop(threading.current_thread(), None)
 
     def _exchange(self, message: dict[str, Any], headers: dict[str, str], token: CancelToken) -> None:
         from kward.providers.http import TransportError
@@ -105,7 +131,8 @@ class HttpTransport:
             stream = self._http.open_stream(self._url, headers=h, body=message, cancel=token,
                                             connect_timeout=CONNECT_TIMEOUT, idle_timeout=self._idle_timeout)
         except TransportError as exc:
-            self._fail(message, f"could not connect to {self._url}" if exc.phase == "connect" else str(exc))
+            self._fail(message, f"could not connect to {shown_url(self._url)}" if exc.phase == "connect"
+                       else redact_text(str(exc)))
             return
         with stream:
             status = stream.status
@@ -126,7 +153,10 @@ class HttpTransport:
                 return
             kind = stream.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if kind == "text/event-stream":
-                self._read_events(stream)
+                error = self._read_events(stream, message.get("id"))
+                if error is not None:
+                    self._fail(message, error)
+                    return
             elif kind == "application/json":
                 body = stream.read_text(MAX_BODY_BYTES + 1)
                 if len(body) > MAX_BODY_BYTES:
@@ -142,26 +172,37 @@ class HttpTransport:
                 return
         self._fail(message, "the server ended the answer without a result")
 
-    def _read_events(self, stream: Any) -> None:
+    def _read_events(self, stream: Any, request_id: object) -> str | None:
+        """Deliver the stream's messages until the answer to `request_id` came (the stream
+        is left then: a server may keep it open) or it ended; the error text when it broke."""
+        from kward.providers.http import TransportError
+
         parser = SSEParser(max_line=MAX_BODY_BYTES)
         try:
             for chunk in stream.chunks():
                 for event in parser.feed(chunk):
-                    self._event(event.data)
+                    if self._event(event.data, request_id):
+                        return None
             for event in parser.close():
-                self._event(event.data)
+                self._event(event.data, request_id)
         except SSEError as exc:
-            log.warning("MCP server %s: %s", self._url, exc)
+            log.warning("MCP server %s: %s", shown_url(self._url), exc)
+            return str(exc)
+        except TransportError as exc:
+            return f"the answer broke off: {exc}"
+        return None
 
-    def _event(self, data: str) -> None:
+    def _event(self, data: str, request_id: object) -> bool:
+        """Deliver one event's message; True when it answered `request_id`."""
         if not data.strip():
-            return
+            return False
         try:
             message = json.loads(data)
         except ValueError:
-            log.warning("MCP server %s sent an event that is not JSON", self._url)
-            return
+            log.warning("MCP server %s sent an event that is not JSON", shown_url(self._url))
+            return False
         self._deliver(message)
+        return isinstance(message, dict) and message.get("id") == request_id and "method" not in message
 
     def _deliver(self, message: Any) -> None:
         if self._receive is not None:
@@ -174,7 +215,7 @@ class HttpTransport:
             self._receive({"jsonrpc": "2.0", "id": message["id"], "error": {"message": text}})
         elif "method" not in message or "id" not in message:
             if not text.startswith("HTTP 20"):
-                log.debug("MCP %s: %s", self._url, text)
+                log.debug("MCP %s: %s", shown_url(self._url), text)
 
     def close(self) -> None:
         with self._lock:
@@ -184,12 +225,16 @@ class HttpTransport:
             session, posts = self._session_id, dict(self._posts)
         for token, _ in posts.values():
             token.cancel()
+        current = threading.current_thread()  # (a POST's own thread closes when it learns the session ended)
         for thread in posts:
-            thread.join(JOIN_SECONDS)
+            if thread is not current:
+                thread.join(JOIN_SECONDS)
         if session is not None:
+            headers = {**self._headers, "Mcp-Session-Id": session}
+            if self._version is not None:
+                headers["MCP-Protocol-Version"] = self._version
             try:
-                self._http.session.delete(self._url, headers={**self._headers, "Mcp-Session-Id": session},
-                                          timeout=2.0)
+                self._http.session.delete(self._url, headers=headers, timeout=2.0, allow_redirects=False)
             except Exception:  # the server may be gone: nothing to end
-                log.debug("MCP DELETE %s failed", self._url, exc_info=True)
+                log.debug("MCP DELETE %s failed", shown_url(self._url))
         self._http.close()

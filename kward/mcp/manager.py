@@ -174,13 +174,14 @@ class McpManager:
         with self._lock:
             if client is None or server.client is not client:
                 return
-            was_ready = server.state == "ready"
+            was = server.state
             server.state, server.error, server.client, server.tools = "failed", reason, None, ()
-        if was_ready:
-            log.warning("MCP server %s went away: %s", server.config.name, reason, extra=SHOWN_ELSEWHERE)
+            first_time, server.logged = server.logged != reason, reason
+        if first_time:
+            log.warning("MCP server %s %s: %s", server.config.name,
+                        "went away" if was == "ready" else "is unavailable", reason, extra=SHOWN_ELSEWHERE)
         client.close()
-        if was_ready:
-            self._changed()
+        self._changed()
 
     def _list_again(self, server: _Server, client: McpClient | None) -> None:
         """A client's transport thread: the server's tool list changed."""

@@ -13,18 +13,20 @@ process group gets SIGTERM, then SIGKILL; the child is reaped and both reader th
 joined. A server that ends on its own (EOF on stdout) is reported through `lost` with its
 exit status; the owner then calls `close()`.
 
-Thread contract: `send` may run on any thread (`_write_lock` orders the lines; `_state_lock`
-guards the closed flag); the
-reader thread (``kward-mcp-<name>``) delivers every message and calls `lost` once; the
-stderr thread only logs. `close` may run on any thread, the reader included (it does not
+Thread contract: `send` may run on any thread and never blocks: it queues the line for the
+writer thread (``kward-mcp-<name>-writer``), which writes them in order; `_state_lock`
+guards the closed flag and the start; the reader thread (``kward-mcp-<name>``) delivers
+every message and calls `lost` once; the stderr thread only logs. `close` may run on any thread, the reader included (it does not
 join itself).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import queue
 import signal
 import threading
 from typing import IO, TYPE_CHECKING, Any, Mapping
@@ -51,7 +53,8 @@ class StdioTransport:
         assert config.command is not None
         self._config = config
         self._proc: subprocess.Popen[bytes] | None = None
-        self._write_lock = threading.Lock()
+        self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()  # to the writer thread
+        self._broken = False  # the writer could not write (the server is gone or closed its input)
         self._state_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -68,12 +71,16 @@ class StdioTransport:
         config = self._config
         assert config.command is not None
         cwd = os.path.expanduser(config.cwd) if config.cwd else None
-        self._proc = spawn(list(config.command), stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd,
-                           env=child_environment(dict(config.env)), start_new_session=True, bufsize=0)
+        with self._state_lock:  # (a close() racing this start either comes first or sees the process)
+            if self._closed:
+                raise OSError(errno.ECANCELED, "closed before it started")
+            self._proc = spawn(list(config.command), stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd,
+                               env=child_environment(dict(config.env)), start_new_session=True, bufsize=0)
         proc = self._proc
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         for name, target, args in ((f"kward-mcp-{config.name}", self._read, (proc.stdout, receive, lost)),
-                                   (f"kward-mcp-{config.name}-stderr", self._log_stderr, (proc.stderr,))):
+                                   (f"kward-mcp-{config.name}-stderr", self._log_stderr, (proc.stderr,)),
+                                   (f"kward-mcp-{config.name}-writer", self._write_loop, (proc.stdin,))):
             thread = threading.Thread(target=target, args=args, name=name[:60], daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -128,15 +135,24 @@ class StdioTransport:
             pass
 
     def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
-        proc = self._proc
-        if proc is None or proc.stdin is None or self._closed:
-            raise McpError("the server is not running")
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        with self._write_lock:
+        """Queue one line for the writer thread: never waits for the server to read (a
+        server that stops reading cannot hold a turn past its call's timeout or cancel)."""
+        if self._proc is None or self._closed or self._broken:
+            raise McpError("the server is not running" if not self._broken
+                           else "the server is not reading its input (it exited?)")
+        self._lines.put(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+
+    def _write_loop(self, stream: IO[bytes]) -> None:
+        """The writer thread: the queued lines, in order, until the end (None) or a broken pipe."""
+        while True:
+            data = self._lines.get()
+            if data is None:
+                return
             try:
-                _write_all(proc.stdin, data)
+                _write_all(stream, data)
             except (OSError, ValueError):
-                raise McpError("the server is not reading its input (it exited?)") from None
+                self._broken = True
+                return
 
     def abandon(self, request_id: int) -> None:
         """Nothing to stop: answers arrive on the one stdout stream."""
@@ -152,9 +168,15 @@ class StdioTransport:
         proc = self._proc
         if proc is None:
             return
+        self._lines.put(None)  # the writer writes what is queued, then ends
+        writer = self._threads[2]
+        writer.join(CLOSE_GRACE)
+        if writer.is_alive():  # the server stopped reading: ending it breaks the pipe
+            self._end(proc)
+            writer.join(2.0)
         try:
-            if proc.stdin is not None:
-                proc.stdin.close()
+            if proc.stdin is not None and not writer.is_alive():
+                proc.stdin.close()  # the spec's polite end (then TERM and KILL, if it does not go)
         except OSError:
             pass
         self._end(proc)
@@ -166,7 +188,7 @@ class StdioTransport:
                     log.warning("MCP server %s: %s did not end", self._config.name, thread.name)
         for stream in (proc.stdout, proc.stderr):
             try:
-                if stream is not None and not any(t.is_alive() for t in self._threads):
+                if stream is not None and not any(t.is_alive() for t in self._threads if t is not current):
                     stream.close()
             except OSError:
                 pass
@@ -176,6 +198,8 @@ class StdioTransport:
 
         from kward.processes.children import wait_child
 
+        if self._reaped:  # (a second call: the pid may belong to another process by now)
+            return
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None:
                 try:
@@ -195,6 +219,7 @@ class StdioTransport:
             pass
         if proc.returncode is not None:
             wait_child(proc)
+            self._reaped = True
 
 
 class _TooLong(Exception):
@@ -207,14 +232,17 @@ class _Lines:
     def __init__(self, stream: IO[bytes]):
         self._fd = stream.fileno()
         self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no newline
 
     def next_line(self, limit: int) -> bytes | None:
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", self._scanned)
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[:end + 1]
+                self._scanned = 0
                 return line
+            self._scanned = len(self._buffer)
             if len(self._buffer) > limit:
                 raise _TooLong()
             chunk = os.read(self._fd, 65536)

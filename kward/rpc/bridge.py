@@ -101,17 +101,20 @@ class Bridge:
 
     def _up(self) -> None:
         frames = FrameReader(self.stdin, MAX_FRAME)
-        try:
-            while True:
+        while True:
+            try:
                 body = frames.read()
-                if body is None:
-                    break
-                if isinstance(body, FrameFault):  # relayed as the server would see it: a broken frame
-                    continue
-                self._note_shutdown(body)
+            except OSError:  # stdin broke: the UI is gone, as at its end
+                body = None
+            if body is None:
+                break
+            if isinstance(body, FrameFault):  # (a broken frame of the UI's: dropped)
+                continue
+            self._note_shutdown(body)
+            try:
                 self.sock.sendall(encode_frame(body))
-        except OSError:
-            pass
+            except OSError:  # the server went away: the relay down ends and says so
+                return
         self.input_ended.set()
         try:
             self.sock.shutdown(socket.SHUT_WR)  # the server sees the UI's end of input

@@ -26,10 +26,9 @@ from kward.rpc.transport import WRITER_FAILED, Transport
 from kward.runtime import Runtime
 
 if TYPE_CHECKING:  # pragma: no cover
-    import socket
-
     from kward.model import EventPayload
     from kward.rpc.daemon import Daemon
+    from kward.rpc.listen import Listening
     from kward.rpc.approvals import RpcApprover
     from kward.rpc.warmup import WarmUp
 
@@ -99,9 +98,9 @@ def build_server(stdin: BinaryIO, stdout: BinaryIO, setup: Setup | None = None, 
     return RpcServer(transport, pool, table, runtime, conn, make_warm_up)
 
 
-def build_daemon(listener: "socket.socket", path: str, setup: Setup, *, methods: MethodTable | None = None,
+def build_daemon(listener: "Listening", path: str, setup: Setup, *, methods: MethodTable | None = None,
                  idle_exit: float | None = None) -> "Daemon":
-    """A listening server on `listener` (bound at `path`, `kward.rpc.listen`): one runtime
+    """A listening server on `listener` (bound at `path`, `kward.rpc.listen.listen`): one runtime
     and pool for every connection, routed by a hub (`kward.rpc.daemon`, `kward.rpc.hub`)."""
     from kward.rpc.daemon import DEFAULT_IDLE_EXIT, Daemon
     from kward.rpc.hub import Hub, HubApprover

@@ -87,6 +87,9 @@ class Connection:
         # the turns this client started when it goes away (initialize's closeBehavior)
         self.hub: Hub | None = None
         self.close_behavior = "keepTurns"
+        # False (a listening server's): nothing sent to this client ever waits for room; the
+        # hub paces turns and drops a client too far behind, so one never stalls another
+        self.paced = True
 
     def send(self, message: dict[str, Any], *, urgent: bool, raw: bool = False, wait: bool = True,
              policy: str = redaction.FULL) -> None:
@@ -141,7 +144,7 @@ class Connection:
         never blocks (the dispatcher, and callers that paced themselves). `urgent` puts it
         in the responses' lane (kept in order with them, ahead of queued notifications)."""
         if self.wants(method, type_):
-            self.send(protocol.notification(method, params), urgent=urgent, wait=wait,
+            self.send(protocol.notification(method, params), urgent=urgent, wait=wait and self.paced,
                       policy=redaction.NOTIFICATIONS.get(method, redaction.FULL))
 
     # --- capabilities ------------------------------------------------------------------

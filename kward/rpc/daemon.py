@@ -35,6 +35,7 @@ from kward.rpc.server import RpcServer
 from kward.rpc.transport import SIGNAL, WRITER_FAILED, Transport
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kward.rpc.listen import Listening
     from kward.rpc.method_table import MethodTable
     from kward.rpc.pool import WorkerPool
     from kward.runtime import Runtime
@@ -59,10 +60,10 @@ class _Client:
 
 
 class Daemon:
-    def __init__(self, listener: socket.socket, path: str, *, runtime: Runtime, pool: WorkerPool,
+    def __init__(self, listening: Listening, path: str, *, runtime: Runtime, pool: WorkerPool,
                  methods: MethodTable, hub: Hub, secrets: Any, max_frame_bytes: int,
                  idle_exit: float = DEFAULT_IDLE_EXIT):
-        self.listener = listener
+        self.listener = listening.sock
         self.path = path
         self.runtime = runtime
         self.pool = pool
@@ -76,7 +77,7 @@ class Daemon:
         self._next = 0
         self._idle_since = time.monotonic()
         self._stop = threading.Event()
-        self._inode = os.stat(path).st_ino
+        self._inode = listening.inode  # the socket file this server made (dev, ino)
         self._acceptor = threading.Thread(target=self._accept_loop, name="kward-accept", daemon=True)
 
     def stop(self) -> None:
@@ -118,9 +119,10 @@ class Daemon:
 
     def _still_ours(self) -> bool:
         try:
-            return os.stat(self.path).st_ino == self._inode
+            info = os.lstat(self.path)
         except OSError:
             return False
+        return (info.st_dev, info.st_ino) == self._inode
 
     def _accept_loop(self) -> None:
         from kward.rpc.listen import same_user
@@ -131,8 +133,12 @@ class Daemon:
                 sock, _ = self.listener.accept()
             except socket.timeout:
                 continue
-            except OSError:  # the listener was closed: the end
-                return
+            except OSError as exc:
+                if self._stop.is_set():  # the listener was closed: the end
+                    return
+                log.warning("accepting a connection failed (%s): trying again", exc.strerror or exc)
+                self._stop.wait(POLL)  # (out of descriptors: give the others time to close theirs)
+                continue
             sock.setblocking(True)
             if not same_user(sock):
                 log.warning("a connection from another user was refused")
@@ -157,6 +163,7 @@ class Daemon:
                               on_writer_failed=lambda: transport.inbox.put_control(WRITER_FAILED))
         conn = Connection(transport.outbox, self._secrets)
         conn.hub = self.hub
+        conn.paced = False
         conn.describe_capabilities = lambda: self._capabilities(conn)
         server = RpcServer(transport, self.pool, self.methods, self.runtime, conn, hub=self.hub,
                            on_closed=self._closed, on_shutdown=self.stop)

@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 DROP_BYTES = 32 << 20  # unsent output past which a connection is dropped at once (twice the outbox's limit)
 STALL_SECONDS = 5.0  # how long a turn waits for a connection 16 MiB behind before dropping it
 OPENS = frozenset({"sessions/create", "sessions/resume", "sessions/clone", "sessions/fork"})
+FINISHED_KEPT = 1024
 
 
 class _Entry:
@@ -70,6 +71,8 @@ class Hub:
         self._conns: dict[Connection, _Entry] = {}
         self._sessions: dict[str, set[Connection]] = {}
         self._owners: dict[str, tuple[Connection, str]] = {}  # turn id -> (who started it, its session id)
+        self._finished: dict[str, None] = {}  # turns that ended before their owner was known (bounded, oldest first)
+        self._attaches = 0  # attaches so far (a waiting approval sees one that came between its looks)
         self.local = threading.local()
         # the runtime's pending questions of a session (set once the runtime is built)
         self.pending_questions: Callable[[str], list[tuple[str, list[dict[str, Any]]]]] = lambda _sid: []
@@ -89,9 +92,7 @@ class Hub:
             if entry is None:
                 return set()
             for sid in entry.sessions:
-                attached = self._sessions.get(sid)
-                if attached is not None:
-                    attached.discard(conn)
+                self._unroute(sid, conn)
             for turn_id in entry.turns:
                 found = self._owners.get(turn_id)
                 if found is not None and found[0] is conn:
@@ -123,6 +124,7 @@ class Hub:
             fresh = session_id not in entry.sessions
             entry.sessions.add(session_id)
             self._sessions.setdefault(session_id, set()).add(conn)
+            self._attaches += 1
             self._attached.notify_all()
         if fresh:
             for request_id, questions in self.pending_questions(session_id):
@@ -136,8 +138,16 @@ class Hub:
             if entry is None or session_id not in entry.sessions:
                 return False
             entry.sessions.discard(session_id)
-            self._sessions.get(session_id, set()).discard(conn)
+            self._unroute(session_id, conn)
             return True
+
+    def _unroute(self, session_id: str, conn: Connection) -> None:
+        """Under `_lock`: `conn` no longer hears `session_id` (an empty entry goes)."""
+        attached = self._sessions.get(session_id)
+        if attached is not None:
+            attached.discard(conn)
+            if not attached:
+                del self._sessions[session_id]
 
     def attached(self, session_id: str) -> list[Connection]:
         with self._lock:
@@ -149,18 +159,22 @@ class Hub:
         deleted is routed to nobody any more."""
         if not isinstance(result, dict):
             return
-        if method in OPENS and isinstance(result.get("id"), str):
-            self.attach(conn, result["id"])
+        opened = result.get("session") if method == "sessions/fork" else result  # (fork: {session, text, ...})
+        if method in OPENS and isinstance(opened, dict) and isinstance(opened.get("id"), str):
+            self.attach(conn, opened["id"])
         elif method in ("sessions/close", "sessions/delete") and isinstance(params, dict) \
                 and isinstance(params.get("sessionId"), str):
             self.forget_session(params["sessionId"])
         elif method == "turns/start" and isinstance(result.get("sessionId"), str) and isinstance(result.get("id"), str):
             self.attach(conn, result["sessionId"])
+            turn_id = result["id"]
             with self._lock:
                 entry = self._conns.get(conn)
-                if entry is not None:
-                    entry.turns.add(result["id"])
-                    self._owners[result["id"]] = (conn, result["sessionId"])
+                # (a steer answers with the running turn: its owner stays who started it; a
+                # turn that ended before this answer was handled gets none)
+                if entry is not None and turn_id not in self._owners and turn_id not in self._finished:
+                    entry.turns.add(turn_id)
+                    self._owners[turn_id] = (conn, result["sessionId"])
 
     def forget_session(self, session_id: str) -> None:
         """The RPC id `session_id` is gone (closed or deleted): nobody hears it any more."""
@@ -174,7 +188,11 @@ class Hub:
         """A turn ended: it has no owner any more."""
         with self._lock:
             found = self._owners.pop(turn_id, None)
-            if found is not None and found[0] in self._conns:
+            if found is None:
+                self._finished[turn_id] = None
+                while len(self._finished) > FINISHED_KEPT:
+                    del self._finished[next(iter(self._finished))]
+            elif found[0] in self._conns:
                 self._conns[found[0]].turns.discard(turn_id)
 
     # --- what the runtime is built with ---------------------------------------------
@@ -273,13 +291,21 @@ class Hub:
             return owner
         return attached[0] if attached else None
 
-    def wait_attached(self, until: float, cancel: CancelToken) -> None:
-        """Block until a connection attaches somewhere, `until` passes or `cancel` fires."""
+    def attaches(self) -> int:
+        """How many attaches there were so far (for `wait_attached`)."""
+        with self._lock:
+            return self._attaches
+
+    def wait_attached(self, seen: int, until: float, cancel: CancelToken) -> None:
+        """Block until a connection attached since `attaches()` was `seen`, `until` passes or
+        `cancel` fires."""
         forget = cancel.on_cancel(self._wake)
         try:
             with self._lock:
-                left = until - time.monotonic()
-                if left > 0 and not cancel.cancelled:
+                while self._attaches == seen and not cancel.cancelled:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
                     self._attached.wait(left)
         finally:
             forget()
@@ -318,11 +344,12 @@ class HubApprover:
 
         while True:
             left = until - time.monotonic()
+            seen = self.hub.attaches()
             conn = self.hub.approver_for(request.session_id, request.turn_id, METHOD)
             if conn is None:
                 if left <= 0 or cancel.cancelled:
                     return decision_of(Reply(CLIENT_GONE), timeout)
-                self.hub.wait_attached(until, cancel)
+                self.hub.wait_attached(seen, until, cancel)
                 continue
             reply = conn.requests.ask(METHOD, params, timeout=max(0.0, left), cancel=cancel, announce=first_announce)
             if reply.outcome == CLIENT_GONE and until - time.monotonic() > 0 and not cancel.cancelled:

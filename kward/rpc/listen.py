@@ -98,11 +98,37 @@ def _private_dir(directory: Path, *, narrow: bool) -> None:
         os.chmod(directory, 0o700)  # (kward's own, under its config directory: narrowed, as config.json is)
 
 
-def listen(path: str, *, narrow_dir: bool = False) -> socket.socket:
+class Listening(NamedTuple):
+    """A bound, listening socket and the identity of the file it made (`inode`: (dev, ino)),
+    so that its server removes only its own socket file at the end."""
+
+    sock: socket.socket
+    inode: tuple[int, int]
+
+
+def listen(path: str, *, narrow_dir: bool = False) -> Listening:
     """A listening Unix socket at `path` (see the module doc; `narrow_dir`: the directory is
-    kward's own, narrowed to 0700 when open to others). Raises AlreadyServed, ListenError."""
+    kward's own, narrowed to 0700 when open to others). Raises AlreadyServed, ListenError.
+    Two servers starting at once on one path are serialized by a lock on ``PATH.lock``
+    (held from the probe of a socket already there to the bind), so only one of them
+    replaces a stale socket and the other finds it served."""
+    import fcntl
+
     target = Path(path)
     _private_dir(target.parent, narrow=narrow_dir)
+    try:
+        lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise ListenError(exc.errno, f"cannot make {path}.lock: {exc.strerror}") from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _bind(target, path)
+    finally:
+        os.close(lock)  # (the lock goes with it)
+
+
+def _bind(target: Path, path: str) -> Listening:
+    """Under the path's lock: replace a stale socket, bind, listen."""
     try:
         info = os.lstat(target)
     except FileNotFoundError:
@@ -128,8 +154,9 @@ def listen(path: str, *, narrow_dir: bool = False) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
+    info = os.lstat(path)
     sock.listen(BACKLOG)
-    return sock
+    return Listening(sock, (info.st_dev, info.st_ino))
 
 
 def _answers(path: str) -> bool:
@@ -148,11 +175,14 @@ def _answers(path: str) -> bool:
 
 
 def connect(path: str, timeout: float | None = None) -> socket.socket:
-    """A connection to the server listening at `path`. Raises OSError."""
+    """A connection to the server listening at `path`, which must run as this user (a
+    socket someone else put there is refused: PermissionError). Raises OSError."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
+        if not same_user(sock):
+            raise PermissionError(errno.EPERM, f"the server at {path} runs as another user: not used")
     except OSError:
         sock.close()
         raise

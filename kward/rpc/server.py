@@ -254,6 +254,8 @@ class RpcServer:
                     self._attach_known(hub, call.params.raw["sessionId"])  # before its first event
             result = self.methods.handler(method)(call)
         except Exception as exc:
+            if hub is not None:
+                hub.local.conn = None
             err = as_kward_error(exc)
             if isinstance(exc, Canceled) and self._stopping.is_set():  # cancelled by the stop
                 err = ShuttingDown(f"{method} was stopped by the server shutting down", data={"method": method})
@@ -271,6 +273,7 @@ class RpcServer:
         if spec.opens_session:
             self._session_opened = True
         if hub is not None:
+            hub.local.conn = None
             hub.answered(self.conn, method, call.params.raw, result)
         if not is_request:
             return
@@ -356,6 +359,8 @@ class RpcServer:
         if self.warm_up is not None:
             self.warm_up.stop()
         self.transport.outbox.stop_pacing()
+        with self._inflight_cond:  # the requests it sent before its end get their answers (if it still reads)
+            self._inflight_cond.wait_for(lambda: self._inflight == 0, timeout=STOP_BUDGET * _DRAIN_SHARE)
         assert self.hub is not None
         owned = self.hub.remove(self.conn)
         if self._on_closed is not None:

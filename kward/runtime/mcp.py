@@ -49,20 +49,25 @@ class McpRuntime:
         self._search_url: str | None = None
         self._closed = False
 
-    def _settings(self) -> McpSettings:
+    def _settings(self) -> McpSettings | None:
+        """The MCP settings now; None while config.json cannot be read (the turn reports
+        that; the servers running go on: a file half-written by an editor must not end them)."""
         try:
             return self._live.current().mcp
-        except Exception:  # an unreadable config.json: the turn reports it, MCP has none
-            return McpSettings()
+        except Exception:
+            return None
 
     def manager(self) -> McpManager | None:
         """The manager of the servers configured now (None: none are), built when the
         setting changed (the old one is closed)."""
-        servers = self._settings().servers
+        settings = self._settings()
         old = None
         with self._lock:
             if self._closed:
                 return None
+            if settings is None:  # (config.json unreadable now: the servers running stay)
+                return self._manager
+            servers = settings.servers
             if servers != self._servers or (servers and self._manager is None):
                 old, self._manager, self._servers = self._manager, None, servers
                 if servers:
@@ -93,7 +98,7 @@ class McpRuntime:
         from kward.tools.mcptools import mcp_spec
         from kward.tools.websearch import web_search_spec
 
-        settings = self._settings()
+        settings = self._settings() or McpSettings()
         manager = self.manager()
         specs = []
         taken = set(base.names(has_ui=True))
@@ -116,7 +121,7 @@ class McpRuntime:
         """One query to the web search endpoint (`kward.tools.websearch.Search`)."""
         from kward.tools.base import ToolResult
 
-        url = self._settings().web_search_url
+        url = (self._settings() or McpSettings()).web_search_url
         client = self._search_connection(url, ctx)
         if isinstance(client, str):
             return ToolResult.error(client)
@@ -134,6 +139,7 @@ class McpRuntime:
         error text when it cannot be reached."""
         from kward.mcp.client import McpClient, McpError
         from kward.mcp.config import ServerConfig
+        from kward.mcp.http import shown_url
 
         with self._lock:
             old = self._search_client
@@ -143,10 +149,10 @@ class McpRuntime:
             fresh = McpClient.open(ServerConfig(name="web_search", url=url), client_version=self._client_version,
                                    timeout=CONNECT_TIMEOUT, headers=dict(ctx.headers))
         except McpError as exc:
-            return f"web search endpoint {url} could not be reached: {exc}"
+            return f"web search endpoint {shown_url(url)} could not be reached: {exc}"
         except Exception as exc:  # a bug in the client: the model reads it, the turn goes on
             log.exception("web search connect failed")
-            return f"web search endpoint {url} could not be reached: {type(exc).__name__}: {exc}"
+            return f"web search endpoint {shown_url(url)} could not be reached: {type(exc).__name__}"
         with self._lock:
             closing = self._closed
             current = self._search_client

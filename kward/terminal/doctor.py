@@ -204,7 +204,9 @@ def _mcp(report: Report, client: Client, config: Mapping[str, Any], env: Mapping
     if not search.web_search_enabled:
         report.line("ok", "web search", "switched off (web_search.enabled: false)")
     else:
-        report.line("ok", "web search", f"web_search asks {search.web_search_url}")
+        from kward.mcp.http import shown_url
+
+        report.line("ok", "web search", f"web_search asks {shown_url(search.web_search_url)}")
 
 
 def _provider_failure(exc: RpcError, env: Mapping[str, str]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import re
 from typing import Any, Callable, NamedTuple, Sequence
 from urllib.parse import urlsplit
@@ -76,7 +77,7 @@ def run(args: Args, ctx: ToolContext, search: Search, today: _dt.date | None = N
     queries = _queries(args.data.get("queries"))
     limit = _limit(args.data.get("max_results"))
     recency = args.data.get("recency_filter")
-    if recency is not None and recency not in RECENCY_DAYS:
+    if recency is not None and (not isinstance(recency, str) or recency not in RECENCY_DAYS):
         raise ToolError(f"recency_filter must be one of {', '.join(RECENCY_DAYS)}")
     include, exclude = _domains(args.data.get("domain_filter"))
     cutoff = None
@@ -123,7 +124,8 @@ def _queries(value: object) -> list[str]:
 def _limit(value: object) -> int:
     if value is None:
         return DEFAULT_RESULTS
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value) or value < 1:
         raise ToolError(f"max_results must be an integer from 1 to {MAX_RESULTS}")
     return min(int(value), MAX_RESULTS)
 
@@ -140,7 +142,7 @@ def _domains(value: object) -> tuple[list[str], list[str]]:
         target = exclude if domain.startswith("-") else include
         domain = domain.lstrip("-").strip()
         if "://" in domain:
-            domain = urlsplit(domain).hostname or ""
+            domain = _hostname(domain)
         domain = domain.strip("./")
         if domain.startswith("www."):
             domain = domain[4:]
@@ -153,8 +155,16 @@ def _host_matches(host: str, domain: str) -> bool:
     return host == domain or host.endswith("." + domain)
 
 
+def _hostname(url: str) -> str:
+    """The host of `url`, lower case ("" for a URL that does not parse: `http://[x`)."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
 def _wanted(hit: Hit, include: Sequence[str], exclude: Sequence[str], cutoff: _dt.date | None) -> bool:
-    host = (urlsplit(hit.url).hostname or "").lower()
+    host = _hostname(hit.url)
     if host.startswith("www."):
         host = host[4:]
     if include and not any(_host_matches(host, d) for d in include):

@@ -50,6 +50,7 @@ TOOLS: list[dict[str, Any]] = [
      "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}, "steps": {"type": "integer"}}}},
     {"name": "crash", "description": "Die mid-call.", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "change_tools", "description": "Add a tool.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "stop_reading", "description": "Stop reading stdin (stdio).", "inputSchema": {"type": "object"}},
     {"name": "web_search_exa", "description": "Search the web.",
      "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "numResults": {"type": "integer"}},
                      "required": ["query"]}},
@@ -74,7 +75,9 @@ class FakeMcp:
         self._crash = crash or (lambda: os._exit(3))
         self._lock = threading.Lock()
         self._cancelled: dict[Any, threading.Event] = {}
-        self.notify: Send | None = None  # where server-initiated notifications go (stdio: stdout)
+        self.initialized = False  # notifications/initialized came (requests before it are refused, as the SDK does)
+        self.reading = threading.Event()  # cleared by stop_reading: the stdio loop reads no more
+        self.reading.set()
 
     def log(self, **event: Any) -> None:
         self._journal(event)
@@ -91,6 +94,8 @@ class FakeMcp:
             return
         if "id" not in message:
             self.log(event="notification", method=method, params=message.get("params"), **extra)
+            if method == "notifications/initialized":
+                self.initialized = True
             if method == "notifications/cancelled":
                 request_id = (message.get("params") or {}).get("requestId")
                 self.log(event="cancelled", requestId=request_id, reason=(message.get("params") or {}).get("reason"))
@@ -114,6 +119,8 @@ class FakeMcp:
                     "serverInfo": {"name": "fake-mcp", "version": "1.0"}}
         if method == "ping":
             return {}
+        if not self.initialized:
+            raise _Failure(-32602, "Received request before initialization was complete")
         if method == "tools/list":
             with self._lock:
                 tools = list(self.tools)
@@ -162,6 +169,9 @@ class FakeMcp:
             self.log(event="crashing")
             self._crash()
             raise _NoAnswer()
+        if name == "stop_reading":
+            self.reading.clear()
+            return {"content": [{"type": "text", "text": "not reading any more"}]}
         if name == "change_tools":
             with self._lock:
                 if ADDED not in self.tools:
@@ -242,6 +252,7 @@ def _serve_stdio(argv: list[str]) -> int:
                      journal=journal)
     threads = []
     for line in sys.stdin.buffer:
+        server.reading.wait()  # (stop_reading: blocks for good, the pipe fills up)
         if not line.strip():
             continue
         message = json.loads(line)
@@ -355,6 +366,11 @@ class FakeMcpHttp:
     def events(self, kind: str) -> list[dict[str, Any]]:
         with self._lock:
             return [e for e in self.journal if e.get("event") == kind]
+
+    def expire_sessions(self) -> None:
+        """Forget every session: the next POST that names one gets 404."""
+        with self._lock:
+            self.sessions.clear()
 
     def crash(self) -> None:
         """Stop listening (connections are refused from now on)."""

@@ -2,7 +2,7 @@
 
 from lib.cli_helpers import cli  # noqa: F401 (fixture)
 from lib.config_files import write_config
-from lib.fake_mcp import stdio_command
+from lib.fake_mcp import TOOLS, stdio_command
 
 
 def test_doctor_lists_each_server_and_fails_on_one_that_cannot_run(cli, tmp_path):  # noqa: F811
@@ -16,7 +16,7 @@ def test_doctor_lists_each_server_and_fails_on_one_that_cannot_run(cli, tmp_path
     proc = cli.run("doctor", timeout=60)
     lines = [line.split(None, 2) for line in proc.stdout.decode().splitlines()]
     mcp = [(status, detail) for status, check, detail in lines if check == "mcp"]
-    assert mcp[0] == ("ok", "fake (stdio): ready, 9 tools")
+    assert mcp[0] == ("ok", f"fake (stdio): ready, {len(TOOLS)} tools")
     assert mcp[1][0] == "fail" and mcp[1][1].startswith("gone (stdio): could not start ")
     assert mcp[2] == ("ok", "off (stdio): switched off (enabled: false)")
     assert any(line[:2] == ["ok", "web"] and "switched off (web_search.enabled: false)" in line[2] for line in lines)

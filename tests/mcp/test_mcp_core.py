@@ -14,7 +14,7 @@ from kward.mcp.client import McpClient, McpError
 from kward.mcp.config import ServerConfig, parse_servers, tool_name
 from kward.mcp.manager import McpManager
 from kward.mcp.results import MAX_IMAGES, tool_result
-from lib.fake_mcp import PNG, FakeMcpHttp, read_journal, stdio_command
+from lib.fake_mcp import PNG, TOOLS, FakeMcpHttp, read_journal, stdio_command
 from lib.waiting import wait_until
 
 
@@ -99,7 +99,7 @@ def test_client_calls_reports_progress_times_out_and_cancels(transport, tmp_path
             continue
         client = McpClient.open(config, client_version="test", timeout=10)
         try:
-            assert len(client.list_tools(10)) == 9 and client.server_info["name"] == "fake-mcp"
+            assert len(client.list_tools(10)) == len(TOOLS) and client.server_info["name"] == "fake-mcp"
             assert client.call_tool("echo", {"text": "hi"}, timeout=5).content == "echo: hi"
             progress = []
             done = client.call_tool("slow", {"steps": 3, "seconds": 0.01}, timeout=5,
@@ -145,7 +145,7 @@ def test_manager_starts_in_the_background_reports_and_retries(tmp_path):
         manager.start()
         wait_until(lambda: {s.name: s.status for s in manager.status()} ==
                    {"ok": "ready", "dead": "failed", "off": "disabled"}, 20, "the servers settled")
-        assert len(manager.tools()) == 9 and changes
+        assert len(manager.tools()) == len(TOOLS) and changes
         assert manager.call("mcp__ok__echo", {"text": "m"}).content == "echo: m"
         missing = manager.call("mcp__dead__echo", {"text": "m"})
         assert missing.is_error and "not available" in missing.content and "exited (status 2)" in missing.content
@@ -160,4 +160,38 @@ def test_manager_starts_in_the_background_reports_and_retries(tmp_path):
         assert len([e for e in read_journal(journal) if e["event"] == "started"]) == 2
     finally:
         manager.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("kward-mcp")]
+
+
+def test_a_server_that_stops_reading_cannot_hold_a_call_past_its_timeout(tmp_path):
+    config, = parse_servers({"s": stdio_command(tmp_path / "j.jsonl")})[0]
+    client = McpClient.open(config, client_version="test", timeout=10)
+    try:
+        assert client.call_tool("stop_reading", {}, timeout=5).content == "not reading any more"
+        token = CancelToken()
+        big = {"text": "x" * (4 << 20)}  # far more than a pipe holds
+        timed = client.call_tool("echo", big, timeout=0.5, cancel=token)
+        assert timed.is_error and "timed out after 0.5 s" in timed.content
+    finally:
+        client.close()  # (ends the server that reads no more)
+    assert not [t for t in threading.enumerate() if t.name.startswith("kward-mcp-s")]
+
+
+def test_an_http_session_the_server_ended_is_reported_and_closes_cleanly(tmp_path):
+    with FakeMcpHttp() as fake:
+        servers, _ = parse_servers({"h": {"url": fake.url}})
+        manager = McpManager(servers, client_version="test")
+        try:
+            manager.start()
+            wait_until(lambda: manager.status()[0].status == "ready", 20, "ready")
+            fake.expire_sessions()
+            result = manager.call("mcp__h__echo", {"text": "x"})
+            assert result.is_error
+            wait_until(lambda: manager.status()[0].status == "failed", 10, "reported gone")
+            assert "ended the session" in manager.status()[0].error
+            manager.start()  # (tried again: a new session)
+            wait_until(lambda: manager.status()[0].status == "ready", 20, "ready again")
+        finally:
+            manager.close()
+        assert len(fake.events("delete")) >= 1
     assert not [t for t in threading.enumerate() if t.name.startswith("kward-mcp")]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from lib.config_files import write_config
-from lib.fake_mcp import FakeMcpHttp, read_journal, stdio_command
+from lib.fake_mcp import TOOLS, FakeMcpHttp, read_journal, stdio_command
 from lib.scripted_kward import kward  # noqa: F401 (fixture)
 from lib.scripts import text, tool
 from lib.turn_events import check_turn_events, payload, payloads
@@ -79,7 +79,7 @@ def test_tools_list_mcp_status_and_the_capability(kward, isolated_home, tmp_path
     assert discovery == {"supported": True, "methods": ["tools/list", "mcp/status"], "toolMetadata": True}
     servers = status(k)
     assert list(servers) == ["fake", "off", "bad"]
-    assert servers["fake"] == {"name": "fake", "transport": "stdio", "status": "available", "toolCount": 9,
+    assert servers["fake"] == {"name": "fake", "transport": "stdio", "status": "available", "toolCount": len(TOOLS),
                                "error": None, "enabled": True}
     assert servers["off"]["status"] == "unavailable" and servers["off"]["enabled"] is False
     assert "disabled" in servers["off"]["error"]
@@ -89,7 +89,7 @@ def test_tools_list_mcp_status_and_the_capability(kward, isolated_home, tmp_path
     assert echo["metadata"] == {"source": "mcp", "displayName": "Echo", "serverName": "fake", "remoteName": "echo"}
     assert echo["function"]["parameters"]["required"] == ["text"]
     assert echo["function"]["description"] == "Echo the text back."
-    assert len([n for n in listed if n.startswith("mcp__fake__")]) == 9
+    assert len([n for n in listed if n.startswith("mcp__fake__")]) == len(TOOLS)
     assert listed["read_file"]["metadata"]["source"] == "builtin"
 
 

@@ -76,3 +76,27 @@ def test_a_connection_far_behind_is_dropped_at_once_without_stalling_anyone(conn
     finally:
         hubmod.DROP_BYTES = old
     assert stopped == [big] and big.outbox.pending_bytes == 0  # its output discarded, its server stopped
+
+
+def test_a_steer_does_not_take_over_the_turn_and_a_fork_attaches(connection):
+    hub = Hub()
+    starter, steerer = connection(), connection()
+    hub.add(starter, lambda: None)
+    hub.add(steerer, lambda: None)
+    hub.answered(starter, "turns/start", {}, {"id": "t1", "sessionId": "s"})
+    hub.answered(steerer, "turns/start", {}, {"id": "t1", "sessionId": "s"})  # (a steer answers the running turn)
+    assert hub.remove(steerer) == set()  # (its closeBehavior cannot cancel the starter's turn)
+    assert hub.remove(starter) == {"t1"}
+    forker = connection()
+    hub.add(forker, lambda: None)
+    hub.answered(forker, "sessions/fork", {}, {"session": {"id": "f"}, "text": "", "cancelled": False})
+    assert hub.attached("f") == [forker]
+
+
+def test_a_turn_that_ended_before_its_answer_gets_no_owner(connection):
+    hub = Hub()
+    conn = connection()
+    hub.add(conn, lambda: None)
+    hub.publish_turn_event(event("s", turn_id="fast", type_="turnFinished"))
+    hub.answered(conn, "turns/start", {}, {"id": "fast", "sessionId": "s"})
+    assert hub.remove(conn) == set()

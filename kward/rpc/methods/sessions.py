@@ -112,15 +112,17 @@ def compact(call: Call) -> SessionsCompactResult:
     focus = p.text("customInstructions", max_len=100_000)
     held: list[SessionEvent] = []
 
+    report = call.conn.hub.report if call.conn.hub is not None else call.conn.report  # (every attached client)
+
     def sink(event: SessionEvent) -> None:
         if event.type == "compactionEnd":
             held.append(event)
         else:
-            call.conn.report(event)
+            report(event)
 
     def release() -> None:
         for event in held:
-            call.conn.report(event)
+            report(event)
 
     call.after_answer(release)
     return wire.compaction_result(call.runtime.compact(session_id, focus, sink=sink))
