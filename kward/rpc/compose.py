@@ -116,9 +116,10 @@ def build_daemon(listener: "Listening", path: str, setup: Setup, *, methods: Met
                       several_clients=True)
     hub.pending_questions = lambda sid: runtime.questions.pending(sid) if runtime.has_service("questions") else []
     table = methods if methods is not None else default_table()
+    make_warm_up = None if setup.env.get(ENV_NO_WARMUP) else lambda: _warm_up(table, runtime)
     return Daemon(listener, path, runtime=runtime, pool=pool, methods=table, hub=hub, secrets=setup.secrets,
                   max_frame_bytes=settings.max_frame_bytes,
-                  idle_exit=DEFAULT_IDLE_EXIT if idle_exit is None else idle_exit)
+                  idle_exit=DEFAULT_IDLE_EXIT if idle_exit is None else idle_exit, make_warm_up=make_warm_up)
 
 
 def _approver(conn: Connection) -> "RpcApprover":

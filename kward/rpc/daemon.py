@@ -9,7 +9,8 @@ connection and no turn at work (a turn waiting for the answer to a question coun
 idle), or no connection while its socket file is gone or replaced (nobody can come back). The acceptor thread (``kward-accept``) takes
 connections; a peer of another user is closed at once (`listen.same_user`). Each
 connection runs its server's dispatcher on a thread of its own (``kward-conn-N``; its
-transport adds a reader and a writer). When a connection ends its turns go on, unless its
+transport adds a reader and a writer) and warms up as a stdio server does once it was
+given a session (`kward.rpc.warmup`: the imports happen once per process). When a connection ends its turns go on, unless its
 client asked for ``closeBehavior: "cancelTurns"`` in `initialize`.
 
 At the end: the listener is closed and its socket file removed (only when it is still the
@@ -27,7 +28,7 @@ import os
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kward.rpc.connection import Connection
 from kward.rpc.hub import Hub
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kward.rpc.listen import Listening
     from kward.rpc.method_table import MethodTable
     from kward.rpc.pool import WorkerPool
+    from kward.rpc.warmup import WarmUp
     from kward.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ class _Client:
 class Daemon:
     def __init__(self, listening: Listening, path: str, *, runtime: Runtime, pool: WorkerPool,
                  methods: MethodTable, hub: Hub, secrets: Any, max_frame_bytes: int,
-                 idle_exit: float = DEFAULT_IDLE_EXIT):
+                 idle_exit: float = DEFAULT_IDLE_EXIT, make_warm_up: Callable[[], WarmUp] | None = None):
         self.listener = listening.sock
         self.path = path
         self.runtime = runtime
@@ -72,6 +74,7 @@ class Daemon:
         self._secrets = secrets
         self._max_frame_bytes = max_frame_bytes
         self.idle_exit = idle_exit
+        self._make_warm_up = make_warm_up  # (each connection may warm up; the imports happen once)
         self._lock = threading.Lock()
         self._clients: dict[int, _Client] = {}
         self._next = 0
@@ -165,7 +168,7 @@ class Daemon:
         conn.hub = self.hub
         conn.paced = False
         conn.describe_capabilities = lambda: self._capabilities(conn)
-        server = RpcServer(transport, self.pool, self.methods, self.runtime, conn, hub=self.hub,
+        server = RpcServer(transport, self.pool, self.methods, self.runtime, conn, self._make_warm_up, hub=self.hub,
                            on_closed=self._closed, on_shutdown=self.stop)
         with self._lock:
             self._next += 1

@@ -358,6 +358,7 @@ class RpcServer:
         self.conn.requests.close()
         if self.warm_up is not None:
             self.warm_up.stop()
+            self.warm_up.join(STOP_BUDGET)
         self.transport.outbox.stop_pacing()
         with self._inflight_cond:  # the requests it sent before its end get their answers (if it still reads)
             self._inflight_cond.wait_for(lambda: self._inflight == 0, timeout=STOP_BUDGET * _DRAIN_SHARE)
