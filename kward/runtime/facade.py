@@ -120,6 +120,10 @@ class Runtime:
     from, so that an unchanged file is not resolved again. `wants_event(type)` says whether
     the face's consumer takes turn events of that type (the RPC face: the client did not opt
     out of it), so that work only such events need (live tool output) is skipped.
+    A listening server of several clients (`kward.rpc.daemon`) passes `several_clients`
+    (one client's new session never tidies away another's empty one) and `make_room_for`
+    (a turn paces itself by the clients of its own session, given its RPC id, in place of
+    `make_room`).
     """
 
     def __init__(self, *, paths: Paths, config: ConfigStore, settings: Settings, launch_cwd: str | Path,
